@@ -1,0 +1,33 @@
+// Lint without type information: fast on 2 cores; `tsc --noEmit` does the type checks.
+import js from "@eslint/js";
+import tseslint from "typescript-eslint";
+import globals from "globals";
+
+export default tseslint.config(
+  { ignores: ["node_modules/**", "**/node_modules/**", "dist/**", "**/gen/**", "coverage/**", ".data/**", "examples/**/oci/**"] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    languageOptions: { globals: { ...globals.node } },
+    rules: {
+      "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_", caughtErrorsIgnorePattern: "^_" }],
+      "@typescript-eslint/consistent-type-imports": "error",
+      "no-console": "off",
+    },
+  },
+  {
+    // The pure model does no I/O: no node built-ins but crypto-free helpers, no clock, no randomness.
+    files: ["src/plugins/**/*.ts"],
+    ignores: ["src/plugins/**/*.test.ts"],
+    rules: {
+      "no-restricted-imports": ["error", { patterns: [
+        { group: ["node:*", "fs", "net", "http", "https", "dns", "child_process", "os", "path"], message: "src/plugins is pure: no I/O." },
+        { group: ["../events/*", "../trust/*", "../egress/*", "../reconciler/*", "../cli/*", "../server/*", "../projections/*"], message: "The pure model never imports from the shell." },
+      ] }],
+      "no-restricted-globals": ["error", { name: "fetch", message: "src/plugins is pure: no I/O." }, { name: "process", message: "src/plugins is pure: no environment." }],
+      "no-restricted-properties": ["error",
+        { object: "Date", property: "now", message: "src/plugins is pure: no clock." },
+        { object: "Math", property: "random", message: "src/plugins is pure: no randomness." }],
+    },
+  },
+);

@@ -1,0 +1,12 @@
+import { defineConfig } from "vitest/config";
+
+export default defineConfig({
+  test: {
+    include: ["src/**/*.test.ts", "test/**/*.test.ts", "sdk/**/*.test.ts", "plugins/**/*.test.ts"],
+    exclude: ["**/node_modules/**", "dist/**"],
+    pool: "forks",
+    testTimeout: 20_000,
+    hookTimeout: 60_000,
+    reporters: ["default"],
+  },
+});
