@@ -1,0 +1,78 @@
+/**
+ * The embedded default target: each running plugin's objects as one multi-document YAML file
+ * under `<dir>/plugins/<name>.yaml`, and the allow-lists as the `openfief-egress-allowlist`
+ * ConfigMap in `<dir>/openfief-egress-allowlist.yaml`. Files are replaced atomically (write to a
+ * temporary file, fsync, rename) so a crash never leaves a half-written object behind.
+ */
+import { mkdir, open, readdir, rename, rm } from "node:fs/promises";
+import { join } from "node:path";
+import { stringify } from "yaml";
+import { ALLOWLIST_CONFIGMAP, NAMESPACE } from "../plugins/constants.js";
+import type { KubeObject, Target } from "./target.js";
+
+const PLUGIN_NAME = /^[a-z][a-z0-9-]{0,55}$/;
+
+export class DirectoryTarget implements Target {
+  readonly name: string;
+
+  constructor(private readonly dir: string) {
+    this.name = `directory:${dir}`;
+  }
+
+  async applyPlugin(plugin: string, objects: readonly KubeObject[]): Promise<void> {
+    const file = this.pluginFile(plugin);
+    const text = objects.map((o) => stringify(o, { sortMapEntries: false, lineWidth: 0 })).join("---\n");
+    await writeAtomically(file, text);
+  }
+
+  async removePlugin(plugin: string): Promise<void> {
+    await rm(this.pluginFile(plugin), { force: true });
+  }
+
+  async applyAllowLists(data: Readonly<Record<string, string>>): Promise<void> {
+    const sorted: Record<string, string> = {};
+    for (const key of Object.keys(data).sort()) sorted[key] = data[key] ?? "";
+    const configMap = {
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      metadata: { name: ALLOWLIST_CONFIGMAP, namespace: NAMESPACE, labels: { "app.kubernetes.io/managed-by": "openfief" } },
+      data: sorted,
+    };
+    await writeAtomically(join(this.dir, `${ALLOWLIST_CONFIGMAP}.yaml`), stringify(configMap, { lineWidth: 0 }));
+  }
+
+  async listPlugins(): Promise<string[]> {
+    let names: string[];
+    try {
+      names = await readdir(join(this.dir, "plugins"));
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "ENOENT") return [];
+      throw err;
+    }
+    return names
+      .filter((n) => n.endsWith(".yaml"))
+      .map((n) => n.slice(0, -".yaml".length))
+      .filter((n) => PLUGIN_NAME.test(n))
+      .sort();
+  }
+
+  private pluginFile(plugin: string): string {
+    // The name reaches a file path: accept only a plugin name, so nothing escapes the folder.
+    if (!PLUGIN_NAME.test(plugin)) throw new Error(`directory target: invalid plugin name ${JSON.stringify(plugin)}`);
+    return join(this.dir, "plugins", `${plugin}.yaml`);
+  }
+}
+
+async function writeAtomically(file: string, text: string): Promise<void> {
+  const dir = file.slice(0, file.lastIndexOf("/"));
+  await mkdir(dir, { recursive: true });
+  const tmp = `${file}.tmp-${process.pid}`;
+  const handle = await open(tmp, "w", 0o644);
+  try {
+    await handle.writeFile(text, "utf8");
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+  await rename(tmp, file);
+}

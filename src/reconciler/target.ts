@@ -1,0 +1,26 @@
+/**
+ * Where desired state goes. The reconciler hands a target each running plugin's Kubernetes
+ * objects and the egress allow-lists; a target makes them so. The directory target writes YAML
+ * files (the embedded default); the Kubernetes target applies them to a cluster.
+ */
+
+/** A Kubernetes object as the pure model builds it: plain JSON with apiVersion, kind, metadata. */
+export interface KubeObject {
+  readonly apiVersion: string;
+  readonly kind: string;
+  readonly metadata: { readonly name: string; readonly namespace?: string; readonly [k: string]: unknown };
+  readonly [k: string]: unknown;
+}
+
+export interface Target {
+  /** A stable name recorded in `workload.applied` events (`directory:<path>`, `kubernetes`). */
+  readonly name: string;
+  /** Makes exactly these objects the plugin's; objects of the plugin not listed are removed. */
+  applyPlugin(plugin: string, objects: readonly KubeObject[]): Promise<void>;
+  /** Removes everything the plugin had: it no longer runs. Idempotent. */
+  removePlugin(plugin: string): Promise<void>;
+  /** Publishes every running plugin's allow-list (the encoded ConfigMap data). */
+  applyAllowLists(data: Readonly<Record<string, string>>): Promise<void>;
+  /** The plugins the target currently holds objects for, so a restart can prune leftovers. */
+  listPlugins(): Promise<string[]>;
+}
