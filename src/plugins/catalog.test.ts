@@ -1,0 +1,195 @@
+import { readFileSync } from "node:fs";
+import { describe, expect, it } from "vitest";
+import { emptyCatalog, parseCatalog, parseOwnerSigners } from "./catalog.js";
+import { ErrorCode } from "./errors.js";
+
+const GH = "https://token.actions.githubusercontent.com";
+const DIGEST_A = `sha256:${"a".repeat(64)}`;
+const DIGEST_B = `sha256:${"b".repeat(64)}`;
+const KEY = readFileSync("test/fixtures/sigstore/cases/local-key-dsse-digest/key.pub", "utf8");
+const OTHER_KEY = readFileSync("test/fixtures/sigstore/cases/managed-key-happy-path/key.pub", "utf8");
+
+type Json = Record<string, unknown>;
+const publisher = (over: Json = {}): Json => ({
+  name: "Acme",
+  issuer: GH,
+  subject: "https://github.com/acme/nbp-fx/.github/workflows/release.yml@refs/heads/main",
+  ...over,
+});
+const entry = (over: Json = {}): Json => ({
+  name: "nbp-fx",
+  image: `ghcr.io/acme/nbp-fx@${DIGEST_A}`,
+  publisher: publisher(),
+  ...over,
+});
+const catalog = (...plugins: Json[]): string => JSON.stringify({ plugins });
+
+describe("parseCatalog accepts a valid catalog", () => {
+  it("accepts the catalog shipped in catalog/plugins.json", () => {
+    const text = readFileSync(new URL("../../catalog/plugins.json", import.meta.url), "utf8");
+    const r = parseCatalog(text);
+    expect(r.ok).toBe(true);
+    if (!r.ok) return;
+    expect(r.value.entries).toEqual([]);
+  });
+
+  it("reads every entry with its pinned digest and exact publisher", () => {
+    const r = parseCatalog(catalog(entry(), entry({ name: "ibkr-flex", image: `registry.example.com:5000/x/ibkr@${DIGEST_B}` })));
+    expect(r.ok).toBe(true);
+    if (!r.ok) return;
+    expect(r.value.entries.map((e) => [e.name, e.image.digest, e.publisher.kind, e.publisher.name])).toEqual([
+      ["nbp-fx", DIGEST_A, "publisher", "Acme"],
+      ["ibkr-flex", DIGEST_B, "publisher", "Acme"],
+    ]);
+    expect(r.value.entries[0]?.publisher.identity).toEqual({ issuer: GH, subject: publisher().subject });
+    expect(r.value.entriesForDigest(DIGEST_B).map((e) => e.name)).toEqual(["ibkr-flex"]);
+  });
+
+  it("offers an empty catalog", () => {
+    expect(emptyCatalog().entries).toEqual([]);
+  });
+});
+
+describe("parseCatalog refuses the whole file for any problem, naming each", () => {
+  it.each<{ name: string; text: string; errors: Array<[string, string]> }>([
+    { name: "invalid JSON", text: '{"plugins": [', errors: [[ErrorCode.InvalidJSON, ""]] },
+    { name: "trailing data", text: `${catalog(entry())}\n{"plugins": []}`, errors: [[ErrorCode.InvalidJSON, ""]] },
+    { name: "a repeated key", text: `{"plugins": [], "plugins": [${JSON.stringify(entry())}]}`, errors: [[ErrorCode.Duplicate, "plugins"]] },
+    {
+      name: "a repeated subject in a publisher",
+      text: catalog(entry()).replace('"subject":', '"subject":"https://evil.example/x","subject":'),
+      errors: [[ErrorCode.Duplicate, "plugins[0].publisher.subject"]],
+    },
+    { name: "a root that is a list", text: "[]", errors: [[ErrorCode.InvalidType, ""]] },
+    { name: "a missing plugins list", text: "{}", errors: [[ErrorCode.Required, "plugins"]] },
+    { name: "an unknown top-level field", text: '{"plugins": [], "version": 1}', errors: [[ErrorCode.UnknownField, "version"]] },
+    { name: "an unknown field in an entry", text: catalog(entry({ verified: true })), errors: [[ErrorCode.UnknownField, "plugins[0].verified"]] },
+    {
+      name: "an unknown field in a publisher",
+      text: catalog(entry({ publisher: publisher({ email: "a@b.c" }) })),
+      errors: [[ErrorCode.UnknownField, "plugins[0].publisher.email"]],
+    },
+    {
+      name: "one bad plugin name among good entries",
+      text: catalog(entry(), entry({ name: "1password", image: `x/y@${DIGEST_B}` })),
+      errors: [[ErrorCode.InvalidName, "plugins[1].name"]],
+    },
+    { name: "an image with a tag", text: catalog(entry({ image: "ghcr.io/acme/nbp-fx:1.4" })), errors: [[ErrorCode.TagNotAllowed, "plugins[0].image"]] },
+    {
+      name: "a publisher with a subject pattern instead of an exact subject",
+      text: catalog(entry({ publisher: { name: "Acme", issuer: GH, subjectPattern: "https://github\\.com/acme/.*" } })),
+      errors: [
+        [ErrorCode.InvalidCatalog, "plugins[0].publisher.subjectPattern"],
+        [ErrorCode.Required, "plugins[0].publisher.subject"],
+      ],
+    },
+    {
+      name: "a publisher with a pattern beside its subject",
+      text: catalog(entry({ publisher: publisher({ subjectPattern: ".*" }) })),
+      errors: [[ErrorCode.InvalidCatalog, "plugins[0].publisher.subjectPattern"]],
+    },
+    {
+      name: "a publisher with a key identity",
+      text: catalog(entry({ publisher: { name: "Acme", publicKey: KEY } })),
+      errors: [
+        [ErrorCode.InvalidCatalog, "plugins[0].publisher.publicKey"],
+        [ErrorCode.Required, "plugins[0].publisher.issuer"],
+        [ErrorCode.Required, "plugins[0].publisher.subject"],
+      ],
+    },
+    {
+      name: "a publisher with an http:// issuer",
+      text: catalog(entry({ publisher: publisher({ issuer: "http://token.actions.githubusercontent.com" }) })),
+      errors: [[ErrorCode.InvalidIdentity, "plugins[0].publisher.issuer"]],
+    },
+    { name: "a publisher with an empty subject", text: catalog(entry({ publisher: publisher({ subject: "" }) })), errors: [[ErrorCode.InvalidIdentity, "plugins[0].publisher.subject"]] },
+    { name: "a publisher without a name", text: catalog(entry({ publisher: publisher({ name: undefined }) })), errors: [[ErrorCode.Required, "plugins[0].publisher.name"]] },
+    { name: "a missing publisher", text: catalog(entry({ publisher: undefined })), errors: [[ErrorCode.Required, "plugins[0].publisher"]] },
+    {
+      name: "a duplicate plugin name",
+      text: catalog(entry(), entry({ image: `x/y@${DIGEST_B}` })),
+      errors: [[ErrorCode.Duplicate, "plugins[1].name"]],
+    },
+    { name: "an entry that is not an object", text: '{"plugins": ["nbp-fx"]}', errors: [[ErrorCode.InvalidType, "plugins[0]"]] },
+    {
+      name: "several bad entries, all listed",
+      text: catalog(
+        entry(),
+        entry({ name: "Bad_Name", image: `x/y@${DIGEST_B}` }),
+        entry({ name: "ok-name", image: "x/y", publisher: publisher({ subject: "" }) }),
+      ),
+      errors: [
+        [ErrorCode.InvalidName, "plugins[1].name"],
+        [ErrorCode.InvalidImageRef, "plugins[2].image"],
+        [ErrorCode.InvalidIdentity, "plugins[2].publisher.subject"],
+      ],
+    },
+  ])("refuses $name", ({ text, errors }) => {
+    const r = parseCatalog(text);
+    expect(r.ok).toBe(false);
+    if (r.ok) return;
+    expect(r.errors.map((e) => [e.code, e.path])).toEqual(errors);
+    for (const e of r.errors) expect(e.message).not.toBe("");
+  });
+});
+
+describe("parseOwnerSigners accepts the three identity forms", () => {
+  it("reads exact, pattern and key signers as owner signers", () => {
+    const text = JSON.stringify({
+      signers: [
+        { name: "me", issuer: GH, subject: "https://github.com/me/p/.github/workflows/b.yml@refs/heads/main" },
+        { name: "my-org", issuer: GH, subjectPattern: "https://github\\.com/my-org/[^/]+/\\.github/workflows/release\\.yml@refs/tags/v.+" },
+        { name: "laptop", publicKey: KEY },
+      ],
+    });
+    const r = parseOwnerSigners(text);
+    expect(r.ok).toBe(true);
+    if (!r.ok) return;
+    expect(r.value.map((s) => [s.name, s.kind, Object.keys(s.identity).sort().join(",")])).toEqual([
+      ["me", "owner", "issuer,subject"],
+      ["my-org", "owner", "issuer,subjectPattern"],
+      ["laptop", "owner", "publicKey"],
+    ]);
+  });
+
+  it("accepts an empty list", () => {
+    expect(parseOwnerSigners('{"signers": []}')).toEqual({ ok: true, value: [] });
+  });
+});
+
+describe("parseOwnerSigners refuses the whole file for any problem, naming each", () => {
+  const good = { name: "me", issuer: GH, subject: "https://github.com/me/p" };
+  const file = (...signers: Json[]): string => JSON.stringify({ signers });
+  it.each<{ name: string; text: string; errors: Array<[string, string]> }>([
+    { name: "trailing data", text: `${file(good)} x`, errors: [[ErrorCode.InvalidJSON, ""]] },
+    { name: "a repeated key", text: '{"signers": [{"name": "a", "name": "b", "publicKey": "x"}]}', errors: [[ErrorCode.Duplicate, "signers[0].name"]] },
+    { name: "an unknown top-level field", text: '{"signers": [], "catalog": []}', errors: [[ErrorCode.UnknownField, "catalog"]] },
+    { name: "an unknown field in a signer", text: file({ ...good, kind: "publisher" }), errors: [[ErrorCode.UnknownField, "signers[0].kind"]] },
+    {
+      name: "both a subject and a pattern",
+      text: file({ ...good, subjectPattern: ".*" }),
+      errors: [[ErrorCode.InvalidSigner, "signers[0]"]],
+    },
+    { name: "no identity at all", text: file({ name: "x", issuer: GH }), errors: [[ErrorCode.InvalidSigner, "signers[0]"]] },
+    { name: "a key beside a subject", text: file({ ...good, publicKey: KEY }), errors: [[ErrorCode.InvalidSigner, "signers[0]"]] },
+    { name: "a key with an issuer", text: file({ name: "k", issuer: GH, publicKey: KEY }), errors: [[ErrorCode.InvalidSigner, "signers[0].issuer"]] },
+    { name: "a subject without an issuer", text: file({ name: "x", subject: "s" }), errors: [[ErrorCode.Required, "signers[0].issuer"]] },
+    { name: "an http:// issuer", text: file({ ...good, issuer: "http://issuer.example" }), errors: [[ErrorCode.InvalidIdentity, "signers[0].issuer"]] },
+    { name: "a pattern that is not RE2", text: file({ name: "x", issuer: GH, subjectPattern: "(?=lookahead)" }), errors: [[ErrorCode.InvalidIdentity, "signers[0].subjectPattern"]] },
+    { name: "a PEM holding two keys", text: file({ name: "k", publicKey: KEY + OTHER_KEY }), errors: [[ErrorCode.InvalidIdentity, "signers[0].publicKey"]] },
+    { name: "a PEM holding no key", text: file({ name: "k", publicKey: "" }), errors: [[ErrorCode.InvalidIdentity, "signers[0].publicKey"]] },
+    { name: "a subject that is not a string", text: file({ ...good, subject: 5 }), errors: [[ErrorCode.InvalidType, "signers[0].subject"]] },
+    { name: "an empty name", text: file({ ...good, name: "" }), errors: [[ErrorCode.InvalidName, "signers[0].name"]] },
+    { name: "a duplicate name", text: file(good, { name: "me", publicKey: KEY }), errors: [[ErrorCode.Duplicate, "signers[1].name"]] },
+    {
+      name: "one bad signer among good ones",
+      text: file(good, { name: "k", publicKey: KEY }, { name: "bad", issuer: GH, subject: "" }),
+      errors: [[ErrorCode.InvalidIdentity, "signers[2].subject"]],
+    },
+  ])("refuses $name", ({ text, errors }) => {
+    const r = parseOwnerSigners(text);
+    expect(r.ok).toBe(false);
+    if (r.ok) return;
+    expect(r.errors.map((e) => [e.code, e.path])).toEqual(errors);
+  });
+});

@@ -1,0 +1,282 @@
+/**
+ * The catalog (`catalog/plugins.json`, D-43) and the owner's trusted signers (ConfigMap
+ * `openfief-trusted-signers`). Both are read strictly: invalid JSON, trailing data, a repeated
+ * key, an unknown field or any one invalid entry refuses the whole file, with every problem
+ * listed, because a half-read list of who is trusted is worse than none.
+ */
+import { ErrorCode, fail, fieldError, join, ok } from "./errors.js";
+import type { FieldError, Result } from "./errors.js";
+import { parseImageRef } from "./image-ref.js";
+import type { ImageRef } from "./image-ref.js";
+import { validatePluginName } from "./names.js";
+import { identityProblems } from "./signers.js";
+import type { ExactIdentity, Signer, SignerIdentity } from "./signers.js";
+import { isJsonObject, own, parseStrictJson, unknownFields } from "./strict-json.js";
+
+/** A catalog publisher: always an exact keyless identity, never a pattern or a key (D-44). */
+export interface Publisher extends Signer {
+  readonly kind: "publisher";
+  readonly identity: ExactIdentity;
+}
+
+/** One verified plugin: its name, the image whose digest it pins, and who must have signed it. */
+export interface CatalogEntry {
+  readonly name: string;
+  readonly image: ImageRef;
+  readonly publisher: Publisher;
+}
+
+// Set in the class's static block: the module's only way to call the private constructor.
+let construct: (entries: readonly CatalogEntry[]) => Catalog;
+
+/** A valid catalog. Built only by {@link parseCatalog} (or {@link emptyCatalog}). */
+export class Catalog {
+  readonly #entries: readonly CatalogEntry[];
+
+  private constructor(entries: readonly CatalogEntry[]) {
+    this.#entries = Object.freeze([...entries]);
+  }
+
+  static {
+    construct = (entries) => new Catalog(entries);
+  }
+
+  /** Every entry, in file order. */
+  get entries(): readonly CatalogEntry[] {
+    return this.#entries;
+  }
+
+  /** The entries that pin `digest` (`sha256:<hex>`), sorted by name. Only the digest counts, so a mirror matches too. */
+  entriesForDigest(digest: string): CatalogEntry[] {
+    return this.#entries
+      .filter((e) => e.image.digest === digest)
+      .sort((a, b) => compareStrings(a.name, b.name));
+  }
+}
+
+/** A catalog with no entries: what the product ships today. */
+export function emptyCatalog(): Catalog {
+  return construct([]);
+}
+
+const SIGNER_NAME_MAX = 253;
+
+/**
+ * Parses `catalog/plugins.json`: `{"plugins": [{"name", "image", "publisher": {"name", "issuer",
+ * "subject"}}]}`. Plugin names are unique; images are pinned by digest; a publisher is an exact
+ * identity. Any problem refuses the whole file.
+ */
+export function parseCatalog(text: string): Result<Catalog> {
+  const parsed = parseStrictJson(text, "");
+  if (!parsed.ok) return parsed;
+  const root = parsed.value;
+  const errors: FieldError[] = [];
+  const list = readRootList(root, "plugins", errors);
+  const entries: CatalogEntry[] = [];
+  const firstIndex = new Map<string, number>();
+  list?.forEach((item, i) => {
+    const path = join("plugins", i);
+    const entry = readCatalogEntry(item, path, errors);
+    const name = isJsonObject(item) ? own(item, "name") : undefined;
+    if (typeof name === "string") {
+      const first = firstIndex.get(name);
+      if (first === undefined) firstIndex.set(name, i);
+      else {
+        errors.push(
+          fieldError(ErrorCode.Duplicate, join(path, "name"), `plugin "${name}" is already listed at plugins[${first}]`),
+        );
+      }
+    }
+    if (entry !== undefined) entries.push(entry);
+  });
+  if (errors.length > 0) return fail(errors);
+  return ok(construct(entries));
+}
+
+function readCatalogEntry(item: unknown, path: string, errors: FieldError[]): CatalogEntry | undefined {
+  if (!isJsonObject(item)) {
+    errors.push(fieldError(ErrorCode.InvalidType, path, "a catalog entry must be an object"));
+    return undefined;
+  }
+  const before = errors.length;
+  errors.push(...unknownFields(item, path, ["name", "image", "publisher"]));
+  const name = own(item, "name");
+  errors.push(...validatePluginName(name, join(path, "name")));
+  const image = parseImageRef(own(item, "image"), join(path, "image"));
+  if (!image.ok) errors.push(...image.errors);
+  const publisher = readPublisher(own(item, "publisher"), join(path, "publisher"), errors);
+  if (errors.length > before || !image.ok || publisher === undefined || typeof name !== "string") return undefined;
+  return { name, image: image.value, publisher };
+}
+
+function readPublisher(value: unknown, path: string, errors: FieldError[]): Publisher | undefined {
+  if (value === undefined) {
+    errors.push(fieldError(ErrorCode.Required, path, "a catalog entry needs a publisher"));
+    return undefined;
+  }
+  if (!isJsonObject(value)) {
+    errors.push(fieldError(ErrorCode.InvalidType, path, "a publisher must be an object"));
+    return undefined;
+  }
+  const before = errors.length;
+  for (const key of Object.keys(value)) {
+    if (key === "subjectPattern" || key === "publicKey") {
+      errors.push(
+        fieldError(
+          ErrorCode.InvalidCatalog,
+          join(path, key),
+          `a catalog publisher has an exact issuer and subject, never a ${key === "publicKey" ? "key" : "pattern"} (D-44)`,
+        ),
+      );
+    } else if (!["name", "issuer", "subject"].includes(key)) {
+      errors.push(fieldError(ErrorCode.UnknownField, join(path, key), `unknown field "${key}"`));
+    }
+  }
+  const name = readSignerName(value, path, errors);
+  const issuer = readString(value, "issuer", path, errors);
+  const subject = readString(value, "subject", path, errors);
+  if (issuer !== undefined && subject !== undefined) {
+    errors.push(...identityProblems({ issuer, subject }, path));
+  }
+  if (errors.length > before || name === undefined || issuer === undefined || subject === undefined) return undefined;
+  return { name, kind: "publisher", identity: { issuer, subject } };
+}
+
+/**
+ * Parses the owner's trusted signers: `{"signers": [{"name", "issuer", "subject"} | {"name",
+ * "issuer", "subjectPattern"} | {"name", "publicKey"}]}`. Names are unique; a pattern must be RE2
+ * that compiles; a key is exactly one PEM `PUBLIC KEY` block. Any problem refuses the whole file.
+ */
+export function parseOwnerSigners(text: string): Result<Signer[]> {
+  const parsed = parseStrictJson(text, "");
+  if (!parsed.ok) return parsed;
+  const errors: FieldError[] = [];
+  const list = readRootList(parsed.value, "signers", errors);
+  const signers: Signer[] = [];
+  const firstIndex = new Map<string, number>();
+  list?.forEach((item, i) => {
+    const path = join("signers", i);
+    const signer = readOwnerSigner(item, path, errors);
+    const name = isJsonObject(item) ? own(item, "name") : undefined;
+    if (typeof name === "string") {
+      const first = firstIndex.get(name);
+      if (first === undefined) firstIndex.set(name, i);
+      else {
+        errors.push(
+          fieldError(ErrorCode.Duplicate, join(path, "name"), `signer "${name}" is already listed at signers[${first}]`),
+        );
+      }
+    }
+    if (signer !== undefined) signers.push(signer);
+  });
+  if (errors.length > 0) return fail(errors);
+  return ok(signers);
+}
+
+function readOwnerSigner(item: unknown, path: string, errors: FieldError[]): Signer | undefined {
+  if (!isJsonObject(item)) {
+    errors.push(fieldError(ErrorCode.InvalidType, path, "a signer must be an object"));
+    return undefined;
+  }
+  const before = errors.length;
+  errors.push(...unknownFields(item, path, ["name", "issuer", "subject", "subjectPattern", "publicKey"]));
+  const name = readSignerName(item, path, errors);
+  const has = (k: string): boolean => own(item, k) !== undefined;
+  const forms = ["subject", "subjectPattern", "publicKey"].filter(has);
+  let identity: SignerIdentity | undefined;
+  if (forms.length !== 1) {
+    errors.push(
+      fieldError(
+        ErrorCode.InvalidSigner,
+        path,
+        forms.length === 0
+          ? "a signer needs one of subject, subjectPattern (each with an issuer) or publicKey"
+          : `a signer has exactly one of subject, subjectPattern or publicKey, not ${forms.join(" and ")}`,
+      ),
+    );
+  } else if (forms[0] === "publicKey") {
+    if (has("issuer")) {
+      errors.push(fieldError(ErrorCode.InvalidSigner, join(path, "issuer"), "a key signer has no issuer"));
+    }
+    const publicKey = readString(item, "publicKey", path, errors);
+    if (publicKey !== undefined) identity = { publicKey };
+  } else {
+    const issuer = readString(item, "issuer", path, errors);
+    if (forms[0] === "subject") {
+      const subject = readString(item, "subject", path, errors);
+      if (issuer !== undefined && subject !== undefined) identity = { issuer, subject };
+    } else {
+      const subjectPattern = readString(item, "subjectPattern", path, errors);
+      if (issuer !== undefined && subjectPattern !== undefined) identity = { issuer, subjectPattern };
+    }
+  }
+  if (identity !== undefined) errors.push(...identityProblems(identity, path));
+  if (errors.length > before || name === undefined || identity === undefined) return undefined;
+  return { name, kind: "owner", identity };
+}
+
+/** The root object `{"<key>": [...]}` with no other field; reports and returns undefined otherwise. */
+function readRootList(root: unknown, key: string, errors: FieldError[]): unknown[] | undefined {
+  if (!isJsonObject(root)) {
+    errors.push(fieldError(ErrorCode.InvalidType, "", `the file must be a JSON object with a "${key}" list`));
+    return undefined;
+  }
+  errors.push(...unknownFields(root, "", [key]));
+  const list = own(root, key);
+  if (list === undefined) {
+    errors.push(fieldError(ErrorCode.Required, key, `"${key}" is required`));
+    return undefined;
+  }
+  if (!Array.isArray(list)) {
+    errors.push(fieldError(ErrorCode.InvalidType, key, `"${key}" must be a list`));
+    return undefined;
+  }
+  return list;
+}
+
+function readString(obj: object, key: string, path: string, errors: FieldError[]): string | undefined {
+  const value = own(obj, key);
+  if (value === undefined) {
+    errors.push(fieldError(ErrorCode.Required, join(path, key), `"${key}" is required`));
+    return undefined;
+  }
+  if (typeof value !== "string") {
+    errors.push(fieldError(ErrorCode.InvalidType, join(path, key), `"${key}" must be a string`));
+    return undefined;
+  }
+  return value;
+}
+
+/** A signer's name is for people: 1 to 253 characters, no control characters, no edge spaces. */
+function readSignerName(obj: object, path: string, errors: FieldError[]): string | undefined {
+  const name = readString(obj, "name", path, errors);
+  if (name === undefined) return undefined;
+  if (
+    name === "" ||
+    name.length > SIGNER_NAME_MAX ||
+    name.trim() !== name ||
+    hasControlCharacter(name)
+  ) {
+    errors.push(
+      fieldError(
+        ErrorCode.InvalidName,
+        join(path, "name"),
+        `a signer name is 1 to ${SIGNER_NAME_MAX} characters without control characters or leading/trailing spaces`,
+      ),
+    );
+    return undefined;
+  }
+  return name;
+}
+
+function hasControlCharacter(s: string): boolean {
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x20 || c === 0x7f) return true;
+  }
+  return false;
+}
+
+function compareStrings(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}

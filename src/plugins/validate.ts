@@ -1,0 +1,312 @@
+/**
+ * Validation of manifests, plugins and grants (seed 000, "Validation"). Each parser reads an
+ * unvalidated JSON-like value strictly (unknown fields and wrong types refused), returns EVERY
+ * problem at once with its code and field path (`manifest.egress[1]`), and on success a normalized
+ * copy (egress ports filled in, nothing shared with the input). None of them ever throws.
+ */
+import { ErrorCode, fail, fieldError, join, ok } from "./errors.js";
+import type { FieldError, Result } from "./errors.js";
+import { CAPABILITIES } from "./types.js";
+import type { Capability, EgressHost, Grant, JsonValue, Manifest, Plugin, PluginSpec, SecretMount } from "./types.js";
+import { TOKEN_ROOT } from "./constants.js";
+import { cloneJson, isJsonValue, isPlainObject, ownValue } from "./json.js";
+import { validateDataTier, validatePluginName, validateSecretName } from "./names.js";
+import { egressKey, parseEgressHost } from "./egress-host.js";
+import { validateConfigSchema } from "./config-schema.js";
+import { parseImageRef } from "./image-ref.js";
+
+type Obj = Record<string, unknown>;
+
+/**
+ * Directories no Secret may be mounted at, under, or above. Tokens live in `/var/run/secrets`;
+ * `/var/run` is a symlink to `/run` in most images, so `/run/secrets` is the same directory.
+ */
+export const RESERVED_MOUNT_ROOTS: readonly string[] = [TOKEN_ROOT, "/run/secrets"];
+
+const MANIFEST_FIELDS = ["capabilities", "egress", "secrets", "dataTiers", "configSchema"];
+const SECRET_FIELDS = ["name", "mountPath"];
+const PLUGIN_FIELDS = ["name", "spec"];
+const PLUGIN_SPEC_FIELDS = ["image", "manifest", "config"];
+const GRANT_FIELDS = ["name", "spec"];
+const GRANT_SPEC_FIELDS = ["capabilities", "egress", "secrets", "dataTiers"];
+
+function unreadable(path: string): FieldError {
+  return fieldError(ErrorCode.InvalidJSON, path, "the value could not be read as JSON");
+}
+
+/** The object at `path`, or undefined after recording why it is not one. */
+function objectAt(value: unknown, path: string, what: string, errors: FieldError[]): Obj | undefined {
+  if (value === undefined) {
+    errors.push(fieldError(ErrorCode.Required, path, `${what} is required`));
+    return undefined;
+  }
+  if (!isPlainObject(value)) {
+    errors.push(fieldError(ErrorCode.InvalidType, path, `${what} must be an object`));
+    return undefined;
+  }
+  return value;
+}
+
+function unknownFields(obj: Obj, allowed: readonly string[], path: string, errors: FieldError[]): void {
+  for (const key of Object.keys(obj)) {
+    if (!allowed.includes(key)) errors.push(fieldError(ErrorCode.UnknownField, join(path, key), `unknown field "${key}"`));
+  }
+}
+
+/** The list at `obj[key]`: absent is empty; anything but an array is an error (and empty). */
+function listAt(obj: Obj, key: string, path: string, errors: FieldError[]): unknown[] {
+  const value = ownValue(obj, key);
+  if (value === undefined) return [];
+  if (!Array.isArray(value)) {
+    errors.push(fieldError(ErrorCode.InvalidType, join(path, key), `${key} must be a list`));
+    return [];
+  }
+  return value;
+}
+
+function duplicate(path: string, what: string): FieldError {
+  return fieldError(ErrorCode.Duplicate, path, `${what} is listed more than once`);
+}
+
+function parseCapabilities(list: readonly unknown[], path: string, errors: FieldError[]): Capability[] {
+  const out: Capability[] = [];
+  list.forEach((item, i) => {
+    const at = join(path, i);
+    if (typeof item !== "string") {
+      errors.push(fieldError(ErrorCode.InvalidType, at, "a capability must be a string"));
+    } else if (!(CAPABILITIES as readonly string[]).includes(item)) {
+      errors.push(
+        fieldError(ErrorCode.UnknownCapability, at, `unknown capability ${JSON.stringify(item.slice(0, 64))}: use ${CAPABILITIES.join(" or ")}`),
+      );
+    } else if (out.includes(item as Capability)) {
+      errors.push(duplicate(at, `capability "${item}"`));
+    } else {
+      out.push(item as Capability);
+    }
+  });
+  return out;
+}
+
+function parseEgressList(list: readonly unknown[], path: string, errors: FieldError[]): EgressHost[] {
+  const out: EgressHost[] = [];
+  const seen = new Set<string>();
+  list.forEach((item, i) => {
+    const at = join(path, i);
+    const parsed = parseEgressHost(item, at);
+    if (!parsed.ok) {
+      errors.push(...parsed.errors);
+      return;
+    }
+    const key = egressKey(parsed.value);
+    if (seen.has(key)) {
+      errors.push(duplicate(at, `egress host ${key}`));
+      return;
+    }
+    seen.add(key);
+    out.push(parsed.value);
+  });
+  return out;
+}
+
+function parseDataTiers(list: readonly unknown[], path: string, errors: FieldError[]): string[] {
+  const out: string[] = [];
+  list.forEach((item, i) => {
+    const at = join(path, i);
+    const problems = validateDataTier(item, at);
+    if (problems.length > 0) {
+      errors.push(...problems);
+    } else if (out.includes(item as string)) {
+      errors.push(duplicate(at, `data tier "${item as string}"`));
+    } else {
+      out.push(item as string);
+    }
+  });
+  return out;
+}
+
+/** True when one path equals the other or is a directory above it (`/a` and `/a/b`, not `/ab`). */
+export function mountPathsOverlap(a: string, b: string): boolean {
+  return a === b || a.startsWith(`${b}/`) || b.startsWith(`${a}/`);
+}
+
+/**
+ * Checks a Secret mount path: absolute and clean (no empty, `.` or `..` segment, no trailing
+ * '/'), not `/`, no control characters ({@link ErrorCode.InvalidMountPath}), and not at, under or
+ * above `/var/run/secrets` where the tokens live ({@link ErrorCode.ReservedMountPath}).
+ */
+export function validateMountPath(value: unknown, path: string): FieldError[] {
+  if (value === undefined) return [fieldError(ErrorCode.Required, path, "a mount path is required")];
+  if (typeof value !== "string") return [fieldError(ErrorCode.InvalidType, path, "a mount path must be a string")];
+  const invalid = (message: string): FieldError[] => [fieldError(ErrorCode.InvalidMountPath, path, message)];
+  if (!value.startsWith("/")) return invalid("a mount path must be absolute");
+  if (value === "/") return invalid("a Secret must not be mounted at /");
+  // eslint-disable-next-line no-control-regex
+  if (/[\u0000-\u001f\u007f]/.test(value)) return invalid("a mount path must not contain control characters");
+  const segments = value.slice(1).split("/");
+  if (segments.some((s) => s === "" || s === "." || s === "..")) {
+    return invalid("a mount path must be clean: no '//', no '.' or '..' segment, no trailing '/'");
+  }
+  const reserved = RESERVED_MOUNT_ROOTS.find((root) => mountPathsOverlap(value, root));
+  if (reserved !== undefined) {
+    return [
+      fieldError(
+        ErrorCode.ReservedMountPath,
+        path,
+        `a Secret must not be mounted at, under or above ${reserved}, where the plugin's tokens are mounted`,
+      ),
+    ];
+  }
+  return [];
+}
+
+function parseSecretMounts(list: readonly unknown[], path: string, errors: FieldError[]): SecretMount[] {
+  const out: SecretMount[] = [];
+  const names = new Set<string>();
+  const mounts: { readonly mountPath: string; readonly at: string }[] = [];
+  list.forEach((item, i) => {
+    const at = join(path, i);
+    const obj = objectAt(item, at, "a Secret", errors);
+    if (obj === undefined) return;
+    unknownFields(obj, SECRET_FIELDS, at, errors);
+    const name = ownValue(obj, "name");
+    const mountPath = ownValue(obj, "mountPath");
+    const namePath = join(at, "name");
+    const mountAt = join(at, "mountPath");
+    const nameErrors = validateSecretName(name, namePath);
+    const mountErrors = validateMountPath(mountPath, mountAt);
+    errors.push(...nameErrors, ...mountErrors);
+    let good = nameErrors.length === 0 && mountErrors.length === 0;
+    if (nameErrors.length === 0) {
+      if (names.has(name as string)) {
+        errors.push(duplicate(namePath, `Secret "${name as string}"`));
+        good = false;
+      }
+      names.add(name as string);
+    }
+    if (mountErrors.length === 0) {
+      const other = mounts.find((m) => mountPathsOverlap(m.mountPath, mountPath as string));
+      if (other !== undefined) {
+        errors.push(
+          fieldError(ErrorCode.MountOverlap, mountAt, `mount path ${mountPath as string} overlaps ${other.mountPath} at ${other.at}`),
+        );
+        good = false;
+      }
+      mounts.push({ mountPath: mountPath as string, at: mountAt });
+    }
+    if (good) out.push({ name: name as string, mountPath: mountPath as string });
+  });
+  return out;
+}
+
+function parseSecretNames(list: readonly unknown[], path: string, errors: FieldError[]): string[] {
+  const out: string[] = [];
+  list.forEach((item, i) => {
+    const at = join(path, i);
+    const problems = validateSecretName(item, at);
+    if (problems.length > 0) {
+      errors.push(...problems);
+    } else if (out.includes(item as string)) {
+      errors.push(duplicate(at, `Secret "${item as string}"`));
+    } else {
+      out.push(item as string);
+    }
+  });
+  return out;
+}
+
+function readManifest(value: unknown, path: string, errors: FieldError[]): Manifest | undefined {
+  const obj = objectAt(value, path, "a manifest", errors);
+  if (obj === undefined) return undefined;
+  const before = errors.length;
+  unknownFields(obj, MANIFEST_FIELDS, path, errors);
+  const capsPath = join(path, "capabilities");
+  const rawCaps = ownValue(obj, "capabilities");
+  const capabilities = parseCapabilities(listAt(obj, "capabilities", path, errors), capsPath, errors);
+  if (rawCaps === undefined || (Array.isArray(rawCaps) && rawCaps.length === 0)) {
+    errors.push(fieldError(ErrorCode.NoCapability, capsPath, "a manifest must request at least one capability"));
+  }
+  const egress = parseEgressList(listAt(obj, "egress", path, errors), join(path, "egress"), errors);
+  const secrets = parseSecretMounts(listAt(obj, "secrets", path, errors), join(path, "secrets"), errors);
+  const dataTiers = parseDataTiers(listAt(obj, "dataTiers", path, errors), join(path, "dataTiers"), errors);
+  const schema = ownValue(obj, "configSchema");
+  if (schema !== undefined) errors.push(...validateConfigSchema(schema, join(path, "configSchema")));
+  if (errors.length > before) return undefined;
+  const manifest: Manifest = { capabilities, egress, secrets, dataTiers };
+  return schema === undefined ? manifest : { ...manifest, configSchema: cloneJson(schema as JsonValue) };
+}
+
+/**
+ * Parses a manifest `{capabilities, egress?, secrets?, dataTiers?, configSchema?}`: at least one
+ * capability and only known ones, canonical egress hosts, Kubernetes Secret names with clean,
+ * non-overlapping mount paths clear of `/var/run/secrets`, valid data tiers, a config schema that
+ * compiles and references nothing outside itself, and no list repeating an entry.
+ */
+export function parseManifest(value: unknown, path = "manifest"): Result<Manifest> {
+  try {
+    const errors: FieldError[] = [];
+    const manifest = readManifest(value, path, errors);
+    return manifest === undefined || errors.length > 0 ? fail(errors) : ok(manifest);
+  } catch {
+    return fail(unreadable(path));
+  }
+}
+
+/**
+ * Parses a plugin `{name, spec: {image, manifest, config?}}`: a valid plugin name, an image
+ * pinned by digest, a valid manifest, and a config that is JSON. The config is not checked
+ * against the manifest's schema here; the shell does that with `validateConfig`.
+ */
+export function parsePlugin(value: unknown): Result<Plugin> {
+  try {
+    const errors: FieldError[] = [];
+    const obj = objectAt(value, "", "a plugin", errors);
+    if (obj === undefined) return fail(errors);
+    unknownFields(obj, PLUGIN_FIELDS, "", errors);
+    const name = ownValue(obj, "name");
+    errors.push(...validatePluginName(name, "name"));
+    const spec = objectAt(ownValue(obj, "spec"), "spec", "spec", errors);
+    if (spec === undefined) return fail(errors);
+    unknownFields(spec, PLUGIN_SPEC_FIELDS, "spec", errors);
+    const image = parseImageRef(ownValue(spec, "image"), join("spec", "image"));
+    if (!image.ok) errors.push(...image.errors);
+    const manifest = readManifest(ownValue(spec, "manifest"), join("spec", "manifest"), errors);
+    const config = ownValue(spec, "config");
+    if (config !== undefined && !isJsonValue(config)) {
+      errors.push(fieldError(ErrorCode.InvalidJSON, join("spec", "config"), "a config must be JSON"));
+    }
+    if (errors.length > 0 || !image.ok || manifest === undefined) return fail(errors);
+    const pluginSpec: PluginSpec = { image: image.value.toString(), manifest };
+    return ok({
+      name: name as string,
+      spec: config === undefined ? pluginSpec : { ...pluginSpec, config: cloneJson(config as JsonValue) },
+    });
+  } catch {
+    return fail(unreadable(""));
+  }
+}
+
+/**
+ * Parses a grant `{name, spec: {capabilities?, egress?, secrets?, dataTiers?}}`. Missing lists are
+ * empty and a grant may approve nothing; entries follow the manifest's rules, Secrets are names.
+ */
+export function parseGrant(value: unknown): Result<Grant> {
+  try {
+    const errors: FieldError[] = [];
+    const obj = objectAt(value, "", "a grant", errors);
+    if (obj === undefined) return fail(errors);
+    unknownFields(obj, GRANT_FIELDS, "", errors);
+    const name = ownValue(obj, "name");
+    errors.push(...validatePluginName(name, "name"));
+    const spec = objectAt(ownValue(obj, "spec"), "spec", "spec", errors);
+    if (spec === undefined) return fail(errors);
+    unknownFields(spec, GRANT_SPEC_FIELDS, "spec", errors);
+    const capabilities = parseCapabilities(listAt(spec, "capabilities", "spec", errors), "spec.capabilities", errors);
+    const egress = parseEgressList(listAt(spec, "egress", "spec", errors), "spec.egress", errors);
+    const secrets = parseSecretNames(listAt(spec, "secrets", "spec", errors), "spec.secrets", errors);
+    const dataTiers = parseDataTiers(listAt(spec, "dataTiers", "spec", errors), "spec.dataTiers", errors);
+    if (errors.length > 0) return fail(errors);
+    return ok({ name: name as string, spec: { capabilities, egress, secrets, dataTiers } });
+  } catch {
+    return fail(unreadable(""));
+  }
+}
