@@ -1,0 +1,75 @@
+/**
+ * `openfief operator [--kubeconfig FILE] [--data DIR] [--health-port N]`: cluster mode. Reads
+ * in-cluster credentials (or a kubeconfig), the owner's trusted signers (refusing to start when
+ * they are invalid), follows Plugin and PluginGrant resources, leads through the
+ * `openfief-operator` Lease, serves `/healthz` and `/readyz`, and stops gracefully on SIGTERM.
+ *
+ * The reconciler is built by a factory the command is registered with
+ * (`registerOperator(factory)`), so this module stays free of the reconciler's internals.
+ */
+import type { Command } from "commander";
+import { pino } from "pino";
+import { CliError } from "../cli-error.js";
+import { KubeError } from "../../kube/errors.js";
+import { runOperator } from "../../kube/operator.js";
+import type { ReconcilerFactory } from "../../kube/operator.js";
+
+interface Options {
+  kubeconfig?: string;
+  data: string;
+  healthPort: string;
+  identity?: string;
+  json?: boolean;
+}
+
+/** The default data folder inside the operator's pod (the PVC's mount). */
+export const DEFAULT_OPERATOR_DATA = "/var/lib/openfief";
+/** The default health port. */
+export const DEFAULT_HEALTH_PORT = 8081;
+
+/** A `register` for `openfief operator` driving the reconciler `factory` builds. */
+export function registerOperator(factory: ReconcilerFactory): (program: Command) => void {
+  return (program) => {
+    program
+      .command("operator")
+      .description("run the operator in a Kubernetes cluster (in-cluster credentials unless --kubeconfig)")
+      .option("--kubeconfig <file>", "use this kubeconfig instead of in-cluster credentials")
+      .option("--data <dir>", "folder of the event store (on the operator's volume)", DEFAULT_OPERATOR_DATA)
+      .option("--health-port <n>", "port of /healthz and /readyz", String(DEFAULT_HEALTH_PORT))
+      .option("--identity <id>", "this replica's identity in the Lease (default: $POD_NAME, then the host name)")
+      .option("--json", "log JSON lines (the default; kept for symmetry with other commands)")
+      .action(async (opts: Options) => {
+        const port = Number(opts.healthPort);
+        if (!Number.isInteger(port) || port < 0 || port > 65535) throw new CliError(`--health-port must be a port number, not ${JSON.stringify(opts.healthPort)}`);
+        const log = pino({ base: null, level: process.env["OPENFIEF_LOG_LEVEL"] ?? "info" });
+        const controller = new AbortController();
+        const stop = (): void => controller.abort();
+        process.once("SIGTERM", stop);
+        process.once("SIGINT", stop);
+        try {
+          await runOperator(
+            {
+              ...(opts.kubeconfig === undefined ? {} : { kubeconfig: opts.kubeconfig }),
+              ...(opts.identity === undefined ? {} : { identity: opts.identity }),
+              dataDir: opts.data,
+              healthPort: port,
+              log,
+              signal: controller.signal,
+            },
+            factory,
+          );
+        } catch (err) {
+          if (err instanceof KubeError) throw new CliError(`operator refused to start: ${err.message}`, 1);
+          throw new CliError(`operator failed: ${err instanceof Error ? err.message : String(err)}`, 1);
+        } finally {
+          process.off("SIGTERM", stop);
+          process.off("SIGINT", stop);
+        }
+      });
+  };
+}
+
+/** `openfief operator` without a reconciler wired in: explains instead of running blind. */
+export const register = registerOperator(async () => {
+  throw new CliError("this build has no cluster reconciler wired in (registerOperator(factory) in commands/index.ts)", 1);
+});

@@ -1,0 +1,164 @@
+/**
+ * `openfief verify IMAGE@sha256:…`: the whole image check (seed 000, "Signatures, trusted signers
+ * and the catalog") from a registry or an OCI layout directory, against the shipped trust root,
+ * the shipped catalog, OpenFief's CI and the owner's signers. Exit 0 when the policy admits the
+ * image (verified or unverified), 1 when it refuses it, 2 for bad usage.
+ */
+import { readFileSync } from "node:fs";
+import { basename } from "node:path";
+import { fileURLToPath } from "node:url";
+import type { Command } from "commander";
+import { parse as parseYaml } from "yaml";
+import { CliError } from "../cli-error.js";
+import { usageExit } from "./verify-bundle.js";
+import { parseCatalog } from "../../plugins/catalog.js";
+import { formatErrors } from "../../plugins/errors.js";
+import { parseImageRef } from "../../plugins/image-ref.js";
+import type { Signer } from "../../plugins/signers.js";
+import { newTrustPolicy } from "../../plugins/trust.js";
+import type { Manifest } from "../../plugins/types.js";
+import { parsePlugin } from "../../plugins/validate.js";
+import { checkImage } from "../../trust/image-check.js";
+import type { ImageVerdict } from "../../trust/image-check.js";
+import { ImageSourceError } from "../../trust/oci.js";
+import type { ImageSource } from "../../trust/oci.js";
+import { OciLayoutSource } from "../../trust/oci-layout.js";
+import { OwnerSignersError, loadOwnerSignersFile } from "../../trust/owner-signers-file.js";
+import { RegistryClient, registryLocation } from "../../trust/registry.js";
+import { TrustRootError, loadShippedTrustedRoot, loadTrustedRootFile } from "../../trust/trusted-root.js";
+import type { LoadedTrustedRoot } from "../../trust/trusted-root.js";
+
+/** The catalog released with the product. */
+export const SHIPPED_CATALOG_PATH = fileURLToPath(new URL("../../../catalog/plugins.json", import.meta.url));
+
+interface Options {
+  plugin?: string;
+  ociLayout?: string;
+  trustedSigners?: string;
+  key?: string[];
+  catalog?: string;
+  trustedRoot?: string;
+  json?: boolean;
+}
+
+function read(path: string, what: string): Buffer {
+  try {
+    return readFileSync(path);
+  } catch (err) {
+    throw new CliError(`cannot read ${what} ${path}: ${(err as NodeJS.ErrnoException).code ?? "error"}`, 2);
+  }
+}
+
+/** Reads a Plugin file (JSON or YAML; the resource with `metadata.name`, or `{name, spec}`). */
+function readPlugin(path: string): { image: string; manifest: Manifest } {
+  let value: unknown;
+  try {
+    value = parseYaml(read(path, "plugin").toString("utf8"));
+  } catch {
+    throw new CliError(`plugin file ${path} is not JSON or YAML`, 2);
+  }
+  const v = value as { metadata?: { name?: unknown }; name?: unknown; spec?: unknown } | null;
+  const candidate = v !== null && typeof v === "object" && v.name === undefined && v.metadata !== undefined ? { name: v.metadata.name, spec: v.spec } : value;
+  const parsed = parsePlugin(candidate);
+  if (!parsed.ok) throw new CliError(`invalid plugin ${path}: ${formatErrors(parsed.errors)}`, 2);
+  return { image: parsed.value.spec.image, manifest: parsed.value.spec.manifest };
+}
+
+function ownerSigners(opts: Options): Signer[] {
+  const signers: Signer[] = [];
+  if (opts.trustedSigners !== undefined) {
+    try {
+      signers.push(...loadOwnerSignersFile(opts.trustedSigners));
+    } catch (err) {
+      throw new CliError(err instanceof OwnerSignersError ? err.message : String(err), 2);
+    }
+  }
+  (opts.key ?? []).forEach((path, i) => {
+    const publicKey = read(path, "key").toString("utf8");
+    signers.push({ name: `key-${i + 1}:${basename(path)}`, kind: "owner", identity: { publicKey } });
+  });
+  return signers;
+}
+
+function printVerdict(verdict: ImageVerdict, json: boolean): void {
+  if (json) process.stdout.write(`${JSON.stringify(verdict)}\n`);
+  else if (verdict.outcome === "refused") process.stdout.write(`refused: ${verdict.image}: ${verdict.reason ?? "refused"}: ${verdict.message ?? ""}\n`);
+  else {
+    const by = verdict.signers.map((s) => `${s.name} (${s.kind})`).join(", ");
+    const entry = verdict.catalogEntry === undefined ? "" : ` as catalog entry ${verdict.catalogEntry}`;
+    process.stdout.write(`${verdict.outcome}: ${verdict.image}${entry}, signed by ${by}\n`);
+  }
+  process.exitCode = verdict.outcome === "refused" ? 1 : 0;
+}
+
+async function run(imageArg: string | undefined, opts: Options): Promise<void> {
+  const plugin = opts.plugin === undefined ? undefined : readPlugin(opts.plugin);
+  const ref = imageArg ?? plugin?.image;
+  if (ref === undefined) throw new CliError("give IMAGE@sha256:<hex> or --plugin FILE", 2);
+  const parsed = parseImageRef(ref);
+  if (!parsed.ok) throw new CliError(formatErrors(parsed.errors), 2);
+  const image = parsed.value;
+  if (plugin !== undefined && !plugin.image.endsWith(`@${image.digest}`)) {
+    throw new CliError(`the plugin runs ${plugin.image}, not ${image.digest}`, 2);
+  }
+
+  const catalogText = read(opts.catalog ?? SHIPPED_CATALOG_PATH, "catalog").toString("utf8");
+  const catalog = parseCatalog(catalogText);
+  if (!catalog.ok) throw new CliError(`invalid catalog: ${formatErrors(catalog.errors)}`, 2);
+  let root: LoadedTrustedRoot;
+  try {
+    root = opts.trustedRoot === undefined ? loadShippedTrustedRoot() : loadTrustedRootFile(opts.trustedRoot);
+  } catch (err) {
+    throw new CliError(err instanceof TrustRootError ? err.message : String(err), 2);
+  }
+  const policy = newTrustPolicy(catalog.value, ownerSigners(opts));
+
+  let source: ImageSource;
+  let repository = image.repository;
+  if (opts.ociLayout !== undefined) source = new OciLayoutSource(opts.ociLayout);
+  else {
+    const location = registryLocation(image);
+    source = new RegistryClient({ registry: location.registry });
+    repository = location.repository;
+  }
+  let verdict: ImageVerdict;
+  try {
+    verdict = await checkImage({
+      image,
+      source,
+      repository,
+      trustedRoot: root.root,
+      policy,
+      ...(plugin === undefined ? {} : { declared: plugin.manifest }),
+    });
+  } catch (err) {
+    verdict = {
+      image: image.toString(),
+      digest: image.digest,
+      outcome: "refused",
+      reason: err instanceof ImageSourceError ? "unreachable" : "verify_error",
+      message: err instanceof Error ? err.message : String(err),
+      signers: [],
+      identities: [],
+      rejectedBundles: [],
+    };
+  }
+  printVerdict(verdict, opts.json === true);
+}
+
+/** Registers `verify`. */
+export function register(program: Command): void {
+  program
+    .command("verify")
+    .description("verify an image's signatures offline and decide with the trust policy (exit 0 admitted, 1 refused, 2 usage)")
+    .argument("[image]", "the image, pinned by digest: [registry/]repository@sha256:<hex>")
+    .option("--plugin <file>", "a Plugin (JSON or YAML): its image's signed label must equal its manifest")
+    .option("--oci-layout <dir>", "read the image from an OCI image-layout directory instead of its registry")
+    .option("--trusted-signers <file>", "the owner's trusted signers (the openfief-trusted-signers content)")
+    .option("--key <pemfile>", "trust one more owner key (repeatable)", (v: string, prev: string[] = []) => [...prev, v])
+    .option("--catalog <file>", "the catalog (default: the one released with the product)")
+    .option("--trusted-root <file>", "a Sigstore trusted root (default: the pinned public-good root shipped with the product)")
+    .option("--json", "print the verdict as JSON")
+    .exitOverride(usageExit)
+    .action(async (image: string | undefined, opts: Options) => run(image, opts));
+}

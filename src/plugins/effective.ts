@@ -1,0 +1,155 @@
+/**
+ * Effective permissions (D-16): only what the manifest requests AND the grant approves is
+ * enforced. A grant that approves more adds nothing; a request beyond the grant gets nothing and
+ * is pending approval until the owner adds it to the grant.
+ */
+import { egressKey } from "./egress-host.js";
+import { ErrorCode, fail, fieldError, ok } from "./errors.js";
+import type { Result } from "./errors.js";
+import type { Capability, EgressHost, GrantSpec, Manifest, SecretMount } from "./types.js";
+
+/** Code-unit order: the same on every machine and locale, unlike localeCompare. */
+export function compareStrings(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** Sorts and removes duplicates; returns a new array. */
+export function sortedUnique<T extends string>(values: Iterable<T>): T[] {
+  return [...new Set(values)].sort(compareStrings);
+}
+
+/** Sorted by host, then port; duplicates removed; fresh objects. */
+export function sortedEgress(hosts: Iterable<EgressHost>): EgressHost[] {
+  const byKey = new Map<string, EgressHost>();
+  for (const h of hosts) byKey.set(egressKey(h), { host: h.host, port: h.port });
+  return [...byKey.values()].sort((a, b) => compareStrings(a.host, b.host) || a.port - b.port);
+}
+
+/** Sorted by name, then mount path; exact duplicates removed; fresh objects. */
+export function sortedSecrets(secrets: Iterable<SecretMount>): SecretMount[] {
+  const byKey = new Map<string, SecretMount>();
+  for (const s of secrets) byKey.set(`${s.name}\u0000${s.mountPath}`, { name: s.name, mountPath: s.mountPath });
+  return [...byKey.values()].sort((a, b) => compareStrings(a.name, b.name) || compareStrings(a.mountPath, b.mountPath));
+}
+
+let construct: (
+  capabilities: Capability[],
+  egress: EgressHost[],
+  secrets: SecretMount[],
+  dataTiers: string[],
+) => EffectivePermissions;
+
+/**
+ * What a plugin may actually use: the intersection of its manifest and its grant, every list
+ * sorted. Obtainable only through {@link effective}; accessors return fresh copies, so no holder
+ * can widen it.
+ */
+export class EffectivePermissions {
+  readonly #capabilities: readonly Capability[];
+  readonly #egress: readonly EgressHost[];
+  readonly #secrets: readonly SecretMount[];
+  readonly #dataTiers: readonly string[];
+
+  private constructor(capabilities: Capability[], egress: EgressHost[], secrets: SecretMount[], dataTiers: string[]) {
+    this.#capabilities = capabilities;
+    this.#egress = egress;
+    this.#secrets = secrets;
+    this.#dataTiers = dataTiers;
+  }
+
+  static {
+    construct = (c, e, s, d) => new EffectivePermissions(c, e, s, d);
+  }
+
+  /** Granted capabilities, sorted; never empty. */
+  get capabilities(): Capability[] {
+    return [...this.#capabilities];
+  }
+
+  /** Granted egress hosts, sorted by host then port: exactly the plugin's egress allow-list. */
+  get egress(): EgressHost[] {
+    return this.#egress.map((h) => ({ host: h.host, port: h.port }));
+  }
+
+  /** Granted Secrets with the mount paths the manifest asks for, sorted by name. */
+  get secrets(): SecretMount[] {
+    return this.#secrets.map((s) => ({ name: s.name, mountPath: s.mountPath }));
+  }
+
+  /** Granted data tiers, sorted. Carried to the workload; nothing enforces them yet (P-33). */
+  get dataTiers(): string[] {
+    return [...this.#dataTiers];
+  }
+
+  /** Whether any egress host is granted: only then does a plugin get the egress token and proxy. */
+  get hasEgress(): boolean {
+    return this.#egress.length > 0;
+  }
+
+  /** Plain, sorted JSON form, for events and comparisons. */
+  toJSON(): { capabilities: Capability[]; egress: EgressHost[]; secrets: SecretMount[]; dataTiers: string[] } {
+    return { capabilities: this.capabilities, egress: this.egress, secrets: this.secrets, dataTiers: this.dataTiers };
+  }
+
+  /** Same permissions, list for list. */
+  equals(other: EffectivePermissions): boolean {
+    return JSON.stringify(this.toJSON()) === JSON.stringify(other.toJSON());
+  }
+}
+
+/**
+ * Keeps the capabilities, egress hosts (host and port equal) and data tiers in both manifest and
+ * grant, and the Secrets whose names the grant lists, at the manifest's mount path (so a vendor can
+ * move a mount without new approval). Fails with {@link ErrorCode.NoCapabilityGranted} when no
+ * requested capability is granted: such a plugin has nothing it may do, so it does not run.
+ */
+export function effective(manifest: Manifest, grant: GrantSpec): Result<EffectivePermissions> {
+  const grantedCaps = new Set(grant.capabilities);
+  const capabilities = sortedUnique(manifest.capabilities.filter((c) => grantedCaps.has(c)));
+  if (capabilities.length === 0) {
+    return fail(fieldError(ErrorCode.NoCapabilityGranted, "grant.capabilities", "the grant approves none of the capabilities the manifest requests"));
+  }
+  const grantedHosts = new Set(grant.egress.map(egressKey));
+  const egress = sortedEgress(manifest.egress.filter((h) => grantedHosts.has(egressKey(h))));
+  const grantedSecrets = new Set(grant.secrets);
+  const secrets = sortedSecrets(manifest.secrets.filter((s) => grantedSecrets.has(s.name)));
+  const grantedTiers = new Set(grant.dataTiers);
+  const dataTiers = sortedUnique(manifest.dataTiers.filter((t) => grantedTiers.has(t)));
+  return ok(construct(capabilities, egress, secrets, dataTiers));
+}
+
+/** What a manifest requests beyond its grant: the difference the owner must approve. Every list sorted. */
+export interface Pending {
+  readonly capabilities: readonly Capability[];
+  readonly egress: readonly EgressHost[];
+  /** Secret names, since a grant approves Secrets by name. */
+  readonly secrets: readonly string[];
+  readonly dataTiers: readonly string[];
+}
+
+/** Nothing pending. */
+export const EMPTY_PENDING: Pending = Object.freeze({
+  capabilities: Object.freeze([]),
+  egress: Object.freeze([]),
+  secrets: Object.freeze([]),
+  dataTiers: Object.freeze([]),
+}) as Pending;
+
+/** Exactly what the manifest requests that the grant does not approve, each list sorted. */
+export function needsApproval(manifest: Manifest, grant: GrantSpec): Pending {
+  const grantedCaps = new Set(grant.capabilities);
+  const grantedHosts = new Set(grant.egress.map(egressKey));
+  const grantedSecrets = new Set(grant.secrets);
+  const grantedTiers = new Set(grant.dataTiers);
+  return {
+    capabilities: sortedUnique(manifest.capabilities.filter((c) => !grantedCaps.has(c))),
+    egress: sortedEgress(manifest.egress.filter((h) => !grantedHosts.has(egressKey(h)))),
+    secrets: sortedUnique(manifest.secrets.map((s) => s.name).filter((n) => !grantedSecrets.has(n))),
+    dataTiers: sortedUnique(manifest.dataTiers.filter((t) => !grantedTiers.has(t))),
+  };
+}
+
+/** Whether nothing is pending approval. */
+export function isEmptyPending(p: Pending): boolean {
+  return p.capabilities.length === 0 && p.egress.length === 0 && p.secrets.length === 0 && p.dataTiers.length === 0;
+}

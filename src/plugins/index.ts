@@ -1,0 +1,60 @@
+/**
+ * The pure plugin model (seed 000, "How it works"): no I/O, no clock, no randomness. Inputs in,
+ * values out; every problem is a {@link FieldError} with a stable code and a field path.
+ *
+ * Values that must be valid can only be obtained through the function that checks them:
+ * {@link ImageRef} from {@link parseImageRef}, {@link EffectivePermissions} from {@link effective},
+ * {@link Workload} from {@link compile}, {@link EgressAllowList} from the allow-list codec.
+ */
+
+/** Error values: codes, field paths, results. */
+export { ErrorCode, fieldError, ok, fail, join, formatErrors } from "./errors.js";
+export type { FieldError, Result } from "./errors.js";
+
+/** Plain shapes of Plugin, PluginGrant and Manifest, before validation. */
+export type { JsonValue, Capability, EgressHost, SecretMount, Manifest, PluginSpec, Plugin, GrantSpec, Grant } from "./types.js";
+export { CAPABILITIES, EMPTY_GRANT_SPEC } from "./types.js";
+
+/** Names that are the interface: namespace, audiences, token paths, label, ConfigMaps, port. */
+export * from "./constants.js";
+
+/** Validation of names, hosts, mount paths, configs; strict parsing of Plugin, PluginGrant and Manifest. */
+export { validatePluginName, validateSecretName, validateDataTier, isValidPluginName } from "./names.js";
+export { parseEgressHost, formatHostPort, egressKey, compareEgressHosts, isCanonicalHostname, DEFAULT_EGRESS_PORT } from "./egress-host.js";
+export { parseManifest, parsePlugin, parseGrant, validateMountPath, mountPathsOverlap } from "./validate.js";
+export { validateConfigSchema, validateConfig } from "./config-schema.js";
+export { isJsonValue } from "./json.js";
+
+/** Image references pinned by digest; a parsed one is always valid. */
+export { ImageRef, parseImageRef } from "./image-ref.js";
+
+/** Effective permissions (request ∩ grant) and what needs approval. */
+export { EffectivePermissions, effective, needsApproval, isEmptyPending, EMPTY_PENDING } from "./effective.js";
+export type { Pending } from "./effective.js";
+
+/** The compiled workload and its Kubernetes objects. */
+export { Workload, compile, validateTopology } from "./compile.js";
+export type { Topology, CompileInput } from "./compile.js";
+export { buildObjects, listObjects, objectToJSON, objectsToJSON, toClientNodeModel } from "./objects.js";
+export type { PluginObjects, PluginObject } from "./objects.js";
+
+/** Which version runs, and what is pending approval. */
+export { planRollout, rolloutPlanToJSON, sameRolloutPlan } from "./rollout.js";
+export type { PluginVersion, RolloutInput, RolloutOutcome, RolloutReason, RolloutRun, RolloutPlan, RolloutPlanJSON } from "./rollout.js";
+
+/** Signers, the catalog, owner signers, the trust policy and the signed manifest label. */
+export { openFiefCI, identityMatches, GITHUB_ACTIONS_ISSUER, OPENFIEF_CI_SUBJECT } from "./signers.js";
+export type { SignerKind, SignerIdentity, Signer, VerifiedIdentity } from "./signers.js";
+export { Catalog, emptyCatalog, parseCatalog, parseOwnerSigners } from "./catalog.js";
+export type { CatalogEntry, Publisher } from "./catalog.js";
+export { TrustPolicy, newTrustPolicy } from "./trust.js";
+export type { SignedImage, TrustDecision } from "./trust.js";
+export { parseManifestLabel } from "./manifest-label.js";
+export { manifestEqual, jsonEqual } from "./manifest-equal.js";
+
+/** Egress allow-lists: encoding, strict decoding, and the proxy's decision. */
+export { EgressAllowList, allowListFromHosts, encodeAllowLists, decodeAllowLists, decideEgress } from "./allowlist.js";
+export type { AllowLists, EgressDecision, EgressReason } from "./allowlist.js";
+
+/** ServiceAccount names of plugins, both ways. */
+export { serviceAccountName, serviceAccountUsername, pluginForServiceAccount } from "./service-account.js";

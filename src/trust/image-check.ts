@@ -1,0 +1,181 @@
+/**
+ * The image check as a whole (seed 000, "Signatures, trusted signers and the catalog"): resolve
+ * the image by digest, verify every Sigstore bundle attached to it offline, hand the verified
+ * identities to the pure trust policy, and only when a trusted signer signed it read the manifest
+ * label from its config and require it to equal the Plugin's manifest. A label on an image no
+ * trusted signer signed is never read.
+ */
+import type { ImageRef } from "../plugins/image-ref.js";
+import { parseManifestLabel } from "../plugins/manifest-label.js";
+import { isKeyIdentity } from "../plugins/signers.js";
+import type { Signer, SignerKind, VerifiedIdentity } from "../plugins/signers.js";
+import type { TrustPolicy } from "../plugins/trust.js";
+import { MANIFEST_LABEL } from "../plugins/constants.js";
+import { formatErrors } from "../plugins/errors.js";
+import { parseStrictJson } from "../plugins/strict-json.js";
+import type { Manifest } from "../plugins/types.js";
+import type { TrustedRoot } from "@sigstore/protobuf-specs";
+import { verifySignedBundle } from "./bundle-verify.js";
+import { readBundles } from "./bundle-referrer.js";
+import type { ImageSource, Limits } from "./oci.js";
+import { DEFAULT_LIMITS, ImageSourceError, checkDigest, parseImageManifest } from "./oci.js";
+
+/** What one image check concluded. `refused` carries a stable reason code. */
+export interface ImageVerdict {
+  readonly image: string;
+  readonly digest: string;
+  readonly outcome: "verified" | "unverified" | "refused";
+  readonly reason?: string;
+  readonly message?: string;
+  /** The trusted signers that signed it (empty when refused). */
+  readonly signers: readonly { readonly name: string; readonly kind: SignerKind }[];
+  /** The identity of every bundle that verified, trusted or not. */
+  readonly identities: readonly VerifiedIdentity[];
+  /** The catalog entry that made it verified. */
+  readonly catalogEntry?: string;
+  /** The manifest from the signed label, when it has one that parsed. */
+  readonly manifest?: Manifest;
+  /** Why each attached bundle that did not verify was refused, in the order found. */
+  readonly rejectedBundles: readonly string[];
+}
+
+/** Everything one check needs; the source is a registry or an OCI layout. */
+export interface ImageCheckInput {
+  readonly image: ImageRef;
+  readonly source: ImageSource;
+  readonly trustedRoot: TrustedRoot;
+  readonly policy: TrustPolicy;
+  /** The Plugin's declared manifest; when given, the signed label must equal it. */
+  readonly declared?: Manifest;
+  readonly limits?: Partial<Limits>;
+  /** The repository path at the source, when it differs from the reference's (Docker Hub's `library/`). */
+  readonly repository?: string;
+}
+
+/** Maps a source failure (other than unreachable) to a refusal reason code. */
+export function sourceReason(code: ImageSourceError["code"]): string {
+  switch (code) {
+    case "not_found":
+      return "image_not_found";
+    case "digest_mismatch":
+      return "digest_mismatch";
+    case "too_large":
+      return "too_large";
+    case "malformed":
+      return "malformed_image";
+    case "auth_failed":
+      return "auth_failed";
+    default:
+      return "registry_error";
+  }
+}
+
+/** The PEM keys of the policy's key signers: the only keys a public-key bundle may verify under. */
+export function trustedKeys(signers: readonly Signer[]): string[] {
+  return signers.flatMap((s) => (isKeyIdentity(s.identity) ? [s.identity.publicKey] : []));
+}
+
+function identityKey(id: VerifiedIdentity): string {
+  return id.kind === "key" ? `key\n${id.publicKey}` : `keyless\n${id.issuer}\n${id.subject}`;
+}
+
+/**
+ * Checks one image. Throws {@link ImageSourceError} with code `unreachable` only (so a caller can
+ * keep its last verdict and retry); every other failure is a `refused` verdict.
+ */
+export async function checkImage(input: ImageCheckInput): Promise<ImageVerdict> {
+  const limits: Limits = { ...DEFAULT_LIMITS, ...input.limits };
+  const { image, source, policy } = input;
+  const digest = image.digest;
+  const repository = input.repository ?? image.repository;
+  const base = { image: image.toString(), digest };
+  const refused = (reason: string, message: string, identities: readonly VerifiedIdentity[] = [], rejectedBundles: readonly string[] = []): ImageVerdict => ({
+    ...base,
+    outcome: "refused",
+    reason,
+    message,
+    signers: [],
+    identities,
+    rejectedBundles,
+  });
+  try {
+    const fetched = await source.manifest(repository, digest, limits.manifest);
+    // Every source checks this already; a signature over the wrong bytes must never count.
+    checkDigest(fetched.bytes, digest, `manifest ${digest}`);
+    const manifest = parseImageManifest(fetched.bytes, fetched.mediaType);
+    const bundles = await readBundles(source, repository, digest, limits);
+
+    const identities: VerifiedIdentity[] = [];
+    const seen = new Set<string>();
+    const rejected: string[] = [];
+    const keys = trustedKeys(policy.signers);
+    for (const bundle of bundles) {
+      const verdict = verifySignedBundle({ bundle, digest, artifact: fetched.bytes, trustedRoot: input.trustedRoot, publicKeys: keys });
+      if (!verdict.ok) {
+        rejected.push(verdict.reason);
+        continue;
+      }
+      const key = identityKey(verdict.identity);
+      if (!seen.has(key)) {
+        seen.add(key);
+        identities.push(verdict.identity);
+      }
+    }
+
+    // Decide first without the label: an image no trusted signer signed is refused unread.
+    const first = policy.decide({ digest, identities });
+    if (!first.ok) {
+      const e = first.errors[0];
+      return refused(e?.code ?? "untrusted_signer", formatErrors(first.errors), identities, rejected);
+    }
+
+    const configBytes = await source.blob(repository, manifest.config.digest, limits.config);
+    let labelManifest: Manifest | undefined;
+    let labelProblem: string | undefined;
+    const label = readLabel(configBytes);
+    if (label === undefined) labelProblem = `the image config has no ${MANIFEST_LABEL} label`;
+    else {
+      const parsed = parseManifestLabel(label);
+      if (parsed.ok) labelManifest = parsed.value;
+      else labelProblem = formatErrors(parsed.errors);
+    }
+    const decision = policy.decide(
+      labelManifest === undefined ? { digest, identities } : { digest, identities, manifest: labelManifest },
+      input.declared,
+    );
+    if (!decision.ok) {
+      const e = decision.errors[0];
+      const message = formatErrors(decision.errors) + (labelProblem === undefined ? "" : `; ${labelProblem}`);
+      return refused(e?.code ?? "manifest_mismatch", message, identities, rejected);
+    }
+    const d = decision.value;
+    return {
+      ...base,
+      outcome: d.status,
+      signers: d.signers.map((s) => ({ name: s.name, kind: s.kind })),
+      identities,
+      ...(d.catalogEntry === undefined ? {} : { catalogEntry: d.catalogEntry }),
+      ...(labelManifest === undefined ? {} : { manifest: labelManifest }),
+      ...(labelProblem === undefined ? {} : { message: labelProblem }),
+      rejectedBundles: rejected,
+    };
+  } catch (err) {
+    if (err instanceof ImageSourceError) {
+      if (err.code === "unreachable") throw err;
+      return refused(sourceReason(err.code), err.message);
+    }
+    return refused("verify_error", err instanceof Error ? err.message : String(err));
+  }
+}
+
+/** The manifest label's value from a config blob, or undefined when it has none. */
+export function readLabel(config: Uint8Array): string | undefined {
+  // Strict: a config repeating the label key must not let the last copy win silently.
+  const result = parseStrictJson(Buffer.from(config).toString("utf8"), "config");
+  if (!result.ok) return undefined;
+  const parsed: unknown = result.value;
+  const labels = (parsed as { config?: { Labels?: unknown } } | null)?.config?.Labels;
+  if (typeof labels !== "object" || labels === null) return undefined;
+  const value = (labels as Record<string, unknown>)[MANIFEST_LABEL];
+  return typeof value === "string" ? value : undefined;
+}
