@@ -68,7 +68,7 @@ describe("validateConfigSchema", () => {
     ["an unsupported $schema", { $schema: "http://json-schema.org/draft-04/schema#" }, ErrorCode.InvalidConfigSchema, "configSchema.$schema"],
     ["a $schema that is not a string", { $schema: 7 }, ErrorCode.InvalidConfigSchema, "configSchema.$schema"],
     ["an unknown keyword", { type: "object", propertes: {} }, ErrorCode.InvalidConfigSchema, "configSchema"],
-    ["an unknown format", { type: "string", format: "uri" }, ErrorCode.InvalidConfigSchema, "configSchema"],
+    ["an unknown format", { type: "string", format: "no-such-format" }, ErrorCode.InvalidConfigSchema, "configSchema"],
     ["a wrong keyword type", { type: "strnig" }, ErrorCode.InvalidConfigSchema, "configSchema"],
     ["a tuple that leaves extra items unchecked", { type: "array", items: [{ type: "string" }] }, ErrorCode.InvalidConfigSchema, "configSchema"],
     ["an invalid pattern", { type: "string", pattern: "(" }, ErrorCode.InvalidConfigSchema, "configSchema"],
@@ -142,5 +142,24 @@ describe("validateConfig", () => {
 
   it("refuses every config under the schema false", () => {
     expect(validateConfig(false, {}, "config")).toEqual([expect.objectContaining({ code: ErrorCode.ConfigMismatch })]);
+  });
+});
+
+describe("standard formats", () => {
+  const schema = { type: "object", properties: { url: { type: "string", format: "uri" }, at: { type: "string", format: "date" } } };
+
+  it("accepts a schema that uses the standard formats", () => {
+    expect(validateConfigSchema(schema, "configSchema")).toEqual([]);
+  });
+
+  it.each([
+    ["a config whose uri is not a URI", { url: "not a uri" }, "config.url"],
+    ["a config whose date is not a date", { at: "2026-13-45" }, "config.at"],
+  ])("refuses %s", (_what, config, path) => {
+    expect(validateConfig(schema, config, "config")).toContainEqual(expect.objectContaining({ code: ErrorCode.ConfigMismatch, path }));
+  });
+
+  it("accepts a config whose values have the declared formats", () => {
+    expect(validateConfig(schema, { url: "https://api.nbp.pl/", at: "2026-11-30" }, "config")).toEqual([]);
   });
 });

@@ -18,6 +18,7 @@ import type { AnySchema, ErrorObject, Options, ValidateFunction } from "ajv";
 import { Ajv2019 } from "ajv/dist/2019.js";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import draft07MetaSchema from "ajv/dist/refs/json-schema-draft-07.json" with { type: "json" };
+import { formatNames, fullFormats } from "ajv-formats/dist/formats.js";
 import { ErrorCode, fieldError, join } from "./errors.js";
 import type { FieldError } from "./errors.js";
 import type { JsonValue } from "./types.js";
@@ -146,8 +147,11 @@ function dialectOf(schema: JsonValue, path: string): Dialect | FieldError {
 }
 
 function newAjv(dialect: Dialect): Ajv {
-  if (dialect === "draft-07") return new Ajv(AJV_OPTIONS);
-  const ajv = dialect === "2019-09" ? new Ajv2019(AJV_OPTIONS) : new Ajv2020(AJV_OPTIONS);
+  const ajv = dialect === "draft-07" ? new Ajv(AJV_OPTIONS) : dialect === "2019-09" ? new Ajv2019(AJV_OPTIONS) : new Ajv2020(AJV_OPTIONS);
+  // The standard formats (uri, email, date-time, …) are checked, not refused as unknown; the
+  // definitions come from ajv-formats, with no network access of any kind.
+  for (const name of formatNames) ajv.addFormat(name, fullFormats[name]);
+  if (dialect === "draft-07") return ajv;
   // So that a newer schema may still reference the draft-07 meta-schema, as the rule allows.
   ajv.addMetaSchema(draft07MetaSchema);
   return ajv;

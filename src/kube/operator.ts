@@ -1,0 +1,211 @@
+/**
+ * The operator's run loop (cluster mode): credentials, the trusted signers read at start, the
+ * reconciler, the Kubernetes source, leader election, health endpoints and graceful shutdown.
+ *
+ * Only the leader forwards observations to the reconciler and reconciles: a standby follows the
+ * cluster (so it is ready to take over and `/readyz` reflects it) but neither appends events nor
+ * applies. On becoming leader it relists, which re-emits everything, then reconciles all.
+ * Reconciles are single-flight and coalesced: watch events are hints, and any number of them while
+ * one reconcile runs cause exactly one more.
+ */
+import { mkdir } from "node:fs/promises";
+import { hostname } from "node:os";
+import type { Server } from "node:http";
+import { KubeConfig } from "@kubernetes/client-node";
+import type { Logger } from "pino";
+import type { GrantSpec, PluginSpec } from "../plugins/types.js";
+import type { Signer } from "../plugins/signers.js";
+import { startHealthServer } from "./health.js";
+import { LeaderElector } from "./leader.js";
+import type { ClusterReconciler, PluginMeta } from "./ports.js";
+import { KubernetesSource } from "./source.js";
+import type { CustomResource, SourceOptions } from "./source.js";
+import { PluginStatusWriter } from "./status.js";
+import { KubernetesTarget } from "./target.js";
+import type { ApplyRecord } from "./target.js";
+import { readTrustedSigners } from "./trusted-signers.js";
+
+/** What the reconciler factory gets to build the cluster reconciler with. */
+export interface OperatorContext {
+  readonly kc: KubeConfig;
+  readonly target: KubernetesTarget;
+  readonly status: PluginStatusWriter;
+  /** The owner's trusted signers, from `openfief-trusted-signers` (empty when absent). */
+  readonly ownerSigners: readonly Signer[];
+  /** The folder of the event store (on the operator's volume). */
+  readonly dataDir: string;
+  readonly log: Logger;
+  /** Whether this replica leads now; check before every apply. */
+  isLeader(): boolean;
+  /** Subscribes to every apply/prune record, to append as events. Set by the reconciler. */
+  onApplyRecord(listener: (record: ApplyRecord) => void): void;
+}
+
+/** Builds the reconciler; may return one with `close()` for shutdown. */
+export type ReconcilerFactory = (ctx: OperatorContext) => Promise<ClusterReconciler & { close?(): Promise<void> | void }>;
+
+/** Options of {@link runOperator}. */
+export interface OperatorOptions {
+  /** A kubeconfig file; in-cluster credentials when absent. */
+  readonly kubeconfig?: string;
+  /** A KubeConfig object, instead of `kubeconfig` (tests). */
+  readonly kubeConfigObject?: KubeConfig;
+  readonly dataDir: string;
+  /** 0 picks a free port. */
+  readonly healthPort: number;
+  readonly healthHost?: string;
+  /** This replica's identity for the Lease; default `POD_NAME`, then the host name. */
+  readonly identity?: string;
+  readonly log: Logger;
+  /** Ends the operator gracefully when aborted (the command wires SIGTERM and SIGINT to it). */
+  readonly signal: AbortSignal;
+  readonly sourceOptions?: SourceOptions;
+  /** Seconds between leader-election rounds; default 2. */
+  readonly retryPeriodSeconds?: number;
+  /** Coalescing delay before a reconcile; default 100 ms. */
+  readonly reconcileDelayMs?: number;
+  /** Called once the health server listens, with its port. */
+  readonly onListening?: (port: number) => void;
+}
+
+/** Runs until `signal` aborts; rejects before starting when credentials or trusted signers are bad. */
+export async function runOperator(options: OperatorOptions, factory: ReconcilerFactory): Promise<void> {
+  const log = options.log;
+  const kc = options.kubeConfigObject ?? loadKubeConfig(options.kubeconfig);
+  // Refuse to start on an invalid signers file: a half-read list of who is trusted is worse than none.
+  const ownerSigners = await readTrustedSigners(kc);
+  log.info({ ownerSigners: ownerSigners.length }, "trusted signers read");
+  await mkdir(options.dataDir, { recursive: true });
+
+  const recordListeners: Array<(r: ApplyRecord) => void> = [];
+  const target = new KubernetesTarget(kc, {
+    onRecord: (r) => {
+      log.info({ record: r }, "kubernetes change");
+      for (const l of recordListeners) l(r);
+    },
+  });
+  const status = new PluginStatusWriter(kc);
+  const identity = options.identity ?? process.env["POD_NAME"] ?? hostname();
+  const elector = new LeaderElector(kc, { identity, retryPeriodSeconds: options.retryPeriodSeconds ?? 2 });
+  let leading = false;
+  let electionStarted = false;
+  const reconciler = await factory({
+    kc,
+    target,
+    status,
+    ownerSigners,
+    dataDir: options.dataDir,
+    log,
+    isLeader: () => leading && elector.isLeader(),
+    onApplyRecord: (l) => recordListeners.push(l),
+  });
+
+  // Single-flight, coalesced reconciles.
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<void> | undefined;
+  let again = false;
+  const schedule = (): void => {
+    if (!leading || options.signal.aborted) return;
+    if (running !== undefined) {
+      again = true;
+      return;
+    }
+    if (timer !== undefined) return;
+    timer = setTimeout(() => {
+      timer = undefined;
+      running = reconciler
+        .reconcileAll()
+        .catch((err: unknown) => log.error({ err: errorMessage(err) }, "reconcile failed; retrying on the next hint or relist"))
+        .finally(() => {
+          running = undefined;
+          if (again) {
+            again = false;
+            schedule();
+          }
+        });
+    }, options.reconcileDelayMs ?? 100);
+  };
+
+  const observe = (what: () => void | Promise<void>): void => {
+    if (!leading) return;
+    Promise.resolve()
+      .then(what)
+      .then(schedule)
+      .catch((err: unknown) => log.error({ err: errorMessage(err) }, "observation failed"));
+  };
+  const source = new KubernetesSource(
+    kc,
+    {
+      onPlugin: (name, obj) => observe(() => reconciler.observePlugin(name, obj === null ? null : (obj.spec as PluginSpec), obj === null ? null : pluginMeta(obj))),
+      onGrant: (name, obj) => observe(() => reconciler.observeGrant(name, obj === null ? null : (obj.spec as GrantSpec))),
+      onRelist: () => schedule(),
+      onError: (kind, message, delayMs) => log.warn({ kind, delayMs, err: message }, "informer stopped; restarting"),
+    },
+    options.sourceOptions ?? {},
+  );
+
+  const health: Server = await startHealthServer(options.healthPort, {
+    synced: () => source.synced(),
+    lastSuccessfulList: () => source.lastSuccessfulList(),
+    electionStarted: () => electionStarted,
+    isLeader: () => leading,
+  }, {}, options.healthHost ?? "0.0.0.0");
+  const address = health.address();
+  options.onListening?.(typeof address === "object" && address !== null ? address.port : options.healthPort);
+
+  try {
+    await source.start();
+    log.info({ identity }, "source synced; starting leader election");
+    elector.run({
+      onStarted: () => {
+        leading = true;
+        log.info({ identity }, "became leader");
+        source.relist().catch((err: unknown) => log.error({ err: errorMessage(err) }, "relist on leadership failed"));
+      },
+      onStopped: () => {
+        leading = false;
+        log.warn({ identity }, "lost leadership; stopped applying");
+      },
+      // A standby is informed once it has seen the Lease.
+      onRound: () => (electionStarted = true),
+    });
+    await new Promise<void>((resolve) => {
+      if (options.signal.aborted) resolve();
+      else options.signal.addEventListener("abort", () => resolve(), { once: true });
+    });
+  } finally {
+    log.info("shutting down");
+    leading = false;
+    if (timer !== undefined) clearTimeout(timer);
+    elector.stop();
+    await source.stop();
+    await running;
+    await elector.release();
+    await new Promise<void>((resolve) => health.close(() => resolve()));
+    await reconciler.close?.();
+    log.info("stopped");
+  }
+}
+
+/** In-cluster credentials, or a kubeconfig file. */
+export function loadKubeConfig(file: string | undefined): KubeConfig {
+  const kc = new KubeConfig();
+  if (file === undefined) kc.loadFromCluster();
+  else kc.loadFromFile(file);
+  return kc;
+}
+
+function pluginMeta(obj: CustomResource): PluginMeta {
+  const status = (obj.status ?? {}) as { deployed?: { image?: unknown } | null };
+  const image = status.deployed?.image;
+  return {
+    uid: obj.metadata?.uid ?? "",
+    generation: obj.metadata?.generation ?? 0,
+    resourceVersion: obj.metadata?.resourceVersion ?? "",
+    deployedImage: typeof image === "string" ? image : null,
+  };
+}
+
+function errorMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

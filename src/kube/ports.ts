@@ -1,0 +1,27 @@
+/**
+ * What the cluster adapter needs from the reconciler, declared here so `src/kube` does not depend
+ * on the reconciler's module layout. The reconciler (`src/reconciler/reconciler.ts`) implements it.
+ */
+import type { GrantSpec, PluginSpec } from "../plugins/types.js";
+
+/** What the cluster says about a Plugin besides its spec, needed for status and ownership. */
+export interface PluginMeta {
+  readonly uid: string;
+  readonly generation: number;
+  readonly resourceVersion: string;
+  /** `status.deployed.image` as the cluster holds it: the version that ran before (seed 000, Previous). */
+  readonly deployedImage: string | null;
+}
+
+/** The reconciler as the operator drives it. */
+export interface ClusterReconciler {
+  /**
+   * Records what the cluster holds for one Plugin: `spec` as read (unvalidated: the reconciler
+   * validates it), or null when the Plugin is gone.
+   */
+  observePlugin(name: string, spec: PluginSpec | null, meta: PluginMeta | null): void | Promise<void>;
+  /** Records one PluginGrant's spec as read (unvalidated), or null when the grant is gone. */
+  observeGrant(name: string, spec: GrantSpec | null): void | Promise<void>;
+  /** Decides and applies everything observed so far. Idempotent. */
+  reconcileAll(): Promise<void>;
+}

@@ -1,0 +1,284 @@
+/**
+ * The Kubernetes target: applies each plugin's objects with server-side apply and publishes the
+ * egress allow-lists, in the `openfief` namespace.
+ *
+ * Field managers:
+ * - every plugin object is applied by ONE stable manager, `openfief-operator` (Flux's habit), so
+ *   the API server removes a field the operator stops sending;
+ * - each plugin's key in `openfief-egress-allowlist` is applied by its own manager,
+ *   `openfief-allowlist-<plugin>`, sending only that key, so one plugin's reconcile never touches
+ *   another's entry (seed 000, "Handing allow-lists to the egress proxy"). Removing a key is an
+ *   apply of an empty ConfigMap by that key's manager: the API server drops what it owned.
+ *
+ * Conflicts (deliberate): every apply passes `force=true`. The operator is the only authority over
+ * a plugin's workload and allow-list entry: a field someone changed by hand (for example a wider
+ * NetworkPolicy from `kubectl edit`) must be taken back, not left to run with permissions the
+ * owner never approved (fail closed). Forcing transfers ownership of the conflicting fields to the
+ * operator; the apply's record carries the manager so the event log shows who applied what.
+ *
+ * Ownership: every object carries an owner reference to its Plugin (uid read from the cluster),
+ * so deleting a Plugin garbage-collects its objects, and the labels `openfief.io/plugin=<name>` and
+ * `app.kubernetes.io/managed-by=openfief`, so objects no longer desired can be found and pruned.
+ */
+import { CustomObjectsApi, KubernetesObjectApi, PatchStrategy } from "@kubernetes/client-node";
+import type { KubeConfig, KubernetesObject } from "@kubernetes/client-node";
+import { ALLOWLIST_CONFIGMAP, API_GROUP, API_VERSION, NAMESPACE } from "../plugins/constants.js";
+import { isValidPluginName } from "../plugins/names.js";
+import type { KubeObject, Target } from "../reconciler/target.js";
+import { apiError, httpStatus, KubeError, KubeErrorCode } from "./errors.js";
+
+/** The field manager of every plugin object and of the allow-list ConfigMap's own labels. */
+export const OPERATOR_FIELD_MANAGER = "openfief-operator";
+/** The label naming the plugin an object belongs to. */
+export const PLUGIN_LABEL = "openfief.io/plugin";
+/** The label marking objects OpenFief manages. */
+export const MANAGED_BY_LABEL = "app.kubernetes.io/managed-by";
+/** The value of {@link MANAGED_BY_LABEL}. */
+export const MANAGED_BY = "openfief";
+
+/** The field manager of one plugin's key in the allow-list ConfigMap. */
+export function allowListFieldManager(plugin: string): string {
+  return `openfief-allowlist-${plugin}`;
+}
+
+/** The kinds a plugin's workload consists of (seed 000, BuildObjects); pruning looks at these. */
+export const WORKLOAD_KINDS: ReadonlyArray<{ readonly apiVersion: string; readonly kind: string }> = [
+  { apiVersion: "v1", kind: "ServiceAccount" },
+  { apiVersion: "v1", kind: "ConfigMap" },
+  { apiVersion: "v1", kind: "Service" },
+  { apiVersion: "networking.k8s.io/v1", kind: "NetworkPolicy" },
+  { apiVersion: "apps/v1", kind: "Deployment" },
+];
+
+/** One change the target made, for the caller to record as an event. */
+export interface ApplyRecord {
+  readonly action: "applied" | "pruned" | "allowlist-key-applied" | "allowlist-key-removed";
+  readonly plugin: string;
+  readonly apiVersion: string;
+  readonly kind: string;
+  readonly namespace: string;
+  readonly name: string;
+  readonly fieldManager: string;
+  /** For allow-list records: the ConfigMap key. */
+  readonly key?: string;
+  /** The object's resourceVersion after the change, when the server returned one. */
+  readonly resourceVersion?: string;
+}
+
+/** Options of {@link KubernetesTarget}. */
+export interface KubernetesTargetOptions {
+  readonly namespace?: string;
+  /** Called with every record as it happens (the operator appends them as events). */
+  readonly onRecord?: (record: ApplyRecord) => void;
+}
+
+/** Applies plugins' desired objects to a cluster; see the module comment. */
+export class KubernetesTarget implements Target {
+  readonly name = "kubernetes";
+  readonly #objects: KubernetesObjectApi;
+  readonly #custom: CustomObjectsApi;
+  readonly #namespace: string;
+  readonly #onRecord: (record: ApplyRecord) => void;
+
+  constructor(kc: KubeConfig, options: KubernetesTargetOptions = {}) {
+    this.#objects = KubernetesObjectApi.makeApiClient(kc);
+    this.#custom = kc.makeApiClient(CustomObjectsApi);
+    this.#namespace = options.namespace ?? NAMESPACE;
+    this.#onRecord = options.onRecord ?? (() => {});
+  }
+
+  /** Applies exactly `objects` for `plugin` and prunes the plugin's objects not among them. */
+  async applyPlugin(plugin: string, objects: readonly KubeObject[]): Promise<void> {
+    await this.applyPluginRecorded(plugin, objects);
+  }
+
+  /** Deletes every object of the plugin. Its allow-list key goes with the next {@link applyAllowLists}. */
+  async removePlugin(plugin: string): Promise<void> {
+    await this.removePluginRecorded(plugin);
+  }
+
+  /** Publishes the allow-lists; see {@link applyAllowListsRecorded}. */
+  async applyAllowLists(data: Readonly<Record<string, string>>): Promise<void> {
+    await this.applyAllowListsRecorded(data);
+  }
+
+  /** {@link applyPlugin}, returning what it changed. */
+  async applyPluginRecorded(plugin: string, objects: readonly KubeObject[]): Promise<ApplyRecord[]> {
+    checkPluginName(plugin);
+    const owner = await this.#pluginOwner(plugin);
+    const records: ApplyRecord[] = [];
+    const desired = new Set<string>();
+    for (const obj of objects) {
+      const namespace = obj.metadata.namespace ?? this.#namespace;
+      if (namespace !== this.#namespace || obj.metadata.name === "") {
+        throw new KubeError(KubeErrorCode.InvalidObject, `${obj.kind} ${obj.metadata.name}: objects of a plugin live in namespace ${this.#namespace}`);
+      }
+      desired.add(objectKey(obj.apiVersion, obj.kind, obj.metadata.name));
+      const body = withOwnership(obj, plugin, namespace, owner);
+      let applied: KubernetesObject;
+      try {
+        applied = await this.#objects.patch(body, undefined, undefined, OPERATOR_FIELD_MANAGER, true, PatchStrategy.ServerSideApply);
+      } catch (err) {
+        throw apiError(`apply ${obj.kind} ${namespace}/${obj.metadata.name}`, err);
+      }
+      records.push(this.#record({
+        action: "applied",
+        plugin,
+        apiVersion: obj.apiVersion,
+        kind: obj.kind,
+        namespace,
+        name: obj.metadata.name,
+        fieldManager: OPERATOR_FIELD_MANAGER,
+        ...rv(applied),
+      }));
+    }
+    records.push(...(await this.#prune(plugin, desired, objects)));
+    return records;
+  }
+
+  /** {@link removePlugin}, returning what it deleted. */
+  async removePluginRecorded(plugin: string): Promise<ApplyRecord[]> {
+    checkPluginName(plugin);
+    return this.#prune(plugin, new Set(), []);
+  }
+
+  /**
+   * Makes the allow-list ConfigMap hold exactly `data`'s keys: each present key applied by its
+   * plugin's own manager; each key the ConfigMap holds but `data` lacks removed by applying an
+   * empty ConfigMap with that key's manager.
+   */
+  async applyAllowListsRecorded(data: Readonly<Record<string, string>>): Promise<ApplyRecord[]> {
+    const records: ApplyRecord[] = [];
+    const meta = { name: ALLOWLIST_CONFIGMAP, namespace: this.#namespace };
+    // The ConfigMap's own labels, under the operator's manager; also creates it when absent.
+    await this.#apply({ apiVersion: "v1", kind: "ConfigMap", metadata: { ...meta, labels: { [MANAGED_BY_LABEL]: MANAGED_BY } } }, OPERATOR_FIELD_MANAGER);
+    for (const key of Object.keys(data).sort()) {
+      checkPluginName(key);
+      const manager = allowListFieldManager(key);
+      const configMap: ConfigMapBody = { apiVersion: "v1", kind: "ConfigMap", metadata: meta, data: { [key]: data[key] ?? "" } };
+      const applied = await this.#apply(configMap, manager);
+      records.push(this.#record({ action: "allowlist-key-applied", plugin: key, apiVersion: "v1", kind: "ConfigMap", ...meta, fieldManager: manager, key, ...rv(applied) }));
+    }
+    const current = await this.#readAllowListKeys();
+    for (const key of current) {
+      if (Object.hasOwn(data, key) || !isValidPluginName(key)) continue;
+      const manager = allowListFieldManager(key);
+      const applied = await this.#apply({ apiVersion: "v1", kind: "ConfigMap", metadata: meta }, manager);
+      records.push(this.#record({ action: "allowlist-key-removed", plugin: key, apiVersion: "v1", kind: "ConfigMap", ...meta, fieldManager: manager, key, ...rv(applied) }));
+    }
+    return records;
+  }
+
+  /** The plugins that have objects labelled as theirs in the namespace, sorted. */
+  async listPlugins(): Promise<string[]> {
+    const names = new Set<string>();
+    for (const { apiVersion, kind } of WORKLOAD_KINDS) {
+      for (const obj of await this.#listManaged(apiVersion, kind, PLUGIN_LABEL)) {
+        const name = obj.metadata?.labels?.[PLUGIN_LABEL];
+        if (name !== undefined && isValidPluginName(name)) names.add(name);
+      }
+    }
+    return [...names].sort();
+  }
+
+  async #prune(plugin: string, desired: ReadonlySet<string>, objects: readonly KubeObject[]): Promise<ApplyRecord[]> {
+    const kinds = new Map<string, { apiVersion: string; kind: string }>();
+    for (const k of [...WORKLOAD_KINDS, ...objects]) kinds.set(`${k.apiVersion}|${k.kind}`, { apiVersion: k.apiVersion, kind: k.kind });
+    const records: ApplyRecord[] = [];
+    for (const { apiVersion, kind } of kinds.values()) {
+      const existing = await this.#listManaged(apiVersion, kind, `${PLUGIN_LABEL}=${plugin},${MANAGED_BY_LABEL}=${MANAGED_BY}`);
+      for (const obj of existing) {
+        const name = obj.metadata?.name;
+        if (name === undefined || desired.has(objectKey(apiVersion, kind, name))) continue;
+        try {
+          await this.#objects.delete({ apiVersion, kind, metadata: { name, namespace: this.#namespace } }, undefined, undefined, undefined, undefined, "Background");
+        } catch (err) {
+          if (httpStatus(err) !== 404) throw apiError(`prune ${kind} ${this.#namespace}/${name}`, err);
+        }
+        records.push(this.#record({ action: "pruned", plugin, apiVersion, kind, namespace: this.#namespace, name, fieldManager: OPERATOR_FIELD_MANAGER }));
+      }
+    }
+    return records;
+  }
+
+  async #listManaged(apiVersion: string, kind: string, labelSelector: string): Promise<KubernetesObject[]> {
+    try {
+      const list = await this.#objects.list(apiVersion, kind, this.#namespace, undefined, undefined, undefined, undefined, labelSelector);
+      return list.items;
+    } catch (err) {
+      throw apiError(`list ${kind} in ${this.#namespace}`, err);
+    }
+  }
+
+  async #apply(obj: KubernetesObject, manager: string): Promise<KubernetesObject> {
+    try {
+      return await this.#objects.patch(obj, undefined, undefined, manager, true, PatchStrategy.ServerSideApply);
+    } catch (err) {
+      throw apiError(`apply ${obj.kind ?? ""} ${obj.metadata?.namespace ?? ""}/${obj.metadata?.name ?? ""} as ${manager}`, err);
+    }
+  }
+
+  async #readAllowListKeys(): Promise<string[]> {
+    try {
+      const cm = (await this.#objects.read({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: ALLOWLIST_CONFIGMAP, namespace: this.#namespace } })) as KubernetesObject & {
+        data?: Record<string, string>;
+      };
+      return Object.keys(cm.data ?? {}).sort();
+    } catch (err) {
+      if (httpStatus(err) === 404) return [];
+      throw apiError(`read ConfigMap ${this.#namespace}/${ALLOWLIST_CONFIGMAP}`, err);
+    }
+  }
+
+  async #pluginOwner(plugin: string): Promise<OwnerReference> {
+    let obj: unknown;
+    try {
+      obj = await this.#custom.getNamespacedCustomObject({ group: API_GROUP, version: API_VERSION, namespace: this.#namespace, plural: "plugins", name: plugin });
+    } catch (err) {
+      if (httpStatus(err) === 404) throw new KubeError(KubeErrorCode.PluginNotFound, `Plugin ${this.#namespace}/${plugin} not found: its objects would have no owner`, 404);
+      throw apiError(`read Plugin ${this.#namespace}/${plugin}`, err);
+    }
+    const uid = (obj as { metadata?: { uid?: unknown } }).metadata?.uid;
+    if (typeof uid !== "string" || uid === "") throw new KubeError(KubeErrorCode.PluginNotFound, `Plugin ${this.#namespace}/${plugin} has no uid`);
+    return { apiVersion: `${API_GROUP}/${API_VERSION}`, kind: "Plugin", name: plugin, uid, controller: true, blockOwnerDeletion: true };
+  }
+
+  #record(r: ApplyRecord): ApplyRecord {
+    this.#onRecord(r);
+    return r;
+  }
+}
+
+type ConfigMapBody = KubernetesObject & { data?: Record<string, string> };
+
+interface OwnerReference {
+  readonly apiVersion: string;
+  readonly kind: string;
+  readonly name: string;
+  readonly uid: string;
+  readonly controller: boolean;
+  readonly blockOwnerDeletion: boolean;
+}
+
+function checkPluginName(plugin: string): void {
+  if (!isValidPluginName(plugin)) throw new KubeError(KubeErrorCode.InvalidPluginName, `invalid plugin name ${JSON.stringify(plugin)}`);
+}
+
+function objectKey(apiVersion: string, kind: string, name: string): string {
+  return `${apiVersion}|${kind}|${name}`;
+}
+
+function rv(obj: KubernetesObject | undefined): { resourceVersion?: string } {
+  const v = obj?.metadata?.resourceVersion;
+  return typeof v === "string" ? { resourceVersion: v } : {};
+}
+
+/** The object as applied: namespace set, our labels added, the Plugin as its controlling owner. */
+function withOwnership(obj: KubeObject, plugin: string, namespace: string, owner: OwnerReference): KubernetesObject {
+  const copy = structuredClone(obj) as unknown as KubernetesObject & { metadata: Record<string, unknown> };
+  const labels = { ...((copy.metadata["labels"] as Record<string, string> | undefined) ?? {}), [PLUGIN_LABEL]: plugin, [MANAGED_BY_LABEL]: MANAGED_BY };
+  copy.metadata = { ...copy.metadata, namespace, labels, ownerReferences: [owner] };
+  // Server-side apply refuses server-owned metadata in an apply body.
+  for (const k of ["resourceVersion", "uid", "managedFields", "creationTimestamp", "generation"]) delete copy.metadata[k];
+  return copy;
+}
