@@ -2,12 +2,14 @@
 // First-party plugin images carry their manifest as the io.openfief.plugin.manifest label in the
 // final stage of plugins/<name>/Dockerfile (seed 000, "First-party plugins"; D-42). manifest.json
 // is the source. This check, part of `npm test`, fails when a label is missing, is not JSON, or is
-// not JSON-equal to manifest.json, and when the final stage does not run as a numeric USER.
+// not JSON-equal to manifest.json, when the final stage does not run as a numeric USER, and when a
+// demo Plugin of the same name (examples/plugins/<name>.yaml) declares another spec.manifest.
 //   node scripts/check-plugin-labels.mjs          check
 //   node scripts/check-plugin-labels.mjs --write  rewrite each label from manifest.json, compacted
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { parseAllDocuments } from "yaml";
 
 const LABEL = "io.openfief.plugin.manifest";
 // --root <dir> checks another tree (the script's own tests use it).
@@ -93,6 +95,15 @@ for (const name of names) {
     problems.push(`plugins/${name}/Dockerfile: the final stage must run as USER 65532:65532 (found ${user ?? "none"})`);
   }
   checked++;
+  // A demo Plugin of the same name must ask for exactly what manifest.json asks for.
+  const demo = join(root, "examples", "plugins", `${name}.yaml`);
+  if (existsSync(demo)) {
+    for (const doc of parseAllDocuments(readFileSync(demo, "utf8")).map((d) => d.toJSON())) {
+      if (doc?.kind === "Plugin" && doc?.metadata?.name === name && !jsonEqual(doc.spec?.manifest, manifest)) {
+        problems.push(`examples/plugins/${name}.yaml: spec.manifest differs from plugins/${name}/manifest.json (run npx tsx scripts/make-demo.ts)`);
+      }
+    }
+  }
 }
 
 if (problems.length > 0) {

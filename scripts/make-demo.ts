@@ -12,6 +12,7 @@
  */
 import { createHash, generateKeyPairSync, sign as cryptoSign } from "node:crypto";
 import type { KeyObject } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { mkdir, rm, writeFile } from "node:fs/promises";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -54,29 +55,17 @@ interface DemoImage {
   readonly manifest: DemoManifest;
 }
 
-const NBP_FX_CONFIG_SCHEMA = {
-  type: "object",
-  additionalProperties: false,
-  properties: {
-    currencies: {
-      description: "ISO 4217 codes of the currencies to fetch NBP's mid rates for.",
-      type: "array",
-      items: { type: "string", pattern: "^[A-Z]{3}$" },
-    },
-  },
-};
+/**
+ * nbp-fx v1 asks for exactly what the first-party plugin's manifest.json asks for, so the demo
+ * Plugin's spec.manifest and the plugin's source of truth cannot drift apart.
+ */
+const NBP_FX_MANIFEST = JSON.parse(readFileSync(fileURLToPath(new URL("../plugins/nbp-fx/manifest.json", import.meta.url)), "utf8")) as DemoManifest;
 
 const NBP_FX_V1: DemoImage = {
   plugin: "nbp-fx",
   version: "1.0.0",
   tag: "nbp-fx-v1",
-  manifest: {
-    capabilities: ["connector"],
-    egress: [{ host: "api.nbp.pl" }],
-    secrets: [],
-    dataTiers: ["fx-rates"],
-    configSchema: NBP_FX_CONFIG_SCHEMA,
-  },
+  manifest: NBP_FX_MANIFEST,
 };
 
 const NBP_FX_V2: DemoImage = {
@@ -367,7 +356,7 @@ export async function makeDemo(out: string): Promise<DemoResult> {
   await writeFile(join(out, "demo-owner.pub"), key.publicKey);
   await writeFile(join(out, "trusted-signers.json"), `${JSON.stringify({ signers: [{ name: DEMO_SIGNER, publicKey: key.publicKey }] }, null, 2)}\n`);
 
-  const nbpConfig = { currencies: ["EUR", "USD"] };
+  const nbpConfig = { startDate: "2026-11-02" };
   const files: Array<[string, string]> = [
     ["plugins/nbp-fx.yaml", yamlFile("nbp-fx v1: a connector for NBP's exchange rates, reaching only api.nbp.pl.", pluginResource(nbpV1, nbpConfig))],
     [

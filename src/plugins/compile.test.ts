@@ -6,6 +6,7 @@ import { CORE_AUDIENCE, CORE_TOKEN_PATH, EGRESS_AUDIENCE, EGRESS_TOKEN_PATH, PRO
 import { effective } from "./effective.js";
 import type { EffectivePermissions } from "./effective.js";
 import { ErrorCode } from "./errors.js";
+import { SA_JWKS_DIR } from "./jwks.js";
 import { parseImageRef } from "./image-ref.js";
 import type { ImageRef } from "./image-ref.js";
 import { buildObjects, objectsToJSON } from "./objects.js";
@@ -21,6 +22,7 @@ const TOPOLOGY: Topology = {
   core: { clusterIP: "10.96.0.10", port: 8080, podPort: 8081, podLabels: { "app.kubernetes.io/name": "openfief-core" } },
   proxy: { clusterIP: "10.96.0.20", podPort: 4751, podLabels: { "app.kubernetes.io/name": "openfief-egress" } },
   pluginPort: 9090,
+  coreSubject: "system:serviceaccount:openfief:openfief-core",
 };
 
 const h = (host: string, port = 443): EgressHost => ({ host, port });
@@ -60,8 +62,10 @@ describe("compile", () => {
     expect(w.env).toEqual([
       { name: "OPENFIEF_CONFIG", value: CONFIG_PATH },
       { name: "OPENFIEF_CORE_ADDRESS", value: "10.96.0.10:8080" },
+      { name: "OPENFIEF_CORE_SUBJECT", value: "system:serviceaccount:openfief:openfief-core" },
       { name: "OPENFIEF_INSTANCE", value: "ibkr" },
       { name: "OPENFIEF_LISTEN_PORT", value: "9090" },
+      { name: "OPENFIEF_SA_JWKS_DIR", value: "/var/run/secrets/openfief-sa-jwks" },
       { name: "OPENFIEF_TOKEN_FILE", value: CORE_TOKEN_PATH },
     ]);
     expect(w.ingress).toEqual([{ podLabels: { "app.kubernetes.io/name": "openfief-core" }, port: 9090, protocol: "TCP" }]);
@@ -91,6 +95,31 @@ describe("compile", () => {
       { podLabels: { "app.kubernetes.io/name": "openfief-core" }, port: 8081, protocol: "TCP" },
     ]);
     expect(w.allowList).toEqual([h("api.example.com", 8443), h("ndcdyn.interactivebrokers.com")]);
+  });
+
+  it.each([
+    { name: "without egress hosts", m: {} },
+    { name: "with egress hosts", m: { egress: [h("api.example.com")] } },
+  ])("tells every plugin who the core is and where the cluster's keys are mounted, $name", ({ m }) => {
+    const w = compiled(perms(m));
+    expect(w.coreSubject).toBe("system:serviceaccount:openfief:openfief-core");
+    expect(w.jwks).toEqual({
+      configMapName: "openfief-sa-jwks",
+      volumeName: "openfief-sa-jwks",
+      mountDir: "/var/run/secrets/openfief-sa-jwks",
+      items: ["issuer", "jwks.json"],
+      readOnly: true,
+    });
+    const env = envOf(w);
+    expect(env["OPENFIEF_CORE_SUBJECT"]).toBe(TOPOLOGY.coreSubject);
+    expect(env["OPENFIEF_SA_JWKS_DIR"]).toBe(SA_JWKS_DIR);
+    expect(env["OPENFIEF_SA_JWKS_DIR"]).toBe(w.jwks.mountDir);
+    expect(w.toJSON()).toMatchObject({ coreSubject: TOPOLOGY.coreSubject, jwks: { configMapName: "openfief-sa-jwks" } });
+  });
+
+  it("takes the core's subject from the topology as it is", () => {
+    const w = compiled(perms({}), { ...TOPOLOGY, coreSubject: "system:serviceaccount:openfief-system:core.v2" });
+    expect(envOf(w)["OPENFIEF_CORE_SUBJECT"]).toBe("system:serviceaccount:openfief-system:core.v2");
   });
 
   it("makes the allow-list exactly the effective egress hosts, not what the grant approves beyond them", () => {
@@ -175,6 +204,18 @@ describe("compile", () => {
     { name: "an invalid label key", t: bad((t) => ({ ...t, proxy: { ...t.proxy, podLabels: { "bad key": "x" } } })), path: "topology.proxy.podLabels.bad key" },
     { name: "an invalid label value", t: bad((t) => ({ ...t, core: { ...t.core, podLabels: { app: "-x-" } } })), path: "topology.core.podLabels.app" },
     { name: "the plugin label on core pods", t: bad((t) => ({ ...t, core: { ...t.core, podLabels: { "openfief.io/plugin": "x" } } })), path: "topology.core.podLabels.openfief.io/plugin" },
+    { name: "no core subject", t: bad((t) => ({ ...t, coreSubject: undefined })), path: "topology.coreSubject" },
+    { name: "an empty core subject", t: bad((t) => ({ ...t, coreSubject: "" })), path: "topology.coreSubject" },
+    { name: "a core subject that is not a string", t: bad((t) => ({ ...t, coreSubject: 42 })), path: "topology.coreSubject" },
+    { name: "a core subject that is a user, not a ServiceAccount", t: bad((t) => ({ ...t, coreSubject: "admin@example.com" })), path: "topology.coreSubject" },
+    { name: "a core subject that is a ServiceAccount group", t: bad((t) => ({ ...t, coreSubject: "system:serviceaccounts:openfief" })), path: "topology.coreSubject" },
+    { name: "a core subject without a name", t: bad((t) => ({ ...t, coreSubject: "system:serviceaccount:openfief:" })), path: "topology.coreSubject" },
+    { name: "a core subject without a namespace", t: bad((t) => ({ ...t, coreSubject: "system:serviceaccount::openfief-core" })), path: "topology.coreSubject" },
+    { name: "a core subject with extra colons", t: bad((t) => ({ ...t, coreSubject: "system:serviceaccount:openfief:openfief-core:x" })), path: "topology.coreSubject" },
+    { name: "a core subject with upper case", t: bad((t) => ({ ...t, coreSubject: "system:serviceaccount:OpenFief:openfief-core" })), path: "topology.coreSubject" },
+    { name: "a core subject with a namespace that is not a DNS label", t: bad((t) => ({ ...t, coreSubject: "system:serviceaccount:open.fief:openfief-core" })), path: "topology.coreSubject" },
+    { name: "a core subject with spaces", t: bad((t) => ({ ...t, coreSubject: " system:serviceaccount:openfief:openfief-core" })), path: "topology.coreSubject" },
+    { name: "a plugin's ServiceAccount as the core", t: bad((t) => ({ ...t, coreSubject: "system:serviceaccount:openfief:plugin-nbp-fx" })), path: "topology.coreSubject" },
   ])("refuses a topology with $name", ({ t, path }) => {
     const r = compile({ name: "ibkr", image: IMAGE }, perms({ egress: [h("api.example.com")] }), t);
     expect(r.ok).toBe(false);
@@ -184,7 +225,7 @@ describe("compile", () => {
   });
 
   it("reports every topology problem at once", () => {
-    const t = { core: { clusterIP: "x", port: 0, podPort: 53, podLabels: {} }, proxy: { clusterIP: "y", podPort: 1, podLabels: { a: "b" } }, pluginPort: -1 };
+    const t = { core: { clusterIP: "x", port: 0, podPort: 53, podLabels: {} }, proxy: { clusterIP: "y", podPort: 1, podLabels: { a: "b" } }, pluginPort: -1, coreSubject: "core" };
     const r = compile({ name: "ibkr", image: IMAGE }, perms({}), t);
     expect(r.ok ? [] : r.errors.map((e) => e.path)).toEqual([
       "topology.core.clusterIP",
@@ -193,6 +234,7 @@ describe("compile", () => {
       "topology.core.podLabels",
       "topology.proxy.clusterIP",
       "topology.pluginPort",
+      "topology.coreSubject",
     ]);
   });
 
@@ -243,6 +285,7 @@ const topologyArb = fc.record({
     { requiredKeys: ["clusterIP", "podPort", "podLabels"] },
   ),
   pluginPort: fc.integer({ min: 1, max: 65535 }),
+  coreSubject: fc.constantFrom("system:serviceaccount:openfief:openfief-core", "system:serviceaccount:other-ns:core.example"),
 });
 const configArb = fc.option(fc.jsonValue({ maxDepth: 2 }) as fc.Arbitrary<JsonValue>, { nil: undefined });
 
@@ -276,6 +319,7 @@ describe("compile, as properties", () => {
         const m2: Manifest = { capabilities: pick(m.capabilities), egress: pick(m.egress), secrets: pick(m.secrets), dataTiers: pick(m.dataTiers) };
         const g2: GrantSpec = { capabilities: pick(g.capabilities), egress: pick(g.egress), secrets: pick(g.secrets), dataTiers: pick(g.dataTiers) };
         const t2: Topology = {
+          coreSubject: t.coreSubject,
           pluginPort: t.pluginPort,
           proxy: { ...t.proxy, podLabels: revRecord(t.proxy.podLabels) },
           core: { podLabels: revRecord(t.core.podLabels), podPort: t.core.podPort, port: t.core.port, clusterIP: t.core.clusterIP },
@@ -293,7 +337,7 @@ describe("compile, as properties", () => {
       fc.property(manifestArb, topologyArb, portArb, portArb, portArb, (m, t, a, b, c) => {
         const e = effective(m, { ...m, secrets: m.secrets.map((s) => s.name) });
         if (!e.ok) return false;
-        const topo: Topology = { core: { ...t.core, podPort: a }, proxy: { ...t.proxy, podPort: b }, pluginPort: c };
+        const topo: Topology = { core: { ...t.core, podPort: a }, proxy: { ...t.proxy, podPort: b }, pluginPort: c, coreSubject: t.coreSubject };
         const w = compile({ name: "p1", image: IMAGE }, e.value, topo);
         if (!w.ok) return [a, b, c].includes(53);
         const ports = [...w.value.ingress, ...w.value.egress].map((r) => r.port);

@@ -23,6 +23,7 @@ import type { EffectivePermissions } from "./effective.js";
 import { ErrorCode, fail, fieldError, join, ok } from "./errors.js";
 import type { FieldError, Result } from "./errors.js";
 import type { ImageRef } from "./image-ref.js";
+import { SA_JWKS_CONFIGMAP, SA_JWKS_DIR, SA_JWKS_ITEMS, SA_JWKS_VOLUME, coreSubjectProblems } from "./jwks.js";
 import type { Capability, EgressHost, JsonValue, SecretMount } from "./types.js";
 
 /** The DNS port. No rule, Service or listener of a plugin may ever use it (D-32). */
@@ -50,9 +51,18 @@ export interface ComponentTopology {
   readonly podLabels: Readonly<Record<string, string>>;
 }
 
-/** Where the core and the egress proxy are, as addresses, and the port a plugin listens on. */
+/**
+ * Where the core and the egress proxy are, as addresses, the port a plugin listens on, and who
+ * the core is, so a plugin can tell the core's token from any other.
+ */
 export interface Topology {
   readonly core: ComponentTopology;
+  /**
+   * The core's ServiceAccount username, `system:serviceaccount:<namespace>:<name>` (such as
+   * `system:serviceaccount:openfief:openfief-core`): the subject its tokens carry, given to the
+   * plugin in OPENFIEF_CORE_SUBJECT. Never a plugin's own ServiceAccount.
+   */
+  readonly coreSubject: string;
   /** The egress proxy; its Service port defaults to 4750. */
   readonly proxy: Omit<ComponentTopology, "port"> & { readonly port?: number };
   /** The port the plugin serves its contract on. */
@@ -92,6 +102,20 @@ export interface ConfigFile {
   readonly path: string;
 }
 
+/**
+ * The cluster's ServiceAccount issuer and public keys: the ConfigMap `openfief-sa-jwks`, mounted
+ * read-only as a whole directory (never subPath) so the kubelet's updates reach a rotated key.
+ */
+export interface JwksMount {
+  readonly configMapName: string;
+  readonly volumeName: string;
+  /** Given to the plugin in OPENFIEF_SA_JWKS_DIR. */
+  readonly mountDir: string;
+  /** The ConfigMap keys mounted, each as a file of the same name; sorted. */
+  readonly items: readonly string[];
+  readonly readOnly: true;
+}
+
 export interface EnvVar {
   readonly name: string;
   readonly value: string;
@@ -113,6 +137,8 @@ interface WorkloadData {
   tokens: ProjectedToken[];
   secrets: SecretVolume[];
   config: ConfigFile;
+  coreSubject: string;
+  jwks: JwksMount;
   env: EnvVar[];
   ingress: NetworkRule[];
   egress: NetworkRule[];
@@ -187,6 +213,14 @@ export class Workload {
   get config(): ConfigFile {
     return { ...this.#d.config };
   }
+  /** The core's ServiceAccount username, given to the plugin in OPENFIEF_CORE_SUBJECT. */
+  get coreSubject(): string {
+    return this.#d.coreSubject;
+  }
+  /** The mounted `openfief-sa-jwks` ConfigMap the SDK verifies the core's token with (D-59). */
+  get jwks(): JwksMount {
+    return { ...this.#d.jwks, items: [...this.#d.jwks.items] };
+  }
   /** The container's environment, sorted by name. */
   get env(): EnvVar[] {
     return this.#d.env.map((e) => ({ ...e }));
@@ -229,6 +263,8 @@ export class Workload {
       tokens: this.tokens,
       secrets: this.secrets,
       config: this.config,
+      coreSubject: this.coreSubject,
+      jwks: this.jwks,
       env: this.env,
       ingress: this.ingress,
       egress: this.egress,
@@ -325,6 +361,7 @@ export function validateTopology(topology: Topology, path = "topology"): FieldEr
     checkLabels(c["podLabels"], join(p, "podLabels"), errors);
   }
   checkPort(t["pluginPort"], join(path, "pluginPort"), errors);
+  errors.push(...coreSubjectProblems(t["coreSubject"], join(path, "coreSubject")));
   return errors;
 }
 
@@ -427,11 +464,21 @@ export function compile(plugin: CompileInput, e: EffectivePermissions, topology:
     path: CONFIG_PATH,
   };
 
+  const jwks: JwksMount = {
+    configMapName: SA_JWKS_CONFIGMAP,
+    volumeName: SA_JWKS_VOLUME,
+    mountDir: SA_JWKS_DIR,
+    items: [...SA_JWKS_ITEMS].sort(compareStrings),
+    readOnly: true,
+  };
+
   const env: EnvVar[] = [
     { name: ENV.config, value: CONFIG_PATH },
     { name: ENV.coreAddress, value: hostPort(core.clusterIP, core.port) },
+    { name: ENV.coreSubject, value: topology.coreSubject },
     { name: ENV.instance, value: name },
     { name: ENV.listenPort, value: String(topology.pluginPort) },
+    { name: ENV.saJwksDir, value: SA_JWKS_DIR },
     { name: ENV.tokenFile, value: CORE_TOKEN_PATH },
   ];
   if (hasEgress) {
@@ -464,6 +511,8 @@ export function compile(plugin: CompileInput, e: EffectivePermissions, topology:
       tokens,
       secrets,
       config,
+      coreSubject: topology.coreSubject,
+      jwks,
       env,
       ingress,
       egress,

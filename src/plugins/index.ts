@@ -34,7 +34,8 @@ export type { Pending } from "./effective.js";
 
 /** The compiled workload and its Kubernetes objects. */
 export { Workload, compile, validateTopology } from "./compile.js";
-export type { Topology, CompileInput } from "./compile.js";
+export type { Topology, CompileInput, JwksMount } from "./compile.js";
+export { SA_JWKS_CONFIGMAP, SA_JWKS_DIR, SA_JWKS_ITEMS, coreSubjectProblems } from "./jwks.js";
 export { buildObjects, listObjects, objectToJSON, objectsToJSON, toClientNodeModel } from "./objects.js";
 export type { PluginObjects, PluginObject } from "./objects.js";
 

@@ -24,6 +24,7 @@ const TOPOLOGY: Topology = {
   core: { clusterIP: "10.96.0.10", port: 8080, podPort: 8081, podLabels: { "app.kubernetes.io/name": "openfief-core", "app.kubernetes.io/part-of": "openfief" } },
   proxy: { clusterIP: "fd00::14", podPort: 4750, podLabels: { "app.kubernetes.io/name": "openfief-egress" } },
   pluginPort: 9090,
+  coreSubject: "system:serviceaccount:openfief:openfief-core",
 };
 
 function workload(m: Partial<Manifest>, config?: JsonValue): Workload {
@@ -170,9 +171,43 @@ describe("buildObjects", () => {
       expect(env["HTTPS_PROXY"]).toBe("http://[fd00::14]:4750");
       expect(env["NO_PROXY"]).toBe("10.96.0.10");
     } else {
-      expect(Object.keys(env).sort()).toEqual(["OPENFIEF_CONFIG", "OPENFIEF_CORE_ADDRESS", "OPENFIEF_INSTANCE", "OPENFIEF_LISTEN_PORT", "OPENFIEF_TOKEN_FILE"]);
+      expect(Object.keys(env).sort()).toEqual([
+        "OPENFIEF_CONFIG",
+        "OPENFIEF_CORE_ADDRESS",
+        "OPENFIEF_CORE_SUBJECT",
+        "OPENFIEF_INSTANCE",
+        "OPENFIEF_LISTEN_PORT",
+        "OPENFIEF_SA_JWKS_DIR",
+        "OPENFIEF_TOKEN_FILE",
+      ]);
     }
     expect(JSON.stringify(objectsToJSON(buildObjects(w))).includes("openfief-egress\"")).toBe(w.hasEgress);
+  });
+
+  it.each(CASES)("mounts the openfief-sa-jwks ConfigMap read-only where OPENFIEF_SA_JWKS_DIR says, and names the core's subject, $name", ({ w }) => {
+    const pod = at(objectToJSON(buildObjects(w).deployment), "spec", "template", "spec") as Json;
+    const volumes = pod["volumes"] as Json[];
+    const jwksVolumes = volumes.filter((v) => at(v, "configMap", "name") === "openfief-sa-jwks");
+    expect(jwksVolumes).toEqual([
+      {
+        name: "openfief-sa-jwks",
+        configMap: {
+          name: "openfief-sa-jwks",
+          items: [
+            { key: "issuer", path: "issuer" },
+            { key: "jwks.json", path: "jwks.json" },
+          ],
+        },
+      },
+    ]);
+    const c = at(pod, "containers", 0) as Json;
+    const mounts = (c["volumeMounts"] as Json[]).filter((m) => m["name"] === "openfief-sa-jwks");
+    // A whole-directory mount, never subPath: only then does the kubelet deliver a rotated key.
+    expect(mounts).toEqual([{ name: "openfief-sa-jwks", mountPath: "/var/run/secrets/openfief-sa-jwks", readOnly: true }]);
+    const env = Object.fromEntries((c["env"] as Json[]).map((e) => [e["name"], e["value"]]));
+    expect(env["OPENFIEF_SA_JWKS_DIR"]).toBe("/var/run/secrets/openfief-sa-jwks");
+    expect(env["OPENFIEF_CORE_SUBJECT"]).toBe("system:serviceaccount:openfief:openfief-core");
+    expect(env["OPENFIEF_INSTANCE"]).toBe("ibkr-main");
   });
 
   it("mounts each granted Secret read-only at its manifest path, and the config file that OPENFIEF_CONFIG names", () => {

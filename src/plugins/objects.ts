@@ -87,6 +87,7 @@ function ports(rule: NetworkRule): V1NetworkPolicyPort[] {
 export function buildObjects(w: Workload): PluginObjects {
   const name = w.serviceAccountName;
   const config = w.config;
+  const jwks = w.jwks;
 
   const serviceAccount: V1ServiceAccount = {
     apiVersion: "v1",
@@ -140,12 +141,19 @@ export function buildObjects(w: Workload): PluginObjects {
       name: config.volumeName,
       configMap: { name: config.configMapName, items: [{ key: config.fileName, path: config.fileName }] },
     },
+    {
+      name: jwks.volumeName,
+      // Not optional: without the keys the plugin could not tell the core from anyone, so the pod
+      // waits for the ConfigMap rather than starting unable to serve.
+      configMap: { name: jwks.configMapName, items: jwks.items.map((key) => ({ key, path: key })) },
+    },
   ].sort((a, b) => compareStrings(a.name, b.name));
 
   const volumeMounts: V1VolumeMount[] = [
     ...w.tokens.map((t): V1VolumeMount => ({ name: t.volumeName, mountPath: t.mountDir, readOnly: true })),
     ...w.secrets.map((s): V1VolumeMount => ({ name: s.volumeName, mountPath: s.mountPath, readOnly: true })),
     { name: config.volumeName, mountPath: config.mountDir, readOnly: true },
+    { name: jwks.volumeName, mountPath: jwks.mountDir, readOnly: jwks.readOnly },
   ].sort((a, b) => compareStrings(a.mountPath, b.mountPath) || compareStrings(a.name, b.name));
 
   const container: V1Container = {

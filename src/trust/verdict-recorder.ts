@@ -45,19 +45,22 @@ export function verdictEventData(verdict: ImageVerdict, inputs: VerdictInputs): 
 }
 
 /**
- * The event store as a {@link VerdictLog}. The latest verdict per digest is read from the log
- * once, then kept up to date by this log's own appends.
+ * The event store as a {@link VerdictLog}. The latest verdict for a digest is read from the log on
+ * every call (an indexed lookup), so several processes writing to one data folder never append a
+ * verdict that another already recorded.
  */
 export function storeVerdictLog(store: EventStore): VerdictLog {
-  const latest = new Map<string, SignatureVerdict>();
-  for (const e of store.read({ stream: TRUST_STREAM, type: VERDICT_EVENT }) as StoredEvent<SignatureVerdict>[]) {
-    latest.set(e.data.digest, e.data);
-  }
+  const latest = store.database.prepare<[string], { seq: number }>(
+    "SELECT seq FROM events WHERE type = 'signature.verdict' AND json_extract(data, '$.digest') = ? ORDER BY seq DESC LIMIT 1",
+  );
   return {
-    last: (digest) => latest.get(digest),
+    last(digest) {
+      const row = latest.get(digest);
+      const e = row === undefined ? null : (store.get(row.seq) as StoredEvent<SignatureVerdict> | null);
+      return e?.data;
+    },
     append(verdict, actor, causedBy) {
       const [stored] = store.append([{ stream: TRUST_STREAM, type: VERDICT_EVENT, data: verdict, actor, ...(causedBy === undefined ? {} : { causedBy }) }]);
-      latest.set(verdict.digest, verdict);
       if (stored === undefined) throw new Error("the store appended nothing");
       return stored.seq;
     },

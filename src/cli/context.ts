@@ -1,0 +1,79 @@
+/**
+ * What every command that reads or writes the log shares: the data folder (`--data`, else
+ * `OPENFIEF_DATA`, else `.openfief` in the current folder), opening its store, and printing.
+ * The store is SQLite in WAL mode, so commands work beside a running `openfief up`.
+ */
+import { existsSync } from "node:fs";
+import type { Command } from "commander";
+import { pino } from "pino";
+import type { Logger } from "pino";
+import type { EventStore } from "../events/store.js";
+import { isValidPluginName } from "../plugins/names.js";
+import { openDataStore, storeFile } from "../reconciler/runtime.js";
+import { CliError } from "./cli-error.js";
+
+export const DEFAULT_DATA_DIR = ".openfief";
+
+export interface DataOptions {
+  data?: string;
+  json?: boolean;
+}
+
+/** Adds `--data DIR` to a command. */
+export function withData(cmd: Command): Command {
+  return cmd.option("--data <dir>", `the data folder (default: $OPENFIEF_DATA or ${DEFAULT_DATA_DIR})`);
+}
+
+/** Adds `--json` to a command. */
+export function withJson(cmd: Command): Command {
+  return cmd.option("--json", "print JSON");
+}
+
+export function dataDir(o: DataOptions): string {
+  return o.data ?? process.env["OPENFIEF_DATA"] ?? DEFAULT_DATA_DIR;
+}
+
+/** Opens the store of the data folder; `mustExist` refuses a folder with no log yet. */
+export async function openLog(o: DataOptions, mustExist = true): Promise<EventStore> {
+  const dir = dataDir(o);
+  if (mustExist && !existsSync(storeFile(dir))) throw new CliError(`no event log in ${dir}: run \`openfief apply\` or \`openfief up\` first, or pass --data`, 1);
+  return openDataStore(dir);
+}
+
+/** Runs `fn` with the store open, closing it after. */
+export async function withLog<T>(o: DataOptions, fn: (store: EventStore) => Promise<T> | T, mustExist = true): Promise<T> {
+  const store = await openLog(o, mustExist);
+  try {
+    return await fn(store);
+  } finally {
+    await store.close();
+  }
+}
+
+export function pluginArg(name: string): string {
+  if (!isValidPluginName(name)) throw new CliError(`invalid plugin name ${JSON.stringify(name)}: a DNS label that starts with a letter, at most 56 characters`);
+  return name;
+}
+
+export function printJson(value: unknown): void {
+  process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+}
+
+export function print(line = ""): void {
+  process.stdout.write(`${line}\n`);
+}
+
+/** A logger for long-running commands: JSON lines on stderr, tokens redacted wherever they appear. */
+export function cliLogger(level = process.env["OPENFIEF_LOG_LEVEL"] ?? "info"): Logger {
+  return pino(
+    { level, base: null, redact: { paths: ["token", "*.token", "authorization", "*.authorization", "headers.authorization", "headers[\"proxy-authorization\"]"], censor: "[redacted]" } },
+    pino.destination(2),
+  );
+}
+
+/** Formats a list of a table's rows with padded columns. */
+export function table(header: readonly string[], rows: readonly (readonly string[])[]): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
+  const line = (r: readonly string[]) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i] ?? 0))).join("  ").trimEnd();
+  return [line(header), ...rows.map(line)].join("\n");
+}

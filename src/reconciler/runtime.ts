@@ -1,0 +1,124 @@
+/**
+ * Builds a running control plane from options: the event store in a data folder, the image
+ * verifier (shipped trust root, shipped catalog, owner signers, OCI layouts or registries), the
+ * target, and the reconciler over them. `openfief up`, `openfief reconcile` and tests share it.
+ */
+import { mkdirSync, readFileSync } from "node:fs";
+import { stat } from "node:fs/promises";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import type { Logger } from "pino";
+import { openStore } from "../events/store.js";
+import type { EventStore } from "../events/store.js";
+import { parseCatalog } from "../plugins/catalog.js";
+import type { Topology } from "../plugins/compile.js";
+import { formatErrors } from "../plugins/errors.js";
+import type { ImageRef } from "../plugins/image-ref.js";
+import type { Signer } from "../plugins/signers.js";
+import { newTrustPolicy } from "../plugins/trust.js";
+import { checkImage } from "../trust/image-check.js";
+import type { ImageSource } from "../trust/oci.js";
+import { OciLayoutSource } from "../trust/oci-layout.js";
+import { loadOwnerSignersFile } from "../trust/owner-signers-file.js";
+import { RegistryClient, registryLocation } from "../trust/registry.js";
+import { loadShippedTrustedRoot, loadTrustedRootFile, sha256Hex } from "../trust/trusted-root.js";
+import { ImageVerifier } from "../trust/verifier.js";
+import { VerdictRecorder, storeVerdictLog } from "../trust/verdict-recorder.js";
+import { DirectoryTarget } from "./directory-target.js";
+import { Reconciler } from "./reconciler.js";
+import type { Target } from "./target.js";
+
+/** The catalog released with the product. */
+export const SHIPPED_CATALOG = fileURLToPath(new URL("../../catalog/plugins.json", import.meta.url));
+
+/**
+ * Addresses the compiled objects name when no cluster tells us better (embedded mode). They are
+ * only written into the directory target's YAML; nothing dials them.
+ */
+export const EMBEDDED_TOPOLOGY: Topology = {
+  core: { clusterIP: "10.96.0.20", port: 8443, podPort: 8443, podLabels: { "app.kubernetes.io/name": "openfief-core" } },
+  proxy: { clusterIP: "10.96.0.30", port: 4750, podPort: 4750, podLabels: { "app.kubernetes.io/name": "openfief-egress-proxy" } },
+  pluginPort: 8080,
+  coreSubject: "system:serviceaccount:openfief:openfief-core",
+};
+
+/** The SQLite file of a data folder. */
+export function storeFile(dataDir: string): string {
+  return join(dataDir, "openfief.db");
+}
+
+/** Opens (creating when missing) the event store of a data folder. */
+export async function openDataStore(dataDir: string, clock?: () => Date): Promise<EventStore> {
+  mkdirSync(dataDir, { recursive: true });
+  return openStore({ file: storeFile(dataDir), ...(clock === undefined ? {} : { clock }) });
+}
+
+export interface RuntimeOptions {
+  readonly dataDir: string;
+  readonly logger: Logger;
+  /** OCI image-layout folders searched (by digest) before any registry. */
+  readonly ociLayouts?: readonly string[];
+  /** The owner's trusted signers (the openfief-trusted-signers content); none when absent. */
+  readonly trustedSigners?: string;
+  readonly catalog?: string;
+  readonly trustedRoot?: string;
+  /** Where the directory target writes; default `<data>/cluster`. */
+  readonly outDir?: string;
+  readonly target?: Target;
+  readonly topology?: Topology;
+  readonly clock?: () => Date;
+  /** Plain-HTTP registries (tests), by host:port. */
+  readonly insecureRegistries?: readonly string[];
+}
+
+export interface Runtime {
+  readonly store: EventStore;
+  readonly reconciler: Reconciler;
+  readonly verifier: ImageVerifier;
+  readonly target: Target;
+  readonly ownerSigners: readonly Signer[];
+  close(): Promise<void>;
+}
+
+/** Refusals at start (a bad signers file, catalog or trust root) throw with a one-line reason. */
+export async function openRuntime(o: RuntimeOptions): Promise<Runtime> {
+  const clock = o.clock ?? (() => new Date());
+  const catalogText = readFileSync(o.catalog ?? SHIPPED_CATALOG, "utf8");
+  const catalog = parseCatalog(catalogText);
+  if (!catalog.ok) throw new Error(`invalid catalog ${o.catalog ?? SHIPPED_CATALOG}: ${formatErrors(catalog.errors)}`);
+  const owner = o.trustedSigners === undefined ? [] : loadOwnerSignersFile(o.trustedSigners);
+  const root = o.trustedRoot === undefined ? loadShippedTrustedRoot() : loadTrustedRootFile(o.trustedRoot);
+  const policy = newTrustPolicy(catalog.value, owner);
+  const layouts = (o.ociLayouts ?? []).map((dir) => new OciLayoutSource(dir));
+  const insecure = new Set(o.insecureRegistries ?? []);
+
+  const sourceFor = async (image: ImageRef): Promise<{ source: ImageSource; repository: string }> => {
+    for (const layout of layouts) {
+      if (await exists(join(layout.dir, "blobs", "sha256", image.hex))) return { source: layout, repository: image.repository };
+    }
+    const loc = registryLocation(image);
+    return { source: new RegistryClient({ registry: loc.registry, ...(insecure.has(loc.registry) ? { scheme: "http" as const } : {}) }), repository: loc.repository };
+  };
+
+  const store = await openDataStore(o.dataDir, clock);
+  const verifier = new ImageVerifier({
+    clock: () => clock().getTime(),
+    check: async (image, declared) => {
+      const { source, repository } = await sourceFor(image);
+      return checkImage({ image, source, repository, trustedRoot: root.root, policy, ...(declared === undefined ? {} : { declared }) });
+    },
+  });
+  const recorder = new VerdictRecorder(storeVerdictLog(store), { trustRoot: root.sha256, catalog: sha256Hex(catalogText) });
+  const target = o.target ?? new DirectoryTarget(o.outDir ?? join(o.dataDir, "cluster"));
+  const reconciler = new Reconciler({ store, verifier, recorder, target, topology: o.topology ?? EMBEDDED_TOPOLOGY, logger: o.logger });
+  return { store, reconciler, verifier, target, ownerSigners: owner, close: () => store.close() };
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await stat(path);
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,261 @@
+/**
+ * The committed demo in examples/ is consistent: every Plugin and PluginGrant parses, every Plugin's
+ * image is in examples/oci with its manifest as the signed label, every image verifies offline
+ * against the owner signers in examples/trusted-signers.json, the v2 upgrade asks for exactly one
+ * more host and is held back, and the images are exactly what scripts/make-demo.ts builds.
+ */
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { gunzipSync } from "node:zlib";
+import { Ajv } from "ajv";
+import { afterAll, describe, expect, it } from "vitest";
+import { parse as parseYaml, parseAllDocuments } from "yaml";
+import { parseCatalog, parseOwnerSigners } from "../../src/plugins/catalog.js";
+import { validateConfig } from "../../src/plugins/config-schema.js";
+import { MANIFEST_LABEL } from "../../src/plugins/constants.js";
+import { effective, needsApproval } from "../../src/plugins/effective.js";
+import { formatHostPort } from "../../src/plugins/egress-host.js";
+import { parseImageRef } from "../../src/plugins/image-ref.js";
+import type { ImageRef } from "../../src/plugins/image-ref.js";
+import { manifestEqual } from "../../src/plugins/manifest-equal.js";
+import { parseManifestLabel } from "../../src/plugins/manifest-label.js";
+import { planRollout } from "../../src/plugins/rollout.js";
+import { isKeyIdentity } from "../../src/plugins/signers.js";
+import type { Signer } from "../../src/plugins/signers.js";
+import { newTrustPolicy } from "../../src/plugins/trust.js";
+import type { Grant, Plugin } from "../../src/plugins/types.js";
+import { parseGrant, parsePlugin } from "../../src/plugins/validate.js";
+import { checkImage, readLabel } from "../../src/trust/image-check.js";
+import { MEDIA_TYPE, parseImageManifest } from "../../src/trust/oci.js";
+import { OciLayoutSource } from "../../src/trust/oci-layout.js";
+import { loadShippedTrustedRoot } from "../../src/trust/trusted-root.js";
+import { DEMO_IMAGES, buildDemoImage, makeDemo } from "../../scripts/make-demo.js";
+
+const ROOT = join(import.meta.dirname, "../..");
+const EXAMPLES = join(ROOT, "examples");
+const LAYOUT = join(EXAMPLES, "oci");
+const trustedRoot = loadShippedTrustedRoot().root;
+
+type Resource = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string }; spec: Record<string, unknown> };
+
+function resource(path: string): Resource {
+  const docs = parseAllDocuments(readFileSync(join(EXAMPLES, path), "utf8"));
+  expect(docs).toHaveLength(1);
+  return docs[0]?.toJS() as Resource;
+}
+
+function must<T>(r: { ok: true; value: T } | { ok: false; errors: readonly unknown[] }): T {
+  if (!r.ok) throw new Error(JSON.stringify(r.errors));
+  return r.value;
+}
+
+const asPlugin = (r: Resource): Plugin => must(parsePlugin({ name: r.metadata.name, spec: r.spec }));
+const asGrant = (r: Resource): Grant => must(parseGrant({ name: r.metadata.name, spec: r.spec }));
+const imageOf = (p: Plugin): ImageRef => must(parseImageRef(p.spec.image));
+
+const PLUGIN_FILES = ["plugins/nbp-fx.yaml", "plugins/ledger-view.yaml", "upgrade/nbp-fx-v2.yaml"];
+const GRANT_FILES = ["plugins/nbp-fx-grant.yaml", "plugins/ledger-view-grant.yaml"];
+const TAGS: Record<string, string> = {
+  "plugins/nbp-fx.yaml": "nbp-fx-v1",
+  "plugins/ledger-view.yaml": "ledger-view-v1",
+  "upgrade/nbp-fx-v2.yaml": "nbp-fx-v2",
+};
+
+function ownerSigners(dir = EXAMPLES): Signer[] {
+  return must(parseOwnerSigners(readFileSync(join(dir, "trusted-signers.json"), "utf8")));
+}
+
+function shippedCatalog() {
+  return must(parseCatalog(readFileSync(join(ROOT, "catalog/plugins.json"), "utf8")));
+}
+
+/** The CRD's schema as ajv reads it (as test/kube/manifests.test.ts does): unknown fields refused. */
+function toJsonSchema(node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(toJsonSchema);
+  if (typeof node !== "object" || node === null) return node;
+  const src = node as Record<string, unknown>;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(src)) {
+    if (k.startsWith("x-kubernetes-") || k === "nullable" || k === "format") continue;
+    out[k] = k === "properties" ? Object.fromEntries(Object.entries(v as Record<string, unknown>).map(([p, s]) => [p, toJsonSchema(s)])) : toJsonSchema(v);
+  }
+  if (src["nullable"] === true && typeof src["type"] === "string") out["type"] = [src["type"], "null"];
+  if (src["type"] === "object" && src["properties"] !== undefined && src["x-kubernetes-preserve-unknown-fields"] !== true) out["additionalProperties"] = false;
+  if (src["x-kubernetes-list-type"] === "set") out["uniqueItems"] = true;
+  return out;
+}
+
+function crdValidator(file: string) {
+  const crd = parseYaml(readFileSync(join(ROOT, "deploy/crds", file), "utf8")) as { spec: { versions: Array<{ schema: { openAPIV3Schema: unknown } }> } };
+  return new Ajv({ allErrors: true, strict: false }).compile(toJsonSchema(crd.spec.versions[0]?.schema.openAPIV3Schema) as object);
+}
+
+describe("the demo's resources", () => {
+  it.each(PLUGIN_FILES)("%s is a Plugin in openfief that parsePlugin accepts and the CRD admits", (file) => {
+    const r = resource(file);
+    expect(r).toMatchObject({ apiVersion: "openfief.io/v1alpha1", kind: "Plugin", metadata: { namespace: "openfief" } });
+    const p = asPlugin(r);
+    expect(p.spec.image).toMatch(/^localhost\/openfief-demo\/[a-z-]+@sha256:[0-9a-f]{64}$/);
+    const validate = crdValidator("plugins.openfief.io.yaml");
+    expect(validate(r), JSON.stringify(validate.errors)).toBe(true);
+  });
+
+  it.each(GRANT_FILES)("%s is a PluginGrant in openfief that parseGrant accepts and the CRD admits", (file) => {
+    const r = resource(file);
+    expect(r).toMatchObject({ apiVersion: "openfief.io/v1alpha1", kind: "PluginGrant", metadata: { namespace: "openfief" } });
+    asGrant(r);
+    const validate = crdValidator("plugingrants.openfief.io.yaml");
+    expect(validate(r), JSON.stringify(validate.errors)).toBe(true);
+  });
+
+  it.each(PLUGIN_FILES)("%s has a config its manifest's schema accepts", (file) => {
+    const p = asPlugin(resource(file));
+    const schema = p.spec.manifest.configSchema;
+    if (schema === undefined) expect(p.spec.config).toBeUndefined();
+    else expect(validateConfig(schema, p.spec.config, "spec.config")).toEqual([]);
+  });
+
+  it("gives each installed plugin a grant that approves everything it asks for", () => {
+    for (const name of ["nbp-fx", "ledger-view"]) {
+      const p = asPlugin(resource(`plugins/${name}.yaml`));
+      const g = asGrant(resource(`plugins/${name}-grant.yaml`));
+      expect(g.name).toBe(p.name);
+      expect(needsApproval(p.spec.manifest, g.spec)).toEqual({ capabilities: [], egress: [], secrets: [], dataTiers: [] });
+      const e = must(effective(p.spec.manifest, g.spec));
+      expect(e.capabilities.length).toBeGreaterThan(0);
+    }
+  });
+
+  it("names the owner's demo key, the same one as demo-owner.pub, as the only trusted signer", () => {
+    const signers = ownerSigners();
+    expect(signers).toHaveLength(1);
+    const [s] = signers;
+    expect(s?.name).toBe("demo-owner");
+    expect(s?.kind).toBe("owner");
+    const pem = readFileSync(join(EXAMPLES, "demo-owner.pub"), "utf8");
+    expect(pem).toMatch(/^-----BEGIN PUBLIC KEY-----\n[\s\S]+\n-----END PUBLIC KEY-----\n$/);
+    expect(s !== undefined && isKeyIdentity(s.identity) ? s.identity.publicKey : undefined).toBe(pem);
+  });
+
+  it("never contains a private key", () => {
+    const files = [...PLUGIN_FILES, ...GRANT_FILES, "trusted-signers.json", "demo-owner.pub", "README.md", "oci/index.json"];
+    for (const f of files) expect(readFileSync(join(EXAMPLES, f), "utf8")).not.toMatch(/PRIVATE KEY/);
+  });
+});
+
+describe("the demo's images", () => {
+  const source = new OciLayoutSource(LAYOUT);
+
+  it("are listed in the layout's index.json under their tags, each with one Sigstore bundle attached", async () => {
+    const index = await source.index();
+    const tagged = index.filter((d) => d.annotations?.["org.opencontainers.image.ref.name"] !== undefined);
+    expect(tagged.map((d) => d.annotations?.["org.opencontainers.image.ref.name"]).sort()).toEqual(["ledger-view-v1", "nbp-fx-v1", "nbp-fx-v2"]);
+    for (const d of tagged) {
+      const referrers = await source.referrers("any", d.digest);
+      expect(referrers).toHaveLength(1);
+      expect(referrers[0]?.artifactType).toBe(MEDIA_TYPE.sigstoreBundle);
+    }
+    expect(index).toHaveLength(6);
+  });
+
+  it.each(PLUGIN_FILES)("%s names an image in the layout, under its tag, whose signed label equals spec.manifest", async (file) => {
+    const p = asPlugin(resource(file));
+    const image = imageOf(p);
+    const listed = (await source.index()).find((d) => d.digest === image.digest);
+    expect(listed?.annotations?.["org.opencontainers.image.ref.name"]).toBe(TAGS[file]);
+    const fetched = await source.manifest(image.repository, image.digest);
+    const m = parseImageManifest(fetched.bytes, fetched.mediaType);
+    const label = readLabel(await source.blob(image.repository, m.config.digest, 1 << 20));
+    expect(label).toBeDefined();
+    // Compact JSON, as a Dockerfile LABEL carries it.
+    expect(label).toBe(JSON.stringify(JSON.parse(label as string)));
+    expect(manifestEqual(must(parseManifestLabel(label as string)), p.spec.manifest)).toBe(true);
+  });
+
+  it.each(PLUGIN_FILES)("%s verifies offline as unverified: signed by the demo owner, not pinned in the catalog", async (file) => {
+    const p = asPlugin(resource(file));
+    const policy = newTrustPolicy(shippedCatalog(), ownerSigners());
+    const verdict = await checkImage({ image: imageOf(p), source, trustedRoot, policy, declared: p.spec.manifest });
+    expect(verdict).toMatchObject({ outcome: "unverified", signers: [{ name: "demo-owner", kind: "owner" }], rejectedBundles: [] });
+    expect(verdict.manifest !== undefined && manifestEqual(verdict.manifest, p.spec.manifest)).toBe(true);
+  });
+
+  it("are refused when the owner does not trust the demo key", async () => {
+    const p = asPlugin(resource("plugins/nbp-fx.yaml"));
+    const verdict = await checkImage({ image: imageOf(p), source, trustedRoot, policy: newTrustPolicy(shippedCatalog(), []), declared: p.spec.manifest });
+    expect(verdict.outcome).toBe("refused");
+  });
+
+  it("are refused for a Plugin whose manifest differs from the signed label", async () => {
+    const v1 = asPlugin(resource("plugins/nbp-fx.yaml"));
+    const v2 = asPlugin(resource("upgrade/nbp-fx-v2.yaml"));
+    const policy = newTrustPolicy(shippedCatalog(), ownerSigners());
+    const verdict = await checkImage({ image: imageOf(v1), source, trustedRoot, policy, declared: v2.spec.manifest });
+    expect(verdict).toMatchObject({ outcome: "refused", reason: "manifest_mismatch" });
+  });
+
+  it.each(DEMO_IMAGES.map((d) => [d.tag, d] as const))("%s is exactly what scripts/make-demo.ts builds, with one README layer at a fixed mtime", async (tag, demo) => {
+    const built = buildDemoImage(demo);
+    const listed = (await source.index()).find((d) => d.annotations?.["org.opencontainers.image.ref.name"] === tag);
+    expect(listed?.digest).toBe(built.digest);
+    const m = parseImageManifest((await source.manifest("any", built.digest)).bytes, MEDIA_TYPE.ociManifest);
+    expect(m.layers).toHaveLength(1);
+    const tar = gunzipSync(await source.blob("any", m.layers[0]?.digest as string, 1 << 20));
+    expect(tar.subarray(0, 6).toString("latin1")).toBe("README");
+    expect(parseInt(tar.subarray(136, 147).toString("latin1"), 8)).toBe(1_767_225_600);
+    const config = JSON.parse(Buffer.from(await source.blob("any", m.config.digest, 1 << 20)).toString("utf8")) as { config: { Labels: Record<string, string>; User: string } };
+    expect(config.config.User).toBe("65532:65532");
+    expect(config.config.Labels[MANIFEST_LABEL]).toBe(built.label);
+  });
+});
+
+describe("the upgrade to nbp-fx v2", () => {
+  const v1 = asPlugin(resource("plugins/nbp-fx.yaml"));
+  const v2 = asPlugin(resource("upgrade/nbp-fx-v2.yaml"));
+  const grant = asGrant(resource("plugins/nbp-fx-grant.yaml"));
+
+  it("is the same instance on a new image that asks for exactly one more host and nothing else", () => {
+    expect(v2.name).toBe(v1.name);
+    expect(imageOf(v2).repository).toBe(imageOf(v1).repository);
+    expect(imageOf(v2).digest).not.toBe(imageOf(v1).digest);
+    const hosts = (p: Plugin) => p.spec.manifest.egress.map(formatHostPort);
+    const added = hosts(v2).filter((h) => !hosts(v1).includes(h));
+    expect(added).toEqual(["static.nbp.pl:443"]);
+    expect(hosts(v1).every((h) => hosts(v2).includes(h))).toBe(true);
+    expect(hosts(v2)).toHaveLength(hosts(v1).length + 1);
+    expect(manifestEqual({ ...v2.spec.manifest, egress: v1.spec.manifest.egress }, v1.spec.manifest)).toBe(true);
+    expect(v2.spec.config).toEqual(v1.spec.config);
+  });
+
+  it("is held back: v1 keeps running under the grant and only the new host is pending", () => {
+    const version = (p: Plugin) => ({ image: imageOf(p), manifest: p.spec.manifest, ...(p.spec.config === undefined ? {} : { config: p.spec.config }) });
+    const plan = planRollout({ current: version(v2), currentDeployable: true, previous: version(v1), grant: grant.spec });
+    expect(plan.outcome).toBe("previous");
+    expect(plan.run?.version.image.digest).toBe(imageOf(v1).digest);
+    expect(plan.run?.permissions.egress.map(formatHostPort)).toEqual(["api.nbp.pl:443"]);
+    expect(plan.pending).toEqual({ capabilities: [], egress: [{ host: "static.nbp.pl", port: 443 }], secrets: [], dataTiers: [] });
+  });
+});
+
+describe("scripts/make-demo.ts", () => {
+  const out = mkdtempSync(join(tmpdir(), "openfief-demo-"));
+  afterAll(() => rmSync(out, { recursive: true, force: true }));
+
+  it("writes the same images and resources on every run, with a new key that verifies them", async () => {
+    const first = await makeDemo(out);
+    const firstKey = readFileSync(join(out, "demo-owner.pub"), "utf8");
+    const second = await makeDemo(out);
+    expect(second.images).toEqual(first.images);
+    expect(readFileSync(join(out, "demo-owner.pub"), "utf8")).not.toBe(firstKey);
+    for (const file of [...PLUGIN_FILES, ...GRANT_FILES]) {
+      expect(readFileSync(join(out, file), "utf8")).toBe(readFileSync(join(EXAMPLES, file), "utf8"));
+    }
+    // A rerun replaces the old signatures instead of piling them up.
+    const source = new OciLayoutSource(join(out, "oci"));
+    expect(await source.index()).toHaveLength(6);
+    const p = asPlugin(resource("plugins/nbp-fx.yaml"));
+    const verdict = await checkImage({ image: imageOf(p), source, trustedRoot, policy: newTrustPolicy(shippedCatalog(), ownerSigners(out)), declared: p.spec.manifest });
+    expect(verdict.outcome).toBe("unverified");
+  });
+});
