@@ -186,6 +186,10 @@ export class Reconciler {
 
   async #verdict(image: ImageRef, declared: Manifest, causedBy: number | undefined): Promise<number | undefined> {
     const cached = await this.#d.verifier.verify(image, declared);
+    // An unreachable registry changes nothing we know about the image: the last verdict the log
+    // holds stands (also across restarts, when this process has none cached) until a check
+    // reaches the registry again. Only an image never verified is refused for it.
+    if (cached.stale && this.#d.recorder.log.last(image.digest) !== undefined) return undefined;
     return this.#d.recorder.record(cached.verdict, causedBy);
   }
 

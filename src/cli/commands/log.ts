@@ -1,0 +1,153 @@
+/**
+ * Reading and checking the log: `log` (filter by plugin, type, time; `--follow`), `replay --at`
+ * (the projected state as of a sequence number or a time), `verify-log` (the hash chain) and
+ * `check-decisions` (re-run the deciders over the log and compare with every recorded decision).
+ */
+import type { Command } from "commander";
+import type { EventStore } from "../../events/store.js";
+import { egressStream, pluginStream } from "../../events/streams.js";
+import type { ReadFilter, StoredEvent } from "../../events/types.js";
+import { checkDecisions } from "../../projections/check-decisions.js";
+import type { PluginState, VerdictState } from "../../projections/folds.js";
+import { stateAt } from "../../projections/queries.js";
+import { CliError } from "../cli-error.js";
+import { openLog, pluginArg, print, printJson, table, withData, withJson, withLog } from "../context.js";
+import type { DataOptions } from "../context.js";
+import { shortImage } from "./get.js";
+import { describeEvent } from "./why.js";
+
+interface LogOptions extends DataOptions {
+  plugin?: string;
+  type?: string[];
+  since?: string;
+  until?: string;
+  after?: string;
+  limit?: string;
+  follow?: boolean;
+}
+
+function parseTime(value: string, flag: string): Date {
+  const d = new Date(value);
+  if (!/^\d{4}-\d{2}-\d{2}/.test(value) || Number.isNaN(d.getTime())) throw new CliError(`${flag} must be an ISO-8601 time, such as 2026-11-30T12:00:00Z`);
+  return d;
+}
+
+function parseCount(value: string, flag: string): number {
+  if (!/^\d+$/.test(value)) throw new CliError(`${flag} must be a whole number`);
+  return Number(value);
+}
+
+function line(e: StoredEvent): string {
+  const cause = e.causedBy === null ? "" : ` ← ${e.causedBy}`;
+  return `${String(e.seq).padStart(6)}  ${e.time}  ${e.stream.padEnd(24)} ${e.type.padEnd(18)} ${e.actor.padEnd(12)} ${describeEvent(e)}${cause}`;
+}
+
+function egressLine(e: StoredEvent): string {
+  const d = e.data as { allowed: boolean; host: string; port: number; reason: string; address?: string };
+  return `${String(e.seq).padStart(6)}  ${e.time}  ${e.stream.padEnd(24)} ${e.type.padEnd(18)} ${e.actor.padEnd(12)} ${d.allowed ? "allowed" : "denied"} ${d.host}:${d.port} (${d.reason})${d.address === undefined ? "" : ` via ${d.address}`}`;
+}
+
+function readPage(store: EventStore, o: LogOptions, afterSeq: number): StoredEvent[] {
+  const base: ReadFilter = {
+    afterSeq,
+    ...(o.type === undefined ? {} : { type: o.type }),
+    ...(o.since === undefined ? {} : { since: parseTime(o.since, "--since") }),
+    ...(o.until === undefined ? {} : { until: parseTime(o.until, "--until") }),
+    ...(o.limit === undefined ? {} : { limit: parseCount(o.limit, "--limit") }),
+  };
+  if (o.plugin === undefined) return store.read(base);
+  const name = pluginArg(o.plugin);
+  return [...store.read({ ...base, stream: pluginStream(name) }), ...store.read({ ...base, stream: egressStream(name) })].sort((a, b) => a.seq - b.seq);
+}
+
+function emit(events: readonly StoredEvent[], json: boolean): void {
+  for (const e of events) {
+    if (json) process.stdout.write(`${JSON.stringify(e)}\n`);
+    else print(e.type === "egress.decision" ? egressLine(e) : line(e));
+  }
+}
+
+export function register(program: Command): void {
+  withJson(withData(program.command("log")))
+    .description("print the event log (JSON lines with --json), optionally filtered, and follow it")
+    .option("--plugin <name>", "only this plugin's events (its own stream and its egress decisions)")
+    .option("--type <type>", "only events of this type (repeatable)", (v: string, prev: string[] = []) => [...prev, v])
+    .option("--since <time>", "only events at or after this ISO-8601 time")
+    .option("--until <time>", "only events at or before this ISO-8601 time")
+    .option("--after <seq>", "only events after this sequence number")
+    .option("--limit <n>", "at most this many events")
+    .option("-f, --follow", "keep printing new events until interrupted")
+    .action(async (o: LogOptions) => {
+      const store = await openLog(o);
+      try {
+        let after = o.after === undefined ? 0 : parseCount(o.after, "--after");
+        const first = readPage(store, o, after);
+        emit(first, o.json === true);
+        after = Math.max(after, first.at(-1)?.seq ?? 0, o.follow === true ? store.head() : 0);
+        if (o.follow !== true) return;
+        // Another process appends; SQLite has no cross-process notification, so poll cheaply.
+        const follow = { ...o };
+        delete follow.limit;
+        await new Promise<void>((resolve) => {
+          const timer = setInterval(() => {
+            const page = readPage(store, follow, after);
+            emit(page, o.json === true);
+            after = Math.max(after, page.at(-1)?.seq ?? after);
+          }, 250);
+          const stop = () => { clearInterval(timer); resolve(); };
+          process.once("SIGINT", stop);
+          process.once("SIGTERM", stop);
+        });
+      } finally {
+        await store.close();
+      }
+    });
+
+  withJson(withData(program.command("replay")))
+    .description("show the state as it was at a sequence number or a time, folded from the log")
+    .requiredOption("--at <seq|time>", "a sequence number, or an ISO-8601 time")
+    .action(async (o: DataOptions & { at: string }) => {
+      const at = /^\d+$/.test(o.at) ? { seq: Number(o.at) } : { time: parseTime(o.at, "--at") };
+      const state = await withLog(o, (store) => stateAt(store, at));
+      if (o.json === true) {
+        const tables: Record<string, Record<string, unknown>> = {};
+        for (const [name, rows] of state.tables) tables[name] = Object.fromEntries(rows);
+        return printJson({ seq: state.seq, tables });
+      }
+      print(`state as of event ${state.seq}:`);
+      const plugins = [...((state.tables.get("plugins") ?? new Map()) as Map<string, PluginState>).values()];
+      const verdicts = (state.tables.get("signature_verdicts") ?? new Map()) as Map<string, VerdictState>;
+      if (plugins.length === 0) return print("no plugins");
+      print(table(
+        ["NAME", "RUNNING", "ASKED FOR", "OUTCOME", "PENDING"],
+        plugins.sort((a, b) => (a.name < b.name ? -1 : 1)).map((p) => [
+          p.name, shortImage(p.runningImage), p.deleted ? "(deleted)" : shortImage(p.askedImage), p.outcome ?? "-",
+          p.pending === null ? "-" : JSON.stringify(p.pending),
+        ]),
+      ));
+      if (verdicts.size > 0) print(`${verdicts.size} image verdict(s) recorded`);
+    });
+
+  withJson(withData(program.command("verify-log")))
+    .description("walk the hash chain and name the first event whose hash does not hold")
+    .action(async (o: DataOptions) => {
+      const result = await withLog(o, (store) => store.verify());
+      if (o.json === true) printJson(result);
+      else if (result.ok) print(`the log holds: ${result.count} events, every hash verified`);
+      else print(`the log does NOT hold at event ${result.seq}: ${result.reason}`);
+      if (!result.ok) process.exitCode = 1;
+    });
+
+  withJson(withData(program.command("check-decisions")))
+    .description("re-run the deciders over the log and report every recorded decision they do not reproduce")
+    .action(async (o: DataOptions) => {
+      const result = await withLog(o, (store) => checkDecisions(store));
+      if (o.json === true) printJson(result);
+      else if (result.divergences.length === 0) print(`${result.checked} decisions re-checked: every one reproduces`);
+      else {
+        print(`${result.divergences.length} of ${result.checked} decisions do not reproduce:`);
+        for (const d of result.divergences) print(`  event ${d.seq} (${d.name}): the recorded ${d.field} differ from what the log decides`);
+      }
+      if (result.divergences.length > 0) process.exitCode = 1;
+    });
+}
