@@ -145,7 +145,9 @@ export class Reconciler {
     const { state, sources } = loadDeciderState(store, name);
     let decision: StoredEvent<RolloutDecided> | null = lastDecision;
     const decided = spec === null && lastDecision === null ? null : decideRollout(state);
-    if (decided !== null && (lastDecision === null || canonicalize(lastDecision.data) !== canonicalize(decided))) {
+    // Appended only when the plan changes: re-deciding after our own decision sees it as the
+    // previous version (new inputs, same plan), and that is not a new decision.
+    if (decided !== null && (lastDecision === null || canonicalize(lastDecision.data.plan) !== canonicalize(decided.plan))) {
       const [e] = store.append(
         [{ stream, type: "rollout.decided", data: decided, actor: this.#actor, causedBy: newestCause(sources) }],
         { expected: { [stream]: store.version(stream) } },

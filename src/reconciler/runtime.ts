@@ -101,6 +101,7 @@ export async function openRuntime(o: RuntimeOptions): Promise<Runtime> {
   };
 
   const store = await openDataStore(o.dataDir, clock);
+  killAfterAppendsForTests(store);
   const verifier = new ImageVerifier({
     clock: () => clock().getTime(),
     check: async (image, declared) => {
@@ -121,4 +122,19 @@ async function exists(path: string): Promise<boolean> {
   } catch {
     return false;
   }
+}
+
+/**
+ * Fault injection for the restart-safety test: with `OPENFIEF_TEST_KILL_AFTER_APPENDS=N` the
+ * process kills itself (SIGKILL, no clean-up) right after its Nth committed append, so the test
+ * can stop it between any two steps of a reconcile and check that a fresh start converges.
+ */
+function killAfterAppendsForTests(store: EventStore): void {
+  const raw = process.env["OPENFIEF_TEST_KILL_AFTER_APPENDS"];
+  if (raw === undefined || !/^\d+$/.test(raw)) return;
+  let left = Number(raw);
+  store.subscribe(() => {
+    left -= 1;
+    if (left <= 0) process.kill(process.pid, "SIGKILL");
+  });
 }

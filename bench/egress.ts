@@ -1,0 +1,391 @@
+/**
+ * `npm run bench:egress`: the egress proxy side by side with direct TCP (the limit) and Squid
+ * (Debian's `squid`, CONNECT-only, allow-list by `dstdomain -n`) on this machine.
+ *
+ * Prints, for each: CONNECT handshakes/s and p50/p99 time-to-200 at 1, 16 and 256 concurrent
+ * clients; the throughput of a 256 MiB tunnelled transfer; each the median of several rounds and
+ * a ratio to Squid. Then the proxy's memory over 100,000 CONNECTs. Figures, not a timed test:
+ * every loop is bounded and the run stops by itself.
+ *
+ * Roles (same file): the parent drives clients; `--role upstream` is the destination server;
+ * `--role proxy` is this proxy with every check on (Basic token → caching JWKS review → allow-list
+ * → DNS over UDP from a real server → address check → decision committed to a SQLite event store
+ * → dial), logging one JSON decision line per CONNECT to a file.
+ */
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync, chmodSync, existsSync } from "node:fs";
+import { connect as netConnect, createServer, Socket, type AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { performance } from "node:perf_hooks";
+import { fileURLToPath } from "node:url";
+
+const SELF = fileURLToPath(import.meta.url);
+const HOST = "api.bench.test";
+const TRANSFER_BYTES = 256 * 1024 * 1024;
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const CONCURRENCY = [1, 16, 256];
+const CONNECTS_PER_ROUND: Record<number, number> = { 1: 400, 16: 2000, 256: 4000 };
+const MEMORY_CONNECTS = Number(process.env.BENCH_MEMORY_CONNECTS ?? 100_000);
+const ROUND_DEADLINE_MS = 120_000;
+
+function arg(name: string): string | undefined {
+  const i = process.argv.indexOf(name);
+  return i >= 0 ? process.argv[i + 1] : undefined;
+}
+
+// ───────────────────────────── roles ─────────────────────────────
+
+async function roleUpstream(): Promise<void> {
+  // The DNS server the proxy asks lives here, outside the proxy's process, as CoreDNS would.
+  const dns2 = (await import("dns2")).default;
+  const { Packet } = dns2;
+  const dnsServer = dns2.createServer({
+    udp: true,
+    handle: (req, send) => {
+      const res = Packet.createResponseFromRequest(req);
+      const q = req.questions[0];
+      if (q !== undefined && q.type === Packet.TYPE.A && q.name.toLowerCase() === HOST) {
+        res.answers.push({ name: q.name, type: Packet.TYPE.A, class: Packet.CLASS.IN, ttl: 0, address: "8.8.4.4" } as unknown as (typeof res.answers)[number]);
+      }
+      send(res);
+    },
+  });
+  const dnsAddr = (await dnsServer.listen({ udp: { port: 0, address: "127.0.0.1" } })) as unknown as { udp: { port: number } };
+  // Counts bytes per connection; answers "OK" once a transfer is complete. Handshake-only
+  // connections send nothing and are simply held until the client goes.
+  const server = createServer((s) => {
+    let n = 0;
+    s.on("data", (d: Buffer) => {
+      n += d.length;
+      if (n >= TRANSFER_BYTES) s.end("OK");
+    });
+    s.on("error", () => s.destroy());
+  });
+  server.listen(0, "127.0.0.1", () => process.send?.({ port: (server.address() as AddressInfo).port, dnsPort: dnsAddr.udp.port }));
+}
+
+async function roleProxy(): Promise<void> {
+  const upstreamPort = Number(arg("--upstream"));
+  const dir = mkdtempSync(join(tmpdir(), "bench-egress-"));
+  const dnsPort = Number(arg("--dns"));
+  const [{ pino }, store, egress] = await Promise.all([
+    import("pino"),
+    import("../src/events/index.js").then((m) => m.openStore({ file: join(dir, "events.db") })),
+    import("../src/egress/index.js"),
+  ]);
+  const { token } = await egress.mintEgressToken(dir, "bench", { ttlSeconds: 3600 });
+  const allowLists = new egress.MemoryAllowListSource();
+  if (!allowLists.setData({ bench: `${HOST}:${upstreamPort}\n` })) throw new Error("allow-list");
+  const logger = pino({}, pino.destination({ dest: join(dir, "decisions.log"), sync: false }));
+  const proxy = egress.createEgressProxy({
+    reviewer: new egress.CachingTokenReviewer(new egress.JwksTokenReviewer({ jwks: egress.readEmbeddedJwks(dir), issuer: egress.EMBEDDED_ISSUER })),
+    allowLists,
+    resolver: new egress.DnsResolver({ servers: [`127.0.0.1:${dnsPort}`] }),
+    // The checked public answer is mapped to the local upstream: nothing leaves the machine.
+    connect: (a) => (a.address === "8.8.4.4" ? netConnect({ host: "127.0.0.1", port: upstreamPort }) : new Socket()),
+    recorder: new egress.StoreDecisionRecorder(store),
+    logger,
+    env: {},
+    options: { host: "127.0.0.1", port: 0, maxTunnels: 100_000 },
+  });
+  const { port } = await proxy.listen();
+  process.on("message", (m: { mem?: boolean; events?: boolean }) => {
+    if (m.mem === true) {
+      (globalThis as { gc?: () => void }).gc?.();
+      const u = process.memoryUsage();
+      process.send?.({ rss: u.rss, heapUsed: u.heapUsed });
+    }
+    if (m.events === true) process.send?.({ events: store.head() });
+  });
+  process.on("disconnect", () => {
+    void proxy.close().finally(() => {
+      rmSync(dir, { recursive: true, force: true });
+      process.exit(0);
+    });
+  });
+  process.send?.({ port, token });
+}
+
+// ───────────────────────────── helpers ─────────────────────────────
+
+function startChild(role: string, extra: string[] = []): Promise<{ child: ChildProcess; msg: Record<string, unknown> }> {
+  const prof = process.env.BENCH_CPU_PROFILE_DIR !== undefined && role === "proxy" ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROFILE_DIR}`] : [];
+  const child = spawn(process.execPath, [...prof, "--expose-gc", "--import", "tsx", SELF, "--role", role, ...extra], { stdio: ["ignore", "inherit", "inherit", "ipc"] });
+  return new Promise((resolve, reject) => {
+    child.once("message", (msg) => resolve({ child, msg: msg as Record<string, unknown> }));
+    child.once("exit", (code) => reject(new Error(`${role} exited ${code}`)));
+  });
+}
+
+function ask<T>(child: ChildProcess, msg: object): Promise<T> {
+  return new Promise((resolve) => {
+    child.once("message", (m) => resolve(m as T));
+    child.send(msg);
+  });
+}
+
+interface Target {
+  name: string;
+  /** Opens a tunnel (or a direct connection) and resolves with the socket once usable. */
+  open(): Promise<Socket>;
+}
+
+function connectThrough(port: number, head: string): Promise<Socket> {
+  return new Promise((resolve, reject) => {
+    const s = netConnect({ host: "127.0.0.1", port });
+    s.setNoDelay(true);
+    let buf = "";
+    const onData = (d: Buffer): void => {
+      buf += d.toString("latin1");
+      const end = buf.indexOf("\r\n\r\n");
+      if (end < 0) return;
+      s.off("data", onData);
+      if (!buf.startsWith("HTTP/1.1 200") && !buf.startsWith("HTTP/1.0 200")) {
+        s.destroy();
+        reject(new Error(`CONNECT refused: ${buf.split("\r\n")[0] ?? ""} ${buf.slice(buf.indexOf("\r\n\r\n") + 4).trim()}`));
+        return;
+      }
+      resolve(s);
+    };
+    s.on("data", onData);
+    s.once("error", reject);
+    s.once("connect", () => s.write(head));
+  });
+}
+
+function directTarget(upstreamPort: number): Target {
+  return {
+    name: "direct TCP",
+    open: () => new Promise((resolve, reject) => {
+      const s = netConnect({ host: "127.0.0.1", port: upstreamPort });
+      s.once("connect", () => resolve(s));
+      s.once("error", reject);
+    }),
+  };
+}
+
+function proxyTarget(name: string, port: number, upstreamPort: number, auth?: string): Target {
+  const head = `CONNECT ${HOST}:${upstreamPort} HTTP/1.1\r\nHost: ${HOST}:${upstreamPort}\r\n${auth !== undefined ? `Proxy-Authorization: ${auth}\r\n` : ""}\r\n`;
+  return { name, open: () => connectThrough(port, head) };
+}
+
+function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length === 0 ? Number.NaN : (s[Math.floor((s.length - 1) / 2)] ?? Number.NaN);
+}
+
+const failures = new Map<string, number>();
+
+async function handshakes(t: Target, concurrency: number, total: number): Promise<{ perSecond: number; p50: number; p99: number; failed: number }> {
+  const times: number[] = [];
+  let next = 0;
+  let failed = 0;
+  const deadline = performance.now() + ROUND_DEADLINE_MS;
+  const start = performance.now();
+  const worker = async (): Promise<void> => {
+    while (next < total && performance.now() < deadline) {
+      next++;
+      const t0 = performance.now();
+      try {
+        const s = await t.open();
+        times.push(performance.now() - t0);
+        s.destroy();
+      } catch (err) {
+        failed++;
+        const why = `${t.name}: ${err instanceof Error ? err.message : String(err)}`;
+        failures.set(why, (failures.get(why) ?? 0) + 1);
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, worker));
+  const elapsed = (performance.now() - start) / 1000;
+  times.sort((a, b) => a - b);
+  return { perSecond: times.length / elapsed, p50: percentile(times, 50), p99: percentile(times, 99), failed };
+}
+
+async function transfer(t: Target): Promise<number> {
+  const s = await t.open();
+  const chunk = Buffer.alloc(256 * 1024, 0x61);
+  const t0 = performance.now();
+  const done = new Promise<void>((resolve, reject) => {
+    s.on("data", (d: Buffer) => {
+      if (d.toString().includes("OK")) resolve();
+    });
+    s.on("error", reject);
+  });
+  let sent = 0;
+  while (sent < TRANSFER_BYTES) {
+    sent += chunk.length;
+    if (!s.write(chunk)) await new Promise((r) => s.once("drain", r));
+  }
+  await done;
+  const seconds = (performance.now() - t0) / 1000;
+  s.destroy();
+  return TRANSFER_BYTES / (1024 * 1024) / seconds;
+}
+
+function startSquid(upstreamPort: number): { stop: () => void; port: number } | undefined {
+  if (!existsSync("/usr/sbin/squid")) return undefined;
+  const dir = mkdtempSync(join(tmpdir(), "bench-squid-"));
+  chmodSync(dir, 0o777);
+  const port = 20000 + Math.floor(Math.random() * 20000);
+  writeFileSync(join(dir, "hosts"), `127.0.0.1 ${HOST}\n`);
+  writeFileSync(join(dir, "squid.conf"), [
+    `http_port 127.0.0.1:${port}`,
+    "acl CONNECT method CONNECT",
+    // -n: never reverse-resolve an IP target to match a name.
+    `acl allowed dstdomain -n ${HOST}`,
+    `acl allowed_port port ${upstreamPort}`,
+    "http_access allow CONNECT allowed allowed_port",
+    "http_access deny all",
+    `hosts_file ${join(dir, "hosts")}`,
+    "cache deny all",
+    "cache_mem 8 MB",
+    "access_log none",
+    `cache_log ${join(dir, "cache.log")}`,
+    `pid_filename ${join(dir, "squid.pid")}`,
+    `coredump_dir ${dir}`,
+    "shutdown_lifetime 0 seconds",
+    "max_filedescriptors 16384",
+    "dns_v4_first on",
+    "",
+  ].join("\n"));
+  const child = spawn("/usr/sbin/squid", ["-N", "-f", join(dir, "squid.conf")], { stdio: "ignore" });
+  return {
+    port,
+    stop: () => {
+      child.kill("SIGKILL");
+      spawnSync("sleep", ["0.2"]);
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * A native DNS server for the proxy to ask (Debian's dnsmasq, as fast as a cluster's CoreDNS);
+ * without it the JavaScript dns2 server in the upstream process answers, and limits the figures.
+ */
+function startDnsmasq(): { stop: () => void; port: number } | undefined {
+  if (!existsSync("/usr/sbin/dnsmasq")) return undefined;
+  const port = 40000 + Math.floor(Math.random() * 20000);
+  const child = spawn("/usr/sbin/dnsmasq", [
+    "-C", "/dev/null", "--keep-in-foreground", `--port=${port}`, "--listen-address=127.0.0.1", "--bind-interfaces",
+    "--no-resolv", "--no-hosts", `--host-record=${HOST},8.8.4.4`, "--local=/bench.test/", "--local-ttl=0", "--log-facility=/dev/null",
+  ], { stdio: "ignore" });
+  return { port, stop: () => child.kill("SIGKILL") };
+}
+
+async function waitForDns(port: number): Promise<void> {
+  const { promises } = await import("node:dns");
+  const r = new promises.Resolver({ timeout: 200, tries: 1 });
+  r.setServers([`127.0.0.1:${port}`]);
+  for (let i = 0; i < 50; i++) {
+    if ((await r.resolve4(HOST).catch(() => [])).length > 0) return;
+    await new Promise((res) => setTimeout(res, 100));
+  }
+  throw new Error("dnsmasq does not answer");
+}
+
+async function waitForPort(port: number): Promise<void> {
+  for (let i = 0; i < 100; i++) {
+    const ok = await new Promise<boolean>((resolve) => {
+      const s = netConnect({ host: "127.0.0.1", port });
+      s.once("connect", () => {
+        s.destroy();
+        resolve(true);
+      });
+      s.once("error", () => resolve(false));
+    });
+    if (ok) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`nothing listens on ${port}`);
+}
+
+// ───────────────────────────── main ─────────────────────────────
+
+async function main(): Promise<void> {
+  const role = arg("--role");
+  if (role === "upstream") return roleUpstream();
+  if (role === "proxy") return roleProxy();
+
+  const up = await startChild("upstream");
+  const upstreamPort = up.msg.port as number;
+  const dnsmasq = startDnsmasq();
+  if (dnsmasq !== undefined) await waitForDns(dnsmasq.port);
+  const dnsPort = dnsmasq?.port ?? (up.msg.dnsPort as number);
+  const px = await startChild("proxy", ["--upstream", String(upstreamPort), "--dns", String(dnsPort)]);
+  const proxyPort = px.msg.port as number;
+  const token = px.msg.token as string;
+  const squid = startSquid(upstreamPort);
+  if (squid !== undefined) await waitForPort(squid.port);
+
+  const targets: Target[] = [directTarget(upstreamPort)];
+  if (squid !== undefined) targets.push(proxyTarget("squid", squid.port, upstreamPort));
+  targets.push(proxyTarget("openfief egress", proxyPort, upstreamPort, `Basic ${Buffer.from(`plugin:${token}`).toString("base64")}`));
+
+  console.log(`egress benchmark: ${ROUNDS} rounds, medians; 2-core machine, noisy. Squid: ${squid === undefined ? "not installed" : "5.x (names from a hosts file)"}; the proxy asks ${dnsmasq === undefined ? "dns2 (JavaScript)" : "dnsmasq"} over UDP on every CONNECT`);
+  const results: Record<string, Record<string, { perSecond: number; p50: number; p99: number }>> = {};
+  for (const c of CONCURRENCY) {
+    for (const t of targets) {
+      await handshakes(t, Math.min(c, 16), 50); // warm-up
+      const rounds = [];
+      for (let r = 0; r < ROUNDS; r++) rounds.push(await handshakes(t, c, CONNECTS_PER_ROUND[c] ?? 1000));
+      const failed = rounds.reduce((n, x) => n + x.failed, 0);
+      (results[t.name] ??= {})[String(c)] = { perSecond: median(rounds.map((x) => x.perSecond)), p50: median(rounds.map((x) => x.p50)), p99: median(rounds.map((x) => x.p99)) };
+      if (failed > 0) console.log(`  (${t.name} c=${c}: ${failed} failed CONNECTs)`);
+    }
+  }
+  for (const [why, n] of failures) console.log(`  failed ${n}× ${why}`);
+  console.log("\nCONNECT handshakes (time to 200; direct TCP = time to connect)");
+  console.log("| target | clients | handshakes/s | p50 ms | p99 ms | /s vs squid |");
+  console.log("|---|---:|---:|---:|---:|---:|");
+  for (const c of CONCURRENCY) {
+    for (const t of targets) {
+      const r = results[t.name]?.[String(c)];
+      const sq = results.squid?.[String(c)];
+      if (r === undefined) continue;
+      console.log(`| ${t.name} | ${c} | ${r.perSecond.toFixed(0)} | ${r.p50.toFixed(2)} | ${r.p99.toFixed(2)} | ${sq !== undefined ? (r.perSecond / sq.perSecond).toFixed(2) : "-"} |`);
+    }
+  }
+
+  console.log("\n256 MiB tunnelled transfer");
+  console.log("| target | MiB/s | vs direct | vs squid |");
+  console.log("|---|---:|---:|---:|");
+  const tput: Record<string, number> = {};
+  for (const t of targets) {
+    const rounds = [];
+    for (let r = 0; r < ROUNDS; r++) rounds.push(await transfer(t));
+    tput[t.name] = median(rounds);
+  }
+  for (const t of targets) {
+    const v = tput[t.name] ?? Number.NaN;
+    console.log(`| ${t.name} | ${v.toFixed(0)} | ${(v / (tput["direct TCP"] ?? Number.NaN)).toFixed(2)} | ${tput.squid !== undefined ? (v / tput.squid).toFixed(2) : "-"} |`);
+  }
+
+  console.log(`\nmemory of the proxy over ${MEMORY_CONNECTS} CONNECTs (64 clients; after GC)`);
+  console.log("| CONNECTs | rss MiB | heap MiB |");
+  console.log("|---:|---:|---:|");
+  const ours = targets[targets.length - 1] as Target;
+  const step = Math.max(1, Math.floor(MEMORY_CONNECTS / 10));
+  for (let done = 0; done <= MEMORY_CONNECTS; done += step) {
+    if (done > 0) await handshakes(ours, 64, step);
+    const m = await ask<{ rss: number; heapUsed: number }>(px.child, { mem: true });
+    console.log(`| ${done} | ${(m.rss / 2 ** 20).toFixed(1)} | ${(m.heapUsed / 2 ** 20).toFixed(1)} |`);
+  }
+  const ev = await ask<{ events: number }>(px.child, { events: true });
+  console.log(`\ndecisions committed in the proxy's event store: ${ev.events}`);
+
+  squid?.stop();
+  dnsmasq?.stop();
+  px.child.disconnect();
+  up.child.kill();
+}
+
+await main();

@@ -1,0 +1,230 @@
+/**
+ * Event store benchmark (`npm run bench:store`, or `npx tsx bench/store.ts`). Figures, not tests:
+ * every figure is the median of several runs, printed as a table. See bench/README.md.
+ *
+ *   BENCH_EVENTS=1000000 (size of the large log)   BENCH_RUNS=5 (runs per append figure)
+ */
+import { mkdtempSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createHash } from "node:crypto";
+import { canonicalize } from "json-canonicalize";
+import { openStore } from "../src/events/store.js";
+import type { EventStore } from "../src/events/store.js";
+import type { NewEvent } from "../src/events/types.js";
+import { Projector } from "../src/projections/projector.js";
+import { why } from "../src/projections/queries.js";
+import { checkDecisions } from "../src/projections/check-decisions.js";
+import { decideRollout, deployedBy, emptyFacts } from "../src/projections/decide-rollout.js";
+import type { RecordedVersion, RolloutDecided, VerdictOutcome } from "../src/events/catalog.js";
+
+const TOTAL = Number(process.env.BENCH_EVENTS ?? 1_000_000);
+const RUNS = Number(process.env.BENCH_RUNS ?? 5);
+const PLUGINS = 1000;
+const dir = mkdtempSync(join(tmpdir(), "openfief-bench-"));
+
+const median = (xs: number[]): number => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)] as number; };
+const fmt = (n: number, d = 0): string => n.toLocaleString("en-US", { maximumFractionDigits: d, minimumFractionDigits: d });
+function time(fn: () => void): number { const t0 = process.hrtime.bigint(); fn(); return Number(process.hrtime.bigint() - t0) / 1e9; }
+
+const MANIFEST = { capabilities: ["connector"], egress: [{ host: "api.example.com", port: 443 }], secrets: [], dataTiers: [] };
+const GRANT = { capabilities: ["connector"], egress: [{ host: "api.example.com", port: 443 }], secrets: [], dataTiers: [] };
+const digestOf = (round: number): string => "sha256:" + createHash("sha256").update(String(round)).digest("hex");
+const imageOf = (round: number): string => `registry.example/plugins/p@${digestOf(round)}`;
+
+const deployed = new Map<string, RecordedVersion | null>();
+/** The decision the decider makes for a granted plugin whose new image is verified (previous: what ran). */
+function decisionFor(name: string, image: string, round: number): RolloutDecided {
+  const verdicts = new Map<string, VerdictOutcome>([[digestOf(round), "verified"]]);
+  const prev = deployed.get(name) ?? null;
+  if (prev !== null) verdicts.set(prev.image.slice(prev.image.indexOf("@") + 1), "verified");
+  const d = decideRollout({ ...emptyFacts(name), spec: { image, manifest: MANIFEST }, grant: GRANT, configOk: new Map([[image, true]]), verdicts, deployed: prev });
+  deployed.set(name, deployedBy(d.plan));
+  return d;
+}
+
+/**
+ * One round of a plugin's life, 20 events: observed spec, config verdict, signature verdict,
+ * rollout decision (caused by the observation), desired workload, workload applied, 14 egress
+ * decisions. `base` is the seq the first event will get (causes are real seqs).
+ */
+function round(r: number, base: number): NewEvent[] {
+  const name = `p${r % PLUGINS}`;
+  const stream = `plugin/${name}`;
+  const image = imageOf(r);
+  const out: NewEvent[] = [
+    { stream, type: "plugin.observed", actor: "cluster", data: { name, spec: { image, manifest: MANIFEST } } },
+    { stream, type: "config.verdict", actor: "reconciler", data: { name, image, ok: true, errors: [] } },
+    { stream: "trust", type: "signature.verdict", actor: "trust", data: { digest: digestOf(r), image, outcome: "verified", signers: [{ name: "acme", kind: "catalog" }], identities: [], trustRoot: "r".repeat(64), catalog: "c".repeat(64) } },
+    { stream, type: "rollout.decided", actor: "reconciler", data: decisionFor(name, image, r) },
+    { stream, type: "workload.desired", actor: "reconciler", data: { name, running: true, image, objects: [{ kind: "Deployment", metadata: { name: `plugin-${name}` } }], allowList: ["api.example.com:443"] } },
+    { stream, type: "workload.applied", actor: "reconciler", data: { name, target: "directory", ok: true } },
+  ];
+  if (r < PLUGINS) out.splice(1, 0, { stream, type: "grant.observed", actor: "owner:cli", data: { name, spec: GRANT } });
+  for (let i = out.length; i < 20; i++) out.push({ stream: `egress/${name}`, type: "egress.decision", actor: "egress", data: { plugin: name, host: "api.example.com", port: 443, allowed: i % 7 !== 0, reason: i % 7 !== 0 ? "listed" : "not_listed", address: "203.0.113.7" } });
+  // Causes name real seqs: the decision is caused by the observation, the workload by the decision…
+  const at = (type: string): number => base + out.findIndex((e) => e.type === type);
+  const cause: Record<string, number> = { "rollout.decided": at("plugin.observed"), "workload.desired": at("rollout.decided"), "workload.applied": at("workload.desired") };
+  return out.map((e) => (cause[e.type] === undefined ? e : { ...e, causedBy: cause[e.type] as number }));
+}
+
+let nextRound = 0;
+/** The next rounds of the workload, at least `n` events, as batches of about `per` events, seqs counted from `head`. */
+function nextBatches(head: number, n: number, per: number): NewEvent[][] {
+  const out: NewEvent[][] = [];
+  let batch: NewEvent[] = [];
+  let seq = head + 1;
+  let done = 0;
+  while (done < n) {
+    const evs = round(nextRound++, seq);
+    batch.push(...evs);
+    seq += evs.length;
+    done += evs.length;
+    if (batch.length >= per) { out.push(batch); batch = []; }
+  }
+  if (batch.length > 0) out.push(batch);
+  return out;
+}
+
+/** Appends `n` events in transactions of `per` events; returns events/s (generation not timed). */
+function appendBatches(store: EventStore, n: number, per: number): number {
+  const batches = nextBatches(store.head(), n, per);
+  const count = batches.reduce((s, b) => s + b.length, 0);
+  return count / time(() => { for (const b of batches) store.append(b); });
+}
+
+/** Appends `n` events one per transaction; returns events/s (generation not timed). */
+function appendSingles(store: EventStore, n: number): number {
+  const evs = nextBatches(store.head(), n, 1).flat();
+  return evs.length / time(() => { for (const e of evs) store.append([e]); });
+}
+
+interface RawRow { stream: string; version: number; type: string; data: string; actor: string; causedBy: number | null }
+
+/** The same rows, canonical data computed beforehand, inserted without validation or hashing. */
+function rawRows(events: readonly NewEvent[]): RawRow[] {
+  const versions = new Map<string, number>();
+  return events.map((e) => {
+    const v = (versions.get(e.stream) ?? 0) + 1;
+    versions.set(e.stream, v);
+    return { stream: e.stream, version: v, type: e.type, data: canonicalize(e.data), actor: e.actor, causedBy: e.causedBy ?? null };
+  });
+}
+
+function push(run: number, xs: number[], x: number): void { if (run >= 0) xs.push(x); }
+
+async function appendComparison(): Promise<void> {
+  const N = 20_000;
+  const SINGLE = 4_000;
+  const res = { batched: [] as number[], single: [] as number[], rawBatched: [] as number[], rawSingle: [] as number[] };
+  for (let run = -1; run < RUNS; run++) {
+    // Run -1 warms the JIT up and is not counted.
+    {
+      const file = join(dir, `append-${run + 1}.db`);
+      const store = await openStore({ file });
+      nextRound = 0;
+  deployed.clear();
+      const evs: NewEvent[][] = [];
+      for (let i = 0; evs.length * 20 < N; i++) evs.push(round(i, 0));
+      // Causes must name real seqs: events are appended in order from seq 1, so fix them up.
+      let seq = 1;
+      const flat = evs.flatMap((r) => { const b = seq; seq += r.length; return r.map((e) => (e.causedBy == null ? e : { ...e, causedBy: b + (e.causedBy) })); });
+      const batches: NewEvent[][] = [];
+      for (let i = 0; i < flat.length; i += 1000) batches.push(flat.slice(i, i + 1000));
+      push(run, res.batched, flat.length / time(() => { for (const b of batches) store.append(b); }));
+      const singles = flat.slice(0, SINGLE).map((e) => ({ ...e, causedBy: null }));
+      push(run, res.single, SINGLE / time(() => { for (const e of singles) store.append([e]); }));
+      await store.close();
+      // Raw better-sqlite3, same table, same rows, no validation, no hashing.
+      const rawFile = join(dir, `raw-${run + 1}.db`);
+      const raw = await openStore({ file: rawFile });
+      const db = raw.database;
+      const rows = rawRows(flat);
+      const ins = db.prepare("INSERT INTO events (stream, version, type, schema_version, time, actor, caused_by, data, prev_hash, hash) VALUES (?, ?, ?, 1, ?, ?, ?, ?, '', '')");
+      const now = new Date().toISOString();
+      const tx = db.transaction((rs: RawRow[]) => { for (const r of rs) ins.run(r.stream, r.version, r.type, now, r.actor, r.causedBy, r.data); });
+      push(run, res.rawBatched, rows.length / time(() => { for (let i = 0; i < rows.length; i += 1000) tx(rows.slice(i, i + 1000)); }));
+      const more = rawRows(singles).map((r) => ({ ...r, version: r.version + 100_000 }));
+      push(run, res.rawSingle, SINGLE / time(() => { for (const r of more) ins.run(r.stream, r.version, r.type, now, r.actor, r.causedBy, r.data); }));
+      await raw.close();
+    }
+  }
+  const b = median(res.batched), rb = median(res.rawBatched), s = median(res.single), rs = median(res.rawSingle);
+  console.log(`\nAppend, ${fmt(N)} events (20-event rounds: plugin/config/signature/decision/workload + 14 egress decisions), median of ${RUNS} runs`);
+  console.log(`| mode | store (validate + canonical JSON + hash chain) | raw better-sqlite3 insert, same rows, no hashing | store / raw |`);
+  console.log(`| --- | ---: | ---: | ---: |`);
+  console.log(`| batched, 1000 events per transaction | ${fmt(b)} events/s | ${fmt(rb)} rows/s | ${fmt((100 * b) / rb, 1)} % |`);
+  console.log(`| one event per transaction | ${fmt(s)} events/s | ${fmt(rs)} rows/s (autocommit) | ${fmt((100 * s) / rs, 1)} % |`);
+}
+
+function whyLatencyMs(store: EventStore, n = 300): number {
+  const xs: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const name = `p${(i * 7919) % Math.min(PLUGINS, nextRound)}`;
+    xs.push(time(() => { if (why(store, name) === null) throw new Error(`no decision for ${name}`); }) * 1000);
+  }
+  return median(xs);
+}
+
+function fileSize(store: EventStore): number {
+  store.database.pragma("wal_checkpoint(TRUNCATE)");
+  let size = statSync(store.file).size;
+  try { size += statSync(`${store.file}-wal`).size; } catch { /* none */ }
+  return size;
+}
+
+async function scale(): Promise<void> {
+  const store = await openStore({ file: join(dir, "large.db") });
+  nextRound = 0;
+  deployed.clear();
+  const rows: string[] = [];
+  const genStart = process.hrtime.bigint();
+  for (const size of [10_000, 100_000, 1_000_000].filter((s) => s <= TOTAL)) {
+    for (let left = size - store.head(); left > 0; left = size - store.head()) appendBatches(store, Math.min(left, 100_000), 10_000);
+    const genS = Number(process.hrtime.bigint() - genStart) / 1e9;
+    // Let the bulk load's WAL and dirty pages settle, so the figures are steady-state appends.
+    store.database.pragma("wal_checkpoint(TRUNCATE)");
+    await new Promise((resolve) => setTimeout(resolve, 3000));
+    const batched: number[] = [], single: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      batched.push(appendBatches(store, 2_000, 1_000));
+      single.push(appendSingles(store, 500));
+    }
+    const w = whyLatencyMs(store);
+    rows.push(`| ${fmt(store.head())} | ${fmt(median(batched))} events/s | ${fmt(median(single))} events/s | ${fmt(w, 3)} ms | ${fmt(fileSize(store) / store.head(), 0)} B |`);
+    console.error(`  … ${fmt(store.head())} events (generated in ${fmt(genS, 1)} s)`);
+  }
+  console.log(`\nCost as the log grows (same workload; 1,000 plugins; median of 3 runs, why: median of 300 calls)`);
+  console.log(`| events in the log | batched append | single-event append | why() | file size per event |`);
+  console.log(`| ---: | ---: | ---: | ---: | ---: |`);
+  for (const r of rows) console.log(r);
+
+  const head = store.head();
+  const projector = new Projector(store);
+  const rebuilds: number[] = [];
+  let folded = 0;
+  for (let i = 0; i < 3; i++) {
+    rebuilds.push(time(() => { folded = projector.rebuild().read; }));
+  }
+  const rb = median(rebuilds);
+  const verifyS = time(() => { const v = store.verify(); if (!v.ok) throw new Error(`verify failed at ${v.seq}`); });
+  let checked = 0;
+  const checkS = time(() => { const c = checkDecisions(store); checked = c.checked; if (c.divergences.length > 0) throw new Error("divergences"); });
+  console.log(`\nAt ${fmt(head)} events`);
+  console.log(`| measurement | result |`);
+  console.log(`| --- | ---: |`);
+  console.log(`| full rebuild of all 6 projections (median of 3) | ${fmt(rb, 2)} s = **${fmt(head / rb)} events/s** of log (${fmt(folded)} events of the projected types read and folded) |`);
+  console.log(`| why() latency (median of 300) | ${fmt(whyLatencyMs(store), 3)} ms |`);
+  console.log(`| database size | ${fmt(fileSize(store) / head, 0)} bytes per event (${fmt(fileSize(store) / 1e6, 1)} MB, incl. projections) |`);
+  console.log(`| verify() the whole hash chain | ${fmt(verifyS, 2)} s (${fmt(head / verifyS)} events/s) |`);
+  console.log(`| checkDecisions() over the log | ${fmt(checkS, 2)} s (${fmt(checked)} decisions re-decided, 0 divergences) |`);
+  await store.close();
+}
+
+console.log(`# Event store benchmark — node ${process.version}, ${new Date().toISOString()}`);
+try {
+  await appendComparison();
+  await scale();
+} finally {
+  rmSync(dir, { recursive: true, force: true });
+}

@@ -1,0 +1,18 @@
+/**
+ * Every migration, in order. A static provider (rather than kysely's FileMigrationProvider) so
+ * the migrations load the same way under tsx, vitest and a bundle (STACK.md, gotcha 4).
+ */
+import type { Migration, MigrationProvider } from "kysely";
+import * as m0001 from "./0001_events.js";
+import * as m0002 from "./0002_projection_checkpoints.js";
+
+/** The migrations by name; kysely applies them in name order. */
+export const migrations: Readonly<Record<string, Migration>> = {
+  "0001_events": m0001,
+  "0002_projection_checkpoints": m0002,
+};
+
+/** A MigrationProvider over {@link migrations}. */
+export const migrationProvider: MigrationProvider = {
+  getMigrations: () => Promise.resolve({ ...migrations }),
+};

@@ -1,0 +1,41 @@
+/**
+ * The hash chain. Each row's hash covers the previous row's hash and every field of its own, so
+ * editing, inserting or deleting a row anywhere breaks the chain at that row.
+ *
+ * Exact bytes hashed: the UTF-8 encoding of
+ *
+ *   JSON([prev_hash, seq, stream, version, type, schema_version, time, actor, caused_by]) + "\n" + data
+ *
+ * where the header is a JSON array (strings as JSON strings, integers as JSON numbers, caused_by
+ * `null` when absent) in canonical form (RFC 8785: for strings, safe integers and null that is
+ * exactly what `JSON.stringify` produces), and `data` is the row's canonical JSON text (RFC 8785)
+ * as stored. The header is self-delimiting (it ends at its closing bracket and holds no raw
+ * newline), so no two different rows encode to the same bytes: fields cannot be shifted, and
+ * the data is hashed as stored without a second escaping pass.
+ * The hash is lowercase hex SHA-256; the first row's prev_hash is {@link GENESIS_HASH}.
+ */
+import { hash } from "node:crypto";
+
+/** prev_hash of the first event. */
+export const GENESIS_HASH = "0".repeat(64);
+
+/** The fields of a row that the hash covers. */
+export interface HashedRow {
+  readonly prevHash: string;
+  readonly seq: number;
+  readonly stream: string;
+  readonly version: number;
+  readonly type: string;
+  readonly schemaVersion: number;
+  readonly time: string;
+  readonly actor: string;
+  readonly causedBy: number | null;
+  /** Canonical JSON text of the data. */
+  readonly data: string;
+}
+
+/** The hash of a row (see the module comment for the exact bytes). */
+export function rowHash(r: HashedRow): string {
+  const text = JSON.stringify([r.prevHash, r.seq, r.stream, r.version, r.type, r.schemaVersion, r.time, r.actor, r.causedBy]) + "\n" + r.data;
+  return hash("sha256", text, "hex");
+}

@@ -1,0 +1,368 @@
+/**
+ * The event store: one SQLite file, one append-only `events` table with a hash chain.
+ *
+ * The append path uses better-sqlite3 prepared statements synchronously (one BEGIN IMMEDIATE per
+ * batch, one hash per row, schemas compiled once); kysely runs the migrations and is exposed for
+ * queries. Whoever opens the file runs the migrations first.
+ */
+import Database from "better-sqlite3";
+import { Kysely, Migrator, SqliteDialect } from "kysely";
+import { migrationProvider } from "../../migrations/index.js";
+import { canonicalJson as canonicalize } from "./canonical.js";
+import { catalog } from "./catalog.js";
+import { StoreError, StoreErrorCode } from "./errors.js";
+import type { EventProblem } from "./errors.js";
+import { GENESIS_HASH, rowHash } from "./hash.js";
+import type { EventRegistry, EventType } from "./registry.js";
+import { parseStream } from "./streams.js";
+import type { NewEvent, ReadFilter, StoredEvent, VerifyResult } from "./types.js";
+
+export type { NewEvent, StoredEvent, ReadFilter, VerifyResult } from "./types.js";
+export { StoreError, StoreErrorCode } from "./errors.js";
+
+/** The tables kysely knows about. */
+export interface StoreTables {
+  events: {
+    seq: number; stream: string; version: number; type: string; schema_version: number; time: string;
+    actor: string; caused_by: number | null; data: string; prev_hash: string; hash: string;
+  };
+  projection_checkpoints: { name: string; version: number; seq: number };
+}
+
+/** Options of {@link openStore}. */
+export interface StoreOptions {
+  /** Path of the SQLite file (created when missing). */
+  readonly file: string;
+  /** The clock stamped on appended events; defaults to the system clock. */
+  readonly clock?: () => Date;
+  /** The event types accepted; defaults to the control plane's catalog. */
+  readonly registry?: EventRegistry;
+}
+
+/** Options of {@link EventStore.append}. */
+export interface AppendOptions {
+  /** For each stream, the version the caller read (0 for a new stream); else `conflict`. */
+  readonly expected?: Readonly<Record<string, number>>;
+}
+
+/** Notified in-process after each committed append, with the events appended. */
+export type EventListener = (events: readonly StoredEvent[]) => void;
+
+/** The append-only, hash-chained log. */
+export interface EventStore {
+  readonly file: string;
+  /** The better-sqlite3 handle (projections and benchmarks share it). */
+  readonly database: Database.Database;
+  /** kysely over the same handle. */
+  readonly db: Kysely<StoreTables>;
+  readonly registry: EventRegistry;
+  /** Appends a batch in one transaction; all or nothing. */
+  append(batch: readonly NewEvent[], opts?: AppendOptions): StoredEvent[];
+  /** Appends `event` unless the latest event of its observation group in its stream is the same type with equal canonical data. */
+  observe(event: NewEvent): StoredEvent | null;
+  /** Events matching `filter`, in seq order, data upcast to the current shape. */
+  read(filter?: ReadFilter): StoredEvent[];
+  /** The latest event of a stream (of a type, when given), or null. */
+  last(stream: string, type?: string): StoredEvent | null;
+  /** The event with this seq, or null. */
+  get(seq: number): StoredEvent | null;
+  /** The current version of a stream (0 when empty). */
+  version(stream: string): number;
+  /** The seq of the latest event (0 when empty). */
+  head(): number;
+  /** Walks the chain; names the first row whose hash does not hold. */
+  verify(): VerifyResult;
+  /** Registers a listener; returns the function that removes it. Listeners must not throw. */
+  subscribe(fn: EventListener): () => void;
+  close(): Promise<void>;
+}
+
+/** A row of `events` as SQLite returns it (see {@link EVENT_COLUMNS}). */
+export interface EventRow {
+  seq: number; stream: string; version: number; type: string; schema_version: number; time: string;
+  actor: string; caused_by: number | null; data: string; prev_hash: string; hash: string;
+}
+
+interface Prepared {
+  readonly stream: string;
+  readonly type: string;
+  readonly schemaVersion: number;
+  readonly actor: string;
+  readonly causedBy: number | null;
+  readonly data: string;
+}
+
+const MAX_ACTOR = 200;
+/** The columns of `events`, in the order {@link EventRow} names them, for queries written in SQL. */
+export const EVENT_COLUMNS = "seq, stream, version, type, schema_version, time, actor, caused_by, data, prev_hash, hash";
+
+/** Opens (creating and migrating when needed) the store in `opts.file`. */
+export async function openStore(opts: StoreOptions): Promise<EventStore> {
+  const database = new Database(opts.file);
+  database.pragma("journal_mode = WAL");
+  database.pragma("synchronous = NORMAL");
+  database.pragma("foreign_keys = ON");
+  database.pragma("busy_timeout = 5000");
+  // 64 MiB of page cache (default 2 MiB): the indexes' hot pages stay in memory as the log grows.
+  database.pragma("cache_size = -65536");
+  const db = new Kysely<StoreTables>({ dialect: new SqliteDialect({ database }) });
+  const { error, results } = await new Migrator({ db, provider: migrationProvider }).migrateToLatest();
+  if (error !== undefined) {
+    await db.destroy();
+    const failed = results?.find((r) => r.status === "Error")?.migrationName ?? "?";
+    throw new StoreError(StoreErrorCode.Migration, `migration ${failed} failed: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  return new SqliteEventStore(opts.file, database, db, opts.registry ?? catalog, opts.clock ?? (() => new Date()));
+}
+
+class SqliteEventStore implements EventStore {
+  readonly #clock: () => Date;
+  readonly #listeners = new Set<EventListener>();
+  readonly #stmts;
+  readonly #cache = new Map<string, Database.Statement>();
+  #closed = false;
+
+  constructor(
+    readonly file: string,
+    readonly database: Database.Database,
+    readonly db: Kysely<StoreTables>,
+    readonly registry: EventRegistry,
+    clock: () => Date,
+  ) {
+    this.#clock = clock;
+    this.#stmts = {
+      head: database.prepare<[], { seq: number; hash: string }>("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1"),
+      version: database.prepare<[string], { v: number | null }>("SELECT max(version) AS v FROM events WHERE stream = ?"),
+      insert: database.prepare(`INSERT INTO events (${EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+      last: database.prepare<[string], EventRow>(`SELECT ${EVENT_COLUMNS} FROM events WHERE stream = ? ORDER BY version DESC LIMIT 1`),
+      lastOfType: database.prepare<[string, string], EventRow>(`SELECT ${EVENT_COLUMNS} FROM events WHERE stream = ? AND type = ? ORDER BY version DESC LIMIT 1`),
+      get: database.prepare<[number], EventRow>(`SELECT ${EVENT_COLUMNS} FROM events WHERE seq = ?`),
+    };
+  }
+
+  append(batch: readonly NewEvent[], opts: AppendOptions = {}): StoredEvent[] {
+    this.#open();
+    const prepared = this.#prepare(batch);
+    const stored = this.database.transaction(() => this.#write(prepared, opts.expected)).immediate();
+    this.#notify(stored);
+    return stored;
+  }
+
+  observe(event: NewEvent): StoredEvent | null {
+    this.#open();
+    const [prepared] = this.#prepare([event]) as [Prepared];
+    const def = this.registry.get(prepared.type) as EventType;
+    const stored = this.database.transaction(() => {
+      let latest: EventRow | undefined;
+      for (const t of def.observeGroup) {
+        const row = this.#stmts.lastOfType.get(prepared.stream, t);
+        if (row !== undefined && (latest === undefined || row.version > latest.version)) latest = row;
+      }
+      if (latest !== undefined && latest.type === prepared.type) {
+        const same = latest.schema_version === prepared.schemaVersion
+          ? latest.data === prepared.data
+          : canonicalize(def.upcast(latest.schema_version, JSON.parse(latest.data))) === prepared.data;
+        if (same) return [];
+      }
+      return this.#write([prepared], undefined);
+    }).immediate();
+    this.#notify(stored);
+    return stored[0] ?? null;
+  }
+
+  read(filter: ReadFilter = {}): StoredEvent[] {
+    this.#open();
+    const where: string[] = [];
+    const args: (string | number)[] = [];
+    if (filter.stream !== undefined) { where.push("stream = ?"); args.push(filter.stream); }
+    if (filter.streamPrefix !== undefined) {
+      where.push("stream >= ? AND stream < ?");
+      args.push(filter.streamPrefix, filter.streamPrefix + "\u{10FFFF}");
+    }
+    if (filter.type !== undefined) {
+      const types = typeof filter.type === "string" ? [filter.type] : filter.type;
+      if (types.length === 0) return [];
+      where.push(`type IN (${types.map(() => "?").join(", ")})`);
+      args.push(...types);
+    }
+    if (filter.afterSeq !== undefined) { where.push("seq > ?"); args.push(filter.afterSeq); }
+    if (filter.toSeq !== undefined) { where.push("seq <= ?"); args.push(filter.toSeq); }
+    if (filter.since !== undefined) { where.push("time >= ?"); args.push(filter.since.toISOString()); }
+    if (filter.until !== undefined) { where.push("time <= ?"); args.push(filter.until.toISOString()); }
+    let sql = `SELECT ${EVENT_COLUMNS} FROM events`;
+    if (where.length > 0) sql += ` WHERE ${where.join(" AND ")}`;
+    sql += " ORDER BY seq";
+    if (filter.limit !== undefined) { sql += " LIMIT ?"; args.push(Math.max(0, Math.floor(filter.limit))); }
+    let stmt = this.#cache.get(sql);
+    if (stmt === undefined) {
+      stmt = this.database.prepare(sql);
+      if (this.#cache.size < 256) this.#cache.set(sql, stmt);
+    }
+    return (stmt.all(...args) as EventRow[]).map((r) => this.#toEvent(r));
+  }
+
+  last(stream: string, type?: string): StoredEvent | null {
+    this.#open();
+    const row = type === undefined ? this.#stmts.last.get(stream) : this.#stmts.lastOfType.get(stream, type);
+    return row === undefined ? null : this.#toEvent(row);
+  }
+
+  get(seq: number): StoredEvent | null {
+    this.#open();
+    const row = this.#stmts.get.get(seq);
+    return row === undefined ? null : this.#toEvent(row);
+  }
+
+  version(stream: string): number {
+    this.#open();
+    return this.#stmts.version.get(stream)?.v ?? 0;
+  }
+
+  head(): number {
+    this.#open();
+    return this.#stmts.head.get()?.seq ?? 0;
+  }
+
+  verify(): VerifyResult {
+    this.#open();
+    let prev = GENESIS_HASH;
+    let expectedSeq = 1;
+    let count = 0;
+    const it = this.database.prepare<[], EventRow>(`SELECT ${EVENT_COLUMNS} FROM events ORDER BY seq`).iterate();
+    for (const r of it) {
+      if (r.seq !== expectedSeq) {
+        it.return?.();
+        return { ok: false, seq: r.seq, reason: `sequence gap: expected seq ${expectedSeq}, found ${r.seq} (a row was deleted)` };
+      }
+      if (r.prev_hash !== prev) {
+        it.return?.();
+        return { ok: false, seq: r.seq, reason: `prev_hash does not match the hash of the row before` };
+      }
+      const h = rowHash({
+        prevHash: r.prev_hash, seq: r.seq, stream: r.stream, version: r.version, type: r.type,
+        schemaVersion: r.schema_version, time: r.time, actor: r.actor, causedBy: r.caused_by, data: r.data,
+      });
+      if (h !== r.hash) {
+        it.return?.();
+        return { ok: false, seq: r.seq, reason: `hash does not match the row's fields (the row was edited)` };
+      }
+      prev = r.hash;
+      expectedSeq++;
+      count++;
+    }
+    return { ok: true, count };
+  }
+
+  subscribe(fn: EventListener): () => void {
+    this.#listeners.add(fn);
+    return () => { this.#listeners.delete(fn); };
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#listeners.clear();
+    await this.db.destroy();
+  }
+
+  #open(): void {
+    if (this.#closed) throw new StoreError(StoreErrorCode.Closed, "the event store is closed");
+  }
+
+  #notify(events: readonly StoredEvent[]): void {
+    if (events.length === 0) return;
+    for (const fn of this.#listeners) {
+      try { fn(events); } catch { /* a listener's failure must not undo a committed append */ }
+    }
+  }
+
+  /** Validates the whole batch before anything is written; throws with every problem found. */
+  #prepare(batch: readonly NewEvent[]): Prepared[] {
+    const out: Prepared[] = [];
+    const problems: (EventProblem & { code: StoreErrorCode })[] = [];
+    const problem = (code: StoreErrorCode, index: number, path: string, message: string) => problems.push({ code, index, path, message });
+    batch.forEach((e, index) => {
+      const def = this.registry.get(e.type);
+      if (def === undefined) { problem(StoreErrorCode.UnknownType, index, "type", `unknown event type ${JSON.stringify(String(e.type))}`); return; }
+      const bad = def.validate(e.data);
+      if (bad !== null) { for (const b of bad) problem(StoreErrorCode.InvalidData, index, b.path, `${e.type}: ${b.message}`); return; }
+      if (typeof e.stream !== "string" || parseStream(e.stream) === null) { problem(StoreErrorCode.InvalidStream, index, "stream", `invalid stream name ${JSON.stringify(String(e.stream))}`); return; }
+      const why = def.checkStream(e.stream, e.data);
+      if (why !== null) { problem(StoreErrorCode.InvalidStream, index, "stream", `${e.type} ${why}`); return; }
+      if (typeof e.actor !== "string" || e.actor.length === 0 || e.actor.length > MAX_ACTOR) { problem(StoreErrorCode.InvalidEvent, index, "actor", `actor must be a non-empty string of at most ${MAX_ACTOR} characters`); return; }
+      const causedBy = e.causedBy ?? null;
+      if (causedBy !== null && (!Number.isSafeInteger(causedBy) || causedBy < 1)) { problem(StoreErrorCode.InvalidCause, index, "causedBy", "causedBy must be the seq of an earlier event"); return; }
+      let data: string;
+      try { data = canonicalize(e.data); } catch (err) { problem(StoreErrorCode.InvalidData, index, "data", `not JSON: ${err instanceof Error ? err.message : String(err)}`); return; }
+      out.push({ stream: e.stream, type: e.type, schemaVersion: def.version, actor: e.actor, causedBy, data });
+    });
+    const first = problems[0];
+    if (first !== undefined) {
+      const summary = problems.slice(0, 5).map((p) => `event ${p.index}: ${p.path}: ${p.message}`).join("; ");
+      throw new StoreError(first.code, `batch refused, nothing written: ${summary}${problems.length > 5 ? `; and ${problems.length - 5} more` : ""}`, {
+        problems: problems.map(({ index, path, message }) => ({ index, path, message })),
+      });
+    }
+    return out;
+  }
+
+  /** Writes validated events; runs inside a transaction. */
+  #write(batch: readonly Prepared[], expected: Readonly<Record<string, number>> | undefined): StoredEvent[] {
+    const head = this.#stmts.head.get();
+    let seq = head?.seq ?? 0;
+    let prev = head?.hash ?? GENESIS_HASH;
+    const versions = new Map<string, number>();
+    const current = (stream: string): number => {
+      let v = versions.get(stream);
+      if (v === undefined) { v = this.#stmts.version.get(stream)?.v ?? 0; versions.set(stream, v); }
+      return v;
+    };
+    if (expected !== undefined) {
+      for (const [stream, want] of Object.entries(expected)) {
+        const actual = current(stream);
+        if (actual !== want) {
+          throw new StoreError(StoreErrorCode.Conflict, `stream ${stream} is at version ${actual}, expected ${want}: read it again and retry`, {
+            conflict: { stream, expected: want, actual },
+          });
+        }
+      }
+    }
+    const time = this.#clock().toISOString();
+    const out: StoredEvent[] = [];
+    for (const e of batch) {
+      seq++;
+      const version = current(e.stream) + 1;
+      versions.set(e.stream, version);
+      if (e.causedBy !== null && e.causedBy >= seq) {
+        throw new StoreError(StoreErrorCode.InvalidCause, `causedBy ${e.causedBy} is not an earlier event than seq ${seq}`);
+      }
+      const hash = rowHash({ prevHash: prev, seq, stream: e.stream, version, type: e.type, schemaVersion: e.schemaVersion, time, actor: e.actor, causedBy: e.causedBy, data: e.data });
+      try {
+        this.#stmts.insert.run(seq, e.stream, version, e.type, e.schemaVersion, time, e.actor, e.causedBy, e.data, prev, hash);
+      } catch (err) {
+        if (err instanceof Error && /FOREIGN KEY/.test(err.message)) {
+          throw new StoreError(StoreErrorCode.InvalidCause, `causedBy ${String(e.causedBy)} names no event`);
+        }
+        throw err;
+      }
+      out.push({ seq, stream: e.stream, version, type: e.type, schemaVersion: e.schemaVersion, time, actor: e.actor, causedBy: e.causedBy, data: JSON.parse(e.data) as unknown, prevHash: prev, hash });
+      prev = hash;
+    }
+    return out;
+  }
+
+  #toEvent(r: EventRow): StoredEvent {
+    return toStoredEvent(this.registry, r);
+  }
+}
+
+/** Turns a row into an event, its data read through the registry's upcasters. */
+export function toStoredEvent(registry: EventRegistry, r: EventRow): StoredEvent {
+  const raw = JSON.parse(r.data) as unknown;
+  const def = registry.get(r.type);
+  const data = def === undefined ? raw : def.upcast(r.schema_version, raw);
+  return {
+    seq: r.seq, stream: r.stream, version: r.version, type: r.type, schemaVersion: r.schema_version, time: r.time,
+    actor: r.actor, causedBy: r.caused_by, data, prevHash: r.prev_hash, hash: r.hash,
+  };
+}

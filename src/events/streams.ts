@@ -1,0 +1,40 @@
+/**
+ * Stream names. A stream groups the events of one subject and carries its own version for
+ * optimistic concurrency: `plugin/<name>`, `egress/<name>`, and the singletons `trust`, `owner`
+ * and `system`.
+ */
+import { MAX_PLUGIN_NAME } from "../plugins/constants.js";
+
+const NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+
+/** The singleton streams. */
+export const SINGLETON_STREAMS: readonly string[] = ["trust", "owner", "system"];
+
+/** Kinds of stream that hold one subject named after the slash. */
+export type StreamKind = "plugin" | "egress";
+
+/** True for a valid plugin name (a DNS-1123 label short enough for `plugin-<name>`). */
+export function isPluginName(name: string): boolean {
+  return name.length <= MAX_PLUGIN_NAME && NAME.test(name);
+}
+
+/** `plugin/<name>`. */
+export function pluginStream(name: string): string {
+  return `plugin/${name}`;
+}
+
+/** `egress/<name>`. */
+export function egressStream(name: string): string {
+  return `egress/${name}`;
+}
+
+/** Splits a stream into its kind and subject; null when the stream name is not valid. */
+export function parseStream(stream: string): { kind: StreamKind; name: string } | { kind: "singleton"; name: string } | null {
+  if (SINGLETON_STREAMS.includes(stream)) return { kind: "singleton", name: stream };
+  const slash = stream.indexOf("/");
+  if (slash < 0) return null;
+  const kind = stream.slice(0, slash);
+  const name = stream.slice(slash + 1);
+  if ((kind === "plugin" || kind === "egress") && isPluginName(name)) return { kind, name };
+  return null;
+}

@@ -1,0 +1,21 @@
+/**
+ * The egress allow-lists as the proxy reads them: the projected `host:port` entries of every
+ * running plugin, encoded with the pure model's codec for the `openfief-egress-allowlist` ConfigMap.
+ */
+import { encodeAllowLists } from "../plugins/allowlist.js";
+import type { EgressHost } from "../plugins/types.js";
+import type { AllowListState } from "./folds.js";
+import type { Projector } from "./projector.js";
+
+/** Parses a `host:port` entry (the port after the last colon). */
+export function entryToHost(entry: string): EgressHost {
+  const colon = entry.lastIndexOf(":");
+  return { host: entry.slice(0, colon), port: Number(entry.slice(colon + 1)) };
+}
+
+/** The ConfigMap data for the projected allow-lists (call `catchUp()` first). */
+export function allowListConfigData(projector: Projector): Record<string, string> {
+  const lists = new Map<string, EgressHost[]>();
+  for (const [plugin, s] of projector.rows<AllowListState>("egress_allowlists")) lists.set(plugin, s.entries.map(entryToHost));
+  return encodeAllowLists(lists);
+}

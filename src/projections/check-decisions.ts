@@ -1,0 +1,89 @@
+/**
+ * The decision check: re-run the rollout decider over the log and compare its answer with every
+ * recorded `rollout.decided`. This is what makes the audit replayable rather than only readable:
+ * a decision that the recorded facts do not reproduce is reported, whoever wrote it.
+ */
+import { canonicalize } from "json-canonicalize";
+import type { RolloutDecided, SignatureVerdict, VerdictOutcome } from "../events/catalog.js";
+import type { EventStore } from "../events/store.js";
+import type { StoredEvent } from "../events/types.js";
+import { decideRollout, evolveFacts } from "./decide-rollout.js";
+import type { PluginFacts } from "./decide-rollout.js";
+
+/** One recorded decision that the decider does not reproduce. */
+export interface Divergence {
+  readonly seq: number;
+  readonly name: string;
+  /** Which part differs. */
+  readonly field: "inputs" | "plan";
+  readonly recorded: unknown;
+  readonly expected: unknown;
+}
+
+/** The outcome of a check. */
+export interface CheckResult {
+  /** Decisions compared. */
+  readonly checked: number;
+  readonly divergences: readonly Divergence[];
+}
+
+/** The event types the decider reads. */
+export const DECIDER_EVENT_TYPES: readonly string[] = [
+  "plugin.observed", "plugin.deleted", "grant.observed", "grant.deleted", "config.verdict", "signature.verdict", "rollout.decided",
+];
+
+/** Feeds events in seq order; compares each decision with the decider's answer on the state before it. Pure. */
+export class DecisionChecker {
+  readonly #facts = new Map<string, PluginFacts>();
+  readonly #verdicts = new Map<string, VerdictOutcome>();
+  readonly #divergences: Divergence[] = [];
+  #checked = 0;
+
+  /** Folds one event (checking it first when it is a decision). */
+  feed(e: StoredEvent): void {
+    if (e.type === "signature.verdict") {
+      const v = e.data as SignatureVerdict;
+      this.#verdicts.set(v.digest, v.outcome);
+      return;
+    }
+    if (e.type === "rollout.decided") this.#check(e as StoredEvent<RolloutDecided>);
+    const name = (e.data as { name?: unknown }).name;
+    if (typeof name !== "string") return;
+    const next = evolveFacts(this.#facts.get(name), e);
+    if (next !== undefined) this.#facts.set(name, next);
+  }
+
+  /** What was found so far. */
+  result(): CheckResult {
+    return { checked: this.#checked, divergences: [...this.#divergences] };
+  }
+
+  #check(e: StoredEvent<RolloutDecided>): void {
+    this.#checked++;
+    const name = e.data.name;
+    const facts = this.#facts.get(name) ?? { name, spec: null, grant: null, configOk: new Map(), deployed: null };
+    const expected = decideRollout({ ...facts, verdicts: this.#verdicts });
+    if (canonicalize(expected.inputs) !== canonicalize(e.data.inputs)) {
+      this.#divergences.push({ seq: e.seq, name, field: "inputs", recorded: e.data.inputs, expected: expected.inputs });
+    }
+    if (canonicalize(expected.plan) !== canonicalize(e.data.plan)) {
+      this.#divergences.push({ seq: e.seq, name, field: "plan", recorded: e.data.plan, expected: expected.plan });
+    }
+  }
+}
+
+/** Checks every recorded rollout decision in the store (up to `toSeq` when given). */
+export function checkDecisions(store: EventStore, opts: { toSeq?: number; pageSize?: number } = {}): CheckResult {
+  const checker = new DecisionChecker();
+  const toSeq = opts.toSeq ?? store.head();
+  const pageSize = opts.pageSize ?? 20_000;
+  let cursor = 0;
+  for (;;) {
+    const page = store.read({ afterSeq: cursor, toSeq, type: DECIDER_EVENT_TYPES, limit: pageSize });
+    for (const e of page) checker.feed(e);
+    const last = page[page.length - 1];
+    if (last === undefined || page.length < pageSize) break;
+    cursor = last.seq;
+  }
+  return checker.result();
+}

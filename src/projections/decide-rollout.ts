@@ -1,0 +1,142 @@
+/**
+ * The rollout decider: a pure function of what the log says before the decision. The reconciler
+ * appends `rollout.decided` with exactly {@link decideRollout}'s output, and the decision check
+ * re-runs it over the log, so the two can never disagree about how inputs are gathered.
+ *
+ * Inputs, from recorded facts only (DESIGN rule 2):
+ * - current: the latest observed spec, when it parses as a valid plugin; else null;
+ * - currentDeployable: current is not null AND the latest `config.verdict` for its image is ok AND
+ *   the latest `signature.verdict` for its digest is `verified` or `unverified`. A missing verdict
+ *   is a refusal (fail closed): the reconciler records a config verdict even for a plugin
+ *   without a config schema;
+ * - previous: what the latest `rollout.decided` ran, only while its image's latest verdict still
+ *   passes;
+ * - grant: the latest observed grant when it parses; else the empty grant.
+ */
+import type { RecordedVersion, RolloutDecided, VerdictOutcome } from "../events/catalog.js";
+import type { StoredEvent } from "../events/types.js";
+import { parseImageRef } from "../plugins/image-ref.js";
+import { planRollout, rolloutPlanToJSON } from "../plugins/rollout.js";
+import type { PluginVersion, RolloutInput } from "../plugins/rollout.js";
+import { EMPTY_GRANT_SPEC } from "../plugins/types.js";
+import type { GrantSpec, JsonValue } from "../plugins/types.js";
+import { parseGrant, parseManifest, parsePlugin } from "../plugins/validate.js";
+
+/** What the log says about one plugin, as far as the decider cares. */
+export interface PluginFacts {
+  readonly name: string;
+  /** The latest observed spec; null when never observed or deleted. */
+  readonly spec: JsonValue | null;
+  /** The latest observed grant spec; null when none or deleted. */
+  readonly grant: JsonValue | null;
+  /** The latest config verdict per image, for this plugin. */
+  readonly configOk: ReadonlyMap<string, boolean>;
+  /** What the latest decision ran; null when nothing. */
+  readonly deployed: RecordedVersion | null;
+}
+
+/** The decider's whole input: one plugin's facts and the signature verdicts by digest. */
+export interface DeciderState extends PluginFacts {
+  readonly verdicts: ReadonlyMap<string, VerdictOutcome>;
+}
+
+/** The recorded form of the inputs (as in `rollout.decided`). */
+export type RecordedInputs = RolloutDecided["inputs"];
+
+/** Facts of a plugin nothing is known about. */
+export function emptyFacts(name: string): PluginFacts {
+  return { name, spec: null, grant: null, configOk: new Map(), deployed: null };
+}
+
+/** Folds one event of a plugin's stream into its facts (pure). */
+export function evolveFacts(f: PluginFacts | undefined, e: StoredEvent): PluginFacts | undefined {
+  const name = (e.data as { name?: unknown }).name;
+  if (typeof name !== "string") return f;
+  const base = f ?? emptyFacts(name);
+  switch (e.type) {
+    case "plugin.observed": return { ...base, spec: (e.data as { spec: JsonValue }).spec };
+    case "plugin.deleted": return { ...base, spec: null };
+    case "grant.observed": return { ...base, grant: (e.data as { spec: JsonValue }).spec };
+    case "grant.deleted": return { ...base, grant: null };
+    case "config.verdict": {
+      const v = e.data as { image: string; ok: boolean };
+      const configOk = new Map(base.configOk);
+      configOk.set(v.image, v.ok);
+      return { ...base, configOk };
+    }
+    case "rollout.decided": return { ...base, deployed: deployedBy((e.data as RolloutDecided).plan) };
+    default: return f;
+  }
+}
+
+/** The version a recorded plan runs, as recorded; null when it runs nothing. */
+export function deployedBy(plan: unknown): RecordedVersion | null {
+  const run = (plan as { run?: unknown } | null)?.run;
+  if (typeof run !== "object" || run === null) return null;
+  const r = run as { image?: unknown; manifest?: unknown; config?: unknown };
+  if (typeof r.image !== "string") return null;
+  const out: RecordedVersion = { image: r.image, manifest: (r.manifest ?? null) as JsonValue };
+  if (r.config !== undefined) out.config = r.config as JsonValue;
+  return out;
+}
+
+function digestOf(image: string): string | null {
+  const ref = parseImageRef(image);
+  return ref.ok ? ref.value.digest : null;
+}
+
+function passes(verdicts: ReadonlyMap<string, VerdictOutcome>, image: string): boolean {
+  const d = digestOf(image);
+  const v = d === null ? undefined : verdicts.get(d);
+  return v === "verified" || v === "unverified";
+}
+
+function toVersion(v: RecordedVersion): PluginVersion | null {
+  const image = parseImageRef(v.image);
+  const manifest = parseManifest(v.manifest);
+  if (!image.ok || !manifest.ok) return null;
+  return v.config === undefined ? { image: image.value, manifest: manifest.value } : { image: image.value, manifest: manifest.value, config: v.config };
+}
+
+function record(v: PluginVersion): RecordedVersion {
+  const out: RecordedVersion = { image: v.image.toString(), manifest: v.manifest as unknown as JsonValue };
+  if (v.config !== undefined) out.config = v.config;
+  return out;
+}
+
+/** The planner's input and its recorded form, gathered from the state (pure). */
+export function rolloutInputsFrom(state: DeciderState): { input: RolloutInput; recorded: RecordedInputs } {
+  let current: PluginVersion | null = null;
+  if (state.spec !== null) {
+    const p = parsePlugin({ name: state.name, spec: state.spec });
+    if (p.ok) current = toVersion({ image: p.value.spec.image, manifest: p.value.spec.manifest as unknown as JsonValue, ...(p.value.spec.config === undefined ? {} : { config: p.value.spec.config }) });
+  }
+  const currentDeployable = current !== null
+    && state.configOk.get(current.image.toString()) === true
+    && passes(state.verdicts, current.image.toString());
+  // A deleted Plugin runs nothing: uninstalling stops the previous version too (an invalid spec, by
+  // contrast, keeps the previous version running).
+  const previous = state.spec !== null && state.deployed !== null && passes(state.verdicts, state.deployed.image) ? toVersion(state.deployed) : null;
+  let grant: GrantSpec = EMPTY_GRANT_SPEC;
+  if (state.grant !== null) {
+    const g = parseGrant({ name: state.name, spec: state.grant });
+    if (g.ok) grant = g.value.spec;
+  }
+  return {
+    input: { current, currentDeployable, previous, grant },
+    recorded: {
+      current: current === null ? null : record(current),
+      currentDeployable,
+      previous: previous === null ? null : record(previous),
+      grant: grant as unknown as JsonValue,
+    },
+  };
+}
+
+/** The decision for the state: the data of the `rollout.decided` event to append (pure). */
+export function decideRollout(state: DeciderState): RolloutDecided {
+  const { input, recorded } = rolloutInputsFrom(state);
+  const plan = rolloutPlanToJSON(planRollout(input));
+  // Through JSON so the value equals what the store will hand back (no ImageRef, no undefined).
+  return JSON.parse(JSON.stringify({ name: state.name, inputs: recorded, plan })) as RolloutDecided;
+}
