@@ -60,6 +60,8 @@ export interface RuntimeOptions {
   readonly ociLayouts?: readonly string[];
   /** The owner's trusted signers (the openfief-trusted-signers content); none when absent. */
   readonly trustedSigners?: string;
+  /** Owner signers already parsed (cluster mode reads them from a ConfigMap); added to the file's. */
+  readonly ownerSigners?: readonly Signer[];
   readonly catalog?: string;
   readonly trustedRoot?: string;
   /** Where the directory target writes; default `<data>/cluster`. */
@@ -86,7 +88,7 @@ export async function openRuntime(o: RuntimeOptions): Promise<Runtime> {
   const catalogText = readFileSync(o.catalog ?? SHIPPED_CATALOG, "utf8");
   const catalog = parseCatalog(catalogText);
   if (!catalog.ok) throw new Error(`invalid catalog ${o.catalog ?? SHIPPED_CATALOG}: ${formatErrors(catalog.errors)}`);
-  const owner = o.trustedSigners === undefined ? [] : loadOwnerSignersFile(o.trustedSigners);
+  const owner = [...(o.trustedSigners === undefined ? [] : loadOwnerSignersFile(o.trustedSigners)), ...(o.ownerSigners ?? [])];
   const root = o.trustedRoot === undefined ? loadShippedTrustedRoot() : loadTrustedRootFile(o.trustedRoot);
   const policy = newTrustPolicy(catalog.value, owner);
   const layouts = (o.ociLayouts ?? []).map((dir) => new OciLayoutSource(dir));

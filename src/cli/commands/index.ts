@@ -3,10 +3,12 @@ import { register as apply } from "./apply.js";
 import { register as approve } from "./approve.js";
 import { register as get } from "./get.js";
 import { register as log } from "./log.js";
+import { registerOperator } from "./operator.js";
+import { clusterReconcilerFactory } from "../../reconciler/cluster.js";
 import { register as up } from "./up.js";
 import { register as verify } from "./verify.js";
 import { register as verifyBundle } from "./verify-bundle.js";
 import { register as why } from "./why.js";
 
 /** Every subcommand's `register`. Add one line per command module. */
-export const commands: ReadonlyArray<(program: Command) => void> = [up, apply, approve, get, why, log, verify, verifyBundle];
+export const commands: ReadonlyArray<(program: Command) => void> = [up, apply, approve, get, why, log, verify, verifyBundle, registerOperator(clusterReconcilerFactory)];
