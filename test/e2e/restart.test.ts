@@ -7,7 +7,7 @@ import { mkdtemp, readFile, readdir, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { json, ok, openfief, ROOT } from "./support.js";
+import { json, ok, ROOT, spawnOpenfief } from "./support.js";
 
 let base: string;
 
@@ -63,7 +63,7 @@ describe("restart safety", () => {
   it.each([1, 2, 3, 5, 6, 8, 9])("converges to the same state after a kill right after append %i", async (n) => {
     const dir = join(base, `kill-${n}`);
     await install(dir);
-    const killed = await openfief(["reconcile", ...flags(dir)], { OPENFIEF_TEST_KILL_AFTER_APPENDS: String(n) });
+    const killed = await spawnOpenfief(["reconcile", ...flags(dir)], { OPENFIEF_TEST_KILL_AFTER_APPENDS: String(n) });
     expect(killed.signal).toBe("SIGKILL");
     await ok(["reconcile", ...flags(dir)]);
     const after = await snapshot(dir);

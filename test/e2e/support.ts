@@ -1,6 +1,11 @@
-/** Running the `openfief` command as a user would: a child process, its output, its exit code. */
+/**
+ * Running the `openfief` command as a user would. `openfief()` runs it in this process through
+ * `main(argv)` with standard output and error captured (fast: no process start per command);
+ * `spawnOpenfief()` starts a real process, for what only a process can show (being killed).
+ */
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
+import { main } from "../../src/cli/main.js";
 
 export const BIN = fileURLToPath(new URL("../../bin/openfief.js", import.meta.url));
 export const ROOT = fileURLToPath(new URL("../../", import.meta.url));
@@ -12,7 +17,28 @@ export interface Run {
   readonly stderr: string;
 }
 
-export function openfief(args: readonly string[], env: Readonly<Record<string, string>> = {}): Promise<Run> {
+/** Runs one command in this process; output is captured, not printed. Commands run one at a time. */
+export async function openfief(args: readonly string[]): Promise<Run> {
+  const out = process.stdout.write.bind(process.stdout);
+  const err = process.stderr.write.bind(process.stderr);
+  let stdout = "";
+  let stderr = "";
+  const savedExit = process.exitCode;
+  process.exitCode = undefined;
+  process.stdout.write = ((chunk: string | Uint8Array) => ((stdout += chunk.toString()), true)) as typeof process.stdout.write;
+  process.stderr.write = ((chunk: string | Uint8Array) => ((stderr += chunk.toString()), true)) as typeof process.stderr.write;
+  try {
+    const code = await main(args);
+    return { code, signal: null, stdout, stderr };
+  } finally {
+    process.stdout.write = out;
+    process.stderr.write = err;
+    process.exitCode = savedExit;
+  }
+}
+
+/** Runs the command as a child process (`node bin/openfief.js …`). */
+export function spawnOpenfief(args: readonly string[], env: Readonly<Record<string, string>> = {}): Promise<Run> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env: { ...process.env, OPENFIEF_LOG_LEVEL: "warn", ...env }, stdio: ["ignore", "pipe", "pipe"] });
     let stdout = "";
