@@ -12,7 +12,7 @@
  * → DNS over UDP from a real server → address check → decision committed to a SQLite event store
  * → dial), logging one JSON decision line per CONNECT to a file.
  */
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync, chmodSync, existsSync } from "node:fs";
 import { connect as netConnect, createServer, Socket, type AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -62,6 +62,7 @@ async function roleUpstream(): Promise<void> {
     });
     s.on("error", () => s.destroy());
   });
+  process.on("disconnect", () => process.exit(0));
   server.listen(0, "127.0.0.1", () => process.send?.({ port: (server.address() as AddressInfo).port, dnsPort: dnsAddr.udp.port }));
 }
 
@@ -230,11 +231,19 @@ async function transfer(t: Target): Promise<number> {
   return TRANSFER_BYTES / (1024 * 1024) / seconds;
 }
 
-function startSquid(upstreamPort: number): { stop: () => void; port: number } | undefined {
+async function freePort(): Promise<number> {
+  const s = createServer();
+  await new Promise<void>((r) => s.listen(0, "127.0.0.1", () => r()));
+  const { port } = s.address() as AddressInfo;
+  await new Promise((r) => s.close(r));
+  return port;
+}
+
+async function startSquid(upstreamPort: number): Promise<{ stop: () => void; port: number } | undefined> {
   if (!existsSync("/usr/sbin/squid")) return undefined;
   const dir = mkdtempSync(join(tmpdir(), "bench-squid-"));
   chmodSync(dir, 0o777);
-  const port = 20000 + Math.floor(Math.random() * 20000);
+  const port = await freePort();
   writeFileSync(join(dir, "hosts"), `127.0.0.1 ${HOST}\n`);
   writeFileSync(join(dir, "squid.conf"), [
     `http_port 127.0.0.1:${port}`,
@@ -260,8 +269,7 @@ function startSquid(upstreamPort: number): { stop: () => void; port: number } | 
   return {
     port,
     stop: () => {
-      child.kill("SIGKILL");
-      spawnSync("sleep", ["0.2"]);
+      if (child.exitCode === null) child.kill("SIGKILL");
       rmSync(dir, { recursive: true, force: true });
     },
   };
@@ -271,14 +279,14 @@ function startSquid(upstreamPort: number): { stop: () => void; port: number } | 
  * A native DNS server for the proxy to ask (Debian's dnsmasq, as fast as a cluster's CoreDNS);
  * without it the JavaScript dns2 server in the upstream process answers, and limits the figures.
  */
-function startDnsmasq(): { stop: () => void; port: number } | undefined {
+async function startDnsmasq(): Promise<{ stop: () => void; port: number } | undefined> {
   if (!existsSync("/usr/sbin/dnsmasq")) return undefined;
-  const port = 40000 + Math.floor(Math.random() * 20000);
+  const port = await freePort();
   const child = spawn("/usr/sbin/dnsmasq", [
     "-C", "/dev/null", "--keep-in-foreground", `--port=${port}`, "--listen-address=127.0.0.1", "--bind-interfaces",
     "--no-resolv", "--no-hosts", `--host-record=${HOST},8.8.4.4`, "--local=/bench.test/", "--local-ttl=0", "--log-facility=/dev/null",
   ], { stdio: "ignore" });
-  return { port, stop: () => child.kill("SIGKILL") };
+  return { port, stop: () => void (child.exitCode === null && child.kill("SIGKILL")) };
 }
 
 async function waitForDns(port: number): Promise<void> {
@@ -293,7 +301,7 @@ async function waitForDns(port: number): Promise<void> {
 }
 
 async function waitForPort(port: number): Promise<void> {
-  for (let i = 0; i < 100; i++) {
+  for (let i = 0; i < 300; i++) {
     const ok = await new Promise<boolean>((resolve) => {
       const s = netConnect({ host: "127.0.0.1", port });
       s.once("connect", () => {
@@ -315,16 +323,24 @@ async function main(): Promise<void> {
   if (role === "upstream") return roleUpstream();
   if (role === "proxy") return roleProxy();
 
+  const progress = (what: string): void => void process.stderr.write(`[bench] ${what}\n`);
+  progress("starting upstream");
   const up = await startChild("upstream");
   const upstreamPort = up.msg.port as number;
-  const dnsmasq = startDnsmasq();
+  progress("starting dnsmasq");
+  const dnsmasq = await startDnsmasq();
+  process.on("exit", () => dnsmasq?.stop());
   if (dnsmasq !== undefined) await waitForDns(dnsmasq.port);
+  progress("starting the proxy");
   const dnsPort = dnsmasq?.port ?? (up.msg.dnsPort as number);
   const px = await startChild("proxy", ["--upstream", String(upstreamPort), "--dns", String(dnsPort)]);
   const proxyPort = px.msg.port as number;
   const token = px.msg.token as string;
-  const squid = startSquid(upstreamPort);
+  progress("starting squid");
+  const squid = await startSquid(upstreamPort);
+  process.on("exit", () => squid?.stop());
   if (squid !== undefined) await waitForPort(squid.port);
+  progress("measuring");
 
   const targets: Target[] = [directTarget(upstreamPort)];
   if (squid !== undefined) targets.push(proxyTarget("squid", squid.port, upstreamPort));
@@ -388,4 +404,7 @@ async function main(): Promise<void> {
   up.child.kill();
 }
 
-await main();
+await main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});

@@ -5,12 +5,13 @@
  */
 import type { Command } from "commander";
 import { CliError } from "../cli-error.js";
+import { DEFAULT_DATA_DIR, dataDir } from "../context.js";
 import { TOKEN_EXPIRATION_SECONDS } from "../../plugins/constants.js";
 import { isValidPluginName } from "../../plugins/names.js";
 import { DEFAULT_TOKEN_TTL_SECONDS, mintEgressToken } from "../../egress/embedded-key.js";
 
 interface Options {
-  data: string;
+  data?: string;
   ttl: string;
   json?: boolean;
 }
@@ -20,7 +21,7 @@ export function register(program: Command): void {
     .command("token")
     .description("mint a short-lived egress token for PLUGIN (audience openfief-egress), signed by the embedded key")
     .argument("<plugin>", "the plugin's name")
-    .option("--data <dir>", "data folder holding the embedded key", ".data")
+    .option("--data <dir>", `data folder holding the embedded key (default: $OPENFIEF_DATA or ${DEFAULT_DATA_DIR})`)
     .option("--ttl <seconds>", `lifetime, at most ${TOKEN_EXPIRATION_SECONDS}`, String(DEFAULT_TOKEN_TTL_SECONDS))
     .option("--json", "print {token, subject, audience, issuer, expiresAt} as JSON")
     .action(async (plugin: string, opts: Options) => {
@@ -29,7 +30,7 @@ export function register(program: Command): void {
       if (!/^[0-9]+$/.test(opts.ttl) || ttl <= 0 || ttl > TOKEN_EXPIRATION_SECONDS) {
         throw new CliError(`--ttl must be 1..${TOKEN_EXPIRATION_SECONDS} seconds`);
       }
-      const minted = await mintEgressToken(opts.data, plugin, { ttlSeconds: ttl });
+      const minted = await mintEgressToken(dataDir(opts), plugin, { ttlSeconds: ttl });
       if (opts.json === true) {
         process.stdout.write(`${JSON.stringify({ ...minted, expiresAt: minted.expiresAt.toISOString() })}\n`);
       } else {

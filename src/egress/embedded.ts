@@ -1,0 +1,56 @@
+/**
+ * The embedded mode of the proxy, for `openfief up`: 127.0.0.1:4750, allow-lists fed by the
+ * owner from the store's projection, tokens verified offline against the data folder's key
+ * (`openfief token`), decisions recorded in the event store.
+ */
+import { connect as netConnect } from "node:net";
+import { pino, type Logger } from "pino";
+import { PROXY_PORT } from "../plugins/constants.js";
+import type { AllowListSource } from "./allowlist-source.js";
+import { CachingTokenReviewer } from "./caching-reviewer.js";
+import { EMBEDDED_ISSUER, ensureEmbeddedKey, readEmbeddedJwks } from "./embedded-key.js";
+import { JwksTokenReviewer } from "./jwks-reviewer.js";
+import { createEgressProxy, type ConnectFn, type EgressProxy, type EgressProxyOptions } from "./proxy.js";
+import { StoreDecisionRecorder, type EventAppender } from "./recorder.js";
+import { DnsResolver, type Resolver } from "./resolver.js";
+
+/** Options of {@link startEmbeddedEgress}. */
+export interface EmbeddedEgressOptions {
+  readonly dataDir: string;
+  readonly store: EventAppender;
+  readonly allowLists: AllowListSource;
+  readonly logger?: Logger;
+  readonly dnsServers?: readonly string[];
+  /** Replaces DNS entirely (tests). */
+  readonly resolver?: Resolver;
+  /** Replaces the dialer (tests). */
+  readonly connect?: ConnectFn;
+  readonly options?: EgressProxyOptions;
+  readonly env?: Readonly<Record<string, string | undefined>>;
+}
+
+/** The default dialer: a plain TCP connection to exactly the checked address. */
+export const dialTcp: ConnectFn = (addr) => netConnect({ host: addr.address, port: addr.port, family: addr.family });
+
+/** Builds and starts the embedded proxy; resolves once it listens. */
+export async function startEmbeddedEgress(opts: EmbeddedEgressOptions): Promise<{ proxy: EgressProxy; host: string; port: number }> {
+  await ensureEmbeddedKey(opts.dataDir);
+  const logger = opts.logger ?? pino({ name: "egress" });
+  const reviewer = new CachingTokenReviewer(
+    // Re-read on every review the cache misses, so a key rotated in the data folder takes effect.
+    new JwksTokenReviewer({ jwks: () => readEmbeddedJwks(opts.dataDir), issuer: EMBEDDED_ISSUER }),
+  );
+  const dnsTimeoutMs = opts.options?.dnsTimeoutMs ?? 5000;
+  const proxy = createEgressProxy({
+    reviewer,
+    allowLists: opts.allowLists,
+    resolver: opts.resolver ?? new DnsResolver({ ...(opts.dnsServers !== undefined ? { servers: opts.dnsServers } : {}), timeoutMs: dnsTimeoutMs }),
+    connect: opts.connect ?? dialTcp,
+    recorder: new StoreDecisionRecorder(opts.store),
+    logger,
+    options: { host: "127.0.0.1", port: PROXY_PORT, ...(opts.options ?? {}) },
+    ...(opts.env !== undefined ? { env: opts.env } : {}),
+  });
+  const bound = await proxy.listen();
+  return { proxy, ...bound };
+}
