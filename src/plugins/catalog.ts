@@ -71,24 +71,7 @@ export function parseCatalog(text: string): Result<Catalog> {
   if (!parsed.ok) return parsed;
   const root = parsed.value;
   const errors: FieldError[] = [];
-  const list = readRootList(root, "plugins", errors);
-  const entries: CatalogEntry[] = [];
-  const firstIndex = new Map<string, number>();
-  list?.forEach((item, i) => {
-    const path = join("plugins", i);
-    const entry = readCatalogEntry(item, path, errors);
-    const name = isJsonObject(item) ? own(item, "name") : undefined;
-    if (typeof name === "string") {
-      const first = firstIndex.get(name);
-      if (first === undefined) firstIndex.set(name, i);
-      else {
-        errors.push(
-          fieldError(ErrorCode.Duplicate, join(path, "name"), `plugin "${name}" is already listed at plugins[${first}]`),
-        );
-      }
-    }
-    if (entry !== undefined) entries.push(entry);
-  });
+  const entries = readNamedList(root, "plugins", "plugin", readCatalogEntry, errors);
   if (errors.length > 0) return fail(errors);
   return ok(construct(entries));
 }
@@ -147,28 +130,38 @@ function readPublisher(value: unknown, path: string, errors: FieldError[]): Publ
  * "issuer", "subjectPattern"} | {"name", "publicKey"}]}`. Names are unique; a pattern must be RE2
  * that compiles; a key is exactly one PEM `PUBLIC KEY` block. Any problem refuses the whole file.
  */
-export function parseOwnerSigners(text: string): Result<Signer[]> {
-  const parsed = parseStrictJson(text, "");
-  if (!parsed.ok) return parsed;
-  const errors: FieldError[] = [];
-  const list = readRootList(parsed.value, "signers", errors);
-  const signers: Signer[] = [];
+/**
+ * Reads the root's list `key`, each item with `read`, refusing a repeated `name` (the later one
+ * names where the first stands). Problems go to `errors`; items that read cleanly are returned.
+ */
+function readNamedList<T>(
+  root: unknown,
+  key: string,
+  what: string,
+  read: (item: unknown, path: string, errors: FieldError[]) => T | undefined,
+  errors: FieldError[],
+): T[] {
+  const out: T[] = [];
   const firstIndex = new Map<string, number>();
-  list?.forEach((item, i) => {
-    const path = join("signers", i);
-    const signer = readOwnerSigner(item, path, errors);
+  readRootList(root, key, errors)?.forEach((item, i) => {
+    const path = join(key, i);
+    const value = read(item, path, errors);
     const name = isJsonObject(item) ? own(item, "name") : undefined;
     if (typeof name === "string") {
       const first = firstIndex.get(name);
       if (first === undefined) firstIndex.set(name, i);
-      else {
-        errors.push(
-          fieldError(ErrorCode.Duplicate, join(path, "name"), `signer "${name}" is already listed at signers[${first}]`),
-        );
-      }
+      else errors.push(fieldError(ErrorCode.Duplicate, join(path, "name"), `${what} "${name}" is already listed at ${key}[${first}]`));
     }
-    if (signer !== undefined) signers.push(signer);
+    if (value !== undefined) out.push(value);
   });
+  return out;
+}
+
+export function parseOwnerSigners(text: string): Result<Signer[]> {
+  const parsed = parseStrictJson(text, "");
+  if (!parsed.ok) return parsed;
+  const errors: FieldError[] = [];
+  const signers = readNamedList(parsed.value, "signers", "signer", readOwnerSigner, errors);
   if (errors.length > 0) return fail(errors);
   return ok(signers);
 }

@@ -8,8 +8,8 @@ import { readFileSync } from "node:fs";
 import { basename } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Command } from "commander";
-import { parse as parseYaml } from "yaml";
 import { CliError } from "../cli-error.js";
+import { readResources } from "../resources.js";
 import { usageExit } from "./verify-bundle.js";
 import { parseCatalog } from "../../plugins/catalog.js";
 import { formatErrors } from "../../plugins/errors.js";
@@ -17,7 +17,6 @@ import { parseImageRef } from "../../plugins/image-ref.js";
 import type { Signer } from "../../plugins/signers.js";
 import { newTrustPolicy } from "../../plugins/trust.js";
 import type { Manifest } from "../../plugins/types.js";
-import { parsePlugin } from "../../plugins/validate.js";
 import { checkImage } from "../../trust/image-check.js";
 import type { ImageVerdict } from "../../trust/image-check.js";
 import { ImageSourceError } from "../../trust/oci.js";
@@ -49,19 +48,11 @@ function read(path: string, what: string): Buffer {
   }
 }
 
-/** Reads a Plugin file (JSON or YAML; the resource with `metadata.name`, or `{name, spec}`). */
-function readPlugin(path: string): { image: string; manifest: Manifest } {
-  let value: unknown;
-  try {
-    value = parseYaml(read(path, "plugin").toString("utf8"));
-  } catch {
-    throw new CliError(`plugin file ${path} is not JSON or YAML`, 2);
-  }
-  const v = value as { metadata?: { name?: unknown }; name?: unknown; spec?: unknown } | null;
-  const candidate = v !== null && typeof v === "object" && v.name === undefined && v.metadata !== undefined ? { name: v.metadata.name, spec: v.spec } : value;
-  const parsed = parsePlugin(candidate);
-  if (!parsed.ok) throw new CliError(`invalid plugin ${path}: ${formatErrors(parsed.errors)}`, 2);
-  return { image: parsed.value.spec.image, manifest: parsed.value.spec.manifest };
+/** Reads the one Plugin of a file (YAML or JSON, as written for the cluster). */
+async function readPlugin(path: string): Promise<{ image: string; manifest: Manifest }> {
+  const plugins = (await readResources(path)).flatMap((r) => (r.kind === "Plugin" ? [r.plugin] : []));
+  if (plugins.length !== 1 || plugins[0] === undefined) throw new CliError(`${path} must hold exactly one Plugin, not ${plugins.length}`, 2);
+  return { image: plugins[0].spec.image, manifest: plugins[0].spec.manifest };
 }
 
 function ownerSigners(opts: Options): Signer[] {
@@ -92,7 +83,7 @@ function printVerdict(verdict: ImageVerdict, json: boolean): void {
 }
 
 async function run(imageArg: string | undefined, opts: Options): Promise<void> {
-  const plugin = opts.plugin === undefined ? undefined : readPlugin(opts.plugin);
+  const plugin = opts.plugin === undefined ? undefined : await readPlugin(opts.plugin);
   const ref = imageArg ?? plugin?.image;
   if (ref === undefined) throw new CliError("give IMAGE@sha256:<hex> or --plugin FILE", 2);
   const parsed = parseImageRef(ref);

@@ -56,13 +56,8 @@ export function whySentences(a: WhyAnswer): string[] {
   const pendingText = describePending(pending);
   if (pendingText !== "nothing") out.push(`Pending approval: ${pendingText}. Run \`openfief approve ${a.plugin}\` to grant exactly that.`);
   if (!a.deployable.ok && current !== undefined) for (const b of a.deployable.because) out.push(`${current} could not run: ${b}.`);
-  const grant = a.inputs.grant as { capabilities?: string[]; egress?: { host: string; port: number }[]; secrets?: string[]; dataTiers?: string[] };
-  out.push(`The grant approved: ${[
-    ...(grant.capabilities ?? []).map((c) => `capability ${c}`),
-    ...(grant.egress ?? []).map((h) => `egress ${h.host}:${h.port}`),
-    ...(grant.secrets ?? []).map((s) => `Secret ${s}`),
-    ...(grant.dataTiers ?? []).map((t) => `data tier ${t}`),
-  ].join(", ") || "nothing"}.`);
+  // A grant has the shape of what can be pending: capabilities, egress, Secret names, data tiers.
+  out.push(`The grant approved: ${describePending({ ...EMPTY_PENDING, ...(a.inputs.grant as Partial<Pending>) })}.`);
   if (a.chain.length > 0) {
     out.push("It was caused by:");
     for (const e of a.chain) out.push(`  - event ${e.seq} (${e.time}): ${describeEvent(e)}`);
