@@ -5,7 +5,7 @@ export { LEASE_NAME, LeaderElector, type LeaderElectorOptions } from "./leader.j
 export { loadKubeConfig, runOperator, type OperatorContext, type OperatorOptions, type ReconcilerFactory } from "./operator.js";
 export type { ClusterReconciler, PluginMeta } from "./ports.js";
 export { KubernetesSource, type CustomResource, type SourceCallbacks, type SourceOptions, type Timers } from "./source.js";
-export { pluginStatus, PluginStatusWriter, reasonFromCode, type Condition, type PluginStatus, type PluginStatusInput, type SignatureState } from "./status.js";
+export { keepTransitionTimes, pluginStatus, PluginStatusWriter, reasonFromCode, type Condition, type PluginStatus, type PluginStatusInput, type PluginStatusWriterOptions, type SignatureState } from "./status.js";
 export {
   allowListFieldManager,
   KubernetesTarget,

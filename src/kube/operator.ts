@@ -6,7 +6,8 @@
  * cluster (so it is ready to take over and `/readyz` reflects it) but neither appends events nor
  * applies. On becoming leader it relists, which re-emits everything, then reconciles all.
  * Reconciles are single-flight and coalesced: watch events are hints, and any number of them while
- * one reconcile runs cause exactly one more.
+ * one reconcile runs cause exactly one more. Observations wait for a running reconcile to finish,
+ * so a reconcile (and the status it writes) sees a consistent set of inputs.
  */
 import { mkdir } from "node:fs/promises";
 import { hostname } from "node:os";
@@ -14,6 +15,7 @@ import type { Server } from "node:http";
 import { KubeConfig } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import type { GrantSpec, PluginSpec } from "../plugins/types.js";
+import { NAMESPACE } from "../plugins/constants.js";
 import type { Signer } from "../plugins/signers.js";
 import { startHealthServer } from "./health.js";
 import { LeaderElector } from "./leader.js";
@@ -84,7 +86,10 @@ export async function runOperator(options: OperatorOptions, factory: ReconcilerF
       for (const l of recordListeners) l(r);
     },
   });
-  const status = new PluginStatusWriter(kc);
+  // Each Plugin's status as the cluster holds it (from the source, leading or not), so the writer
+  // skips a status the cluster already has instead of echoing every watch event with a write.
+  const clusterStatus = new Map<string, unknown>();
+  const status = new PluginStatusWriter(kc, NAMESPACE, { current: (name) => clusterStatus.get(name) });
   const identity = options.identity ?? process.env["POD_NAME"] ?? hostname();
   const elector = new LeaderElector(kc, { identity, retryPeriodSeconds: options.retryPeriodSeconds ?? 2 });
   let leading = false;
@@ -100,6 +105,17 @@ export async function runOperator(options: OperatorOptions, factory: ReconcilerF
     onApplyRecord: (l) => recordListeners.push(l),
   });
 
+  // Observations and reconciles take turns. An observation recorded while a reconcile runs would
+  // reach that reconcile's status pass undecided: the status would claim the new generation as
+  // observed while still describing what was decided for the previous one (ApprovalRequired
+  // False for an upgrade that asks for more). Queued behind the reconcile, it causes the next one.
+  let turn: Promise<void> = Promise.resolve();
+  const serially = (fn: () => void | Promise<void>): Promise<void> => {
+    const next = turn.then(fn);
+    turn = next.catch(() => undefined);
+    return next;
+  };
+
   // Single-flight, coalesced reconciles.
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> | undefined;
@@ -113,8 +129,7 @@ export async function runOperator(options: OperatorOptions, factory: ReconcilerF
     if (timer !== undefined) return;
     timer = setTimeout(() => {
       timer = undefined;
-      running = reconciler
-        .reconcileAll()
+      running = serially(() => reconciler.reconcileAll())
         .catch((err: unknown) => log.error({ err: errorMessage(err) }, "reconcile failed; retrying on the next hint or relist"))
         .finally(() => {
           running = undefined;
@@ -126,17 +141,26 @@ export async function runOperator(options: OperatorOptions, factory: ReconcilerF
     }, options.reconcileDelayMs ?? 100);
   };
 
+  // While the relist that follows winning the lease runs, observations only queue up: the first
+  // reconcile then sees every Plugin with its PluginGrant, not a Plugin whose grant is still
+  // being listed (which would decide "nothing granted" and record a spurious hold-back).
+  let leadershipRelist = false;
   const observe = (what: () => void | Promise<void>): void => {
     if (!leading) return;
-    Promise.resolve()
-      .then(what)
-      .then(schedule)
+    serially(what)
+      .then(() => {
+        if (!leadershipRelist) schedule();
+      })
       .catch((err: unknown) => log.error({ err: errorMessage(err) }, "observation failed"));
   };
   const source = new KubernetesSource(
     kc,
     {
-      onPlugin: (name, obj) => observe(() => reconciler.observePlugin(name, obj === null ? null : (obj.spec as PluginSpec), obj === null ? null : pluginMeta(obj))),
+      onPlugin: (name, obj) => {
+        if (obj === null || obj.status === undefined) clusterStatus.delete(name);
+        else clusterStatus.set(name, obj.status);
+        observe(() => reconciler.observePlugin(name, obj === null ? null : (obj.spec as PluginSpec), obj === null ? null : pluginMeta(obj)));
+      },
       onGrant: (name, obj) => observe(() => reconciler.observeGrant(name, obj === null ? null : (obj.spec as GrantSpec))),
       onRelist: () => schedule(),
       onError: (kind, message, delayMs) => log.warn({ kind, delayMs, err: message }, "informer stopped; restarting"),
@@ -160,7 +184,14 @@ export async function runOperator(options: OperatorOptions, factory: ReconcilerF
       onStarted: () => {
         leading = true;
         log.info({ identity }, "became leader");
-        source.relist().catch((err: unknown) => log.error({ err: errorMessage(err) }, "relist on leadership failed"));
+        leadershipRelist = true;
+        source
+          .relist()
+          .catch((err: unknown) => log.error({ err: errorMessage(err) }, "relist on leadership failed"))
+          .finally(() => {
+            leadershipRelist = false;
+            schedule();
+          });
       },
       onStopped: () => {
         leading = false;
@@ -180,6 +211,8 @@ export async function runOperator(options: OperatorOptions, factory: ReconcilerF
     elector.stop();
     await source.stop();
     await running;
+    // Observations already queued finish before the reconciler (and its store) closes.
+    await turn;
     await elector.release();
     await new Promise<void>((resolve) => health.close(() => resolve()));
     await reconciler.close?.();

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { EMPTY_PENDING } from "../plugins/effective.js";
 import type { Pending } from "../plugins/effective.js";
-import { pluginStatus, reasonFromCode } from "./status.js";
+import { keepTransitionTimes, pluginStatus, reasonFromCode } from "./status.js";
 import type { Condition, SignatureState } from "./status.js";
 
 const NOW = "2026-11-01T10:00:00Z";
@@ -65,5 +65,30 @@ describe("pluginStatus", () => {
     ["9lives", "Refused9lives"],
   ])("turns the error code %s into the condition reason %s", (code, reason) => {
     expect(reasonFromCode(code)).toBe(reason);
+  });
+});
+
+describe("keepTransitionTimes", () => {
+  const EARLIER = "2026-01-01T00:00:00Z";
+  const held = pluginStatus({ generation: 2, deployed: { image: IMAGE }, pending: PENDING_HOST, signature: { kind: "signed" }, now: EARLIER });
+  const again = pluginStatus({ generation: 2, deployed: { image: IMAGE }, pending: PENDING_HOST, signature: { kind: "signed" }, now: NOW });
+  const approved = pluginStatus({ generation: 2, deployed: { image: IMAGE }, pending: EMPTY_PENDING, signature: { kind: "signed" }, now: NOW });
+
+  it("makes a status derived again from the same facts equal to the one the cluster holds", () => {
+    expect(keepTransitionTimes(again, JSON.parse(JSON.stringify(held)))).toEqual(held);
+  });
+
+  it.each<[string, unknown]>([
+    ["no status yet", undefined],
+    ["a status without conditions", { observedGeneration: 1 }],
+    ["conditions that are not a list", { conditions: "x" }],
+  ])("stamps the new time when the cluster holds %s", (_name, current) => {
+    expect(keepTransitionTimes(again, current)).toEqual(again);
+  });
+
+  it("keeps the time of the unchanged condition and stamps the one whose status changed", () => {
+    const s = keepTransitionTimes(approved, JSON.parse(JSON.stringify(held)));
+    expect(condition(s, "SignatureVerified")?.lastTransitionTime).toBe(EARLIER);
+    expect(condition(s, "ApprovalRequired")).toMatchObject({ status: "False", lastTransitionTime: NOW });
   });
 });

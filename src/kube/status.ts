@@ -5,6 +5,7 @@
  * applies it through the status subresource with server-side apply.
  */
 import { CustomObjectsApi, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
+import { canonicalize } from "json-canonicalize";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { API_GROUP, API_VERSION, NAMESPACE } from "../plugins/constants.js";
 import type { Pending } from "../plugins/effective.js";
@@ -136,22 +137,54 @@ export function reasonFromCode(code: string): string {
   return /^[A-Za-z]/.test(camel) ? camel : `Refused${camel}`;
 }
 
+/**
+ * `status` with each condition's `lastTransitionTime` taken from `current` (the status the
+ * cluster holds) when that condition's status did not change, so re-deriving the same status
+ * yields the same object. Pure.
+ */
+export function keepTransitionTimes(status: PluginStatus, current: unknown): PluginStatus {
+  const before = isRecord(current) && Array.isArray(current["conditions"]) ? (current["conditions"] as unknown[]) : [];
+  const conditions = status.conditions.map((c) => {
+    const prev = before.find((b): b is Record<string, unknown> => isRecord(b) && b["type"] === c.type);
+    const time = prev?.["lastTransitionTime"];
+    return prev !== undefined && prev["status"] === c.status && typeof time === "string" ? { ...c, lastTransitionTime: time } : c;
+  });
+  return { ...status, conditions };
+}
+
+/** Options of {@link PluginStatusWriter}. */
+export interface PluginStatusWriterOptions {
+  /**
+   * The status the cluster holds now for a Plugin (as the informer last saw it), or undefined.
+   * With it, unchanged conditions keep their transition time and a status equal to the
+   * cluster's is not written again.
+   */
+  readonly current?: (name: string) => unknown;
+}
+
 /** Writes Plugin status through the status subresource. */
 export class PluginStatusWriter {
   readonly #api: CustomObjectsApi;
   readonly #namespace: string;
+  readonly #current: (name: string) => unknown;
 
-  constructor(kc: KubeConfig, namespace: string = NAMESPACE) {
+  constructor(kc: KubeConfig, namespace: string = NAMESPACE, options: PluginStatusWriterOptions = {}) {
     this.#api = kc.makeApiClient(CustomObjectsApi);
     this.#namespace = namespace;
+    this.#current = options.current ?? (() => undefined);
   }
 
   /**
    * Applies `status` to `plugins/<name>/status` with server-side apply as `openfief-operator`:
    * a field the operator stops sending (a pending list that emptied) is removed by the server.
+   * Resolves to false, writing nothing, when the cluster already holds this status: every write
+   * is a watch event, and a write per reconcile would make every reconcile cause the next.
    */
-  async write(name: string, status: PluginStatus): Promise<void> {
-    const body = { apiVersion: `${API_GROUP}/${API_VERSION}`, kind: "Plugin", metadata: { name, namespace: this.#namespace }, status: dropNulls(status) };
+  async write(name: string, status: PluginStatus): Promise<boolean> {
+    const current = this.#current(name);
+    const next = dropNulls(keepTransitionTimes(status, current));
+    if (current !== undefined && canonicalize(next) === canonicalize(current)) return false;
+    const body = { apiVersion: `${API_GROUP}/${API_VERSION}`, kind: "Plugin", metadata: { name, namespace: this.#namespace }, status: next };
     try {
       await this.#api.patchNamespacedCustomObjectStatus(
         { group: API_GROUP, version: API_VERSION, namespace: this.#namespace, plural: "plugins", name, body, fieldManager: OPERATOR_FIELD_MANAGER, force: true },
@@ -160,7 +193,12 @@ export class PluginStatusWriter {
     } catch (err) {
       throw apiError(`write status of Plugin ${this.#namespace}/${name}`, err);
     }
+    return true;
   }
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
 }
 
 /** SSA removes a field by omitting it; a null would be stored as null. */

@@ -24,6 +24,7 @@ import { CustomObjectsApi, KubernetesObjectApi, PatchStrategy } from "@kubernete
 import type { KubeConfig, KubernetesObject } from "@kubernetes/client-node";
 import { ALLOWLIST_CONFIGMAP, API_GROUP, API_VERSION, NAMESPACE } from "../plugins/constants.js";
 import { isValidPluginName } from "../plugins/names.js";
+import { toClientNodeModel } from "../plugins/objects.js";
 import type { KubeObject, Target } from "../reconciler/target.js";
 import { apiError, httpStatus, KubeError, KubeErrorCode } from "./errors.js";
 
@@ -273,9 +274,14 @@ function rv(obj: KubernetesObject | undefined): { resourceVersion?: string } {
   return typeof v === "string" ? { resourceVersion: v } : {};
 }
 
-/** The object as applied: namespace set, our labels added, the Plugin as its controlling owner. */
+/**
+ * The object as applied: namespace set, our labels added, the Plugin as its controlling owner, in
+ * client-node's model form. `KubernetesObjectApi.patch` serializes through the typed models, which
+ * name a NetworkPolicy ingress rule's `from` as `_from` and silently drop a plain `from`: applied
+ * as Kubernetes JSON, the rule would lose its sources and admit every pod.
+ */
 function withOwnership(obj: KubeObject, plugin: string, namespace: string, owner: OwnerReference): KubernetesObject {
-  const copy = structuredClone(obj) as unknown as KubernetesObject & { metadata: Record<string, unknown> };
+  const copy = toClientNodeModel(obj) as unknown as KubernetesObject & { metadata: Record<string, unknown> };
   const labels = { ...((copy.metadata["labels"] as Record<string, string> | undefined) ?? {}), [PLUGIN_LABEL]: plugin, [MANAGED_BY_LABEL]: MANAGED_BY };
   copy.metadata = { ...copy.metadata, namespace, labels, ownerReferences: [owner] };
   // Server-side apply refuses server-owned metadata in an apply body.

@@ -51,6 +51,8 @@ export interface LoggedRequest {
   readonly query: Readonly<Record<string, string>>;
   readonly contentType: string | undefined;
   readonly body: unknown;
+  /** The bearer token the client sent: tells replicas apart (each gets its own {@link FakeApiServer.kubeConfig}). */
+  readonly client: string | undefined;
 }
 
 /** What the next watch request on a resource gets instead of a normal stream. */
@@ -127,12 +129,12 @@ export class FakeApiServer {
     return `http://127.0.0.1:${addr.port}`;
   }
 
-  /** A KubeConfig pointing at this server with a dummy bearer token and namespace openfief. */
-  kubeConfig(): KubeConfig {
+  /** A KubeConfig pointing at this server with a dummy bearer token (default `fake-token`) and namespace openfief. */
+  kubeConfig(token = "fake-token"): KubeConfig {
     const kc = new KubeConfig();
     kc.loadFromOptions({
       clusters: [{ name: "fake", server: this.url, skipTLSVerify: true }],
-      users: [{ name: "tester", token: "fake-token" }],
+      users: [{ name: "tester", token }],
       contexts: [{ name: "fake", cluster: "fake", user: "tester", namespace: "openfief" }],
       currentContext: "fake",
     });
@@ -265,7 +267,9 @@ export class FakeApiServer {
         }
       }
       const method = req.method ?? "GET";
-      this.requests.push({ method, path: url.pathname, query, contentType, body });
+      const auth = req.headers.authorization;
+      const client = auth?.startsWith("Bearer ") === true ? auth.slice("Bearer ".length) : undefined;
+      this.requests.push({ method, path: url.pathname, query, contentType, body, client });
       try {
         this.#route(method, url.pathname, query, contentType, body, req, res);
       } catch (err) {
