@@ -41,10 +41,36 @@ export interface RolloutDecided {
   /** `rolloutPlanToJSON` output. */
   plan: JsonValue;
 }
+/**
+ * `previous.observed`: the version the cluster says runs (a Plugin's `status.deployed`), recorded
+ * once when the log holds no `rollout.decided` for the plugin yet (an operator starting on an
+ * empty store). Until the first decision it is the decider's Previous (seed 000: "Previous from
+ * status.deployed"). Stream `plugin/<name>`, actor `cluster`.
+ */
+export interface PreviousObserved { name: string; deployed: RecordedVersion }
 /** `workload.desired`: what should run for a plugin. Stream `plugin/<name>`. */
 export interface WorkloadDesired { name: string; running: boolean; image?: string; objects: JsonValue[]; allowList: string[] }
 /** `workload.applied`: the result of applying the desired workload through a target. Stream `plugin/<name>`. */
 export interface WorkloadApplied { name: string; target: string; ok: boolean; error?: string }
+/** One object change the Kubernetes target made (or failed to make) for a plugin. */
+export interface KubeChange {
+  action: "apply" | "prune";
+  kind: string;
+  /** The object's name. */
+  name: string;
+  apiVersion?: string;
+  fieldManager?: string;
+  /** For the allow-list ConfigMap: the plugin's key. */
+  key?: string;
+  ok: boolean;
+  error?: string;
+}
+/**
+ * `kube.applied`: the objects the Kubernetes target applied or pruned for a plugin during one
+ * reconcile pass (Flux's habit: every apply and prune recorded). Stream `plugin/<name>`,
+ * causedBy = the plugin's latest `workload.desired`.
+ */
+export interface KubeApplied { name: string; records: KubeChange[] }
 /** `egress.decision`: one allow or deny of the egress proxy. Stream `egress/<plugin>`. */
 export interface EgressDecision { plugin: string; host: string; port: number; allowed: boolean; reason: string; address?: string }
 
@@ -59,6 +85,8 @@ export interface EventDataMap {
   "rollout.decided": RolloutDecided;
   "workload.desired": WorkloadDesired;
   "workload.applied": WorkloadApplied;
+  "previous.observed": PreviousObserved;
+  "kube.applied": KubeApplied;
   "egress.decision": EgressDecision;
 }
 
@@ -81,6 +109,8 @@ const version = {
   properties: { image: nonEmpty, manifest: any, config: any },
   additionalProperties: false,
 } as const;
+
+const versionValue = { ...version, type: "object" } as const;
 
 function inPluginStream(field: string) {
   return (stream: string, data: unknown): string | null => {
@@ -151,6 +181,24 @@ export function createCatalog(): EventRegistry {
   r.define({
     type: "workload.applied", version: 1, stream: inPluginStream("name"),
     schema: strict(["name", "target", "ok"], { name, target: nonEmpty, ok: { type: "boolean" }, error: str }),
+  });
+  r.define({
+    type: "previous.observed", version: 1, stream: inPluginStream("name"),
+    schema: strict(["name", "deployed"], { name, deployed: versionValue }),
+  });
+  r.define({
+    type: "kube.applied", version: 1, stream: inPluginStream("name"),
+    schema: strict(["name", "records"], {
+      name,
+      records: {
+        type: "array",
+        minItems: 1,
+        items: strict(["action", "kind", "name", "ok"], {
+          action: { enum: ["apply", "prune"] }, kind: nonEmpty, name: nonEmpty, apiVersion: nonEmpty,
+          fieldManager: nonEmpty, key: nonEmpty, ok: { type: "boolean" }, error: str,
+        }),
+      },
+    }),
   });
   r.define({
     type: "egress.decision", version: 1,

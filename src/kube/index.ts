@@ -18,3 +18,4 @@ export {
   type KubernetesTargetOptions,
 } from "./target.js";
 export { readTrustedSigners, signersFromConfigMapData, TRUSTED_SIGNERS_KEY } from "./trusted-signers.js";
+export type { DeployedStatus } from "./ports.js";

@@ -14,12 +14,12 @@ import { hostname } from "node:os";
 import type { Server } from "node:http";
 import { KubeConfig } from "@kubernetes/client-node";
 import type { Logger } from "pino";
-import type { GrantSpec, PluginSpec } from "../plugins/types.js";
+import type { GrantSpec, JsonValue, PluginSpec } from "../plugins/types.js";
 import { NAMESPACE } from "../plugins/constants.js";
 import type { Signer } from "../plugins/signers.js";
 import { startHealthServer } from "./health.js";
 import { LeaderElector } from "./leader.js";
-import type { ClusterReconciler, PluginMeta } from "./ports.js";
+import type { ClusterReconciler, DeployedStatus, PluginMeta } from "./ports.js";
 import { KubernetesSource } from "./source.js";
 import type { CustomResource, SourceOptions } from "./source.js";
 import { PluginStatusWriter } from "./status.js";
@@ -229,14 +229,25 @@ export function loadKubeConfig(file: string | undefined): KubeConfig {
 }
 
 function pluginMeta(obj: CustomResource): PluginMeta {
-  const status = (obj.status ?? {}) as { deployed?: { image?: unknown } | null };
-  const image = status.deployed?.image;
   return {
     uid: obj.metadata?.uid ?? "",
     generation: obj.metadata?.generation ?? 0,
     resourceVersion: obj.metadata?.resourceVersion ?? "",
-    deployedImage: typeof image === "string" ? image : null,
+    deployed: deployedFromStatus(obj.status),
   };
+}
+
+/** `status.deployed` when it names an image and a manifest (a status written by this operator); else null. */
+export function deployedFromStatus(status: unknown): DeployedStatus | null {
+  const d = isRecord(status) ? status["deployed"] : undefined;
+  if (!isRecord(d)) return null;
+  const { image, manifest, config } = d;
+  if (typeof image !== "string" || image === "" || !isRecord(manifest)) return null;
+  return config === undefined ? { image, manifest: manifest as JsonValue } : { image, manifest: manifest as JsonValue, config: config as JsonValue };
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
 }
 
 function errorMessage(err: unknown): string {

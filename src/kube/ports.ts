@@ -2,15 +2,25 @@
  * What the cluster adapter needs from the reconciler, declared here so `src/kube` does not depend
  * on the reconciler's module layout. The reconciler (`src/reconciler/reconciler.ts`) implements it.
  */
-import type { GrantSpec, PluginSpec } from "../plugins/types.js";
+import type { GrantSpec, JsonValue, PluginSpec } from "../plugins/types.js";
+
+/** A Plugin's `status.deployed` as read: the version that runs, image, manifest and config as written. */
+export interface DeployedStatus {
+  readonly image: string;
+  readonly manifest: JsonValue;
+  readonly config?: JsonValue;
+}
 
 /** What the cluster says about a Plugin besides its spec, needed for status and ownership. */
 export interface PluginMeta {
   readonly uid: string;
   readonly generation: number;
   readonly resourceVersion: string;
-  /** `status.deployed.image` as the cluster holds it: the version that ran before (seed 000, Previous). */
-  readonly deployedImage: string | null;
+  /**
+   * `status.deployed` as the cluster holds it: the version that runs (seed 000, "Previous from
+   * status.deployed"); null when absent or without an image and a manifest object.
+   */
+  readonly deployed: DeployedStatus | null;
 }
 
 /** The reconciler as the operator drives it. */

@@ -1,5 +1,5 @@
 /**
- * A Plugin's status: which image runs (`deployed`), what waits for the owner (`pendingApproval`),
+ * A Plugin's status: which version runs (`deployed`: image, manifest, config), what waits for the owner (`pendingApproval`),
  * the conditions `ApprovalRequired` and `SignatureVerified`, and `observedGeneration` (seed 000,
  * "The operator fills the input from the cluster"). {@link pluginStatus} is pure; the writer
  * applies it through the status subresource with server-side apply.
@@ -9,7 +9,7 @@ import { canonicalize } from "json-canonicalize";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { API_GROUP, API_VERSION, NAMESPACE } from "../plugins/constants.js";
 import type { Pending } from "../plugins/effective.js";
-import type { EgressHost } from "../plugins/types.js";
+import type { EgressHost, JsonValue } from "../plugins/types.js";
 import { apiError } from "./errors.js";
 import { OPERATOR_FIELD_MANAGER } from "./target.js";
 
@@ -24,11 +24,16 @@ export type SignatureState =
   /** Not checked yet (the registry was unreachable, or the spec is invalid). */
   | { readonly kind: "unknown"; readonly reason?: string };
 
-/** What runs now: null when nothing runs. */
+/**
+ * What runs now (null when nothing runs), as `status.deployed` holds it: the image with the
+ * manifest and config it runs with, so an operator starting on an empty store takes the running
+ * version from the cluster (seed 000, "Previous from status.deployed").
+ */
 export interface DeployedVersion {
   readonly image: string;
-  /** The signature state of the running image when it was last checked. */
-  readonly verified?: boolean;
+  /** The manifest the version runs with; the operator always writes it. */
+  readonly manifest?: JsonValue;
+  readonly config?: JsonValue;
 }
 
 /** A Kubernetes condition as the CRD stores it. */
@@ -52,7 +57,7 @@ export interface PendingApprovalStatus {
 /** The Plugin's `status`. */
 export interface PluginStatus {
   readonly observedGeneration: number;
-  readonly deployed: { readonly image: string } | null;
+  readonly deployed: DeployedVersion | null;
   readonly pendingApproval: PendingApprovalStatus | null;
   readonly conditions: Condition[];
 }
@@ -81,9 +86,17 @@ export function pluginStatus(input: PluginStatusInput): PluginStatus {
   });
   return {
     observedGeneration: input.generation,
-    deployed: input.deployed === null ? null : { image: input.deployed.image },
+    deployed: input.deployed === null ? null : deployedStatus(input.deployed),
     pendingApproval: pending,
     conditions,
+  };
+}
+
+function deployedStatus(d: DeployedVersion): DeployedVersion {
+  return {
+    image: d.image,
+    ...(d.manifest === undefined ? {} : { manifest: d.manifest }),
+    ...(d.config === undefined ? {} : { config: d.config }),
   };
 }
 

@@ -7,7 +7,7 @@ import { canonicalize } from "json-canonicalize";
 import type { RolloutDecided, SignatureVerdict, VerdictOutcome } from "../events/catalog.js";
 import type { EventStore } from "../events/store.js";
 import type { StoredEvent } from "../events/types.js";
-import { decideRollout, evolveFacts } from "./decide-rollout.js";
+import { decideRollout, emptyFacts, evolveFacts } from "./decide-rollout.js";
 import type { PluginFacts } from "./decide-rollout.js";
 
 /** One recorded decision that the decider does not reproduce. */
@@ -29,7 +29,7 @@ export interface CheckResult {
 
 /** The event types the decider reads. */
 export const DECIDER_EVENT_TYPES: readonly string[] = [
-  "plugin.observed", "plugin.deleted", "grant.observed", "grant.deleted", "config.verdict", "signature.verdict", "rollout.decided",
+  "plugin.observed", "plugin.deleted", "grant.observed", "grant.deleted", "config.verdict", "signature.verdict", "previous.observed", "rollout.decided",
 ];
 
 /** Feeds events in seq order; compares each decision with the decider's answer on the state before it. Pure. */
@@ -61,7 +61,7 @@ export class DecisionChecker {
   #check(e: StoredEvent<RolloutDecided>): void {
     this.#checked++;
     const name = e.data.name;
-    const facts = this.#facts.get(name) ?? { name, spec: null, grant: null, configOk: new Map(), deployed: null };
+    const facts = this.#facts.get(name) ?? emptyFacts(name);
     const expected = decideRollout({ ...facts, verdicts: this.#verdicts });
     if (canonicalize(expected.inputs) !== canonicalize(e.data.inputs)) {
       this.#divergences.push({ seq: e.seq, name, field: "inputs", recorded: e.data.inputs, expected: expected.inputs });

@@ -9,11 +9,12 @@
  *   the latest `signature.verdict` for its digest is `verified` or `unverified`. A missing verdict
  *   is a refusal (fail closed): the reconciler records a config verdict even for a plugin
  *   without a config schema;
- * - previous: what the latest `rollout.decided` ran, only while its image's latest verdict still
- *   passes;
+ * - previous: what the latest `rollout.decided` ran or, before any decision, the version the
+ *   latest `previous.observed` names (the cluster's `status.deployed`, seed 000); only while its
+ *   image's latest verdict still passes, and never for a deleted Plugin;
  * - grant: the latest observed grant when it parses; else the empty grant.
  */
-import type { RecordedVersion, RolloutDecided, VerdictOutcome } from "../events/catalog.js";
+import type { PreviousObserved, RecordedVersion, RolloutDecided, VerdictOutcome } from "../events/catalog.js";
 import type { StoredEvent } from "../events/types.js";
 import { parseImageRef } from "../plugins/image-ref.js";
 import { planRollout, rolloutPlanToJSON } from "../plugins/rollout.js";
@@ -31,8 +32,13 @@ export interface PluginFacts {
   readonly grant: JsonValue | null;
   /** The latest config verdict per image, for this plugin. */
   readonly configOk: ReadonlyMap<string, boolean>;
-  /** What the latest decision ran; null when nothing. */
+  /**
+   * The version that runs before the next decision: what the latest decision ran (null when it
+   * ran nothing), or, while no decision was recorded, what the latest `previous.observed` names.
+   */
   readonly deployed: RecordedVersion | null;
+  /** Whether a `rollout.decided` was folded: from then on `previous.observed` no longer counts. */
+  readonly decided: boolean;
 }
 
 /** The decider's whole input: one plugin's facts and the signature verdicts by digest. */
@@ -45,7 +51,7 @@ export type RecordedInputs = RolloutDecided["inputs"];
 
 /** Facts of a plugin nothing is known about. */
 export function emptyFacts(name: string): PluginFacts {
-  return { name, spec: null, grant: null, configOk: new Map(), deployed: null };
+  return { name, spec: null, grant: null, configOk: new Map(), deployed: null, decided: false };
 }
 
 /** Folds one event of a plugin's stream into its facts (pure). */
@@ -64,7 +70,9 @@ export function evolveFacts(f: PluginFacts | undefined, e: StoredEvent): PluginF
       configOk.set(v.image, v.ok);
       return { ...base, configOk };
     }
-    case "rollout.decided": return { ...base, deployed: deployedBy((e.data as RolloutDecided).plan) };
+    case "rollout.decided": return { ...base, deployed: deployedBy((e.data as RolloutDecided).plan), decided: true };
+    // What the cluster said runs counts only until the log holds a decision of its own.
+    case "previous.observed": return base.decided ? base : { ...base, deployed: observedVersion(e.data as PreviousObserved) };
     default: return f;
   }
 }
@@ -77,6 +85,13 @@ export function deployedBy(plan: unknown): RecordedVersion | null {
   if (typeof r.image !== "string") return null;
   const out: RecordedVersion = { image: r.image, manifest: (r.manifest ?? null) as JsonValue };
   if (r.config !== undefined) out.config = r.config as JsonValue;
+  return out;
+}
+
+/** The version a `previous.observed` names, as recorded. */
+export function observedVersion(o: PreviousObserved): RecordedVersion {
+  const out: RecordedVersion = { image: o.deployed.image, manifest: o.deployed.manifest };
+  if (o.deployed.config !== undefined) out.config = o.deployed.config;
   return out;
 }
 

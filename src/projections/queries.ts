@@ -5,7 +5,7 @@
  * their cost does not grow with the log.
  */
 import type { Statement } from "better-sqlite3";
-import type { ConfigVerdict, RolloutDecided, SignatureVerdict, VerdictOutcome } from "../events/catalog.js";
+import type { ConfigVerdict, PreviousObserved, RecordedVersion, RolloutDecided, SignatureVerdict, VerdictOutcome } from "../events/catalog.js";
 import { EVENT_COLUMNS, toStoredEvent } from "../events/store.js";
 import type { EventRow, EventStore } from "../events/store.js";
 import { egressStream, pluginStream } from "../events/streams.js";
@@ -15,7 +15,7 @@ import { parseImageRef } from "../plugins/image-ref.js";
 import type { JsonValue } from "../plugins/types.js";
 import { parsePlugin } from "../plugins/validate.js";
 import { canonicalize } from "json-canonicalize";
-import { decideRollout, deployedBy, emptyFacts } from "./decide-rollout.js";
+import { decideRollout, deployedBy, emptyFacts, observedVersion } from "./decide-rollout.js";
 import type { DeciderState, RecordedInputs } from "./decide-rollout.js";
 import { viewPlan } from "./plan-view.js";
 import type { PlanView } from "./plan-view.js";
@@ -97,7 +97,34 @@ export interface DeciderSources {
   readonly config: StoredEvent<ConfigVerdict> | null;
   readonly currentVerdict: StoredEvent<SignatureVerdict> | null;
   readonly previousDecision: StoredEvent<RolloutDecided> | null;
+  /** What the cluster said runs; only looked up (and only counts) while no decision was recorded. */
+  readonly previousObserved: StoredEvent<PreviousObserved> | null;
   readonly previousVerdict: StoredEvent<SignatureVerdict> | null;
+}
+
+/** The version that runs before the next decision of a plugin, and the event that says so. */
+export interface PreviousVersion {
+  /** Null when the latest decision runs nothing. */
+  readonly version: RecordedVersion | null;
+  /** The latest `rollout.decided`, or, when there is none, the latest `previous.observed`. */
+  readonly source: StoredEvent<RolloutDecided> | StoredEvent<PreviousObserved>;
+}
+
+/**
+ * Previous (seed 000) as the log stands before `beforeSeq` (default: now): what the latest
+ * `rollout.decided` ran, or, while the log holds no decision for the plugin, the version the
+ * latest `previous.observed` names (the cluster's `status.deployed`). Null when neither exists.
+ * The reconciler checks this version's signature again before deciding; the status reports it.
+ */
+export function previousVersion(store: EventStore, name: string, beforeSeq = Number.MAX_SAFE_INTEGER): PreviousVersion | null {
+  return previousFrom(new Lookup(store), pluginStream(name), beforeSeq);
+}
+
+function previousFrom(q: Lookup, stream: string, beforeSeq: number): PreviousVersion | null {
+  const decision = q.lastOf(stream, ["rollout.decided"], beforeSeq) as StoredEvent<RolloutDecided> | null;
+  if (decision !== null) return { version: deployedBy(decision.data.plan), source: decision };
+  const observed = q.lastOf(stream, ["previous.observed"], beforeSeq) as StoredEvent<PreviousObserved> | null;
+  return observed === null ? null : { version: observedVersion(observed.data), source: observed };
 }
 
 /**
@@ -109,11 +136,13 @@ export function loadDeciderState(store: EventStore, name: string, beforeSeq = Nu
   const stream = pluginStream(name);
   const plugin = q.lastOf(stream, ["plugin.observed", "plugin.deleted"], beforeSeq);
   const grant = q.lastOf(stream, ["grant.observed", "grant.deleted"], beforeSeq);
-  const previousDecision = q.lastOf(stream, ["rollout.decided"], beforeSeq) as StoredEvent<RolloutDecided> | null;
+  const previous = previousFrom(q, stream, beforeSeq);
+  const previousDecision = previous?.source.type === "rollout.decided" ? (previous.source as StoredEvent<RolloutDecided>) : null;
+  const previousObserved = previous?.source.type === "previous.observed" ? (previous.source as StoredEvent<PreviousObserved>) : null;
   const spec = plugin?.type === "plugin.observed" ? (plugin.data as { spec: JsonValue }).spec : null;
   const image = specImage(spec);
   const config = image === undefined ? null : q.configFor(stream, image, beforeSeq);
-  const deployed = previousDecision === null ? null : deployedBy(previousDecision.data.plan);
+  const deployed = previous?.version ?? null;
   const verdicts = new Map<string, VerdictOutcome>();
   const curDigest = digestOf(image);
   const currentVerdict = curDigest === null ? null : q.verdictFor(curDigest, beforeSeq);
@@ -129,9 +158,10 @@ export function loadDeciderState(store: EventStore, name: string, beforeSeq = Nu
     grant: grant?.type === "grant.observed" ? (grant.data as { spec: JsonValue }).spec : null,
     configOk,
     deployed,
+    decided: previousDecision !== null,
     verdicts,
   };
-  return { state, sources: { plugin, grant, config, currentVerdict, previousDecision, previousVerdict } };
+  return { state, sources: { plugin, grant, config, currentVerdict, previousDecision, previousObserved, previousVerdict } };
 }
 
 /** The answer to "why does this plugin run what it runs?". */

@@ -3,12 +3,21 @@
  * the Kubernetes source become observations in the log (only when their content changed), the
  * leader reconciles through the Kubernetes target, and each Plugin's status is written from the
  * projections: `deployed`, `pendingApproval`, `ApprovalRequired` and `SignatureVerified`.
+ *
+ * `status.deployed` (image, manifest, config) is also where the running version survives the
+ * event store: an operator starting on an empty store (a new volume, a standby without the old
+ * one) records it as `previous.observed`, the decider's Previous until the log holds a decision of
+ * its own (seed 000: "Previous from status.deployed"). Every object the target applies or prunes
+ * is recorded per plugin and pass as `kube.applied`.
  */
+import type { Logger } from "pino";
 import type { GrantSpec, JsonValue, PluginSpec } from "../plugins/types.js";
-import { pluginStream } from "../events/streams.js";
+import type { KubeChange, PreviousObserved } from "../events/catalog.js";
+import { isPluginName, pluginStream } from "../events/streams.js";
 import type { EventStore } from "../events/store.js";
+import type { StoredEvent } from "../events/types.js";
 import type { ReconcilerFactory } from "../kube/operator.js";
-import type { PluginMeta } from "../kube/ports.js";
+import type { DeployedStatus, PluginMeta } from "../kube/ports.js";
 import { pluginStatus } from "../kube/status.js";
 import type { SignatureState } from "../kube/status.js";
 import type { Topology } from "../plugins/compile.js";
@@ -19,6 +28,8 @@ import { formatErrors } from "../plugins/errors.js";
 import { parseImageRef } from "../plugins/image-ref.js";
 import type { PluginState, VerdictState } from "../projections/folds.js";
 import { Projector } from "../projections/projector.js";
+import { previousVersion } from "../projections/queries.js";
+import type { ApplyRecord } from "../kube/target.js";
 import { EMBEDDED_TOPOLOGY, openRuntime } from "./runtime.js";
 
 /** Who cluster observations are recorded as. */
@@ -59,6 +70,50 @@ export function observe(store: EventStore, kind: "plugin" | "grant", name: strin
   }
 }
 
+/**
+ * Records a Plugin's `status.deployed` as `previous.observed` while the log holds no
+ * `rollout.decided` for it: the version that runs, as a fact the decider reads (DESIGN rule 2).
+ * Idempotent (`store.observe`); ignored once the log has a decision of its own.
+ */
+export function observePrevious(store: EventStore, name: string, deployed: DeployedStatus): StoredEvent | null {
+  const stream = pluginStream(name);
+  if (store.last(stream, "rollout.decided") !== null) return null;
+  const data: PreviousObserved = { name, deployed: { image: deployed.image, manifest: deployed.manifest } };
+  if (deployed.config !== undefined) data.deployed.config = deployed.config;
+  return store.observe({ stream, type: "previous.observed", data, actor: CLUSTER_ACTOR, causedBy: null });
+}
+
+/** One target record as the `kube.applied` event carries it. */
+export function kubeChange(r: ApplyRecord): KubeChange {
+  const prune = r.action === "pruned" || r.action === "allowlist-key-removed";
+  return {
+    action: prune ? "prune" : "apply",
+    apiVersion: r.apiVersion,
+    kind: r.kind,
+    name: r.name,
+    fieldManager: r.fieldManager,
+    ...(r.key === undefined ? {} : { key: r.key }),
+    ok: true,
+  };
+}
+
+/**
+ * Appends the changes the target made for each plugin during one pass as `kube.applied`, caused
+ * by the plugin's latest `workload.desired` (null for leftovers of a plugin the log does not
+ * know), and empties `changes`.
+ */
+export function recordKubeChanges(store: EventStore, changes: Map<string, KubeChange[]>, actor = "reconciler"): StoredEvent[] {
+  const out: StoredEvent[] = [];
+  for (const [name, records] of [...changes].sort(([a], [b]) => a.localeCompare(b))) {
+    if (records.length === 0 || !isPluginName(name)) continue;
+    const stream = pluginStream(name);
+    const cause = store.last(stream, "workload.desired");
+    out.push(...store.append([{ stream, type: "kube.applied", data: { name, records }, actor, causedBy: cause?.seq ?? null }]));
+  }
+  changes.clear();
+  return out;
+}
+
 /** The signature state of the image a Plugin asks for, from the latest verdict. */
 export function signatureState(askedImage: string | null, verdicts: ReadonlyMap<string, VerdictState>): SignatureState {
   if (askedImage === null) return { kind: "unknown", reason: "no valid spec" };
@@ -68,6 +123,15 @@ export function signatureState(askedImage: string | null, verdicts: ReadonlyMap<
   if (v.outcome === "verified") return { kind: "verified" };
   if (v.outcome === "unverified") return { kind: "signed" };
   return { kind: "refused", code: v.reason ?? "refused" };
+}
+
+/** {@link observePrevious}, logging instead of failing: the Plugin's own observation must still be recorded. */
+function recordPrevious(store: EventStore, name: string, deployed: DeployedStatus, log: Logger): void {
+  try {
+    observePrevious(store, name, deployed);
+  } catch (err) {
+    log.warn({ plugin: name, err: err instanceof Error ? err.message : String(err) }, "cannot record the Plugin's status.deployed; it is not taken as the previous version");
+  }
 }
 
 /** The factory `openfief operator` is registered with. */
@@ -83,10 +147,18 @@ export const clusterReconcilerFactory: ReconcilerFactory = async (ctx) => {
   });
   const projector = new Projector(rt.store);
   const meta = new Map<string, PluginMeta>();
+  // What the target changed during the running pass, by plugin; recorded when the pass ends.
+  const changes = new Map<string, KubeChange[]>();
+  ctx.onApplyRecord((r) => {
+    const list = changes.get(r.plugin) ?? [];
+    list.push(kubeChange(r));
+    changes.set(r.plugin, list);
+  });
   return {
     observePlugin(name: string, spec: PluginSpec | null, m: PluginMeta | null): void {
       if (m !== null) meta.set(name, m);
       else meta.delete(name);
+      if (spec !== null && m?.deployed != null) recordPrevious(rt.store, name, m.deployed, ctx.log);
       observe(rt.store, "plugin", name, spec as unknown as JsonValue | null);
     },
     observeGrant(name: string, spec: GrantSpec | null): void {
@@ -94,7 +166,16 @@ export const clusterReconcilerFactory: ReconcilerFactory = async (ctx) => {
     },
     async reconcileAll(): Promise<void> {
       if (!ctx.isLeader()) return;
-      await rt.reconciler.reconcileAll();
+      try {
+        await rt.reconciler.reconcileAll();
+      } finally {
+        try {
+          recordKubeChanges(rt.store, changes);
+        } catch (err) {
+          changes.clear();
+          ctx.log.error({ err: err instanceof Error ? err.message : String(err) }, "recording the applied objects failed");
+        }
+      }
       projector.catchUp();
       const verdicts = projector.rows<VerdictState>("signature_verdicts");
       for (const p of projector.rows<PluginState>("plugins").values()) {
@@ -102,7 +183,8 @@ export const clusterReconcilerFactory: ReconcilerFactory = async (ctx) => {
         if (m === undefined || p.deleted || !ctx.isLeader()) continue;
         const status = pluginStatus({
           generation: m.generation,
-          deployed: p.runningImage === null ? null : { image: p.runningImage },
+          // The whole version, so a successor without this store can keep running it.
+          deployed: previousVersion(rt.store, p.name)?.version ?? null,
           pending: (p.pending as Pending | null) ?? EMPTY_PENDING,
           signature: signatureState(p.askedImage, verdicts),
           now: new Date().toISOString(),

@@ -31,6 +31,7 @@ import { allowListConfigData } from "../projections/allowlists.js";
 import { decideRollout, deployedBy, loadDeciderState } from "../projections/index.js";
 import type { DeciderSources } from "../projections/index.js";
 import { Projector } from "../projections/projector.js";
+import { previousVersion } from "../projections/queries.js";
 import type { PluginState } from "../projections/folds.js";
 import type { ImageVerifier } from "../trust/verifier.js";
 import type { VerdictRecorder } from "../trust/verdict-recorder.js";
@@ -130,13 +131,15 @@ export class Reconciler {
       }
     }
     const lastDecision = store.last(stream, "rollout.decided") as StoredEvent<RolloutDecided> | null;
-    const deployed = lastDecision === null ? null : deployedBy(lastDecision.data.plan);
+    // Previous: what the last decision ran or, before any, what the cluster's status said runs.
+    const previous = previousVersion(store, name);
+    const deployed = previous?.version ?? null;
     if (deployed !== null) {
       // Before the previous version may keep running, its own signature is checked again.
       const image = parseImageRef(deployed.image);
       const manifest = parseManifest(deployed.manifest);
       if (image.ok && manifest.ok) {
-        const v = await this.#verdict(image.value, manifest.value, lastDecision?.seq);
+        const v = await this.#verdict(image.value, manifest.value, previous?.source.seq);
         if (v !== undefined) appended.push(v);
       }
     }

@@ -20,12 +20,17 @@ import { ConfigMap, Service, ServiceAccount } from "kubernetes-models/v1";
 import { pino } from "pino";
 import { parseAllDocuments, parse as parseYaml } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { KubeApplied, PreviousObserved, RolloutDecided } from "../../src/events/catalog.js";
+import type { EventStore } from "../../src/events/store.js";
+import type { StoredEvent } from "../../src/events/types.js";
 import { runOperator } from "../../src/kube/operator.js";
 import type { OperatorOptions } from "../../src/kube/operator.js";
 import { allowListFieldManager, OPERATOR_FIELD_MANAGER } from "../../src/kube/target.js";
 import { TRUSTED_SIGNERS_KEY } from "../../src/kube/trusted-signers.js";
 import { ALLOWLIST_CONFIGMAP, NAMESPACE, TRUSTED_SIGNERS_CONFIGMAP } from "../../src/plugins/constants.js";
+import { checkDecisions } from "../../src/projections/check-decisions.js";
 import { clusterReconcilerFactory, topologyFromEnv } from "../../src/reconciler/cluster.js";
+import { openDataStore } from "../../src/reconciler/runtime.js";
 import { FakeApiServer } from "./fake-apiserver.js";
 import type { LoggedRequest } from "./fake-apiserver.js";
 
@@ -65,7 +70,7 @@ interface Condition {
 }
 interface Status {
   observedGeneration?: number;
-  deployed?: { image: string };
+  deployed?: { image: string; manifest?: Record<string, unknown>; config?: unknown };
   pendingApproval?: { capabilities: string[]; egress: Array<{ host: string; port: number }>; secrets: string[]; dataTiers: string[] };
   conditions?: Condition[];
 }
@@ -98,6 +103,22 @@ const PLUGIN_CRD = parseYaml(readFileSync(fileURLToPath(new URL("../../deploy/cr
   spec: { versions: Array<{ schema: { openAPIV3Schema: Record<string, unknown> } }> };
 };
 const validatePluginCr = new Ajv({ allErrors: true, strict: false }).compile(toJsonSchema(PLUGIN_CRD.spec.versions[0]?.schema.openAPIV3Schema) as Record<string, unknown>);
+
+/** A replica's options: fast relists and elections, so the story runs in seconds. */
+function operatorOptions(server: FakeApiServer, identity: string, token: string, dataDir: string, signal: AbortSignal): OperatorOptions {
+  return {
+    kubeConfigObject: server.kubeConfig(token),
+    dataDir,
+    healthPort: 0,
+    healthHost: "127.0.0.1",
+    identity,
+    log: pino({ level: "silent" }),
+    signal,
+    sourceOptions: { relistIntervalMs: 1_000, initialBackoffMs: 50, maxBackoffMs: 500 },
+    retryPeriodSeconds: 0.1,
+    reconcileDelayMs: 10,
+  };
+}
 
 /** Set when an operator replica stops with an error, so a wait fails with that error at once. */
 let operatorFailure: unknown;
@@ -139,18 +160,7 @@ describe("the operator in a cluster, end to end on the signed demo (fake API ser
 
   function startReplica(identity: string, token: string): { controller: AbortController; done: Promise<void> } {
     const controller = new AbortController();
-    const options: OperatorOptions = {
-      kubeConfigObject: server.kubeConfig(token),
-      dataDir: join(dir, identity),
-      healthPort: 0,
-      healthHost: "127.0.0.1",
-      identity,
-      log: pino({ level: "silent" }),
-      signal: controller.signal,
-      sourceOptions: { relistIntervalMs: 1_000, initialBackoffMs: 50, maxBackoffMs: 500 },
-      retryPeriodSeconds: 0.1,
-      reconcileDelayMs: 10,
-    };
+    const options = operatorOptions(server, identity, token, join(dir, identity), controller.signal);
     const done = runOperator(options, clusterReconcilerFactory).catch((err: unknown) => {
       operatorFailure = err;
     });
@@ -256,7 +266,9 @@ describe("the operator in a cluster, end to end on the signed demo (fake API ser
     await until("ledger-view status written", () => status("ledger-view")?.deployed?.image === LEDGER);
     for (const [plugin, image] of [["nbp-fx", NBP_V1], ["ledger-view", LEDGER]] as const) {
       const s = status(plugin);
-      expect(s?.deployed).toEqual({ image });
+      expect(s?.deployed?.image).toBe(image);
+      // The whole running version, so an operator without this store can keep running it.
+      expect(s?.deployed?.manifest).toMatchObject({ capabilities: expect.arrayContaining([expect.any(String)]) });
       expect(s?.observedGeneration).toBe(1);
       expect(s?.pendingApproval).toBeUndefined();
       expect(condition(s, "SignatureVerified")).toMatchObject({ status: "True", reason: "Signed", observedGeneration: 1 });
@@ -290,7 +302,8 @@ describe("the operator in a cluster, end to end on the signed demo (fake API ser
     expect(s?.pendingApproval).toEqual({ capabilities: [], egress: [{ host: "static.nbp.pl", port: 443 }], secrets: [], dataTiers: [] });
     expect(condition(s, "ApprovalRequired")).toMatchObject({ status: "True", reason: "PendingApproval", observedGeneration: 2 });
     expect(condition(s, "ApprovalRequired")?.message).toContain("static.nbp.pl:443");
-    expect(s?.deployed).toEqual({ image: NBP_V1 });
+    expect(s?.deployed?.image).toBe(NBP_V1);
+    expect(s?.deployed?.config).toEqual({ startDate: "2026-11-02" });
     expect(deploymentImage("nbp-fx")).toBe(NBP_V1);
     expect(allowList()?.["nbp-fx"]).toBe("api.nbp.pl:443\n");
     // No status write ever claimed generation 2 while still showing what was decided for generation 1.
@@ -377,6 +390,143 @@ describe("the operator in a cluster, end to end on the signed demo (fake API ser
     const firstWrite = server.requests.findIndex((r) => r.client === TOKEN_B && r.method !== "GET");
     expect(firstWrite).toBeGreaterThanOrEqual(released);
     expect(writes(server.requests.slice(released)).filter((r) => r.client === TOKEN_A)).toEqual([]);
+  });
+});
+
+describe("an operator that starts on an empty store while an upgrade is held back (seed 000: Previous from status.deployed)", () => {
+  let server: FakeApiServer;
+  let dir: string;
+  const savedEnv: Record<string, string | undefined> = {};
+  const running: Array<{ controller: AbortController; done: Promise<void> }> = [];
+  const TOKEN_FIRST = "first-operator-token";
+  const TOKEN_SUCCESSOR = "successor-token";
+
+  const status = (): Status | undefined => server.get(PLUGIN.apiVersion, PLUGIN.kind, NS, "nbp-fx")?.["status"] as Status | undefined;
+  const allowList = (): Record<string, string> | undefined => server.get("v1", "ConfigMap", NS, ALLOWLIST_CONFIGMAP)?.["data"] as Record<string, string> | undefined;
+  const deployment = (): Obj | undefined => server.get("apps/v1", "Deployment", NS, "plugin-nbp-fx");
+  const deploymentImage = (): unknown =>
+    ((deployment()?.["spec"] as { template?: { spec?: { containers?: Array<{ image?: string }> } } } | undefined)?.template?.spec?.containers ?? [])[0]?.image;
+  const holder = (): string | undefined => (server.get("coordination.k8s.io/v1", "Lease", NS, "openfief-operator")?.["spec"] as { holderIdentity?: string } | undefined)?.holderIdentity;
+
+  function start(identity: string, token: string): { controller: AbortController; done: Promise<void> } {
+    const controller = new AbortController();
+    const done = runOperator(operatorOptions(server, identity, token, join(dir, identity), controller.signal), clusterReconcilerFactory).catch((err: unknown) => {
+      operatorFailure = err;
+    });
+    const r = { controller, done };
+    running.push(r);
+    return r;
+  }
+
+  async function readStore<T>(identity: string, read: (store: EventStore) => T): Promise<T> {
+    const store = await openDataStore(join(dir, identity));
+    try {
+      return read(store);
+    } finally {
+      await store.close();
+    }
+  }
+
+  beforeAll(async () => {
+    operatorFailure = undefined;
+    for (const [k, v] of Object.entries(ENV_VARS)) {
+      savedEnv[k] = process.env[k];
+      process.env[k] = v;
+    }
+    server = await FakeApiServer.start();
+    dir = await mkdtemp(join(tmpdir(), "openfief-cluster-successor-"));
+    server.put({
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      metadata: { name: TRUSTED_SIGNERS_CONFIGMAP, namespace: NS },
+      data: { [TRUSTED_SIGNERS_KEY]: await readFile(join(EXAMPLES, "trusted-signers.json"), "utf8") },
+    });
+  });
+
+  afterAll(async () => {
+    for (const r of running) r.controller.abort();
+    await Promise.allSettled(running.map((r) => r.done));
+    await server.close();
+    await rm(dir, { recursive: true, force: true });
+    for (const [k, v] of Object.entries(savedEnv)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+  });
+
+  it("keeps v1 running: its Deployment and allow-list key untouched, status.deployed still v1, static.nbp.pl:443 still pending", { timeout: 60_000 }, async () => {
+    // The first operator installs v1, then holds v2 back.
+    const first = start("first", TOKEN_FIRST);
+    await until("the first operator holds the Lease", () => holder() === "first");
+    for (const file of ["plugins/nbp-fx.yaml", "plugins/nbp-fx-grant.yaml"]) server.put(await example(file));
+    await until("v1 deployed", () => deploymentImage() === NBP_V1 && status()?.deployed?.image === NBP_V1);
+    server.put(await example("upgrade/nbp-fx-v2.yaml"));
+    await until("v2 held back", () => status()?.observedGeneration === 2 && condition(status(), "ApprovalRequired")?.status === "True");
+    const heldStatus = structuredClone(status());
+    expect(heldStatus?.deployed?.image).toBe(NBP_V1);
+    expect(heldStatus?.deployed?.manifest).toMatchObject({ capabilities: ["connector"], egress: [{ host: "api.nbp.pl", port: 443 }] });
+    const deploymentUid = deployment()?.metadata["uid"];
+    expect(deploymentUid).toEqual(expect.any(String));
+    first.controller.abort();
+    await first.done;
+    expect(operatorFailure).toBeUndefined();
+
+    // A successor with an EMPTY data folder (a new volume) takes over.
+    await expect(readFile(join(dir, "successor", "openfief.db"))).rejects.toThrow();
+    const from = server.requests.length;
+    const successor = start("successor", TOKEN_SUCCESSOR);
+    await until("the successor holds the Lease", () => holder() === "successor");
+    const published = (): boolean => server.requests.slice(from).some((r) =>
+      r.client === TOKEN_SUCCESSOR && r.method === "PATCH" && r.path === `/api/v1/namespaces/${NS}/configmaps/${ALLOWLIST_CONFIGMAP}` && r.query["fieldManager"] === allowListFieldManager("nbp-fx"));
+    await until("the successor reconciled nbp-fx and published its allow-list key", published);
+    // Stopping waits for the reconcile in flight (and its status pass) to finish.
+    successor.controller.abort();
+    await successor.done;
+    expect(operatorFailure).toBeUndefined();
+
+    const mine = server.requests.slice(from).filter((r) => r.client === TOKEN_SUCCESSOR);
+    expect(mine.filter((r) => r.method === "DELETE")).toEqual([]);
+    expect(deployment()?.metadata["uid"]).toBe(deploymentUid);
+    expect(deploymentImage()).toBe(NBP_V1);
+    expect(allowList()?.["nbp-fx"]).toBe("api.nbp.pl:443\n");
+    const keyRemovals = mine.filter((r) => r.method === "PATCH" && r.query["fieldManager"] === allowListFieldManager("nbp-fx") && (r.body as { data?: unknown }).data === undefined);
+    expect(keyRemovals).toEqual([]);
+    expect(mine.some((r) => r.method === "PATCH" && JSON.stringify(r.body).includes(NBP_V2.split("@")[1] ?? "-"))).toBe(false);
+    const s = status();
+    expect(s?.deployed).toEqual(heldStatus?.deployed);
+    expect(s?.pendingApproval).toEqual({ capabilities: [], egress: [{ host: "static.nbp.pl", port: 443 }], secrets: [], dataTiers: [] });
+    expect(condition(s, "ApprovalRequired")).toMatchObject({ status: "True", reason: "PendingApproval", observedGeneration: 2 });
+
+    // The successor's log: the cluster's word recorded as a fact, v1's signature checked again,
+    // a decision that keeps v1 and replays, and every object it applied.
+    await readStore("successor", (store) => {
+      const stream = "plugin/nbp-fx";
+      const observed = store.read({ stream, type: "previous.observed" });
+      expect(observed.map((e) => [e.actor, (e.data as PreviousObserved).deployed])).toEqual([["cluster", heldStatus?.deployed]]);
+      const decisions = store.read({ stream, type: "rollout.decided" }) as StoredEvent<RolloutDecided>[];
+      expect(decisions.length).toBe(1);
+      expect(decisions[0]?.data.inputs.previous?.image).toBe(NBP_V1);
+      expect(decisions[0]?.data.plan).toMatchObject({ outcome: "previous", run: { image: NBP_V1 } });
+      const v1Digest = NBP_V1.split("@")[1];
+      const verdicts = store.read({ type: "signature.verdict" }).map((e) => e.data as { digest: string; outcome: string });
+      expect(verdicts).toEqual(expect.arrayContaining([expect.objectContaining({ digest: v1Digest, outcome: "unverified" })]));
+      expect(checkDecisions(store)).toEqual({ checked: 1, divergences: [] });
+      const desired = store.last(stream, "workload.desired");
+      const applied = store.read({ stream, type: "kube.applied" }) as StoredEvent<KubeApplied>[];
+      expect(applied.length).toBeGreaterThan(0);
+      expect(applied.every((e) => e.causedBy === desired?.seq)).toBe(true);
+      const records = applied.flatMap((e) => e.data.records);
+      expect(records).toEqual(expect.arrayContaining([
+        { action: "apply", apiVersion: "apps/v1", kind: "Deployment", name: "plugin-nbp-fx", fieldManager: OPERATOR_FIELD_MANAGER, ok: true },
+        { action: "apply", apiVersion: "v1", kind: "ConfigMap", name: ALLOWLIST_CONFIGMAP, fieldManager: allowListFieldManager("nbp-fx"), key: "nbp-fx", ok: true },
+      ]));
+      expect(records.filter((r) => r.action === "prune")).toEqual([]);
+    });
+    // The first operator had decisions of its own from the start: it never took the cluster's word.
+    await readStore("first", (store) => {
+      expect(store.read({ stream: "plugin/nbp-fx", type: "previous.observed" })).toEqual([]);
+      expect(checkDecisions(store).divergences).toEqual([]);
+    });
   });
 });
 

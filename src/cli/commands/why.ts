@@ -36,6 +36,8 @@ export function describeEvent(e: StoredEvent): string {
     case "config.verdict": return `the config ${d.ok === true ? "matched" : "did not match"} the schema of ${String(d.image)}`;
     case "rollout.decided": return `a rollout decision (${String((d.plan as { outcome?: unknown } | null)?.outcome ?? "?")})`;
     case "workload.desired": return d.running === true ? `the workload of ${String(d.image)} was compiled` : "the workload was stopped";
+    case "previous.observed": return `the cluster's status named ${String((d.deployed as { image?: unknown } | null)?.image ?? "?")} as running`;
+    case "kube.applied": return `${Array.isArray(d.records) ? d.records.length : 0} object change(s) were applied to the cluster`;
     case "workload.applied": return `the workload was applied to ${String(d.target)}${d.ok === true ? "" : ` and failed: ${String(d.error)}`}`;
     default: return e.type;
   }
