@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
 import { ErrorCode } from "./errors.js";
-import { MAX_DEPTH, parseStrictJson } from "./strict-json.js";
+import { MAX_DEPTH, parseStrictJson, sameDecimal } from "./strict-json.js";
 
 describe("parseStrictJson reads what JSON.parse reads", () => {
   it.each([
@@ -81,5 +81,34 @@ describe("parseStrictJson refuses what a lenient reader would let through", () =
     if (r.ok) return;
     expect(r.errors.map((e) => e.path)).toEqual(paths);
     for (const e of r.errors) expect(e.code).toBe(ErrorCode.Duplicate);
+  });
+});
+
+describe("exact numbers", () => {
+  it.each(["1", "1.0", "1e2", "100", "0.1", "-0.5", "1.5E-7", "123456789012345", "0", "-0", "2.5e+3", "9007199254740991"])(
+    "accepts %s, whose decimal value a double holds exactly",
+    (literal) => {
+      const r = parseStrictJson(`{"n": ${literal}}`, "");
+      expect(r.ok).toBe(true);
+    },
+  );
+
+  it.each(["1.00000000000000001", "9007199254740993", "0.30000000000000000001", "1e400"])(
+    "refuses %s, which no double holds, so it could never be compared exactly",
+    (literal) => {
+      const r = parseStrictJson(`{"n": ${literal}}`, "");
+      expect(r.ok).toBe(false);
+    },
+  );
+
+  it.each([
+    ["1", "1.0", true],
+    ["1e2", "100", true],
+    ["-0.50", "-5e-1", true],
+    ["1", "2", false],
+    ["0.1", "0.01", false],
+    ["-1", "1", false],
+  ])("sameDecimal(%s, %s) is %s", (a, b, expected) => {
+    expect(sameDecimal(a, b)).toBe(expected);
   });
 });

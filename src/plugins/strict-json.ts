@@ -16,6 +16,29 @@ export type JsonObject = { [key: string]: JsonValue };
 
 class SyntaxStop extends Error {}
 
+/** A decimal literal as sign, significant digits and the exponent of its last digit. */
+function decimalParts(literal: string): { negative: boolean; digits: string; exponent: number } {
+  const m = /^(-?)([0-9]*)(?:\.([0-9]*))?(?:[eE]([+-]?[0-9]+))?$/.exec(literal);
+  if (m === null) return { negative: false, digits: literal, exponent: 0 };
+  const fraction = m[3] ?? "";
+  let digits = (m[2] ?? "") + fraction;
+  let exponent = Number(m[4] ?? "0") - fraction.length;
+  digits = digits.replace(/^0+/, "");
+  while (digits.endsWith("0")) {
+    digits = digits.slice(0, -1);
+    exponent++;
+  }
+  if (digits === "") return { negative: false, digits: "0", exponent: 0 };
+  return { negative: m[1] === "-", digits, exponent };
+}
+
+/** Whether two decimal literals (JSON's, or JavaScript's number form) denote the same number. */
+export function sameDecimal(a: string, b: string): boolean {
+  const x = decimalParts(a);
+  const y = decimalParts(b);
+  return x.negative === y.negative && x.digits === y.digits && x.exponent === y.exponent;
+}
+
 /**
  * Parses `text` as exactly one JSON value (RFC 8259) surrounded only by JSON whitespace.
  * Syntax errors are reported with `syntaxCode` at `path`; repeated keys as
@@ -99,6 +122,9 @@ export function parseStrictJson(
     const literal = (m as RegExpExecArray)[0];
     const value = Number(literal);
     if (!Number.isFinite(value)) stop("number out of range");
+    // Numbers are compared exactly (config schemas in Manifest.Equal): a literal whose decimal
+    // value no double holds, such as 1.00000000000000001, would compare equal to another number.
+    if (!sameDecimal(literal, String(value))) stop(`number ${literal} cannot be represented exactly`);
     pos += literal.length;
     return value;
   };
