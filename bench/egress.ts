@@ -9,11 +9,13 @@
  *
  * Roles (same file): the parent drives clients; `--role upstream` is the destination server;
  * `--role proxy` is this proxy with every check on (Basic token → caching JWKS review → allow-list
- * → DNS over UDP from a real server → address check → decision committed to a SQLite event store
- * → dial), logging one JSON decision line per CONNECT to a file.
+ * → DNS over UDP from a real server, answers cached for their TTL → address check on every CONNECT
+ * → decision committed to a SQLite event store while the dial runs → 200), logging one JSON
+ * decision line per CONNECT to a file. `BENCH_DNS_TTL` sets the TTL of the DNS answers (default
+ * 60 s, so the proxy reuses them for 30 s; 0 makes it ask DNS on every CONNECT).
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync, chmodSync, existsSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync, chmodSync, existsSync, readFileSync } from "node:fs";
 import { connect as netConnect, createServer, Socket, type AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -24,10 +26,13 @@ const SELF = fileURLToPath(import.meta.url);
 const HOST = "api.bench.test";
 const TRANSFER_BYTES = 256 * 1024 * 1024;
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
-const CONCURRENCY = [1, 16, 256];
+const CONCURRENCY = (process.env.BENCH_CONCURRENCY ?? "1,16,256").split(",").map(Number);
+/** `BENCH_SKIP=transfer,memory` leaves parts out (for profiling one part). */
+const SKIP = new Set((process.env.BENCH_SKIP ?? "").split(","));
 const CONNECTS_PER_ROUND: Record<number, number> = { 1: 400, 16: 2000, 256: 4000 };
 const MEMORY_CONNECTS = Number(process.env.BENCH_MEMORY_CONNECTS ?? 100_000);
 const ROUND_DEADLINE_MS = 120_000;
+const DNS_TTL = Number(process.env.BENCH_DNS_TTL ?? 60);
 
 function arg(name: string): string | undefined {
   const i = process.argv.indexOf(name);
@@ -46,7 +51,7 @@ async function roleUpstream(): Promise<void> {
       const res = Packet.createResponseFromRequest(req);
       const q = req.questions[0];
       if (q !== undefined && q.type === Packet.TYPE.A && q.name.toLowerCase() === HOST) {
-        res.answers.push({ name: q.name, type: Packet.TYPE.A, class: Packet.CLASS.IN, ttl: 0, address: "8.8.4.4" } as unknown as (typeof res.answers)[number]);
+        res.answers.push({ name: q.name, type: Packet.TYPE.A, class: Packet.CLASS.IN, ttl: DNS_TTL, address: "8.8.4.4" } as unknown as (typeof res.answers)[number]);
       }
       send(res);
     },
@@ -83,8 +88,9 @@ async function roleProxy(): Promise<void> {
     reviewer: new egress.CachingTokenReviewer(new egress.JwksTokenReviewer({ jwks: egress.readEmbeddedJwks(dir), issuer: egress.EMBEDDED_ISSUER })),
     allowLists,
     resolver: new egress.DnsResolver({ servers: [`127.0.0.1:${dnsPort}`] }),
-    // The checked public answer is mapped to the local upstream: nothing leaves the machine.
-    connect: (a) => (a.address === "8.8.4.4" ? netConnect({ host: "127.0.0.1", port: upstreamPort }) : new Socket()),
+    // The checked public answer is mapped to the local upstream (with the production dialer's
+    // options): nothing leaves the machine.
+    connect: (a) => (a.address === "8.8.4.4" ? egress.dialTcp({ address: "127.0.0.1", family: 4, port: upstreamPort }) : new Socket()),
     recorder: new egress.StoreDecisionRecorder(store),
     logger,
     env: {},
@@ -128,6 +134,8 @@ function ask<T>(child: ChildProcess, msg: object): Promise<T> {
 
 interface Target {
   name: string;
+  /** The process in the middle (the proxy), whose CPU time is read from /proc. */
+  pid?: number;
   /** Opens a tunnel (or a direct connection) and resolves with the socket once usable. */
   open(): Promise<Socket>;
 }
@@ -166,9 +174,21 @@ function directTarget(upstreamPort: number): Target {
   };
 }
 
-function proxyTarget(name: string, port: number, upstreamPort: number, auth?: string): Target {
+function proxyTarget(name: string, port: number, upstreamPort: number, pid: number | undefined, auth?: string): Target {
   const head = `CONNECT ${HOST}:${upstreamPort} HTTP/1.1\r\nHost: ${HOST}:${upstreamPort}\r\n${auth !== undefined ? `Proxy-Authorization: ${auth}\r\n` : ""}\r\n`;
-  return { name, open: () => connectThrough(port, head) };
+  return { name, ...(pid !== undefined ? { pid } : {}), open: () => connectThrough(port, head) };
+}
+
+/** CPU seconds (user + system) a process has used so far, from /proc; NaN when unreadable. */
+function cpuSeconds(pid: number | undefined): number {
+  if (pid === undefined) return Number.NaN;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return (Number(fields[11]) + Number(fields[12])) / 100; // utime + stime, in USER_HZ (100)
+  } catch {
+    return Number.NaN;
+  }
 }
 
 function percentile(sorted: number[], p: number): number {
@@ -183,8 +203,9 @@ function median(xs: number[]): number {
 
 const failures = new Map<string, number>();
 
-async function handshakes(t: Target, concurrency: number, total: number): Promise<{ perSecond: number; p50: number; p99: number; failed: number }> {
+async function handshakes(t: Target, concurrency: number, total: number): Promise<{ perSecond: number; p50: number; p99: number; failed: number; cpuUs: number }> {
   const times: number[] = [];
+  const cpu0 = cpuSeconds(t.pid);
   let next = 0;
   let failed = 0;
   const deadline = performance.now() + ROUND_DEADLINE_MS;
@@ -207,11 +228,13 @@ async function handshakes(t: Target, concurrency: number, total: number): Promis
   await Promise.all(Array.from({ length: concurrency }, worker));
   const elapsed = (performance.now() - start) / 1000;
   times.sort((a, b) => a - b);
-  return { perSecond: times.length / elapsed, p50: percentile(times, 50), p99: percentile(times, 99), failed };
+  const cpuUs = ((cpuSeconds(t.pid) - cpu0) * 1e6) / Math.max(1, times.length);
+  return { perSecond: times.length / elapsed, p50: percentile(times, 50), p99: percentile(times, 99), failed, cpuUs };
 }
 
-async function transfer(t: Target): Promise<number> {
+async function transfer(t: Target): Promise<{ mibPerSecond: number; cpuSeconds: number }> {
   const s = await t.open();
+  const cpu0 = cpuSeconds(t.pid);
   const chunk = Buffer.alloc(256 * 1024, 0x61);
   const t0 = performance.now();
   const done = new Promise<void>((resolve, reject) => {
@@ -228,7 +251,7 @@ async function transfer(t: Target): Promise<number> {
   await done;
   const seconds = (performance.now() - t0) / 1000;
   s.destroy();
-  return TRANSFER_BYTES / (1024 * 1024) / seconds;
+  return { mibPerSecond: TRANSFER_BYTES / (1024 * 1024) / seconds, cpuSeconds: cpuSeconds(t.pid) - cpu0 };
 }
 
 async function freePort(): Promise<number> {
@@ -239,7 +262,7 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-async function startSquid(upstreamPort: number): Promise<{ stop: () => void; port: number } | undefined> {
+async function startSquid(upstreamPort: number): Promise<{ stop: () => void; port: number; pid: number | undefined } | undefined> {
   if (!existsSync("/usr/sbin/squid")) return undefined;
   const dir = mkdtempSync(join(tmpdir(), "bench-squid-"));
   chmodSync(dir, 0o777);
@@ -268,6 +291,7 @@ async function startSquid(upstreamPort: number): Promise<{ stop: () => void; por
   const child = spawn("/usr/sbin/squid", ["-N", "-f", join(dir, "squid.conf")], { stdio: "ignore" });
   return {
     port,
+    pid: child.pid,
     stop: () => {
       if (child.exitCode === null) child.kill("SIGKILL");
       rmSync(dir, { recursive: true, force: true });
@@ -284,7 +308,7 @@ async function startDnsmasq(): Promise<{ stop: () => void; port: number } | unde
   const port = await freePort();
   const child = spawn("/usr/sbin/dnsmasq", [
     "-C", "/dev/null", "--keep-in-foreground", `--port=${port}`, "--listen-address=127.0.0.1", "--bind-interfaces",
-    "--no-resolv", "--no-hosts", `--host-record=${HOST},8.8.4.4`, "--local=/bench.test/", "--local-ttl=0", "--log-facility=/dev/null",
+    "--no-resolv", "--no-hosts", `--host-record=${HOST},8.8.4.4`, "--local=/bench.test/", `--local-ttl=${DNS_TTL}`, "--log-facility=/dev/null",
   ], { stdio: "ignore" });
   return { port, stop: () => void (child.exitCode === null && child.kill("SIGKILL")) };
 }
@@ -343,46 +367,52 @@ async function main(): Promise<void> {
   progress("measuring");
 
   const targets: Target[] = [directTarget(upstreamPort)];
-  if (squid !== undefined) targets.push(proxyTarget("squid", squid.port, upstreamPort));
-  targets.push(proxyTarget("openfief egress", proxyPort, upstreamPort, `Basic ${Buffer.from(`plugin:${token}`).toString("base64")}`));
+  if (squid !== undefined) targets.push(proxyTarget("squid", squid.port, upstreamPort, squid.pid));
+  targets.push(proxyTarget("openfief egress", proxyPort, upstreamPort, px.child.pid, `Basic ${Buffer.from(`plugin:${token}`).toString("base64")}`));
 
-  console.log(`egress benchmark: ${ROUNDS} rounds, medians; 2-core machine, noisy. Squid: ${squid === undefined ? "not installed" : "5.x (names from a hosts file)"}; the proxy asks ${dnsmasq === undefined ? "dns2 (JavaScript)" : "dnsmasq"} over UDP on every CONNECT`);
-  const results: Record<string, Record<string, { perSecond: number; p50: number; p99: number }>> = {};
+  console.log(`egress benchmark: ${ROUNDS} rounds, medians; 2-core machine, noisy. Squid: ${squid === undefined ? "not installed" : "5.x (names from a hosts file)"}; the proxy asks ${dnsmasq === undefined ? "dns2 (JavaScript)" : "dnsmasq"} over UDP, answers with TTL ${DNS_TTL} s (reused for min(TTL, 30 s), every address checked on every CONNECT)`);
+  const results: Record<string, Record<string, { perSecond: number; p50: number; p99: number; cpuUs: number }>> = {};
   for (const c of CONCURRENCY) {
     for (const t of targets) {
+      if (SKIP.has(t.name)) continue;
       await handshakes(t, Math.min(c, 16), 50); // warm-up
       const rounds = [];
       for (let r = 0; r < ROUNDS; r++) rounds.push(await handshakes(t, c, CONNECTS_PER_ROUND[c] ?? 1000));
       const failed = rounds.reduce((n, x) => n + x.failed, 0);
-      (results[t.name] ??= {})[String(c)] = { perSecond: median(rounds.map((x) => x.perSecond)), p50: median(rounds.map((x) => x.p50)), p99: median(rounds.map((x) => x.p99)) };
+      (results[t.name] ??= {})[String(c)] = { perSecond: median(rounds.map((x) => x.perSecond)), p50: median(rounds.map((x) => x.p50)), p99: median(rounds.map((x) => x.p99)), cpuUs: median(rounds.map((x) => x.cpuUs)) };
       if (failed > 0) console.log(`  (${t.name} c=${c}: ${failed} failed CONNECTs)`);
     }
   }
   for (const [why, n] of failures) console.log(`  failed ${n}× ${why}`);
   console.log("\nCONNECT handshakes (time to 200; direct TCP = time to connect)");
-  console.log("| target | clients | handshakes/s | p50 ms | p99 ms | /s vs squid |");
-  console.log("|---|---:|---:|---:|---:|---:|");
+  console.log("| target | clients | handshakes/s | p50 ms | p99 ms | /s vs squid | proxy CPU µs/CONNECT |");
+  console.log("|---|---:|---:|---:|---:|---:|---:|");
   for (const c of CONCURRENCY) {
     for (const t of targets) {
       const r = results[t.name]?.[String(c)];
       const sq = results.squid?.[String(c)];
       if (r === undefined) continue;
-      console.log(`| ${t.name} | ${c} | ${r.perSecond.toFixed(0)} | ${r.p50.toFixed(2)} | ${r.p99.toFixed(2)} | ${sq !== undefined ? (r.perSecond / sq.perSecond).toFixed(2) : "-"} |`);
+      console.log(`| ${t.name} | ${c} | ${r.perSecond.toFixed(0)} | ${r.p50.toFixed(2)} | ${r.p99.toFixed(2)} | ${sq !== undefined ? (r.perSecond / sq.perSecond).toFixed(2) : "-"} | ${Number.isNaN(r.cpuUs) ? "-" : r.cpuUs.toFixed(0)} |`);
     }
   }
 
+  if (!SKIP.has("transfer")) {
   console.log("\n256 MiB tunnelled transfer");
-  console.log("| target | MiB/s | vs direct | vs squid |");
-  console.log("|---|---:|---:|---:|");
+  console.log("| target | MiB/s | vs direct | vs squid | proxy CPU s |");
+  console.log("|---|---:|---:|---:|---:|");
   const tput: Record<string, number> = {};
+  const tcpu: Record<string, number> = {};
   for (const t of targets) {
     const rounds = [];
     for (let r = 0; r < ROUNDS; r++) rounds.push(await transfer(t));
-    tput[t.name] = median(rounds);
+    tput[t.name] = median(rounds.map((x) => x.mibPerSecond));
+    tcpu[t.name] = median(rounds.map((x) => x.cpuSeconds));
   }
   for (const t of targets) {
     const v = tput[t.name] ?? Number.NaN;
-    console.log(`| ${t.name} | ${v.toFixed(0)} | ${(v / (tput["direct TCP"] ?? Number.NaN)).toFixed(2)} | ${tput.squid !== undefined ? (v / tput.squid).toFixed(2) : "-"} |`);
+    const c = tcpu[t.name] ?? Number.NaN;
+    console.log(`| ${t.name} | ${v.toFixed(0)} | ${(v / (tput["direct TCP"] ?? Number.NaN)).toFixed(2)} | ${tput.squid !== undefined ? (v / tput.squid).toFixed(2) : "-"} | ${Number.isNaN(c) ? "-" : c.toFixed(2)} |`);
+  }
   }
 
   console.log(`\nmemory of the proxy over ${MEMORY_CONNECTS} CONNECTs (64 clients; after GC)`);
@@ -390,7 +420,7 @@ async function main(): Promise<void> {
   console.log("|---:|---:|---:|");
   const ours = targets[targets.length - 1] as Target;
   const step = Math.max(1, Math.floor(MEMORY_CONNECTS / 10));
-  for (let done = 0; done <= MEMORY_CONNECTS; done += step) {
+  for (let done = 0; done <= MEMORY_CONNECTS && !SKIP.has("memory"); done += step) {
     if (done > 0) await handshakes(ours, 64, step);
     const m = await ask<{ rss: number; heapUsed: number }>(px.child, { mem: true });
     console.log(`| ${done} | ${(m.rss / 2 ** 20).toFixed(1)} | ${(m.heapUsed / 2 ** 20).toFixed(1)} |`);

@@ -4,7 +4,7 @@
  * Trade-off, stated as the seed asks: a token the API server would now refuse, because its pod
  * or ServiceAccount was deleted, stays accepted for up to the TTL.
  */
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
 import { decodeJwt } from "jose";
 import { TOKEN_EXPIRATION_SECONDS } from "../plugins/constants.js";
 import { systemClock, type Clock, type ReviewResult, type TokenReviewer } from "./reviewer.js";
@@ -67,13 +67,18 @@ export class CachingTokenReviewer implements TokenReviewer {
     return this.#entries.size;
   }
 
-  async review(token: string): Promise<ReviewResult> {
-    const key = createHash("sha256").update(token, "utf8").digest("hex");
+  /** Answers a cached token synchronously; asks the inner reviewer otherwise. */
+  review(token: string): Promise<ReviewResult> | ReviewResult {
+    const key = hash("sha256", token, "base64");
     const hit = this.#entries.get(key);
     if (hit !== undefined) {
       if (this.#clock.now() < hit.expiresAt) return { ok: true, username: hit.username };
       this.#entries.delete(key);
     }
+    return this.#miss(token, key);
+  }
+
+  async #miss(token: string, key: string): Promise<ReviewResult> {
     const answer = await this.#inner.review(token);
     if (!answer.ok) return answer; // a refusal is never cached
     const now = this.#clock.now();

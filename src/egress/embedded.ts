@@ -3,14 +3,14 @@
  * owner from the store's projection, tokens verified offline against the data folder's key
  * (`openfief token`), decisions recorded in the event store.
  */
-import { connect as netConnect } from "node:net";
+import { connect as netConnect, type NetConnectOpts } from "node:net";
 import { pino, type Logger } from "pino";
 import { PROXY_PORT } from "../plugins/constants.js";
 import type { AllowListSource } from "./allowlist-source.js";
 import { CachingTokenReviewer } from "./caching-reviewer.js";
 import { EMBEDDED_ISSUER, ensureEmbeddedKey, readEmbeddedJwks } from "./embedded-key.js";
 import { JwksTokenReviewer } from "./jwks-reviewer.js";
-import { createEgressProxy, type ConnectFn, type EgressProxy, type EgressProxyOptions } from "./proxy.js";
+import { createEgressProxy, TUNNEL_HIGH_WATER_MARK, type ConnectFn, type EgressProxy, type EgressProxyOptions } from "./proxy.js";
 import { StoreDecisionRecorder, type EventAppender } from "./recorder.js";
 import { DnsResolver, type Resolver } from "./resolver.js";
 
@@ -29,8 +29,15 @@ export interface EmbeddedEgressOptions {
   readonly env?: Readonly<Record<string, string | undefined>>;
 }
 
-/** The default dialer: a plain TCP connection to exactly the checked address. */
-export const dialTcp: ConnectFn = (addr) => netConnect({ host: addr.address, port: addr.port, family: addr.family });
+/**
+ * The default dialer: a plain TCP connection to exactly the checked address, with the tunnel's
+ * high-water mark so that one 64 KiB read passed on does not pause the other side.
+ */
+export const dialTcp: ConnectFn = (addr) => {
+  // Node passes highWaterMark on to the socket's streams; @types/node 20 does not list it here.
+  const options: NetConnectOpts & { highWaterMark: number } = { host: addr.address, port: addr.port, family: addr.family, highWaterMark: TUNNEL_HIGH_WATER_MARK, noDelay: true };
+  return netConnect(options);
+};
 
 /** Builds and starts the embedded proxy; resolves once it listens. */
 export async function startEmbeddedEgress(opts: EmbeddedEgressOptions): Promise<{ proxy: EgressProxy; host: string; port: number }> {

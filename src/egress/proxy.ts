@@ -3,11 +3,14 @@
  * reach only the `host:port`s of its allow-list, and never a private address.
  *
  * Order of a CONNECT, as Smokescreen's checkIfRequestShouldBeProxied: target → identity →
- * allow-list → resolve → check every address → record → dial → 200. An unlisted host is never
- * resolved, and nothing is dialed before the decision is committed.
+ * allow-list → resolve → check every address → choose the address → (record ∥ dial) → 200. An
+ * unlisted host is never resolved. The commit and the dial run together, but the 200 and every
+ * byte in either direction wait for both: no byte crosses a tunnel whose decision is not committed,
+ * and when the commit fails the upstream socket is destroyed unused and the client gets a 503.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { networkInterfaces } from "node:os";
+import { performance } from "node:perf_hooks";
 import type { Duplex } from "node:stream";
 import type { Socket } from "node:net";
 import type { Logger } from "pino";
@@ -51,7 +54,16 @@ export interface EgressProxyOptions {
   readonly extraDenyCidrs?: readonly string[];
   /** Seconds in the `Retry-After` of a 429. */
   readonly retryAfterSeconds?: number;
+  /** High-water mark of the client sockets, in bytes (see {@link TUNNEL_HIGH_WATER_MARK}). */
+  readonly highWaterMark?: number;
 }
+
+/**
+ * Buffer threshold of a tunnel socket. Above one libuv read (64 KiB), so that writing one chunk on
+ * does not report back-pressure and pause/resume the reading side on every chunk; small enough
+ * that a slow peer holds at most a few hundred KiB per tunnel in the proxy.
+ */
+export const TUNNEL_HIGH_WATER_MARK = 128 * 1024;
 
 /** The ports the proxy is built from. */
 export interface EgressProxyPorts {
@@ -103,6 +115,7 @@ const DEFAULTS = {
   idleMs: 300_000,
   drainMs: 25_000,
   retryAfterSeconds: 1,
+  highWaterMark: TUNNEL_HIGH_WATER_MARK,
 } as const;
 
 const STATUS_TEXT: Record<number, string> = {
@@ -127,6 +140,15 @@ interface Outcome {
   address?: string;
   refusedAddress?: string;
   allowed: boolean;
+}
+
+/** An open tunnel; `seen`/`activeAt` are the idle sweep's last reading. */
+interface Tunnel {
+  readonly client: Socket;
+  readonly upstream: Socket;
+  seen: number;
+  activeAt: number;
+  readonly end: () => void;
 }
 
 function withTimeout<T>(work: Promise<T>, ms: number, onTimeout: T): Promise<T> {
@@ -160,7 +182,7 @@ export function createEgressProxy(ports: EgressProxyPorts): EgressProxy {
     throw new EgressConfigError("no_allowlist_source", "the egress proxy never runs without an allow-list source");
   }
   const o = { ...DEFAULTS, ...(ports.options ?? {}) };
-  for (const k of ["maxTunnels", "dnsTimeoutMs", "connectTimeoutMs", "headTimeoutMs", "reviewTimeoutMs", "idleMs", "drainMs"] as const) {
+  for (const k of ["maxTunnels", "dnsTimeoutMs", "connectTimeoutMs", "headTimeoutMs", "reviewTimeoutMs", "idleMs", "drainMs", "highWaterMark"] as const) {
     if (!Number.isFinite(o[k]) || o[k] <= 0) throw new EgressConfigError("invalid_option", `${k} must be positive`);
   }
   const logger = ports.logger;
@@ -170,11 +192,12 @@ export function createEgressProxy(ports: EgressProxyPorts): EgressProxy {
   let listening = false;
   let draining = false;
   let active = 0;
-  const tunnels = new Set<{ client: Duplex; upstream: Socket }>();
+  const tunnels = new Set<Tunnel>();
   const pendingSockets = new Set<Duplex>();
   const connections = new Set<Socket>();
 
   const server = createServer({
+    highWaterMark: o.highWaterMark,
     headersTimeout: o.headTimeoutMs,
     requestTimeout: o.headTimeoutMs,
     connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(o.headTimeoutMs / 4))),
@@ -216,22 +239,26 @@ export function createEgressProxy(ports: EgressProxyPorts): EgressProxy {
   }
 
   function logDecision(out: Outcome, started: number): void {
-    const line = {
-      decision: {
-        allowed: out.allowed,
-        status: out.status,
-        code: out.code,
-        ...(out.plugin !== undefined ? { plugin: out.plugin } : {}),
-        ...(out.host !== undefined ? { host: out.host } : {}),
-        ...(out.port !== undefined ? { port: out.port } : {}),
-        ...(out.reason !== undefined ? { reason: out.reason } : {}),
-        ...(out.address !== undefined ? { address: out.address } : {}),
-        ...(out.refusedAddress !== undefined ? { refusedAddress: out.refusedAddress } : {}),
-      },
-      ms: clock.now() - started,
-    };
+    // Built field by field (no spreads): this runs once per CONNECT.
+    const decision: Record<string, unknown> = { allowed: out.allowed, status: out.status, code: out.code };
+    if (out.plugin !== undefined) decision.plugin = out.plugin;
+    if (out.host !== undefined) decision.host = out.host;
+    if (out.port !== undefined) decision.port = out.port;
+    if (out.reason !== undefined) decision.reason = out.reason;
+    if (out.address !== undefined) decision.address = out.address;
+    if (out.refusedAddress !== undefined) decision.refusedAddress = out.refusedAddress;
+    const line = { decision, ms: clock.now() - started };
     if (out.allowed) logger.info(line, "egress decision");
     else logger.warn(line, "egress decision");
+  }
+
+  /**
+   * A connected upstream may wait for the decision's commit: an error in that window must destroy
+   * it (the tunnel then sees it destroyed) rather than go unhandled.
+   */
+  function guarded(socket: Socket): Socket {
+    socket.on("error", () => socket.destroy());
+    return socket;
   }
 
   async function dial(target: { address: string; family: 4 | 6; port: number }): Promise<{ ok: true; socket: Socket } | { ok: false; status: 502 | 504; code: string }> {
@@ -243,7 +270,7 @@ export function createEgressProxy(ports: EgressProxyPorts): EgressProxy {
     }
     // Already connected (a connect function may hand back an open socket). A fresh, never
     // connected Socket also reads as "open", so look for a peer instead.
-    if (!socket.connecting && socket.remoteAddress !== undefined && !socket.destroyed) return { ok: true, socket };
+    if (!socket.connecting && socket.remoteAddress !== undefined && !socket.destroyed) return { ok: true, socket: guarded(socket) };
     return new Promise((resolve) => {
       const timer = setTimeout(() => {
         cleanup();
@@ -252,7 +279,7 @@ export function createEgressProxy(ports: EgressProxyPorts): EgressProxy {
       }, o.connectTimeoutMs);
       const onConnect = (): void => {
         cleanup();
-        resolve({ ok: true, socket });
+        resolve({ ok: true, socket: guarded(socket) });
       };
       const onError = (): void => {
         cleanup();
@@ -336,7 +363,8 @@ export function createEgressProxy(ports: EgressProxyPorts): EgressProxy {
     // Identity. The token lives only in this scope: never in `out`, a log line or an answer.
     const tok = proxyToken(req.rawHeaders);
     if (!tok.ok) return refuse(407, tok.code);
-    const review = await reviewWithin(ports.reviewer, tok.token, o.reviewTimeoutMs);
+    const reviewing = reviewWithin(ports.reviewer, tok.token, o.reviewTimeoutMs);
+    const review = reviewing instanceof Promise ? await reviewing : reviewing;
     if (!review.ok) return refuse(407, review.code);
     const who = pluginForServiceAccount(review.username);
     if (!who.ok) return refuse(407, "not_a_plugin");
@@ -362,11 +390,7 @@ export function createEgressProxy(ports: EgressProxyPorts): EgressProxy {
       return refuse(407, verdict.reason);
     }
 
-    const resolved = await withTimeout<ResolveOutcome>(
-      ports.resolver.resolve(host).catch((): ResolveOutcome => ({ ok: false, code: "dns_failed" })),
-      o.dnsTimeoutMs,
-      { ok: false, code: "dns_timeout" },
-    );
+    const resolved = await resolveWithin(host);
     if (!resolved.ok) {
       out.reason = resolved.code;
       await record({ plugin, host, port, allowed: false, reason: resolved.code });
@@ -390,21 +414,26 @@ export function createEgressProxy(ports: EgressProxyPorts): EgressProxy {
       return refuse(502, "dns_no_addresses");
     }
 
-    // Committed before anything is dialed or carried: no record, no tunnel.
-    if (!(await record({ plugin, host, port, allowed: true, reason: verdict.reason, address: chosen.address }))) {
-      return refuse(503, "record_failed");
-    }
-    out.address = chosen.address;
+    if (draining) return refuse(503, "draining");
     if (client.destroyed) {
       out.status = 499;
       out.code = "client_gone";
       return;
     }
-    if (draining) return refuse(503, "draining");
-
-    const dialed = await dial({ ...chosen, port });
+    // The address is chosen; its commit and its dial start together. The client stays paused and
+    // nothing is written upstream until both have finished: no record, no tunnel.
+    const [committed, dialed] = await Promise.all([
+      record({ plugin, host, port, allowed: true, reason: verdict.reason, address: chosen.address }),
+      dial({ ...chosen, port }),
+    ]);
+    if (!committed) {
+      if (dialed.ok) dialed.socket.destroy();
+      return refuse(503, "record_failed");
+    }
+    out.address = chosen.address;
     if (!dialed.ok) return refuse(dialed.status, dialed.code);
     const upstream = dialed.socket;
+    if (upstream.destroyed) return refuse(502, "dial_failed");
     if (client.destroyed) {
       upstream.destroy();
       out.status = 499;
@@ -417,23 +446,65 @@ export function createEgressProxy(ports: EgressProxyPorts): EgressProxy {
     startTunnel(client, upstream, head);
   }
 
+  /** The resolver under the DNS deadline; a synchronous answer (a cache hit) needs no timer. */
+  function resolveWithin(host: string): ResolveOutcome | Promise<ResolveOutcome> {
+    let answer: ResolveOutcome | Promise<ResolveOutcome>;
+    try {
+      answer = ports.resolver.resolve(host);
+    } catch {
+      return { ok: false, code: "dns_failed" };
+    }
+    if (!(answer instanceof Promise)) return answer;
+    return withTimeout<ResolveOutcome>(
+      answer.catch((): ResolveOutcome => ({ ok: false, code: "dns_failed" })),
+      o.dnsTimeoutMs,
+      { ok: false, code: "dns_timeout" },
+    );
+  }
+
+  // Idle tunnels: one sweep over every tunnel reads the client socket's byte counters (both
+  // directions pass through it), instead of re-arming a timer on every chunk.
+  const sweepEveryMs = Math.max(10, Math.min(5000, Math.floor(o.idleMs / 8)));
+  let sweeper: NodeJS.Timeout | undefined;
+  function sweepIdle(): void {
+    const now = performance.now();
+    for (const t of tunnels) {
+      const seen = t.client.bytesRead + t.client.bytesWritten;
+      if (seen !== t.seen) {
+        t.seen = seen;
+        t.activeAt = now;
+      } else if (now - t.activeAt >= o.idleMs) t.end();
+    }
+    if (tunnels.size === 0 && sweeper !== undefined) {
+      clearInterval(sweeper);
+      sweeper = undefined;
+    }
+  }
+
   function startTunnel(client: Duplex, upstream: Socket, head: Buffer): void {
-    const entry = { client, upstream };
+    const sock = client as Socket;
+    const entry: Tunnel = {
+      client: sock,
+      upstream,
+      seen: -1,
+      activeAt: performance.now(),
+      end: () => {
+        client.destroy();
+        upstream.destroy();
+        tunnels.delete(entry);
+      },
+    };
     tunnels.add(entry);
     upstream.setNoDelay(true);
-    (client as Socket).setNoDelay?.(true);
-    const end = (): void => {
-      client.destroy();
-      upstream.destroy();
-      tunnels.delete(entry);
-    };
-    upstream.on("error", end);
-    client.on("error", end);
-    upstream.on("close", end);
-    client.on("close", end);
-    // Socket timeouts count reads and writes, so the client socket's idle timer sees both
-    // directions of the tunnel.
-    (client as Socket).setTimeout(o.idleMs, end);
+    sock.setNoDelay?.(true);
+    upstream.on("error", entry.end);
+    client.on("error", entry.end);
+    upstream.on("close", entry.end);
+    client.on("close", entry.end);
+    if (sweeper === undefined) {
+      sweeper = setInterval(sweepIdle, sweepEveryMs);
+      sweeper.unref();
+    }
     client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
     if (head.length > 0) upstream.write(head);
     client.pipe(upstream);
@@ -483,6 +554,8 @@ export function createEgressProxy(ports: EgressProxyPorts): EgressProxy {
         t.client.destroy();
         t.upstream.destroy();
       }
+      if (sweeper !== undefined) clearInterval(sweeper);
+      sweeper = undefined;
       for (const s of pendingSockets) s.destroy();
       for (const s of connections) s.destroy();
       await closed;

@@ -16,9 +16,12 @@ export type ReviewResult =
   | { readonly ok: true; readonly username: string }
   | { readonly ok: false; readonly code: ReviewRefusal };
 
-/** Checks a token. Implementations must answer a refusal rather than throw, but callers still guard. */
+/**
+ * Checks a token. Implementations must answer a refusal rather than throw, but callers still guard.
+ * A reviewer may answer synchronously (a cache hit), which spares the caller its review timer.
+ */
 export interface TokenReviewer {
-  review(token: string): Promise<ReviewResult>;
+  review(token: string): Promise<ReviewResult> | ReviewResult;
 }
 
 /** A source of the current time in milliseconds since the epoch; injected so tests can move it. */
@@ -29,26 +32,32 @@ export interface Clock {
 /** The wall clock. */
 export const systemClock: Clock = { now: () => Date.now() };
 
+/** Anything but a well-formed answer is a failed review. */
+function wellFormed(r: unknown): ReviewResult {
+  if (r === null || typeof r !== "object") return { ok: false, code: "review_failed" };
+  const a = r as ReviewResult;
+  if (a.ok === true) return typeof a.username === "string" && a.username !== "" ? { ok: true, username: a.username } : { ok: false, code: "review_failed" };
+  return a.ok === false ? { ok: false, code: a.code } : { ok: false, code: "review_failed" };
+}
+
 /**
  * Runs a review with a deadline. A reviewer that throws or does not answer in time is a refusal
- * (fail closed), never an acceptance.
+ * (fail closed), never an acceptance. A synchronous answer is returned as is, without a timer.
  */
-export async function reviewWithin(reviewer: TokenReviewer, token: string, timeoutMs: number): Promise<ReviewResult> {
+export function reviewWithin(reviewer: TokenReviewer, token: string, timeoutMs: number): Promise<ReviewResult> | ReviewResult {
+  let pending: Promise<ReviewResult> | ReviewResult;
+  try {
+    pending = reviewer.review(token);
+  } catch {
+    return { ok: false, code: "review_failed" };
+  }
+  if (!(pending instanceof Promise)) return wellFormed(pending);
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<ReviewResult>((resolve) => {
     timer = setTimeout(() => resolve({ ok: false, code: "review_timeout" }), timeoutMs);
     timer.unref();
   });
-  try {
-    const answer = await Promise.race([
-      reviewer.review(token).then(
-        (r): ReviewResult => (r !== null && typeof r === "object" && (r.ok === true ? typeof r.username === "string" && r.username !== "" : true) ? r : { ok: false, code: "review_failed" }),
-        (): ReviewResult => ({ ok: false, code: "review_failed" }),
-      ),
-      timeout,
-    ]);
-    return answer.ok === true ? answer : { ok: false, code: answer.code };
-  } finally {
+  return Promise.race([pending.then(wellFormed, (): ReviewResult => ({ ok: false, code: "review_failed" })), timeout]).finally(() => {
     if (timer !== undefined) clearTimeout(timer);
-  }
+  });
 }

@@ -4,7 +4,7 @@
  * which records every address the proxy dialed.
  */
 import { connect as tlsConnect } from "node:tls";
-import { createServer, type Server, type Socket } from "node:net";
+import { connect as netConnect, createServer, type Server, type Socket } from "node:net";
 import type { AddressInfo } from "node:net";
 import { ProxyAgent, fetch as undiciFetch } from "undici";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -12,6 +12,7 @@ import { decodeAllowLists } from "../../src/plugins/allowlist.js";
 import { createEgressProxy, EgressConfigError } from "../../src/egress/proxy.js";
 import { MemoryAllowListSource } from "../../src/egress/allowlist-source.js";
 import { BatchingDecisionRecorder } from "../../src/egress/recorder.js";
+import type { EgressDecisionRecord } from "../../src/egress/decision.js";
 import { DnsResolver } from "../../src/egress/resolver.js";
 import { pino } from "pino";
 import { startDnsServer, type TestDnsServer } from "./support/dns-server.js";
@@ -21,7 +22,7 @@ import { makeCert, startTlsServer } from "./support/tls.js";
 const HOSTS = [
   "api.example.com", "private.example.com", "mixed.example.com", "rebind.example.com", "nx.example.com",
   "servfail.example.com", "silent.example.com", "mapped.example.com", "nat64.example.com", "meta.example.com",
-  "v6.example.com", "closed.example.com", "self.example.com",
+  "v6.example.com", "closed.example.com", "self.example.com", "cached.example.com", "cached-private.example.com",
 ];
 const ALPHA_LIST = [...HOSTS.map((h) => `${h}:443`), "api.example.com:8443"].sort().map((l) => `${l}\n`).join("");
 
@@ -35,7 +36,10 @@ beforeAll(async () => {
     "unlisted.example.com": { kind: "answer", addresses: ["8.8.4.4"] },
     "private.example.com": { kind: "answer", addresses: ["10.0.0.7"] },
     "mixed.example.com": { kind: "answer", addresses: ["8.8.4.4", "10.0.0.7"] },
-    "rebind.example.com": { kind: "sequence", answers: [["8.8.8.8"], ["127.0.0.1"]] },
+    // TTL 0, as a rebinding name answers: never cached, so the second answer is seen.
+    "rebind.example.com": { kind: "sequence", answers: [["8.8.8.8"], ["127.0.0.1"]], ttl: 0 },
+    "cached.example.com": { kind: "answer", addresses: ["8.8.4.4"], ttl: 30 },
+    "cached-private.example.com": { kind: "answer", addresses: ["8.8.4.4", "10.0.0.7"], ttl: 30 },
     "nx.example.com": { kind: "nxdomain" },
     "servfail.example.com": { kind: "servfail" },
     "silent.example.com": { kind: "silent" },
@@ -223,7 +227,7 @@ describe("refusals", () => {
 
   it("refuses DNS rebinding: a name that turns private on the next query", async () => {
     await harness();
-    dns.set("rebind.example.com", { kind: "sequence", answers: [["8.8.8.8"], ["127.0.0.1"]] });
+    dns.set("rebind.example.com", { kind: "sequence", answers: [["8.8.8.8"], ["127.0.0.1"]], ttl: 0 });
     expect(await httpsThrough(h.port, "rebind.example.com", TOKENS.alpha)).toBe("hello from public /x");
     const second = await rawRequest(h.port, connectHead("rebind.example.com:443", TOKENS.alpha));
     expect(second.status).toBe(502);
@@ -352,12 +356,147 @@ describe("failing closed", () => {
     expect(h.logs.some((l) => l.includes("egress allow-lists refused; denying all egress until fixed"))).toBe(true);
   });
 
-  it("refuses with 503 and dials nothing when the decision cannot be recorded", async () => {
+  it("refuses with 503 when the decision cannot be recorded, and the dialed upstream sees zero bytes", async () => {
+    const upstream = await countingUpstream("BANNER");
     await harness();
+    h.routes.set("8.8.4.4", upstream.port);
     h.recorderFails.value = true;
-    const a = await rawRequest(h.port, connectHead("api.example.com:443", TOKENS.alpha));
-    expect(a.status).toBe(503);
+    const client = rawClient(h.port, connectHead("api.example.com:443", TOKENS.alpha) + "EARLY-BYTES");
+    // The dial ran alongside the failed commit; the proxy destroys it unused.
+    await upstream.closed;
+    await client.closed;
+    upstream.close();
+    expect(client.text()).toMatch(/^HTTP\/1\.1 503 /);
+    expect(client.text()).not.toContain("BANNER");
+    expect(upstream.connections).toBe(1);
+    expect(upstream.received()).toBe("");
+    expect(h.records).toEqual([]);
+  });
+});
+
+/** A TCP server that counts connections and bytes, and optionally greets with a banner. */
+async function countingUpstream(banner?: string): Promise<{ port: number; connections: number; received: () => string; connected: Promise<void>; closed: Promise<void>; close: () => void }> {
+  const chunks: Buffer[] = [];
+  let onConnected = (): void => undefined;
+  let onClosed = (): void => undefined;
+  const connected = new Promise<void>((r) => (onConnected = r));
+  const closed = new Promise<void>((r) => (onClosed = r));
+  const state = { connections: 0 };
+  const server: Server = createServer((s: Socket) => {
+    state.connections++;
+    onConnected();
+    if (banner !== undefined) s.write(banner);
+    s.on("data", (d: Buffer) => chunks.push(d));
+    s.on("error", () => s.destroy());
+    s.on("close", () => onClosed());
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+  return {
+    port: (server.address() as AddressInfo).port,
+    get connections() {
+      return state.connections;
+    },
+    received: () => Buffer.concat(chunks).toString("latin1"),
+    connected,
+    closed,
+    close: () => void server.close(),
+  };
+}
+
+/** A raw client that sends `bytes` and keeps everything it receives. */
+function rawClient(port: number, bytes: string): { socket: Socket; text: () => string; closed: Promise<void> } {
+  const socket = netConnect({ host: "127.0.0.1", port });
+  const chunks: Buffer[] = [];
+  socket.on("connect", () => socket.write(bytes, "latin1"));
+  socket.on("data", (d: Buffer) => chunks.push(d));
+  socket.on("error", () => socket.destroy());
+  const closed = new Promise<void>((r) => socket.on("close", () => r()));
+  return { socket, text: () => Buffer.concat(chunks).toString("latin1"), closed };
+}
+
+/** Waits, bounded, until `cond` holds. */
+async function until(cond: () => boolean): Promise<void> {
+  for (let i = 0; i < 500 && !cond(); i++) await new Promise((r) => setTimeout(r, 10));
+}
+
+describe("the commit and the dial overlap", () => {
+  it("dials while the decision commits, but sends the 200 and lets bytes through only once it is committed", async () => {
+    let release = (): void => undefined;
+    const gate = new Promise<void>((r) => (release = r));
+    const committed: EgressDecisionRecord[] = [];
+    const recorder = new BatchingDecisionRecorder(async (batch) => {
+      await gate;
+      committed.push(...batch);
+    });
+    const upstream = await countingUpstream("BANNER");
+    await harness({ recorder });
+    h.routes.set("8.8.4.4", upstream.port);
+    const client = rawClient(h.port, connectHead("api.example.com:443", TOKENS.alpha) + "EARLY-BYTES");
+    await upstream.connected;
+    // Dialed, not committed: nothing has crossed in either direction.
+    await new Promise((r) => setTimeout(r, 100));
+    expect(committed).toEqual([]);
+    expect(client.text()).toBe("");
+    expect(upstream.received()).toBe("");
+    release();
+    await until(() => client.text().includes("BANNER") && upstream.received() === "EARLY-BYTES");
+    expect(client.text()).toBe("HTTP/1.1 200 Connection Established\r\n\r\nBANNER");
+    expect(upstream.received()).toBe("EARLY-BYTES");
+    expect(committed).toEqual([{ plugin: "alpha", host: "api.example.com", port: 443, allowed: true, reason: "listed", address: "8.8.4.4" }]);
+    client.socket.destroy();
+    upstream.close();
+  });
+
+  it("destroys the upstream and answers 502 when the dial connected but the upstream failed before the commit", async () => {
+    let release = (): void => undefined;
+    const gate = new Promise<void>((r) => (release = r));
+    const recorder = new BatchingDecisionRecorder(async () => {
+      await gate;
+    });
+    const server: Server = createServer((s: Socket) => s.destroy());
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+    await harness({ recorder });
+    h.routes.set("8.8.4.4", (server.address() as AddressInfo).port);
+    const answer = rawRequest(h.port, connectHead("api.example.com:443", TOKENS.alpha));
+    await new Promise((r) => setTimeout(r, 100));
+    release();
+    const a = await answer;
+    server.close();
+    expect(a.status).toBe(502);
+  });
+});
+
+describe("the DNS answer cache", () => {
+  it("reuses an answer within its TTL and dials the checked address", async () => {
+    await harness();
+    const before = dns.queries.get("cached.example.com") ?? 0;
+    for (let i = 0; i < 3; i++) {
+      const a = await rawRequest(h.port, connectHead("cached.example.com:443", TOKENS.alpha));
+      expect(a.status).toBe(200);
+      a.socket.destroy();
+    }
+    expect((dns.queries.get("cached.example.com") ?? 0) - before).toBe(2); // one A and one AAAA
+    expect(h.dials.map((d) => d.address)).toEqual(["8.8.4.4", "8.8.4.4", "8.8.4.4"]);
+  });
+
+  it("checks every cached address each time it is used: a cached private address is refused every time", async () => {
+    await harness();
+    const before = dns.queries.get("cached-private.example.com") ?? 0;
+    for (let i = 0; i < 2; i++) {
+      const a = await rawRequest(h.port, connectHead("cached-private.example.com:443", TOKENS.alpha));
+      expect(a.status).toBe(502);
+      expect(a.body).toContain("forbidden_address");
+    }
+    expect((dns.queries.get("cached-private.example.com") ?? 0) - before).toBe(2);
     expect(h.dials).toEqual([]);
+  });
+
+  it("never resolves an unlisted host", async () => {
+    await harness();
+    const before = dns.queries.get("unlisted.example.com") ?? 0;
+    const a = await rawRequest(h.port, connectHead("unlisted.example.com:443", TOKENS.alpha));
+    expect(a.status).toBe(407);
+    expect(dns.queries.get("unlisted.example.com") ?? 0).toBe(before);
   });
 });
 

@@ -1,7 +1,7 @@
 /**
  * A real DNS server on 127.0.0.1 (dns2, UDP) that answers the test's names. Each name maps to a
  * behaviour: fixed answers, a different answer per query (rebinding), NXDOMAIN, SERVFAIL, or
- * silence (a timeout).
+ * silence (a timeout). Answers carry TTL 0 (as a rebinding name's do) unless a `ttl` is given.
  */
 import dns2 from "dns2";
 
@@ -9,8 +9,8 @@ const { Packet } = dns2;
 
 /** What one name answers. */
 export type NameBehaviour =
-  | { kind: "answer"; addresses: readonly string[] }
-  | { kind: "sequence"; answers: readonly (readonly string[])[] }
+  | { kind: "answer"; addresses: readonly string[]; ttl?: number }
+  | { kind: "sequence"; answers: readonly (readonly string[])[]; ttl?: number }
   | { kind: "nxdomain" }
   | { kind: "servfail" }
   | { kind: "silent" };
@@ -50,12 +50,13 @@ export async function startDnsServer(names: Record<string, NameBehaviour>): Prom
         counters.set(key, n + 1);
         addresses = behaviour.answers[Math.min(n, behaviour.answers.length - 1)] ?? [];
       } else addresses = behaviour.addresses;
+      const ttl = behaviour.ttl ?? 0;
       for (const address of addresses) {
         const v6 = address.includes(":");
         if (question.type === Packet.TYPE.A && !v6) {
-          response.answers.push({ name: question.name, type: Packet.TYPE.A, class: Packet.CLASS.IN, ttl: 0, address } as unknown as (typeof response.answers)[number]);
+          response.answers.push({ name: question.name, type: Packet.TYPE.A, class: Packet.CLASS.IN, ttl, address } as unknown as (typeof response.answers)[number]);
         } else if (question.type === Packet.TYPE.AAAA && v6) {
-          response.answers.push({ name: question.name, type: Packet.TYPE.AAAA, class: Packet.CLASS.IN, ttl: 0, address } as unknown as (typeof response.answers)[number]);
+          response.answers.push({ name: question.name, type: Packet.TYPE.AAAA, class: Packet.CLASS.IN, ttl, address } as unknown as (typeof response.answers)[number]);
         }
       }
       send(response);
