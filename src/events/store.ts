@@ -8,11 +8,12 @@
 import Database from "better-sqlite3";
 import { Kysely, Migrator, SqliteDialect } from "kysely";
 import { migrationProvider } from "../../migrations/index.js";
-import { canonicalJson as canonicalize } from "./canonical.js";
+import { canonicalForm, canonicalJson as canonicalize } from "./canonical.js";
+import type { Canonical } from "./canonical.js";
 import { catalog } from "./catalog.js";
 import { StoreError, StoreErrorCode } from "./errors.js";
 import type { EventProblem } from "./errors.js";
-import { GENESIS_HASH, rowHash } from "./hash.js";
+import { GENESIS_HASH, chainHash } from "./hash.js";
 import type { EventRegistry, EventType } from "./registry.js";
 import { parseStream } from "./streams.js";
 import type { NewEvent, ReadFilter, StoredEvent, VerifyResult } from "./types.js";
@@ -89,7 +90,10 @@ interface Prepared {
   readonly schemaVersion: number;
   readonly actor: string;
   readonly causedBy: number | null;
+  /** Canonical JSON text, as stored and hashed. */
   readonly data: string;
+  /** The plain value `data` denotes (what `JSON.parse(data)` gives), returned as the event's data. */
+  readonly value: unknown;
 }
 
 const MAX_ACTOR = 200;
@@ -120,6 +124,9 @@ class SqliteEventStore implements EventStore {
   readonly #listeners = new Set<EventListener>();
   readonly #stmts;
   readonly #cache = new Map<string, Database.Statement>();
+  readonly #streams = new Set<string>();
+  /** The append transaction, made once (run with `.immediate`: the write lock is taken before the head is read). */
+  readonly #appendTx: Database.Transaction<(batch: readonly Prepared[], expected: Readonly<Record<string, number>> | undefined) => StoredEvent[]>;
   #closed = false;
 
   constructor(
@@ -133,17 +140,26 @@ class SqliteEventStore implements EventStore {
     this.#stmts = {
       head: database.prepare<[], { seq: number; hash: string }>("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1"),
       version: database.prepare<[string], { v: number | null }>("SELECT max(version) AS v FROM events WHERE stream = ?"),
+      // No row when the log is empty (every stream is then at version 0).
+      headAndVersion: database.prepare<[string], { seq: number; hash: string; v: number | null }>(
+        "SELECT seq, hash, (SELECT max(version) FROM events WHERE stream = ?) AS v FROM events ORDER BY seq DESC LIMIT 1",
+      ),
+      // The streams as a JSON array: one statement for every stream of a batch.
+      versions: database.prepare<[string], { stream: string; v: number | null }>(
+        "SELECT j.value AS stream, (SELECT max(version) FROM events WHERE stream = j.value) AS v FROM json_each(?) AS j",
+      ),
       insert: database.prepare(`INSERT INTO events (${EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
       last: database.prepare<[string], EventRow>(`SELECT ${EVENT_COLUMNS} FROM events WHERE stream = ? ORDER BY version DESC LIMIT 1`),
       lastOfType: database.prepare<[string, string], EventRow>(`SELECT ${EVENT_COLUMNS} FROM events WHERE stream = ? AND type = ? ORDER BY version DESC LIMIT 1`),
       get: database.prepare<[number], EventRow>(`SELECT ${EVENT_COLUMNS} FROM events WHERE seq = ?`),
     };
+    this.#appendTx = database.transaction((batch: readonly Prepared[], expected: Readonly<Record<string, number>> | undefined) => this.#write(batch, expected));
   }
 
   append(batch: readonly NewEvent[], opts: AppendOptions = {}): StoredEvent[] {
     this.#open();
     const prepared = this.#prepare(batch);
-    const stored = this.database.transaction(() => this.#write(prepared, opts.expected)).immediate();
+    const stored = this.#appendTx.immediate(prepared, opts.expected);
     this.#notify(stored);
     return stored;
   }
@@ -238,10 +254,7 @@ class SqliteEventStore implements EventStore {
         it.return?.();
         return { ok: false, seq: r.seq, reason: `prev_hash does not match the hash of the row before` };
       }
-      const h = rowHash({
-        prevHash: r.prev_hash, seq: r.seq, stream: r.stream, version: r.version, type: r.type,
-        schemaVersion: r.schema_version, time: r.time, actor: r.actor, causedBy: r.caused_by, data: r.data,
-      });
+      const h = chainHash(r.prev_hash, r.seq, r.stream, r.version, r.type, r.schema_version, r.time, r.actor, r.caused_by, r.data);
       if (h !== r.hash) {
         it.return?.();
         return { ok: false, seq: r.seq, reason: `hash does not match the row's fields (the row was edited)` };
@@ -276,28 +289,34 @@ class SqliteEventStore implements EventStore {
     }
   }
 
-  /** Validates the whole batch before anything is written; throws with every problem found. */
+  /**
+   * Validates the whole batch before anything is written; throws with every problem found.
+   * The data is put in canonical form first and the schema checks that form, so what is
+   * validated is exactly what is stored (after `toJSON()`, without `undefined` members).
+   */
   #prepare(batch: readonly NewEvent[]): Prepared[] {
     const out: Prepared[] = [];
-    const problems: (EventProblem & { code: StoreErrorCode })[] = [];
-    const problem = (code: StoreErrorCode, index: number, path: string, message: string) => problems.push({ code, index, path, message });
-    batch.forEach((e, index) => {
+    let problems: (EventProblem & { code: StoreErrorCode })[] | undefined;
+    const problem = (code: StoreErrorCode, index: number, path: string, message: string): void => { (problems ??= []).push({ code, index, path, message }); };
+    for (let index = 0; index < batch.length; index++) {
+      const e = batch[index] as NewEvent;
       const def = this.registry.get(e.type);
-      if (def === undefined) { problem(StoreErrorCode.UnknownType, index, "type", `unknown event type ${JSON.stringify(String(e.type))}`); return; }
-      const bad = def.validate(e.data);
-      if (bad !== null) { for (const b of bad) problem(StoreErrorCode.InvalidData, index, b.path, `${e.type}: ${b.message}`); return; }
-      if (typeof e.stream !== "string" || parseStream(e.stream) === null) { problem(StoreErrorCode.InvalidStream, index, "stream", `invalid stream name ${JSON.stringify(String(e.stream))}`); return; }
-      const why = def.checkStream(e.stream, e.data);
-      if (why !== null) { problem(StoreErrorCode.InvalidStream, index, "stream", `${e.type} ${why}`); return; }
-      if (typeof e.actor !== "string" || e.actor.length === 0 || e.actor.length > MAX_ACTOR) { problem(StoreErrorCode.InvalidEvent, index, "actor", `actor must be a non-empty string of at most ${MAX_ACTOR} characters`); return; }
+      if (def === undefined) { problem(StoreErrorCode.UnknownType, index, "type", `unknown event type ${JSON.stringify(String(e.type))}`); continue; }
+      let canonical: Canonical;
+      try { canonical = canonicalForm(e.data); } catch (err) { problem(StoreErrorCode.InvalidData, index, "data", `not JSON: ${err instanceof Error ? err.message : String(err)}`); continue; }
+      const data = canonical.value;
+      const bad = def.validate(data);
+      if (bad !== null) { for (const b of bad) problem(StoreErrorCode.InvalidData, index, b.path, `${e.type}: ${b.message}`); continue; }
+      if (!this.#validStream(e.stream)) { problem(StoreErrorCode.InvalidStream, index, "stream", `invalid stream name ${JSON.stringify(String(e.stream))}`); continue; }
+      const why = def.checkStream(e.stream, data);
+      if (why !== null) { problem(StoreErrorCode.InvalidStream, index, "stream", `${e.type} ${why}`); continue; }
+      if (typeof e.actor !== "string" || e.actor.length === 0 || e.actor.length > MAX_ACTOR) { problem(StoreErrorCode.InvalidEvent, index, "actor", `actor must be a non-empty string of at most ${MAX_ACTOR} characters`); continue; }
       const causedBy = e.causedBy ?? null;
-      if (causedBy !== null && (!Number.isSafeInteger(causedBy) || causedBy < 1)) { problem(StoreErrorCode.InvalidCause, index, "causedBy", "causedBy must be the seq of an earlier event"); return; }
-      let data: string;
-      try { data = canonicalize(e.data); } catch (err) { problem(StoreErrorCode.InvalidData, index, "data", `not JSON: ${err instanceof Error ? err.message : String(err)}`); return; }
-      out.push({ stream: e.stream, type: e.type, schemaVersion: def.version, actor: e.actor, causedBy, data });
-    });
-    const first = problems[0];
-    if (first !== undefined) {
+      if (causedBy !== null && (!Number.isSafeInteger(causedBy) || causedBy < 1)) { problem(StoreErrorCode.InvalidCause, index, "causedBy", "causedBy must be the seq of an earlier event"); continue; }
+      out.push({ stream: e.stream, type: e.type, schemaVersion: def.version, actor: e.actor, causedBy, data: canonical.text, value: data });
+    }
+    const first = problems?.[0];
+    if (problems !== undefined && first !== undefined) {
       const summary = problems.slice(0, 5).map((p) => `event ${p.index}: ${p.path}: ${p.message}`).join("; ");
       throw new StoreError(first.code, `batch refused, nothing written: ${summary}${problems.length > 5 ? `; and ${problems.length - 5} more` : ""}`, {
         problems: problems.map(({ index, path, message }) => ({ index, path, message })),
@@ -306,20 +325,29 @@ class SqliteEventStore implements EventStore {
     return out;
   }
 
-  /** Writes validated events; runs inside a transaction. */
+  /** True for a valid stream name; names already seen are remembered (a log has few streams). */
+  #validStream(stream: unknown): boolean {
+    if (typeof stream !== "string") return false;
+    if (this.#streams.has(stream)) return true;
+    if (parseStream(stream) === null) return false;
+    if (this.#streams.size >= 4096) this.#streams.clear();
+    this.#streams.add(stream);
+    return true;
+  }
+
+  /**
+   * Writes validated events; runs inside the append transaction, which holds the write lock
+   * (BEGIN IMMEDIATE), so the chain head and the stream versions read here are the ones this
+   * batch extends, whatever other processes appended before: nothing is carried over in memory
+   * from an earlier transaction.
+   */
   #write(batch: readonly Prepared[], expected: Readonly<Record<string, number>> | undefined): StoredEvent[] {
-    const head = this.#stmts.head.get();
+    const { head, versions } = this.#readHead(batch, expected);
     let seq = head?.seq ?? 0;
     let prev = head?.hash ?? GENESIS_HASH;
-    const versions = new Map<string, number>();
-    const current = (stream: string): number => {
-      let v = versions.get(stream);
-      if (v === undefined) { v = this.#stmts.version.get(stream)?.v ?? 0; versions.set(stream, v); }
-      return v;
-    };
     if (expected !== undefined) {
       for (const [stream, want] of Object.entries(expected)) {
-        const actual = current(stream);
+        const actual = versions.get(stream) ?? 0;
         if (actual !== want) {
           throw new StoreError(StoreErrorCode.Conflict, `stream ${stream} is at version ${actual}, expected ${want}: read it again and retry`, {
             conflict: { stream, expected: want, actual },
@@ -328,27 +356,51 @@ class SqliteEventStore implements EventStore {
       }
     }
     const time = this.#clock().toISOString();
-    const out: StoredEvent[] = [];
-    for (const e of batch) {
+    const insert = this.#stmts.insert;
+    const out: StoredEvent[] = new Array<StoredEvent>(batch.length);
+    for (let i = 0; i < batch.length; i++) {
+      const e = batch[i] as Prepared;
       seq++;
-      const version = current(e.stream) + 1;
+      const version = (versions.get(e.stream) ?? 0) + 1;
       versions.set(e.stream, version);
       if (e.causedBy !== null && e.causedBy >= seq) {
         throw new StoreError(StoreErrorCode.InvalidCause, `causedBy ${e.causedBy} is not an earlier event than seq ${seq}`);
       }
-      const hash = rowHash({ prevHash: prev, seq, stream: e.stream, version, type: e.type, schemaVersion: e.schemaVersion, time, actor: e.actor, causedBy: e.causedBy, data: e.data });
+      const hash = chainHash(prev, seq, e.stream, version, e.type, e.schemaVersion, time, e.actor, e.causedBy, e.data);
       try {
-        this.#stmts.insert.run(seq, e.stream, version, e.type, e.schemaVersion, time, e.actor, e.causedBy, e.data, prev, hash);
+        insert.run(seq, e.stream, version, e.type, e.schemaVersion, time, e.actor, e.causedBy, e.data, prev, hash);
       } catch (err) {
         if (err instanceof Error && /FOREIGN KEY/.test(err.message)) {
           throw new StoreError(StoreErrorCode.InvalidCause, `causedBy ${String(e.causedBy)} names no event`);
         }
         throw err;
       }
-      out.push({ seq, stream: e.stream, version, type: e.type, schemaVersion: e.schemaVersion, time, actor: e.actor, causedBy: e.causedBy, data: JSON.parse(e.data) as unknown, prevHash: prev, hash });
+      out[i] = { seq, stream: e.stream, version, type: e.type, schemaVersion: e.schemaVersion, time, actor: e.actor, causedBy: e.causedBy, data: e.value, prevHash: prev, hash };
       prev = hash;
     }
     return out;
+  }
+
+  /**
+   * The chain head and the current version of every stream the batch writes to or names in
+   * `expected`: one statement for a single stream (the common case of a command), two otherwise.
+   */
+  #readHead(batch: readonly Prepared[], expected: Readonly<Record<string, number>> | undefined): { head: { seq: number; hash: string } | undefined; versions: Map<string, number> } {
+    const streams = new Set<string>();
+    for (const e of batch) streams.add(e.stream);
+    if (expected !== undefined) for (const s of Object.keys(expected)) streams.add(s);
+    const versions = new Map<string, number>();
+    if (streams.size === 1) {
+      const stream = streams.values().next().value as string;
+      const row = this.#stmts.headAndVersion.get(stream);
+      if (row !== undefined) versions.set(stream, row.v ?? 0);
+      return { head: row, versions };
+    }
+    const head = this.#stmts.head.get();
+    if (head !== undefined && streams.size > 0) {
+      for (const r of this.#stmts.versions.all(JSON.stringify([...streams]))) versions.set(r.stream, r.v ?? 0);
+    }
+    return { head, versions };
   }
 
   #toEvent(r: EventRow): StoredEvent {

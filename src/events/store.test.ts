@@ -1,0 +1,135 @@
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { openStore, StoreError } from "./store.js";
+import type { EventStore } from "./store.js";
+import type { NewEvent } from "./types.js";
+
+const ROOT = fileURLToPath(new URL("../../", import.meta.url));
+const STORE_MODULE = pathToFileURL(fileURLToPath(new URL("./store.ts", import.meta.url))).href;
+
+function egress(plugin: string, n: number): NewEvent {
+  return { stream: `egress/${plugin}`, type: "egress.decision", actor: "egress", data: { port: 443, host: `h${n}.example.com`, plugin, allowed: true, reason: "listed" } };
+}
+
+/** Every stream's versions run 1..n without a gap, and seqs run 1..head. */
+function contiguous(store: EventStore): boolean {
+  const all = store.read();
+  const byStream = new Map<string, number[]>();
+  for (const e of all) byStream.set(e.stream, [...(byStream.get(e.stream) ?? []), e.version]);
+  return all.every((e, i) => e.seq === i + 1) && [...byStream.values()].every((vs) => vs.every((v, i) => v === i + 1));
+}
+
+describe("appending from several connections to one file", () => {
+  let dir: string;
+  let file: string;
+  beforeEach(() => { dir = mkdtempSync(join(tmpdir(), "openfief-store-")); file = join(dir, "events.db"); });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  it("extends the chain and the stream versions the other connection wrote, never a copy in memory", async () => {
+    const a = await openStore({ file });
+    const b = await openStore({ file });
+    try {
+      for (let i = 0; i < 6; i++) {
+        (i % 2 === 0 ? a : b).append([egress("echo", i), egress("ping", i), { ...egress("echo", i + 100) }]);
+      }
+      expect(a.head()).toBe(18);
+      expect(b.version("egress/echo")).toBe(12);
+      expect(a.verify()).toEqual({ ok: true, count: 18 });
+      expect(contiguous(b)).toBe(true);
+      const last = a.get(18);
+      expect(b.get(18)?.hash).toBe(last?.hash);
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  });
+
+  it("refuses a stale expected version read through another connection", async () => {
+    const a = await openStore({ file });
+    const b = await openStore({ file });
+    try {
+      const seen = b.version("egress/echo");
+      a.append([egress("echo", 1)]);
+      expect(() => b.append([egress("echo", 2)], { expected: { "egress/echo": seen } })).toThrow(/expected 0/);
+      expect(b.append([egress("echo", 2)], { expected: { "egress/echo": 1 } })[0]?.version).toBe(2);
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  });
+
+  it("keeps one valid chain when two processes append to the same streams at once", async () => {
+    const setup = await openStore({ file });
+    await setup.close();
+    const go = join(dir, "go");
+    let ready = 0;
+    const child = (tag: string) => new Promise<{ code: number | null; stderr: string }>((resolve, reject) => {
+      const code = `
+        const { openStore } = await import(${JSON.stringify(STORE_MODULE)});
+        const store = await openStore({ file: ${JSON.stringify(file)} });
+        // Both processes are open before either appends, so their appends interleave.
+        process.stdout.write("ready\\n");
+        const { existsSync } = await import("node:fs");
+        while (!existsSync(${JSON.stringify(go)})) await new Promise((r) => setTimeout(r, 5));
+        for (let i = 0; i < 40; i++) {
+          store.append([0, 1, 2].map((k) => ({ stream: "egress/echo", type: "egress.decision", actor: "egress", data: { plugin: "echo", host: "${tag}" + i + "-" + k + ".example.com", port: 443, allowed: true, reason: "listed" } })));
+          store.append([{ stream: "trust", type: "signature.verdict", actor: "trust", data: { digest: "sha256:" + "a".repeat(64), image: "r.example/x@sha256:" + "a".repeat(64), outcome: "verified", signers: [], identities: [], trustRoot: "${tag}", catalog: String(i) } }]);
+        }
+        await store.close();`;
+      const p = spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", code], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
+      p.stdout.on("data", () => { if (++ready === 2) writeFileSync(go, ""); });
+      let stderr = "";
+      p.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+      p.on("error", reject);
+      p.on("close", (c) => resolve({ code: c, stderr }));
+    });
+    const results = await Promise.all([child("one"), child("two")]);
+    expect(results).toEqual([{ code: 0, stderr: "" }, { code: 0, stderr: "" }]);
+    const store = await openStore({ file });
+    try {
+      expect(store.head()).toBe(2 * 40 * 4);
+      expect(store.verify()).toEqual({ ok: true, count: 320 });
+      expect(store.version("egress/echo")).toBe(240);
+      expect(store.version("trust")).toBe(80);
+      expect(contiguous(store)).toBe(true);
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+describe("the data of an appended event", () => {
+  let dir: string;
+  let store: EventStore;
+  beforeEach(async () => { dir = mkdtempSync(join(tmpdir(), "openfief-store-")); store = await openStore({ file: join(dir, "events.db") }); });
+  afterEach(async () => { await store.close(); rmSync(dir, { recursive: true, force: true }); });
+
+  it("is returned as stored: canonical key order, toJSON applied, undefined members gone, detached from the input", () => {
+    const spec = { z: 1, when: new Date("2026-01-01T00:00:00Z"), gone: undefined, a: [{ y: 2, x: 1 }] };
+    const [e] = store.append([{ stream: "plugin/echo", type: "plugin.observed", actor: "cluster", data: { spec, name: "echo" } }]);
+    spec.a.push({ y: 3, x: 3 });
+    const stored = { name: "echo", spec: { a: [{ x: 1, y: 2 }], when: "2026-01-01T00:00:00.000Z", z: 1 } };
+    expect(e?.data).toEqual(stored);
+    expect(JSON.stringify(e?.data)).toBe(store.database.prepare("SELECT data FROM events WHERE seq = 1").pluck().get());
+    expect(store.get(1)?.data).toEqual(stored);
+  });
+
+  it.each([
+    ["a non-finite number", { plugin: "echo", host: "h.example.com", port: Number.NaN, allowed: true, reason: "listed" }],
+    ["a bigint", { plugin: "echo", host: "h.example.com", port: 443n, allowed: true, reason: "listed" }],
+    ["a field that is only there as undefined", { plugin: "echo", host: "h.example.com", port: 443, allowed: true, reason: undefined }],
+  ])("refuses data with %s, writing nothing", (_what, data) => {
+    const refusal = (() => {
+      try { store.append([egress("echo", 1), { stream: "egress/echo", type: "egress.decision", actor: "egress", data }]); } catch (err) { return err as StoreError; }
+      return null;
+    })();
+    expect(refusal).toBeInstanceOf(StoreError);
+    expect(refusal?.code).toBe("invalid_data");
+    expect(refusal?.problems[0]?.index).toBe(1);
+    expect(store.head()).toBe(0);
+  });
+});
