@@ -4,6 +4,7 @@
  *
  *   BENCH_EVENTS=1000000 (size of the large log)   BENCH_RUNS=5 (runs per append figure)
  */
+import { execSync } from "node:child_process";
 import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -185,6 +186,9 @@ async function scale(): Promise<void> {
     const genS = Number(process.hrtime.bigint() - genStart) / 1e9;
     // Let the bulk load's WAL and dirty pages settle, so the figures are steady-state appends.
     store.database.pragma("wal_checkpoint(TRUNCATE)");
+    // And let the OS write back what the bulk load dirtied: otherwise the measured appends compete
+    // with hundreds of megabytes of writeback that the generator, not the append path, caused.
+    execSync("sync");
     await new Promise((resolve) => setTimeout(resolve, 3000));
     const batched: number[] = [], single: number[] = [];
     for (let i = 0; i < 3; i++) {
