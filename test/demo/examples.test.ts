@@ -31,6 +31,7 @@ import { MEDIA_TYPE, parseImageManifest } from "../../src/trust/oci.js";
 import { OciLayoutSource } from "../../src/trust/oci-layout.js";
 import { loadShippedTrustedRoot } from "../../src/trust/trusted-root.js";
 import { DEMO_IMAGES, buildDemoImage, makeDemo } from "../../scripts/make-demo.js";
+import { toJsonSchema } from "../support/crd-schema.js";
 
 const ROOT = join(import.meta.dirname, "../..");
 const EXAMPLES = join(ROOT, "examples");
@@ -70,21 +71,6 @@ function shippedCatalog() {
   return must(parseCatalog(readFileSync(join(ROOT, "catalog/plugins.json"), "utf8")));
 }
 
-/** The CRD's schema as ajv reads it (as test/kube/manifests.test.ts does): unknown fields refused. */
-function toJsonSchema(node: unknown): unknown {
-  if (Array.isArray(node)) return node.map(toJsonSchema);
-  if (typeof node !== "object" || node === null) return node;
-  const src = node as Record<string, unknown>;
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(src)) {
-    if (k.startsWith("x-kubernetes-") || k === "nullable" || k === "format") continue;
-    out[k] = k === "properties" ? Object.fromEntries(Object.entries(v as Record<string, unknown>).map(([p, s]) => [p, toJsonSchema(s)])) : toJsonSchema(v);
-  }
-  if (src["nullable"] === true && typeof src["type"] === "string") out["type"] = [src["type"], "null"];
-  if (src["type"] === "object" && src["properties"] !== undefined && src["x-kubernetes-preserve-unknown-fields"] !== true) out["additionalProperties"] = false;
-  if (src["x-kubernetes-list-type"] === "set") out["uniqueItems"] = true;
-  return out;
-}
 
 function crdValidator(file: string) {
   const crd = parseYaml(readFileSync(join(ROOT, "deploy/crds", file), "utf8")) as { spec: { versions: Array<{ schema: { openAPIV3Schema: unknown } }> } };

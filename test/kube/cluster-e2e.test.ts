@@ -33,6 +33,7 @@ import { clusterReconcilerFactory, topologyFromEnv } from "../../src/reconciler/
 import { openDataStore } from "../../src/reconciler/runtime.js";
 import { FakeApiServer } from "./fake-apiserver.js";
 import type { LoggedRequest } from "./fake-apiserver.js";
+import { toJsonSchema } from "../support/crd-schema.js";
 
 const NS = NAMESPACE;
 const EXAMPLES = fileURLToPath(new URL("../../examples/", import.meta.url));
@@ -85,20 +86,6 @@ const MODELS: Record<string, new (obj: never) => Validatable> = {
   "apps/v1/Deployment": Deployment,
 };
 
-/** The Plugin CRD's openAPIV3Schema as JSON Schema for ajv: x-kubernetes-* dropped, nullable mapped, unknown fields refused. */
-function toJsonSchema(node: unknown): unknown {
-  if (Array.isArray(node)) return node.map(toJsonSchema);
-  if (typeof node !== "object" || node === null) return node;
-  const src = node as Record<string, unknown>;
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(src)) {
-    if (k.startsWith("x-kubernetes-") || k === "nullable" || k === "format") continue;
-    out[k] = k === "properties" ? Object.fromEntries(Object.entries(v as Record<string, unknown>).map(([p, sch]) => [p, toJsonSchema(sch)])) : toJsonSchema(v);
-  }
-  if (src["nullable"] === true && typeof src["type"] === "string") out["type"] = [src["type"], "null"];
-  if (src["type"] === "object" && src["properties"] !== undefined && src["x-kubernetes-preserve-unknown-fields"] !== true) out["additionalProperties"] = false;
-  return out;
-}
 const PLUGIN_CRD = parseYaml(readFileSync(fileURLToPath(new URL("../../deploy/crds/plugins.openfief.io.yaml", import.meta.url)), "utf8")) as {
   spec: { versions: Array<{ schema: { openAPIV3Schema: Record<string, unknown> } }> };
 };

@@ -15,6 +15,7 @@ import { describe, expect, it } from "vitest";
 import { parseAllDocuments } from "yaml";
 import { EMPTY_PENDING } from "../../src/plugins/effective.js";
 import { pluginStatus } from "../../src/kube/status.js";
+import { toJsonSchema } from "../support/crd-schema.js";
 
 const ROOT = join(import.meta.dirname, "../../deploy");
 
@@ -74,22 +75,6 @@ function podSpec(deployment: Doc["obj"]): { securityContext?: Record<string, unk
   return (deployment["spec"] as { template: { spec: ReturnType<typeof podSpec> } }).template.spec;
 }
 
-/** The CRD's openAPIV3Schema as a JSON Schema ajv understands: x-kubernetes-* dropped, nullable mapped. */
-function toJsonSchema(node: unknown): unknown {
-  if (Array.isArray(node)) return node.map(toJsonSchema);
-  if (typeof node !== "object" || node === null) return node;
-  const out: Record<string, unknown> = {};
-  const src = node as Record<string, unknown>;
-  for (const [k, v] of Object.entries(src)) {
-    if (k.startsWith("x-kubernetes-") || k === "nullable" || k === "format") continue;
-    out[k] = k === "properties" ? Object.fromEntries(Object.entries(v as Record<string, unknown>).map(([p, s]) => [p, toJsonSchema(s)])) : toJsonSchema(v);
-  }
-  if (src["nullable"] === true && typeof src["type"] === "string") out["type"] = [src["type"], "null"];
-  // A structural schema prunes unknown fields; reject them here so a typo in a sample shows.
-  if (src["type"] === "object" && src["properties"] !== undefined && src["x-kubernetes-preserve-unknown-fields"] !== true) out["additionalProperties"] = false;
-  if (src["x-kubernetes-list-type"] === "set") out["uniqueItems"] = true;
-  return out;
-}
 
 function crdSchema(name: string): { schema: Record<string, unknown>; crd: Doc["obj"] } {
   const crd = find("CustomResourceDefinition", name);
