@@ -114,8 +114,13 @@ export class Reconciler {
     const { store } = this.#d;
     const stream = pluginStream(name);
     const appended: number[] = [];
-    const observed = store.last(stream, "plugin.observed");
-    const spec = currentSpec(store, stream);
+    // Optimistic concurrency: every append to the plugin's stream expects the version read here,
+    // before any fact, so a concurrent write (an apply, an approval) makes this pass start over
+    // on the new facts instead of deciding on stale ones.
+    const expected = { stream, version: store.version(stream) };
+    const { state: before, sources: seen } = loadDeciderState(store, name);
+    const observed = seen.plugin?.type === "plugin.observed" ? seen.plugin : null;
+    const spec = before.spec;
 
     // 1–2. Facts the decider needs: verdicts for the asked-for and the running image, the config verdict.
     if (spec !== null) {
@@ -125,7 +130,7 @@ export class Reconciler {
         if (image.ok) {
           const v = await this.#verdict(image.value, parsed.value.spec.manifest, observed?.seq);
           if (v !== undefined) appended.push(v);
-          const c = this.#configVerdict(name, parsed.value.spec.image, parsed.value.spec.manifest, parsed.value.spec.config, observed?.seq ?? null);
+          const c = this.#configVerdict(expected, seen.config, name, parsed.value.spec, observed?.seq ?? null);
           if (c !== undefined) appended.push(c);
         }
       }
@@ -151,29 +156,18 @@ export class Reconciler {
     // Appended only when the plan changes: re-deciding after our own decision sees it as the
     // previous version (new inputs, same plan), and that is not a new decision.
     if (decided !== null && (lastDecision === null || canonicalize(lastDecision.data.plan) !== canonicalize(decided.plan))) {
-      const [e] = store.append(
-        [{ stream, type: "rollout.decided", data: decided, actor: this.#actor, causedBy: newestCause(sources) }],
-        { expected: { [stream]: store.version(stream) } },
-      );
-      if (e !== undefined) {
-        decision = e as StoredEvent<RolloutDecided>;
-        appended.push(e.seq);
-        this.#d.logger.info({ plugin: name, seq: e.seq, outcome: (decided.plan as { outcome?: string }).outcome }, "rollout decided");
-      }
+      const e = this.#append(expected, "rollout.decided", decided, newestCause(sources));
+      decision = e as StoredEvent<RolloutDecided>;
+      appended.push(e.seq);
+      this.#d.logger.info({ plugin: name, seq: e.seq, outcome: (decided.plan as { outcome?: string }).outcome }, "rollout decided");
     }
 
     // 4. The desired workload of whatever runs.
     const desired = decision === null ? null : this.#desired(name, decision.data);
     let desiredEvent = store.last(stream, "workload.desired") as StoredEvent<WorkloadDesired> | null;
     if (desired !== null && (desiredEvent === null || canonicalize(desiredEvent.data) !== canonicalize(desired))) {
-      const [e] = store.append(
-        [{ stream, type: "workload.desired", data: desired, actor: this.#actor, causedBy: decision?.seq ?? null }],
-        { expected: { [stream]: store.version(stream) } },
-      );
-      if (e !== undefined) {
-        desiredEvent = e as StoredEvent<WorkloadDesired>;
-        appended.push(e.seq);
-      }
+      desiredEvent = this.#append(expected, "workload.desired", desired, decision?.seq ?? null) as StoredEvent<WorkloadDesired>;
+      appended.push(desiredEvent.seq);
     }
 
     // 5. Apply, unless the log says this desired state was already applied by this target.
@@ -182,7 +176,7 @@ export class Reconciler {
       const done = applied !== null && applied.seq > desiredEvent.seq && (applied.data as { ok: boolean; target: string }).ok
         && (applied.data as { target: string }).target === this.#d.target.name;
       if (!done) {
-        const seq = await this.#apply(name, desiredEvent);
+        const seq = await this.#apply(expected, name, desiredEvent);
         appended.push(seq);
       }
     }
@@ -198,15 +192,27 @@ export class Reconciler {
     return this.#d.recorder.record(cached.verdict, causedBy);
   }
 
-  #configVerdict(name: string, image: string, manifest: Manifest, config: JsonValue | undefined, causedBy: number | null): number | undefined {
-    const { store } = this.#d;
-    const stream = pluginStream(name);
+  /** Appends one event to the plugin's stream at the expected version, and moves the expectation on. */
+  #append(expected: { stream: string; version: number }, type: string, data: unknown, causedBy: number | null): StoredEvent {
+    const [e] = this.#d.store.append([{ stream: expected.stream, type, data, actor: this.#actor, causedBy }], { expected: { [expected.stream]: expected.version } });
+    if (e === undefined) throw new Error("the store appended nothing");
+    expected.version = e.version;
+    return e;
+  }
+
+  /** Records whether the config matches its schema, unless the last verdict for this image says the same. */
+  #configVerdict(
+    expected: { stream: string; version: number },
+    last: StoredEvent | null,
+    name: string,
+    spec: { image: string; manifest: Manifest; config?: JsonValue },
+    causedBy: number | null,
+  ): number | undefined {
+    const { image, manifest, config } = spec;
     const errors = manifest.configSchema === undefined ? [] : validateConfig(manifest.configSchema, config, "spec.config");
     const data = { name, image, ok: errors.length === 0, errors: errors.map((e) => ({ code: e.code, path: e.path, message: e.message })) };
-    const last = lastConfigVerdict(store, stream, image);
     if (last !== null && canonicalize(last.data) === canonicalize(data)) return undefined;
-    const [e] = store.append([{ stream, type: "config.verdict", data, actor: this.#actor, causedBy }], { expected: { [stream]: store.version(stream) } });
-    return e?.seq;
+    return this.#append(expected, "config.verdict", data, causedBy).seq;
   }
 
   /** The desired workload for a recorded decision: the objects of what runs, or nothing. */
@@ -237,9 +243,8 @@ export class Reconciler {
     };
   }
 
-  async #apply(name: string, desired: StoredEvent<WorkloadDesired>): Promise<number> {
-    const { store, target } = this.#d;
-    const stream = pluginStream(name);
+  async #apply(expected: { stream: string; version: number }, name: string, desired: StoredEvent<WorkloadDesired>): Promise<number> {
+    const { target } = this.#d;
     let error: string | undefined;
     try {
       if (desired.data.running) await target.applyPlugin(name, desired.data.objects as unknown as KubeObject[]);
@@ -251,28 +256,8 @@ export class Reconciler {
       this.#d.logger.error({ plugin: name, err: error }, "applying the desired workload failed");
     }
     const data = { name, target: target.name, ok: error === undefined, ...(error === undefined ? {} : { error }) };
-    const [e] = store.append([{ stream, type: "workload.applied", data, actor: this.#actor, causedBy: desired.seq }], { expected: { [stream]: store.version(stream) } });
-    if (e === undefined) throw new Error("the store appended nothing");
-    return e.seq;
+    return this.#append(expected, "workload.applied", data, desired.seq).seq;
   }
-}
-
-/** The plugin's spec as last observed, or null when it was deleted or never observed. */
-function currentSpec(store: EventStore, stream: string): JsonValue | null {
-  const observed = store.last(stream, "plugin.observed");
-  const deleted = store.last(stream, "plugin.deleted");
-  if (observed === null || (deleted !== null && deleted.seq > observed.seq)) return null;
-  return (observed.data as { spec: JsonValue }).spec;
-}
-
-function lastConfigVerdict(store: EventStore, stream: string, image: string): StoredEvent | null {
-  // Config verdicts are few per plugin; read them newest first within the stream.
-  const all = store.read({ stream, type: "config.verdict" });
-  for (let i = all.length - 1; i >= 0; i--) {
-    const e = all[i];
-    if (e !== undefined && (e.data as { image: string }).image === image) return e;
-  }
-  return null;
 }
 
 /** The newest event among the decider's inputs: the cause a decision names. */
