@@ -8,6 +8,7 @@ import type { Logger } from "pino";
 import type { AllowLists } from "../plugins/allowlist.js";
 import { ALLOWLIST_CONFIGMAP, NAMESPACE } from "../plugins/constants.js";
 import { ErrNotSynced, MemoryAllowListSource, type AllowListSource } from "./allowlist-source.js";
+import { withTimeout } from "./deadline.js";
 
 /** Options of {@link watchAllowLists}. */
 export interface WatchAllowListsOptions {
@@ -73,12 +74,14 @@ export async function watchAllowLists(kc: KubeConfig, options: WatchAllowListsOp
   });
 
   const timeoutMs = options.syncTimeoutMs ?? 30_000;
-  let timer: NodeJS.Timeout | undefined;
-  const timedOut = new Promise<"timeout">((resolve) => {
-    timer = setTimeout(() => resolve("timeout"), timeoutMs);
-  });
-  const outcome = await Promise.race([informer.start().then(() => "started" as const, (e: unknown) => { firstError = e; return "started" as const; }), timedOut]);
-  if (timer !== undefined) clearTimeout(timer);
+  const started = informer.start().then(
+    () => "started" as const,
+    (e: unknown) => {
+      firstError = e;
+      return "started" as const;
+    },
+  );
+  const outcome = await withTimeout<"started" | "timeout">(started, timeoutMs, "timeout");
   if (outcome === "timeout" || firstError !== undefined) {
     stopped = true;
     await informer.stop();

@@ -25,8 +25,9 @@ export async function ensureEmbeddedKey(dataDir: string): Promise<{ privateJwk: 
   const jwksPath = joinPath(dataDir, EGRESS_JWKS_FILE);
   if (existsSync(keyPath)) {
     const privateJwk = JSON.parse(readFileSync(keyPath, "utf8")) as JWK;
-    const jwks = existsSync(jwksPath) ? (JSON.parse(readFileSync(jwksPath, "utf8")) as JSONWebKeySet) : { keys: [publicPart(privateJwk)] };
-    if (!existsSync(jwksPath)) writeFileSync(jwksPath, `${JSON.stringify(jwks, null, 2)}\n`, { mode: 0o644 });
+    if (existsSync(jwksPath)) return { privateJwk, jwks: readEmbeddedJwks(dataDir) };
+    const jwks = { keys: [publicPart(privateJwk)] };
+    writeFileSync(jwksPath, `${JSON.stringify(jwks, null, 2)}\n`, { mode: 0o644 });
     return { privateJwk, jwks };
   }
   mkdirSync(dataDir, { recursive: true });

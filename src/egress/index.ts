@@ -1,6 +1,6 @@
 /** The egress proxy's public surface (issue 6, seed 004). */
 export { AddressPolicy, checkAddress, embeddedIPv4, FORBIDDEN_IPV4, FORBIDDEN_IPV6, type AddressRefusal, type AddressVerdict } from "./address.js";
-export { ALLOWLISTS_REFUSED_MESSAGE, ErrNotSynced, MemoryAllowListSource, PollingAllowListSource, type AllowListSource } from "./allowlist-source.js";
+export { ALLOWLISTS_REFUSED_MESSAGE, ErrNotSynced, MemoryAllowListSource, type AllowListSource } from "./allowlist-source.js";
 export { CachingTokenReviewer, DEFAULT_TOKEN_CACHE_TTL_MS, InvalidCacheTtlError, TOKEN_CACHE_MAX_ENTRIES } from "./caching-reviewer.js";
 export { watchAllowLists, type ConfigMapAllowListSource } from "./configmap-source.js";
 export { EGRESS_DECISION_TYPE, egressDecisionEvent, type EgressDecisionRecord } from "./decision.js";
@@ -9,7 +9,7 @@ export { EMBEDDED_ISSUER, ensureEmbeddedKey, mintEgressToken, readEmbeddedJwks, 
 export { JwksTokenReviewer } from "./jwks-reviewer.js";
 export { KubeTokenReviewer } from "./kube-reviewer.js";
 export { basicProxyAuthorization, proxyToken, type ProxyAuthError } from "./proxy-auth.js";
-export { createEgressProxy, EgressConfigError, PROXY_REALM, TUNNEL_HIGH_WATER_MARK, type ConnectFn, type DialAddress, type EgressProxy, type EgressProxyOptions, type EgressProxyPorts } from "./proxy.js";
+export { createEgressProxy, EgressConfigError, PROXY_REALM, refuseUpstreamProxyEnv, TUNNEL_HIGH_WATER_MARK, type ConnectFn, type DialAddress, type EgressProxy, type EgressProxyOptions, type EgressProxyPorts } from "./proxy.js";
 export { BatchingDecisionRecorder, StoreDecisionRecorder, type DecisionRecorder, type EventAppender } from "./recorder.js";
 export { DNS_CACHE_MAX_NAMES, DNS_CACHE_MAX_TTL_MS, DnsResolver, type DnsResolverOptions, type ResolveOutcome, type Resolver } from "./resolver.js";
 export { reviewWithin, systemClock, type Clock, type ReviewResult, type TokenReviewer } from "./reviewer.js";

@@ -41,6 +41,8 @@ const STRICT_BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]
 const LOOKS_LIKE_JWT = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
 // Whitespace and every other character a token never holds (controls, DEL, non-ASCII spaces).
 const BAD_TOKEN_CHAR = /[\s\p{Cc}]/u;
+// One decoder for every CONNECT: `decode` without `stream` keeps no state between calls.
+const STRICT_UTF8 = new TextDecoder("utf-8", { fatal: true });
 
 /** Strictly decodes canonical base64 (padding required, no stray characters, zero trailing bits). */
 export function decodeStrictBase64(text: string): Buffer | undefined {
@@ -78,7 +80,7 @@ export function proxyToken(rawHeaders: readonly string[]): ProxyTokenResult {
   if (bytes === undefined) return { ok: false, code: "bad_proxy_auth_base64" };
   let decoded: string;
   try {
-    decoded = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+    decoded = STRICT_UTF8.decode(bytes);
   } catch {
     return { ok: false, code: "bad_proxy_auth_encoding" };
   }

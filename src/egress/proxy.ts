@@ -18,6 +18,7 @@ import { decideEgress } from "../plugins/allowlist.js";
 import { pluginForServiceAccount } from "../plugins/service-account.js";
 import { PROXY_PORT } from "../plugins/constants.js";
 import { AddressPolicy } from "./address.js";
+import { withTimeout } from "./deadline.js";
 import type { AllowListSource } from "./allowlist-source.js";
 import type { EgressDecisionRecord } from "./decision.js";
 import { proxyToken, PROXY_AUTH_MESSAGES } from "./proxy-auth.js";
@@ -151,17 +152,6 @@ interface Tunnel {
   readonly end: () => void;
 }
 
-function withTimeout<T>(work: Promise<T>, ms: number, onTimeout: T): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<T>((resolve) => {
-    timer = setTimeout(() => resolve(onTimeout), ms);
-    timer.unref();
-  });
-  return Promise.race([work, timeout]).finally(() => {
-    if (timer !== undefined) clearTimeout(timer);
-  });
-}
-
 function localAddresses(): string[] {
   const out: string[] = [];
   for (const list of Object.values(networkInterfaces())) for (const i of list ?? []) out.push(i.address);
@@ -169,15 +159,22 @@ function localAddresses(): string[] {
 }
 
 /**
- * Builds the proxy from its ports. Refuses to build when HTTPS_PROXY/https_proxy is set (CONNECTs
- * could be chained past the address check) or without an allow-list source (never allow-all).
+ * Throws when HTTPS_PROXY/https_proxy is set: CONNECTs could then be chained through another proxy,
+ * past the address check. Exported so that a caller can refuse before any other setup.
  */
-export function createEgressProxy(ports: EgressProxyPorts): EgressProxy {
-  const env = ports.env ?? process.env;
+export function refuseUpstreamProxyEnv(env: Readonly<Record<string, string | undefined>>): void {
   for (const name of ["HTTPS_PROXY", "https_proxy"]) {
     const v = env[name];
     if (v !== undefined && v !== "") throw new EgressConfigError("https_proxy_set", `${name} is set in the proxy's environment; refusing to start`);
   }
+}
+
+/**
+ * Builds the proxy from its ports. Refuses to build when HTTPS_PROXY/https_proxy is set (CONNECTs
+ * could be chained past the address check) or without an allow-list source (never allow-all).
+ */
+export function createEgressProxy(ports: EgressProxyPorts): EgressProxy {
+  refuseUpstreamProxyEnv(ports.env ?? process.env);
   if ((ports.allowLists as AllowListSource | undefined)?.current === undefined) {
     throw new EgressConfigError("no_allowlist_source", "the egress proxy never runs without an allow-list source");
   }
@@ -261,7 +258,7 @@ export function createEgressProxy(ports: EgressProxyPorts): EgressProxy {
     return socket;
   }
 
-  async function dial(target: { address: string; family: 4 | 6; port: number }): Promise<{ ok: true; socket: Socket } | { ok: false; status: 502 | 504; code: string }> {
+  async function dial(target: DialAddress): Promise<{ ok: true; socket: Socket } | { ok: false; status: 502 | 504; code: string }> {
     let socket: Socket;
     try {
       socket = await ports.connect(target);

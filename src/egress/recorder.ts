@@ -4,7 +4,7 @@
  * CONNECTs are gathered for one tick and written in one transaction, so recording costs one
  * commit per burst rather than one per CONNECT.
  */
-import { EGRESS_DECISION_TYPE, egressDecisionEvent, type EgressDecisionRecord } from "./decision.js";
+import { egressDecisionEvent, type EgressDecisionRecord } from "./decision.js";
 
 /** Durably records one decision; resolves only once it is committed, rejects if it cannot be. */
 export interface DecisionRecorder {
@@ -66,5 +66,3 @@ export class StoreDecisionRecorder extends BatchingDecisionRecorder {
     });
   }
 }
-
-export { EGRESS_DECISION_TYPE };

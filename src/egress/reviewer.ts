@@ -2,6 +2,7 @@
  * The TokenReviewer port (seed 004): a token in, a Kubernetes username out. Adapters live in
  * `kube-reviewer.ts` and `jwks-reviewer.ts`; `caching-reviewer.ts` wraps either.
  */
+import { withTimeout } from "./deadline.js";
 
 /** Why a token was not accepted. Never contains the token. */
 export type ReviewRefusal =
@@ -52,12 +53,9 @@ export function reviewWithin(reviewer: TokenReviewer, token: string, timeoutMs: 
     return { ok: false, code: "review_failed" };
   }
   if (!(pending instanceof Promise)) return wellFormed(pending);
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<ReviewResult>((resolve) => {
-    timer = setTimeout(() => resolve({ ok: false, code: "review_timeout" }), timeoutMs);
-    timer.unref();
-  });
-  return Promise.race([pending.then(wellFormed, (): ReviewResult => ({ ok: false, code: "review_failed" })), timeout]).finally(() => {
-    if (timer !== undefined) clearTimeout(timer);
-  });
+  return withTimeout<ReviewResult>(
+    pending.then(wellFormed, (): ReviewResult => ({ ok: false, code: "review_failed" })),
+    timeoutMs,
+    { ok: false, code: "review_timeout" },
+  );
 }

@@ -14,7 +14,7 @@ import { CachingTokenReviewer } from "../../egress/caching-reviewer.js";
 import { watchAllowLists } from "../../egress/configmap-source.js";
 import { dialTcp } from "../../egress/embedded.js";
 import { KubeTokenReviewer } from "../../egress/kube-reviewer.js";
-import { createEgressProxy, EgressConfigError } from "../../egress/proxy.js";
+import { createEgressProxy, refuseUpstreamProxyEnv } from "../../egress/proxy.js";
 import { BatchingDecisionRecorder, StoreDecisionRecorder, type DecisionRecorder } from "../../egress/recorder.js";
 import { openStore, type EventStore } from "../../events/index.js";
 import { DnsResolver } from "../../egress/resolver.js";
@@ -70,8 +70,11 @@ export function register(program: Command): void {
       const listen = parseListen(opts.listen);
       const maxTunnels = opts.maxTunnels === undefined ? undefined : Number(opts.maxTunnels);
       if (maxTunnels !== undefined && (!Number.isInteger(maxTunnels) || maxTunnels <= 0)) throw new CliError("--max-tunnels must be a positive integer");
-      for (const name of ["HTTPS_PROXY", "https_proxy"]) {
-        if ((process.env[name] ?? "") !== "") throw new CliError(`${name} is set in the proxy's environment; refusing to start`, 1);
+      // Before any other setup: createEgressProxy checks this too, but only after the watch started.
+      try {
+        refuseUpstreamProxyEnv(process.env);
+      } catch (err) {
+        throw new CliError((err as Error).message, 1);
       }
       const logger = pino({ name: "egress", redact: ["req.headers.proxy-authorization", "headers.proxy-authorization"] });
       const kc = new KubeConfig();
@@ -108,7 +111,7 @@ export function register(program: Command): void {
       } catch (err) {
         await source.stop();
         await store?.close();
-        if (err instanceof EgressConfigError || err instanceof Error) throw new CliError(err.message, 1);
+        if (err instanceof Error) throw new CliError(err.message, 1);
         throw err;
       }
       await proxy.listen();
