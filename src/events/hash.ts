@@ -15,24 +15,16 @@
  * The hash is lowercase hex SHA-256; the first row's prev_hash is {@link GENESIS_HASH}.
  */
 import { hash } from "node:crypto";
+import type { StoredEvent } from "./types.js";
 
 /** prev_hash of the first event. */
 export const GENESIS_HASH = "0".repeat(64);
 
-/** The fields of a row that the hash covers. */
-export interface HashedRow {
-  readonly prevHash: string;
-  readonly seq: number;
-  readonly stream: string;
-  readonly version: number;
-  readonly type: string;
-  readonly schemaVersion: number;
-  readonly time: string;
-  readonly actor: string;
-  readonly causedBy: number | null;
-  /** Canonical JSON text of the data. */
-  readonly data: string;
-}
+/**
+ * The fields of a row that the hash covers: a stored event's, without its own hash, and with
+ * `data` as the canonical JSON text stored (not the parsed, upcast value).
+ */
+export type HashedRow = Omit<StoredEvent<string>, "hash">;
 
 /** The hash of a row (see the module comment for the exact bytes). */
 export function rowHash(r: HashedRow): string {

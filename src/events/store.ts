@@ -129,6 +129,8 @@ class SqliteEventStore implements EventStore {
   readonly #streams = new Set<string>();
   /** The append transaction, made once (run with `.immediate`: the write lock is taken before the head is read). */
   readonly #appendTx: Database.Transaction<(batch: readonly Prepared[], expected: Readonly<Record<string, number>> | undefined) => StoredEvent[]>;
+  /** The observe transaction, made once too (also run with `.immediate`). */
+  readonly #observeTx: Database.Transaction<(prepared: Prepared) => StoredEvent[]>;
   #closed = false;
 
   constructor(
@@ -156,6 +158,7 @@ class SqliteEventStore implements EventStore {
       get: database.prepare<[number], EventRow>(`SELECT ${EVENT_COLUMNS} FROM events WHERE seq = ?`),
     };
     this.#appendTx = database.transaction((batch: readonly Prepared[], expected: Readonly<Record<string, number>> | undefined) => this.#write(batch, expected));
+    this.#observeTx = database.transaction((prepared: Prepared) => this.#writeUnlessSame(prepared));
   }
 
   append(batch: readonly NewEvent[], opts: AppendOptions = {}): StoredEvent[] {
@@ -169,23 +172,26 @@ class SqliteEventStore implements EventStore {
   observe(event: NewEvent): StoredEvent | null {
     this.#open();
     const [prepared] = this.#prepare([event]) as [Prepared];
-    const def = this.registry.get(prepared.type) as EventType;
-    const stored = this.database.transaction(() => {
-      let latest: EventRow | undefined;
-      for (const t of def.observeGroup) {
-        const row = this.#stmts.lastOfType.get(prepared.stream, t);
-        if (row !== undefined && (latest === undefined || row.version > latest.version)) latest = row;
-      }
-      if (latest !== undefined && latest.type === prepared.type) {
-        const same = latest.schema_version === prepared.schemaVersion
-          ? latest.data === prepared.data
-          : canonicalize(def.upcast(latest.schema_version, JSON.parse(latest.data))) === prepared.data;
-        if (same) return [];
-      }
-      return this.#write([prepared], undefined);
-    }).immediate();
+    const stored = this.#observeTx.immediate(prepared);
     this.#notify(stored);
     return stored[0] ?? null;
+  }
+
+  /** Runs inside the observe transaction: writes `prepared` unless its group's latest event says the same. */
+  #writeUnlessSame(prepared: Prepared): StoredEvent[] {
+    const def = this.registry.get(prepared.type) as EventType;
+    let latest: EventRow | undefined;
+    for (const t of def.observeGroup) {
+      const row = this.#stmts.lastOfType.get(prepared.stream, t);
+      if (row !== undefined && (latest === undefined || row.version > latest.version)) latest = row;
+    }
+    if (latest !== undefined && latest.type === prepared.type) {
+      const same = latest.schema_version === prepared.schemaVersion
+        ? latest.data === prepared.data
+        : canonicalize(def.upcast(latest.schema_version, JSON.parse(latest.data))) === prepared.data;
+      if (same) return [];
+    }
+    return this.#write([prepared], undefined);
   }
 
   read(filter: ReadFilter = {}): StoredEvent[] {

@@ -1,15 +1,9 @@
 import { describe, expect, it } from "vitest";
+import { DIGEST_A as D_A, DIGEST_B as D_B, GRANT, IMAGE_A as IMG_A, IMAGE_B as IMG_B, MANIFEST, MANIFEST_WIDER as WIDER } from "../../test/events/helpers.js";
 import type { VerdictOutcome } from "../events/catalog.js";
 import { decideRollout, emptyFacts, rolloutInputsFrom } from "./decide-rollout.js";
 import type { DeciderState } from "./decide-rollout.js";
 
-const D_A = "sha256:" + "a".repeat(64);
-const D_B = "sha256:" + "b".repeat(64);
-const IMG_A = `registry.example/echo@${D_A}`;
-const IMG_B = `registry.example/echo@${D_B}`;
-const MANIFEST = { capabilities: ["connector"], egress: [{ host: "api.example.com", port: 443 }], secrets: [], dataTiers: [] };
-const WIDER = { ...MANIFEST, egress: [...MANIFEST.egress, { host: "extra.example.com", port: 443 }] };
-const GRANT = { capabilities: ["connector"], egress: [{ host: "api.example.com", port: 443 }], secrets: [], dataTiers: [] };
 
 function state(over: Partial<DeciderState> & { verdictsOf?: [string, VerdictOutcome][] } = {}): DeciderState {
   const { verdictsOf, ...rest } = over;

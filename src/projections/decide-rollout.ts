@@ -22,6 +22,7 @@ import type { PluginVersion, RolloutInput } from "../plugins/rollout.js";
 import { EMPTY_GRANT_SPEC } from "../plugins/types.js";
 import type { GrantSpec, JsonValue } from "../plugins/types.js";
 import { parseGrant, parseManifest, parsePlugin } from "../plugins/validate.js";
+import { imageDigest } from "./images.js";
 
 /** What the log says about one plugin, as far as the decider cares. */
 export interface PluginFacts {
@@ -95,13 +96,8 @@ export function observedVersion(o: PreviousObserved): RecordedVersion {
   return out;
 }
 
-function digestOf(image: string): string | null {
-  const ref = parseImageRef(image);
-  return ref.ok ? ref.value.digest : null;
-}
-
 function passes(verdicts: ReadonlyMap<string, VerdictOutcome>, image: string): boolean {
-  const d = digestOf(image);
+  const d = imageDigest(image);
   const v = d === null ? undefined : verdicts.get(d);
   return v === "verified" || v === "unverified";
 }

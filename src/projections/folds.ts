@@ -6,6 +6,7 @@
 import type { ConfigVerdict, RolloutDecided, SignatureVerdict, WorkloadDesired } from "../events/catalog.js";
 import type { StoredEvent } from "../events/types.js";
 import type { JsonValue } from "../plugins/types.js";
+import { specImage } from "./images.js";
 import { viewPlan } from "./plan-view.js";
 
 /** A plugin as the log knows it. */
@@ -80,11 +81,6 @@ export interface PendingState {
 
 function nameOf(e: StoredEvent): string {
   return (e.data as { name: string }).name;
-}
-
-function specImage(spec: JsonValue | null): string | null {
-  if (spec === null || typeof spec !== "object" || Array.isArray(spec)) return null;
-  return typeof spec.image === "string" ? spec.image : null;
 }
 
 const EMPTY_PLUGIN = (name: string): PluginState => ({

@@ -7,6 +7,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { DIGEST_A as D_A, DIGEST_B as D_B, GRANT, IMAGE_A as IMG_A, IMAGE_B as IMG_B, MANIFEST, MANIFEST_WIDER as WIDER } from "../../test/events/helpers.js";
 import type { RolloutDecided, VerdictOutcome } from "../events/catalog.js";
 import { openStore } from "../events/store.js";
 import type { EventStore } from "../events/store.js";
@@ -18,13 +19,6 @@ import { loadDeciderState, previousVersion, why } from "./queries.js";
 
 const NAME = "echo";
 const STREAM = `plugin/${NAME}`;
-const D_A = "sha256:" + "a".repeat(64);
-const D_B = "sha256:" + "b".repeat(64);
-const IMG_A = `registry.example/echo@${D_A}`;
-const IMG_B = `registry.example/echo@${D_B}`;
-const MANIFEST = { capabilities: ["connector"], egress: [{ host: "api.example.com", port: 443 }], secrets: [], dataTiers: [] };
-const WIDER = { ...MANIFEST, egress: [...MANIFEST.egress, { host: "extra.example.com", port: 443 }] };
-const GRANT = { capabilities: ["connector"], egress: [{ host: "api.example.com", port: 443 }], secrets: [], dataTiers: [] };
 
 const ev = (type: string, data: Record<string, unknown>, stream = STREAM, actor = "cluster"): NewEvent => ({ stream, type, actor, data: data as NewEvent["data"] });
 const observedV2 = ev("plugin.observed", { name: NAME, spec: { image: IMG_B, manifest: WIDER } });

@@ -71,6 +71,9 @@ export class Projector {
   readonly #store: EventStore;
   readonly #runs: Run[];
   readonly #pageSize: number;
+  /** Prepared once: catch-up runs after every append the reconciler makes. */
+  readonly #checkpointOf: Database.Statement<[string], { version: number; seq: number }>;
+  readonly #setCheckpoint: Database.Statement<[number, string]>;
 
   constructor(store: EventStore, opts: ProjectorOptions = {}) {
     this.#store = store;
@@ -78,9 +81,10 @@ export class Projector {
     this.#pageSize = opts.pageSize ?? 20_000;
     this.database.exec(CHECKPOINTS_DDL);
     this.#runs = (opts.projections ?? PROJECTIONS).map((p) => ({ p, types: new Set(p.types), seq: 0, state: null, dirty: new Set<string>() }));
-    const get = this.database.prepare<[string], { version: number; seq: number }>("SELECT version, seq FROM projection_checkpoints WHERE name = ?");
+    this.#checkpointOf = this.database.prepare<[string], { version: number; seq: number }>("SELECT version, seq FROM projection_checkpoints WHERE name = ?");
+    this.#setCheckpoint = this.database.prepare<[number, string]>("UPDATE projection_checkpoints SET seq = ? WHERE name = ?");
     for (const r of this.#runs) {
-      const cp = get.get(r.p.name);
+      const cp = this.#checkpointOf.get(r.p.name);
       if (cp === undefined || cp.version !== r.p.version) this.#reset(r);
       else this.database.exec(this.#ddl(r.p));
     }
@@ -150,8 +154,7 @@ export class Projector {
   }
 
   #readCheckpoint(r: Run): number {
-    const row = this.database.prepare<[string], { seq: number }>("SELECT seq FROM projection_checkpoints WHERE name = ?").get(r.p.name);
-    return row?.seq ?? 0;
+    return this.#checkpointOf.get(r.p.name)?.seq ?? 0;
   }
 
   #ddl(p: Projection<unknown>): string {
@@ -189,7 +192,6 @@ export class Projector {
   }
 
   #flush(runs: readonly Run[], head: number): void {
-    const setCp = this.database.prepare("UPDATE projection_checkpoints SET seq = ? WHERE name = ?");
     this.database.transaction(() => {
       for (const r of runs) {
         if (r.dirty.size > 0) {
@@ -207,7 +209,7 @@ export class Projector {
           }
           r.dirty.clear();
         }
-        setCp.run(head, r.p.name);
+        this.#setCheckpoint.run(head, r.p.name);
         r.seq = head;
       }
     })();

@@ -11,11 +11,11 @@ import type { EventRow, EventStore } from "../events/store.js";
 import { egressStream, pluginStream } from "../events/streams.js";
 import type { StoredEvent } from "../events/types.js";
 import { formatErrors } from "../plugins/errors.js";
-import { parseImageRef } from "../plugins/image-ref.js";
 import type { JsonValue } from "../plugins/types.js";
 import { parsePlugin } from "../plugins/validate.js";
 import { canonicalize } from "json-canonicalize";
 import { decideRollout, deployedBy, emptyFacts, observedVersion } from "./decide-rollout.js";
+import { imageDigest, specImage } from "./images.js";
 import type { DeciderState, RecordedInputs } from "./decide-rollout.js";
 import { viewPlan } from "./plan-view.js";
 import type { PlanView } from "./plan-view.js";
@@ -80,16 +80,6 @@ class Lookup {
   }
 }
 
-function digestOf(image: string | undefined): string | null {
-  if (image === undefined) return null;
-  const r = parseImageRef(image);
-  return r.ok ? r.value.digest : null;
-}
-
-function specImage(spec: JsonValue | null): string | undefined {
-  return spec !== null && typeof spec === "object" && !Array.isArray(spec) && typeof spec.image === "string" ? spec.image : undefined;
-}
-
 /** The events the decider's state of a plugin came from, before a seq. */
 export interface DeciderSources {
   readonly plugin: StoredEvent | null;
@@ -141,13 +131,13 @@ export function loadDeciderState(store: EventStore, name: string, beforeSeq = Nu
   const previousObserved = previous?.source.type === "previous.observed" ? (previous.source as StoredEvent<PreviousObserved>) : null;
   const spec = plugin?.type === "plugin.observed" ? (plugin.data as { spec: JsonValue }).spec : null;
   const image = specImage(spec);
-  const config = image === undefined ? null : q.configFor(stream, image, beforeSeq);
+  const config = image === null ? null : q.configFor(stream, image, beforeSeq);
   const deployed = previous?.version ?? null;
   const verdicts = new Map<string, VerdictOutcome>();
-  const curDigest = digestOf(image);
+  const curDigest = imageDigest(image);
   const currentVerdict = curDigest === null ? null : q.verdictFor(curDigest, beforeSeq);
   if (currentVerdict !== null) verdicts.set(currentVerdict.data.digest, currentVerdict.data.outcome);
-  const prevDigest = digestOf(deployed?.image);
+  const prevDigest = imageDigest(deployed?.image);
   const previousVerdict = prevDigest === null ? null : q.verdictFor(prevDigest, beforeSeq);
   if (previousVerdict !== null) verdicts.set(previousVerdict.data.digest, previousVerdict.data.outcome);
   const configOk = new Map<string, boolean>();
@@ -203,7 +193,7 @@ export function why(store: EventStore, name: string): WhyAnswer | null {
     if (!p.ok) because.push(`the spec is invalid: ${formatErrors(p.errors)}`);
   }
   const image = specImage(state.spec);
-  if (image !== undefined) {
+  if (image !== null) {
     if (sources.config === null) because.push(`no config verdict for ${image}`);
     else if (!sources.config.data.ok) because.push(`the config does not match the schema: ${sources.config.data.errors.map((e) => `${e.path}: ${e.message}`).join("; ")}`);
     const v = sources.currentVerdict;

@@ -29,9 +29,12 @@ export function pluginObserved(name: string, image = IMAGE_A, actor = "cluster")
   return { stream: `plugin/${name}`, type: "plugin.observed", actor, data: { name, spec: { image, manifest: MANIFEST } } };
 }
 
+/** A grant spec granting what MANIFEST asks for. */
+export const GRANT = { capabilities: ["connector"], egress: [{ host: "api.example.com", port: 443 }], secrets: [], dataTiers: [] };
+
 /** `grant.observed` granting what MANIFEST asks for. */
 export function grantObserved(name: string, actor = "owner:cli"): NewEvent {
-  return { stream: `plugin/${name}`, type: "grant.observed", actor, data: { name, spec: { capabilities: ["connector"], egress: [{ host: "api.example.com", port: 443 }], secrets: [], dataTiers: [] } } };
+  return { stream: `plugin/${name}`, type: "grant.observed", actor, data: { name, spec: GRANT } };
 }
 
 /** `signature.verdict` for a digest. */
