@@ -23,6 +23,7 @@
 import { CustomObjectsApi, KubernetesObjectApi, PatchStrategy } from "@kubernetes/client-node";
 import type { KubeConfig, KubernetesObject } from "@kubernetes/client-node";
 import { ALLOWLIST_CONFIGMAP, API_GROUP, API_VERSION, NAMESPACE } from "../plugins/constants.js";
+import { PLUGIN_LABEL } from "../plugins/compile.js";
 import { isValidPluginName } from "../plugins/names.js";
 import { toClientNodeModel } from "../plugins/objects.js";
 import type { KubeObject, Target } from "../reconciler/target.js";
@@ -30,8 +31,8 @@ import { apiError, httpStatus, KubeError, KubeErrorCode } from "./errors.js";
 
 /** The field manager of every plugin object and of the allow-list ConfigMap's own labels. */
 export const OPERATOR_FIELD_MANAGER = "openfief-operator";
-/** The label naming the plugin an object belongs to. */
-export const PLUGIN_LABEL = "openfief.io/plugin";
+/** The label naming the plugin an object belongs to: the one its pods already carry. */
+export { PLUGIN_LABEL };
 /** The label marking objects OpenFief manages. */
 export const MANAGED_BY_LABEL = "app.kubernetes.io/managed-by";
 /** The value of {@link MANAGED_BY_LABEL}. */

@@ -26,7 +26,9 @@ export const CONTAINER_NAME = "plugin";
 export const PORT_NAME = "rpc";
 /** Pod annotation whose change makes the Deployment restart the pod when only the config changed. */
 export const CONFIG_CHECKSUM_ANNOTATION = "openfief.io/config-checksum";
+/** Pod annotation listing the plugin's granted capabilities, comma-separated and sorted. */
 export const CAPABILITIES_ANNOTATION = "openfief.io/capabilities";
+/** Pod annotation listing the plugin's granted data tiers, comma-separated and sorted. */
 export const DATA_TIERS_ANNOTATION = "openfief.io/data-tiers";
 
 /**

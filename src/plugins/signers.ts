@@ -64,11 +64,6 @@ export function isExactIdentity(identity: SignerIdentity): identity is ExactIden
   return "subject" in identity;
 }
 
-/** True for a keyless identity with a subject pattern. */
-export function isPatternIdentity(identity: SignerIdentity): identity is PatternIdentity {
-  return "subjectPattern" in identity;
-}
-
 /** True for a key identity. */
 export function isKeyIdentity(identity: SignerIdentity): identity is KeyIdentity {
   return "publicKey" in identity;

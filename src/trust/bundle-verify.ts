@@ -7,7 +7,7 @@
  * reason code, the SAN is compared here (exactly or by a whole RE2 match), and the payload is
  * tied to the digest here.
  */
-import { createHash, createPublicKey } from "node:crypto";
+import { createPublicKey } from "node:crypto";
 import type { KeyObject } from "node:crypto";
 import { bundleFromJSON, ValidationError } from "@sigstore/bundle";
 import type { Bundle } from "@sigstore/bundle";
@@ -16,6 +16,7 @@ import type { TrustedRoot } from "@sigstore/protobuf-specs";
 import { toSignedEntity, toTrustMaterial, PolicyError, VerificationError, Verifier } from "@sigstore/verify";
 import { compilePattern } from "../plugins/signers.js";
 import type { VerifiedIdentity } from "../plugins/signers.js";
+import { digestOf, isDigest } from "./oci.js";
 
 export type { VerifiedIdentity } from "../plugins/signers.js";
 
@@ -68,8 +69,6 @@ export interface BundleInput {
 
 /** DSSE payloads we accept: an in-toto statement. */
 export const IN_TOTO_PAYLOAD_TYPE = "application/vnd.in-toto+json";
-
-const DIGEST = /^sha256:[0-9a-f]{64}$/;
 
 function refuse(reason: ReasonCode, message: string): BundleVerdict {
   return { ok: false, reason, message };
@@ -179,11 +178,11 @@ export function verifySignedBundle(input: BundleInput & { readonly publicKeys?: 
 }
 
 function verifySignedBundleUnsafe(input: BundleInput & { readonly publicKeys?: readonly string[] }): BundleVerdict {
-  if (typeof input.digest !== "string" || !DIGEST.test(input.digest)) {
+  if (!isDigest(input.digest)) {
     return refuse(Reason.DigestInvalid, "digest must be sha256:<64 lowercase hex>");
   }
   const hex = input.digest.slice("sha256:".length);
-  if (input.artifact !== undefined && createHash("sha256").update(input.artifact).digest("hex") !== hex) {
+  if (input.artifact !== undefined && digestOf(input.artifact) !== input.digest) {
     return refuse(Reason.ArtifactDigestMismatch, `the artifact does not hash to ${input.digest}`);
   }
   const parsed = parseBundle(input.bundle);
