@@ -11,6 +11,7 @@ import { migrationProvider } from "../../migrations/index.js";
 import { canonicalForm, canonicalJson as canonicalize } from "./canonical.js";
 import type { Canonical } from "./canonical.js";
 import { catalog } from "./catalog.js";
+import type { EventOf, EventTypeName, KnownEvent } from "./catalog.js";
 import { StoreError, StoreErrorCode } from "./errors.js";
 import type { EventProblem } from "./errors.js";
 import { GENESIS_HASH, chainHash } from "./hash.js";
@@ -47,7 +48,7 @@ export interface AppendOptions {
 }
 
 /** Notified in-process after each committed append, with the events appended. */
-export type EventListener = (events: readonly StoredEvent[]) => void;
+export type EventListener = (events: readonly KnownEvent[]) => void;
 
 /** The append-only, hash-chained log. */
 export interface EventStore {
@@ -58,15 +59,21 @@ export interface EventStore {
   readonly db: Kysely<StoreTables>;
   readonly registry: EventRegistry;
   /** Appends a batch in one transaction; all or nothing. */
-  append(batch: readonly NewEvent[], opts?: AppendOptions): StoredEvent[];
+  append(batch: readonly NewEvent[], opts?: AppendOptions): KnownEvent[];
   /** Appends `event` unless the latest event of its observation group in its stream is the same type with equal canonical data. */
-  observe(event: NewEvent): StoredEvent | null;
+  observe(event: NewEvent): KnownEvent | null;
+  /** Events of one type matching `filter`, in seq order, data upcast to the current shape. */
+  read<T extends EventTypeName>(filter: ReadFilter & { readonly type: T }): EventOf<T>[];
+  /** Events of these types matching `filter`, in seq order. */
+  read<T extends EventTypeName>(filter: ReadFilter & { readonly type: readonly T[] }): EventOf<T>[];
   /** Events matching `filter`, in seq order, data upcast to the current shape. */
-  read(filter?: ReadFilter): StoredEvent[];
-  /** The latest event of a stream (of a type, when given), or null. */
-  last(stream: string, type?: string): StoredEvent | null;
+  read(filter?: ReadFilter): KnownEvent[];
+  /** The latest event of a stream of type `type`, or null. */
+  last<T extends EventTypeName>(stream: string, type: T): EventOf<T> | null;
+  /** The latest event of a stream, or null. */
+  last(stream: string): KnownEvent | null;
   /** The event with this seq, or null. */
-  get(seq: number): StoredEvent | null;
+  get(seq: number): KnownEvent | null;
   /** The current version of a stream (0 when empty). */
   version(stream: string): number;
   /** The seq of the latest event (0 when empty). */
@@ -128,9 +135,9 @@ class SqliteEventStore implements EventStore {
   readonly #cache = new Map<string, Database.Statement>();
   readonly #streams = new Set<string>();
   /** The append transaction, made once (run with `.immediate`: the write lock is taken before the head is read). */
-  readonly #appendTx: Database.Transaction<(batch: readonly Prepared[], expected: Readonly<Record<string, number>> | undefined) => StoredEvent[]>;
+  readonly #appendTx: Database.Transaction<(batch: readonly Prepared[], expected: Readonly<Record<string, number>> | undefined) => KnownEvent[]>;
   /** The observe transaction, made once too (also run with `.immediate`). */
-  readonly #observeTx: Database.Transaction<(prepared: Prepared) => StoredEvent[]>;
+  readonly #observeTx: Database.Transaction<(prepared: Prepared) => KnownEvent[]>;
   #closed = false;
 
   constructor(
@@ -161,7 +168,7 @@ class SqliteEventStore implements EventStore {
     this.#observeTx = database.transaction((prepared: Prepared) => this.#writeUnlessSame(prepared));
   }
 
-  append(batch: readonly NewEvent[], opts: AppendOptions = {}): StoredEvent[] {
+  append(batch: readonly NewEvent[], opts: AppendOptions = {}): KnownEvent[] {
     this.#open();
     const prepared = this.#prepare(batch);
     const stored = this.#appendTx.immediate(prepared, opts.expected);
@@ -169,7 +176,7 @@ class SqliteEventStore implements EventStore {
     return stored;
   }
 
-  observe(event: NewEvent): StoredEvent | null {
+  observe(event: NewEvent): KnownEvent | null {
     this.#open();
     const [prepared] = this.#prepare([event]) as [Prepared];
     const stored = this.#observeTx.immediate(prepared);
@@ -178,7 +185,7 @@ class SqliteEventStore implements EventStore {
   }
 
   /** Runs inside the observe transaction: writes `prepared` unless its group's latest event says the same. */
-  #writeUnlessSame(prepared: Prepared): StoredEvent[] {
+  #writeUnlessSame(prepared: Prepared): KnownEvent[] {
     const def = this.registry.get(prepared.type) as EventType;
     let latest: EventRow | undefined;
     for (const t of def.observeGroup) {
@@ -194,7 +201,9 @@ class SqliteEventStore implements EventStore {
     return this.#write([prepared], undefined);
   }
 
-  read(filter: ReadFilter = {}): StoredEvent[] {
+  read(filter?: ReadFilter): KnownEvent[];
+  read<T extends EventTypeName>(filter: ReadFilter & { readonly type: T | readonly T[] }): EventOf<T>[];
+  read(filter: ReadFilter = {}): KnownEvent[] {
     this.#open();
     const where: string[] = [];
     const args: (string | number)[] = [];
@@ -225,13 +234,15 @@ class SqliteEventStore implements EventStore {
     return (stmt.all(...args) as EventRow[]).map((r) => this.#toEvent(r));
   }
 
-  last(stream: string, type?: string): StoredEvent | null {
+  last(stream: string): KnownEvent | null;
+  last<T extends EventTypeName>(stream: string, type: T): EventOf<T> | null;
+  last(stream: string, type?: EventTypeName): KnownEvent | null {
     this.#open();
     const row = type === undefined ? this.#stmts.last.get(stream) : this.#stmts.lastOfType.get(stream, type);
     return row === undefined ? null : this.#toEvent(row);
   }
 
-  get(seq: number): StoredEvent | null {
+  get(seq: number): KnownEvent | null {
     this.#open();
     const row = this.#stmts.get.get(seq);
     return row === undefined ? null : this.#toEvent(row);
@@ -290,7 +301,7 @@ class SqliteEventStore implements EventStore {
     if (this.#closed) throw new StoreError(StoreErrorCode.Closed, "the event store is closed");
   }
 
-  #notify(events: readonly StoredEvent[]): void {
+  #notify(events: readonly KnownEvent[]): void {
     if (events.length === 0) return;
     for (const fn of this.#listeners) {
       try { fn(events); } catch { /* a listener's failure must not undo a committed append */ }
@@ -349,7 +360,7 @@ class SqliteEventStore implements EventStore {
    * batch extends, whatever other processes appended before: nothing is carried over in memory
    * from an earlier transaction.
    */
-  #write(batch: readonly Prepared[], expected: Readonly<Record<string, number>> | undefined): StoredEvent[] {
+  #write(batch: readonly Prepared[], expected: Readonly<Record<string, number>> | undefined): KnownEvent[] {
     const { head, versions } = this.#readHead(batch, expected);
     let seq = head?.seq ?? 0;
     let prev = head?.hash ?? GENESIS_HASH;
@@ -365,7 +376,7 @@ class SqliteEventStore implements EventStore {
     }
     const time = this.#clock().toISOString();
     const insert = this.#stmts.insert;
-    const out: StoredEvent[] = new Array<StoredEvent>(batch.length);
+    const out: KnownEvent[] = new Array<KnownEvent>(batch.length);
     for (let i = 0; i < batch.length; i++) {
       const e = batch[i] as Prepared;
       seq++;
@@ -383,7 +394,8 @@ class SqliteEventStore implements EventStore {
         }
         throw err;
       }
-      out[i] = { seq, stream: e.stream, version, type: e.type, schemaVersion: e.schemaVersion, time, actor: e.actor, causedBy: e.causedBy, data: e.value, prevHash: prev, hash };
+      // The registry validated e.value against its type's schema, so the row is that type's event.
+      out[i] = { seq, stream: e.stream, version, type: e.type, schemaVersion: e.schemaVersion, time, actor: e.actor, causedBy: e.causedBy, data: e.value, prevHash: prev, hash } as KnownEvent;
       prev = hash;
     }
     return out;
@@ -411,8 +423,9 @@ class SqliteEventStore implements EventStore {
     return { head, versions };
   }
 
-  #toEvent(r: EventRow): StoredEvent {
-    return toStoredEvent(this.registry, r);
+  #toEvent(r: EventRow): KnownEvent {
+    // Every row was validated against its type's schema when it was appended (and upcast now).
+    return toStoredEvent(this.registry, r) as KnownEvent;
   }
 }
 

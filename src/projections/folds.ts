@@ -5,7 +5,7 @@
  */
 import type { ConfigVerdict, RolloutDecided, SignatureVerdict, WorkloadDesired } from "../events/catalog.js";
 import type { StoredEvent } from "../events/types.js";
-import type { JsonValue } from "../plugins/types.js";
+import type { JsonValue, RolloutPlanJSON } from "../plugins/index.js";
 import { specImage } from "./images.js";
 import { viewPlan } from "./plan-view.js";
 
@@ -51,7 +51,7 @@ export interface DecisionState {
   readonly currentDeployable: boolean;
   readonly runImage: string | null;
   readonly pending: JsonValue | null;
-  readonly plan: JsonValue;
+  readonly plan: RolloutPlanJSON;
 }
 
 /** The desired workload of a plugin. */

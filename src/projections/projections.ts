@@ -4,7 +4,7 @@
  * approvals.
  */
 import type { StoredEvent } from "../events/types.js";
-import type { JsonValue } from "../plugins/types.js";
+import type { JsonValue, RolloutPlanJSON } from "../plugins/index.js";
 import {
   evolveAllowList, evolveDecision, evolvePending, evolvePlugin, evolveVerdict, evolveWorkload,
 } from "./folds.js";
@@ -67,7 +67,7 @@ export const decisionsProjection: Projection<DecisionState> = {
   fromRow: (r) => ({
     name: String(r[0]), seq: Number(r[1]), causedBy: (r[2] ?? null) as number | null, outcome: (r[3] ?? null) as string | null,
     currentImage: (r[4] ?? null) as string | null, previousImage: (r[5] ?? null) as string | null, currentDeployable: r[6] === 1,
-    runImage: (r[7] ?? null) as string | null, pending: unjson<JsonValue | null>(r[8] ?? null), plan: unjson<JsonValue>(r[9] ?? null),
+    runImage: (r[7] ?? null) as string | null, pending: unjson<JsonValue | null>(r[8] ?? null), plan: unjson<RolloutPlanJSON>(r[9] ?? null),
   }),
 };
 

@@ -49,7 +49,7 @@ describe("recording the cluster's view in the log", () => {
   it("ignores status.deployed once the log holds a decision of its own", () => {
     store.append([{
       stream: "plugin/echo", type: "rollout.decided", actor: "reconciler", causedBy: null,
-      data: { name: "echo", inputs: { current: null, currentDeployable: false, previous: null, grant: {} }, plan: { outcome: "none", run: null } },
+      data: { name: "echo", inputs: { current: null, currentDeployable: false, previous: null, grant: {} }, plan: { outcome: "none", run: null, pending: { capabilities: [], egress: [], secrets: [], dataTiers: [] }, reasons: [] } },
     }]);
     expect(observePrevious(store, "echo", { image: IMG, manifest: MANIFEST })).toBeNull();
     expect(store.read({ type: "previous.observed" })).toEqual([]);

@@ -1,0 +1,181 @@
+/**
+ * The events of a plugin's life: the owner's and the cluster's observations, the facts recorded
+ * about its image and config, and the reconciler's decisions and their results. Stream
+ * `plugin/<name>`, but for signature verdicts (stream `trust`, about one image digest).
+ */
+import type { JsonValue, RolloutPlanJSON } from "../../plugins/index.js";
+import type { EventRegistry } from "../registry.js";
+import { any, boolean, definer, digest, inNamedStream, inStream, name, nonEmpty, opt, req, str } from "./schema.js";
+
+/** `plugin.observed`: a Plugin resource as seen (its spec as given, unvalidated). */
+export interface PluginObserved { name: string; spec: JsonValue }
+/** `plugin.deleted`: the Plugin resource is gone. */
+export interface PluginDeleted { name: string }
+/** `grant.observed`: a PluginGrant as seen; the actor tells who (`cluster`, `owner:cli`). */
+export interface GrantObserved { name: string; spec: JsonValue }
+/** `grant.deleted`. */
+export interface GrantDeleted { name: string }
+/** The outcome of checking an image's signatures. */
+export type VerdictOutcome = "verified" | "unverified" | "refused";
+/** `signature.verdict`: a recorded fact about one image digest. Stream `trust`. */
+export interface SignatureVerdict {
+  digest: string;
+  image: string;
+  outcome: VerdictOutcome;
+  reason?: string;
+  signers: { name: string; kind: string }[];
+  identities: JsonValue[];
+  /** sha256 of the trust root used. */
+  trustRoot: string;
+  /** sha256 of the catalog used. */
+  catalog: string;
+}
+/** `config.verdict`: whether a plugin's config matches its image's config schema. */
+export interface ConfigVerdict { name: string; image: string; ok: boolean; errors: { code: string; path: string; message: string }[] }
+/** A version as recorded in a decision: image reference (string), manifest and config as given. */
+export interface RecordedVersion { image: string; manifest: JsonValue; config?: JsonValue }
+/** `rollout.decided`: the inputs of the rollout planner and its plan. causedBy = the trigger. */
+export interface RolloutDecided {
+  name: string;
+  inputs: { current: RecordedVersion | null; currentDeployable: boolean; previous: RecordedVersion | null; grant: JsonValue };
+  /** `rolloutPlanToJSON` output. */
+  plan: RolloutPlanJSON;
+}
+/**
+ * `previous.observed`: the version the cluster says runs (a Plugin's `status.deployed`), recorded
+ * once when the log holds no `rollout.decided` for the plugin yet (an operator starting on an
+ * empty store). Until the first decision it is the decider's Previous (seed 000: "Previous from
+ * status.deployed"). Actor `cluster`.
+ */
+export interface PreviousObserved { name: string; deployed: RecordedVersion }
+/** `workload.desired`: what should run for a plugin. */
+export interface WorkloadDesired { name: string; running: boolean; image?: string; objects: JsonValue[]; allowList: string[] }
+/** `workload.applied`: the result of applying the desired workload through a target. */
+export interface WorkloadApplied { name: string; target: string; ok: boolean; error?: string }
+/** One object change the Kubernetes target made (or failed to make) for a plugin. */
+export interface KubeChange {
+  action: "apply" | "prune";
+  kind: string;
+  /** The object's name. */
+  name: string;
+  apiVersion?: string;
+  fieldManager?: string;
+  /** For the allow-list ConfigMap: the plugin's key. */
+  key?: string;
+  ok: boolean;
+  error?: string;
+}
+/**
+ * `kube.applied`: the objects the Kubernetes target applied or pruned for a plugin during one
+ * reconcile pass (Flux's habit: every apply and prune recorded). causedBy = the plugin's latest
+ * `workload.desired`.
+ */
+export interface KubeApplied { name: string; records: KubeChange[] }
+
+/** Data type of each plugin event type. */
+export interface PluginEventData {
+  "plugin.observed": PluginObserved;
+  "plugin.deleted": PluginDeleted;
+  "grant.observed": GrantObserved;
+  "grant.deleted": GrantDeleted;
+  "signature.verdict": SignatureVerdict;
+  "config.verdict": ConfigVerdict;
+  "rollout.decided": RolloutDecided;
+  "workload.desired": WorkloadDesired;
+  "workload.applied": WorkloadApplied;
+  "previous.observed": PreviousObserved;
+  "kube.applied": KubeApplied;
+}
+
+function strict(required: string[], properties: Record<string, object>): object {
+  return { type: "object", required, properties, additionalProperties: false };
+}
+
+const version = {
+  type: ["object", "null"],
+  required: ["image", "manifest"],
+  properties: { image: nonEmpty, manifest: any, config: any },
+  additionalProperties: false,
+} as const;
+
+const versionValue = { ...version, type: "object" } as const;
+
+const stringList = { type: "array", items: str } as const;
+/** `rolloutPlanToJSON` output: the outcome, what runs (image, sorted manifest, permissions), what waits. */
+const plan = strict(["outcome", "run", "pending", "reasons"], {
+  outcome: { enum: ["current", "previous", "none"] },
+  run: {
+    type: ["object", "null"],
+    required: ["image", "manifest", "permissions"],
+    properties: { image: nonEmpty, manifest: { type: "object" }, config: any, permissions: { type: "object" } },
+    additionalProperties: false,
+  },
+  pending: strict(["capabilities", "egress", "secrets", "dataTiers"], { capabilities: stringList, egress: { type: "array" }, secrets: stringList, dataTiers: stringList }),
+  reasons: stringList,
+});
+
+export function definePluginEvents(r: EventRegistry): void {
+  const define = definer<PluginEventData>(r);
+  const inPlugin = inNamedStream("plugin", "name");
+  define({ type: "plugin.observed", version: 1, stream: inPlugin, observeWith: ["plugin.deleted"], fields: { name: req(name), spec: req(any) } });
+  define({ type: "plugin.deleted", version: 1, stream: inPlugin, observeWith: ["plugin.observed"], fields: { name: req(name) } });
+  define({ type: "grant.observed", version: 1, stream: inPlugin, observeWith: ["grant.deleted"], fields: { name: req(name), spec: req(any) } });
+  define({ type: "grant.deleted", version: 1, stream: inPlugin, observeWith: ["grant.observed"], fields: { name: req(name) } });
+  define({
+    type: "signature.verdict", version: 1, stream: inStream("trust"),
+    fields: {
+      digest: req(digest),
+      image: req(nonEmpty),
+      outcome: req({ enum: ["verified", "unverified", "refused"] }),
+      reason: opt(str),
+      signers: req({ type: "array", items: strict(["name", "kind"], { name: str, kind: str }) }),
+      identities: req({ type: "array" }),
+      trustRoot: req(nonEmpty),
+      catalog: req(nonEmpty),
+    },
+  });
+  define({
+    type: "config.verdict", version: 1, stream: inPlugin,
+    fields: {
+      name: req(name), image: req(nonEmpty), ok: req(boolean),
+      errors: req({ type: "array", items: strict(["code", "path", "message"], { code: str, path: str, message: str }) }),
+    },
+  });
+  define({
+    type: "rollout.decided", version: 1, stream: inPlugin,
+    fields: {
+      name: req(name),
+      inputs: req(strict(["current", "currentDeployable", "previous", "grant"], {
+        current: version, currentDeployable: boolean, previous: version, grant: any,
+      })),
+      plan: req(plan),
+    },
+  });
+  define({
+    type: "workload.desired", version: 1, stream: inPlugin,
+    fields: {
+      name: req(name), running: req(boolean), image: opt(nonEmpty),
+      objects: req({ type: "array" }),
+      allowList: req({ type: "array", items: { type: "string", pattern: "^[^\\s:]+:[0-9]{1,5}$" } }),
+    },
+  });
+  define({
+    type: "workload.applied", version: 1, stream: inPlugin,
+    fields: { name: req(name), target: req(nonEmpty), ok: req(boolean), error: opt(str) },
+  });
+  define({ type: "previous.observed", version: 1, stream: inPlugin, fields: { name: req(name), deployed: req(versionValue) } });
+  define({
+    type: "kube.applied", version: 1, stream: inPlugin,
+    fields: {
+      name: req(name),
+      records: req({
+        type: "array",
+        minItems: 1,
+        items: strict(["action", "kind", "name", "ok"], {
+          action: { enum: ["apply", "prune"] }, kind: nonEmpty, name: nonEmpty, apiVersion: nonEmpty,
+          fieldManager: nonEmpty, key: nonEmpty, ok: boolean, error: str,
+        }),
+      }),
+    },
+  });
+}
