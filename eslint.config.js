@@ -2,6 +2,10 @@
 import js from "@eslint/js";
 import tseslint from "typescript-eslint";
 import globals from "globals";
+import { fileURLToPath } from "node:url";
+import { doorsRule } from "./scripts/eslint/house-doors.js";
+
+const SRC = fileURLToPath(new URL("./src", import.meta.url));
 
 export default tseslint.config(
   { ignores: ["node_modules/**", "**/node_modules/**", "dist/**", "**/gen/**", "coverage/**", ".data/**", "examples/**/oci/**"] },
@@ -14,6 +18,12 @@ export default tseslint.config(
       "@typescript-eslint/consistent-type-imports": "error",
       "no-console": "off",
     },
+  },
+  {
+    // Each room's index.ts is its only door, and rooms import one another only along DESIGN.md's arrows.
+    files: ["src/**/*.ts"],
+    plugins: { house: { rules: { doors: doorsRule(SRC) } } },
+    rules: { "house/doors": "error" },
   },
   {
     // The pure model does no I/O: no node built-ins but crypto-free helpers, no clock, no randomness.

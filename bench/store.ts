@@ -14,7 +14,7 @@ import { openStore } from "../src/events/store.js";
 import type { EventStore } from "../src/events/store.js";
 import type { NewEvent } from "../src/events/types.js";
 import { Projector } from "../src/projections/projector.js";
-import { why } from "../src/projections/queries.js";
+import { why } from "../src/projections/index.js";
 import { checkDecisions } from "../src/projections/check-decisions.js";
 import { decideRollout, deployedBy, emptyFacts } from "../src/projections/decide-rollout.js";
 import type { RecordedVersion, RolloutDecided, VerdictOutcome } from "../src/events/catalog.js";

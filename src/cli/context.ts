@@ -7,9 +7,9 @@ import { existsSync } from "node:fs";
 import type { Command } from "commander";
 import { pino } from "pino";
 import type { Logger } from "pino";
-import type { EventStore } from "../events/store.js";
-import { isValidPluginName } from "../plugins/names.js";
-import { openDataStore, storeFile } from "../reconciler/runtime.js";
+import type { EventStore } from "../events/index.js";
+import { isValidPluginName } from "../plugins/index.js";
+import { openDataStore, storeFile } from "../app/index.js";
 import { CliError } from "./cli-error.js";
 
 export const DEFAULT_DATA_DIR = ".openfief";

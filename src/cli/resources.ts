@@ -7,10 +7,8 @@
 import { readdir, readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { parseAllDocuments } from "yaml";
-import { API_GROUP, API_VERSION, NAMESPACE } from "../plugins/constants.js";
-import { formatErrors } from "../plugins/errors.js";
-import type { Grant, Plugin } from "../plugins/types.js";
-import { parseGrant, parsePlugin } from "../plugins/validate.js";
+import { API_GROUP, API_VERSION, formatErrors, NAMESPACE, parseGrant, parsePlugin } from "../plugins/index.js";
+import type { Grant, Plugin } from "../plugins/index.js";
 import { CliError } from "./cli-error.js";
 
 export type Resource =

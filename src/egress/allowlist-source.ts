@@ -4,8 +4,7 @@
  * set; `null` means "no lists at all", under which every CONNECT is refused (no_allow_list).
  */
 import type { Logger } from "pino";
-import { decodeAllowLists, type AllowLists } from "../plugins/allowlist.js";
-import { formatErrors } from "../plugins/errors.js";
+import { type AllowLists, decodeAllowLists, formatErrors } from "../plugins/index.js";
 
 /** What the proxy asks for on every CONNECT: the current complete set of lists, or null. */
 export interface AllowListSource {

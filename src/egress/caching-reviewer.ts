@@ -6,7 +6,7 @@
  */
 import { hash } from "node:crypto";
 import { decodeJwt } from "jose";
-import { TOKEN_EXPIRATION_SECONDS } from "../plugins/constants.js";
+import { TOKEN_EXPIRATION_SECONDS } from "../plugins/index.js";
 import { systemClock, type Clock, type ReviewResult, type TokenReviewer } from "./reviewer.js";
 
 /** The seed's DefaultTokenCacheTTL: five minutes. */

@@ -2,8 +2,8 @@
  * The shape of one recorded egress decision: the `egress.decision` event's data, and the fields
  * of the pino decision line. Never holds the token.
  */
-import type { EgressDecision } from "../events/catalog.js";
-import { egressStream } from "../events/streams.js";
+import type { EgressDecision } from "../events/index.js";
+import { egressStream } from "../events/index.js";
 
 /** The event type of a decision. */
 export const EGRESS_DECISION_TYPE = "egress.decision";

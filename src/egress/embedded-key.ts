@@ -7,9 +7,7 @@ import { randomUUID } from "node:crypto";
 import { mkdirSync, readFileSync, writeFileSync, existsSync } from "node:fs";
 import { join as joinPath } from "node:path";
 import { exportJWK, generateKeyPair, importJWK, SignJWT, type JSONWebKeySet, type JWK } from "jose";
-import { EGRESS_AUDIENCE, TOKEN_EXPIRATION_SECONDS } from "../plugins/constants.js";
-import { serviceAccountUsername } from "../plugins/service-account.js";
-import { isValidPluginName } from "../plugins/names.js";
+import { EGRESS_AUDIENCE, isValidPluginName, serviceAccountUsername, TOKEN_EXPIRATION_SECONDS } from "../plugins/index.js";
 
 /** The issuer of tokens minted by the embedded key. */
 export const EMBEDDED_ISSUER = "openfief-embedded";

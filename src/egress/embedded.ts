@@ -5,7 +5,7 @@
  */
 import { connect as netConnect, type NetConnectOpts } from "node:net";
 import { pino, type Logger } from "pino";
-import { PROXY_PORT } from "../plugins/constants.js";
+import { PROXY_PORT } from "../plugins/index.js";
 import type { AllowListSource } from "./allowlist-source.js";
 import { CachingTokenReviewer } from "./caching-reviewer.js";
 import { EMBEDDED_ISSUER, ensureEmbeddedKey, readEmbeddedJwks } from "./embedded-key.js";

@@ -4,7 +4,7 @@
  * Kubernetes signs with are allowed, so `none` and HMAC are refused before any key is tried.
  */
 import { createLocalJWKSet, jwtVerify, type JSONWebKeySet } from "jose";
-import { EGRESS_AUDIENCE } from "../plugins/constants.js";
+import { EGRESS_AUDIENCE } from "../plugins/index.js";
 import { systemClock, type Clock, type ReviewResult, type TokenReviewer } from "./reviewer.js";
 
 /** Algorithms accepted: those Kubernetes signs ServiceAccount tokens with. */

@@ -4,7 +4,7 @@
  * core token (audience openfief-core) is refused here.
  */
 import { AuthenticationV1Api, type KubeConfig } from "@kubernetes/client-node";
-import { EGRESS_AUDIENCE } from "../plugins/constants.js";
+import { EGRESS_AUDIENCE } from "../plugins/index.js";
 import type { ReviewResult, TokenReviewer } from "./reviewer.js";
 
 /** The one call this adapter makes; a seam for embedders with their own client. */

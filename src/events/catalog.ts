@@ -23,14 +23,17 @@ export interface EventDataMap extends PluginEventData, EgressEventData, HostEven
 /** Every event type name of the catalog. */
 export type EventTypeName = keyof EventDataMap & string;
 
-/** A stored event of type `T`, its data typed (Emmett's `Event<Type, Data>`). */
-export type EventOf<T extends EventTypeName> = StoredEvent<EventDataMap[T]> & { readonly type: T };
+/**
+ * A stored event of type `T`, its data typed (Emmett's `Event<Type, Data>`). Distributes over a
+ * union of types, so `EventOf<"a" | "b">` is a union discriminated by `type`.
+ */
+export type EventOf<T extends EventTypeName> = T extends EventTypeName ? StoredEvent<EventDataMap[T]> & { readonly type: T } : never;
 
 /**
  * Any stored event of the catalog: a union discriminated by `type`, so `switch (e.type)` narrows
  * `e.data` with no cast.
  */
-export type KnownEvent = { [T in EventTypeName]: EventOf<T> }[EventTypeName];
+export type KnownEvent = EventOf<EventTypeName>;
 
 /** An event of type `T` to append, its data typed. */
 export type NewEventOf<T extends EventTypeName> = NewEvent & { readonly type: T; readonly data: EventDataMap[T] };
@@ -38,9 +41,9 @@ export type NewEventOf<T extends EventTypeName> = NewEvent & { readonly type: T;
 /** Any event of the catalog to append. */
 export type KnownNewEvent = { [T in EventTypeName]: NewEventOf<T> }[EventTypeName];
 
-/** True when `e` is of type `t` (narrows a stored event read through a filter the compiler cannot see). */
-export function isEvent<T extends EventTypeName>(e: StoredEvent, t: T): e is EventOf<T> {
-  return e.type === t;
+/** True when `e` is of one of `types` (narrows an event read through a filter the compiler cannot see). */
+export function isEventOf<T extends EventTypeName>(e: StoredEvent, types: readonly T[]): e is EventOf<T> {
+  return (types as readonly string[]).includes(e.type);
 }
 
 /** Builds a registry holding every event type of the control plane. */

@@ -8,5 +8,6 @@ export { EventRegistry, defineEvent } from "./registry.js";
 export type { EventDefinition, EventType, PastVersion } from "./registry.js";
 export { catalog, createCatalog } from "./catalog.js";
 export type * from "./catalog.js";
+export { isEventOf } from "./catalog.js";
 export { GENESIS_HASH, rowHash } from "./hash.js";
 export { pluginStream, egressStream, parseStream, isPluginName, SINGLETON_STREAMS } from "./streams.js";

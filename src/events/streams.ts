@@ -3,7 +3,7 @@
  * optimistic concurrency: `plugin/<name>`, `egress/<name>`, and the singletons `trust`, `owner`
  * and `system`.
  */
-import { MAX_PLUGIN_NAME } from "../plugins/constants.js";
+import { MAX_PLUGIN_NAME } from "../plugins/index.js";
 
 const NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 

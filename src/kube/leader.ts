@@ -11,7 +11,7 @@
  */
 import { CoordinationV1Api, V1MicroTime } from "@kubernetes/client-node";
 import type { KubeConfig, V1Lease } from "@kubernetes/client-node";
-import { NAMESPACE } from "../plugins/constants.js";
+import { NAMESPACE } from "../plugins/index.js";
 import { httpStatus, KubeError, KubeErrorCode } from "./errors.js";
 import type { Timers } from "./source.js";
 

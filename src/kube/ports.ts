@@ -2,7 +2,7 @@
  * What the cluster adapter needs from the reconciler, declared here so `src/kube` does not depend
  * on the reconciler's module layout. The reconciler (`src/reconciler/reconciler.ts`) implements it.
  */
-import type { GrantSpec, JsonValue, PluginSpec } from "../plugins/types.js";
+import type { GrantSpec, JsonValue, PluginSpec } from "../plugins/index.js";
 
 /** A Plugin's `status.deployed` as read: the version that runs, image, manifest and config as written. */
 export interface DeployedStatus {

@@ -15,7 +15,7 @@
  */
 import { CustomObjectsApi, makeInformer } from "@kubernetes/client-node";
 import type { Informer, KubeConfig, KubernetesListObject, KubernetesObject } from "@kubernetes/client-node";
-import { API_GROUP, API_VERSION, NAMESPACE } from "../plugins/constants.js";
+import { API_GROUP, API_VERSION, NAMESPACE } from "../plugins/index.js";
 
 /** A Plugin or PluginGrant as read from the cluster (spec unvalidated). */
 export interface CustomResource extends KubernetesObject {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { EMPTY_PENDING } from "../plugins/effective.js";
-import type { Pending } from "../plugins/effective.js";
+import { EMPTY_PENDING } from "../plugins/index.js";
+import type { Pending } from "../plugins/index.js";
 import { keepTransitionTimes, pluginStatus, reasonFromCode } from "./status.js";
 import type { Condition, SignatureState } from "./status.js";
 

@@ -7,9 +7,8 @@
 import { CustomObjectsApi, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import { canonicalize } from "json-canonicalize";
 import type { KubeConfig } from "@kubernetes/client-node";
-import { API_GROUP, API_VERSION, NAMESPACE } from "../plugins/constants.js";
-import type { Pending } from "../plugins/effective.js";
-import type { EgressHost, JsonValue } from "../plugins/types.js";
+import { API_GROUP, API_VERSION, NAMESPACE } from "../plugins/index.js";
+import type { EgressHost, JsonValue, Pending } from "../plugins/index.js";
 import { apiError } from "./errors.js";
 import { OPERATOR_FIELD_MANAGER } from "./target.js";
 

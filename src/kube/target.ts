@@ -22,11 +22,8 @@
  */
 import { CustomObjectsApi, KubernetesObjectApi, PatchStrategy } from "@kubernetes/client-node";
 import type { KubeConfig, KubernetesObject } from "@kubernetes/client-node";
-import { ALLOWLIST_CONFIGMAP, API_GROUP, API_VERSION, NAMESPACE } from "../plugins/constants.js";
-import { PLUGIN_LABEL } from "../plugins/compile.js";
-import { isValidPluginName } from "../plugins/names.js";
-import { toClientNodeModel } from "../plugins/objects.js";
-import type { KubeObject, Target } from "../reconciler/target.js";
+import { ALLOWLIST_CONFIGMAP, API_GROUP, API_VERSION, isValidPluginName, NAMESPACE, PLUGIN_LABEL, toClientNodeModel } from "../plugins/index.js";
+import type { KubeObject, Target } from "../reconciler/index.js";
 import { apiError, httpStatus, KubeError, KubeErrorCode } from "./errors.js";
 
 /** The field manager of every plugin object and of the allow-list ConfigMap's own labels. */

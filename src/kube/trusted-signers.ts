@@ -6,10 +6,8 @@
  */
 import { CoreV1Api } from "@kubernetes/client-node";
 import type { KubeConfig } from "@kubernetes/client-node";
-import { parseOwnerSigners } from "../plugins/catalog.js";
-import { NAMESPACE, TRUSTED_SIGNERS_CONFIGMAP } from "../plugins/constants.js";
-import { formatErrors } from "../plugins/errors.js";
-import type { Signer } from "../plugins/signers.js";
+import { formatErrors, NAMESPACE, parseOwnerSigners, TRUSTED_SIGNERS_CONFIGMAP } from "../plugins/index.js";
+import type { Signer } from "../plugins/index.js";
 import { apiError, httpStatus, KubeError, KubeErrorCode } from "./errors.js";
 
 /** The ConfigMap key holding the signers file. */

@@ -33,7 +33,7 @@ export { EffectivePermissions, effective, needsApproval, isEmptyPending, EMPTY_P
 export type { Pending } from "./effective.js";
 
 /** The compiled workload and its Kubernetes objects. */
-export { Workload, compile, validateTopology } from "./compile.js";
+export { Workload, compile, validateTopology, PLUGIN_LABEL } from "./compile.js";
 export type { Topology, CompileInput, JwksMount } from "./compile.js";
 export { SA_JWKS_CONFIGMAP, SA_JWKS_DIR, SA_JWKS_ITEMS, coreSubjectProblems } from "./jwks.js";
 export { buildObjects, listObjects, objectToJSON, objectsToJSON, toClientNodeModel } from "./objects.js";
@@ -44,8 +44,10 @@ export { planRollout, rolloutPlanToJSON, sameRolloutPlan } from "./rollout.js";
 export type { PluginVersion, RolloutInput, RolloutOutcome, RolloutReason, RolloutRun, RolloutPlan, RolloutPlanJSON } from "./rollout.js";
 
 /** Signers, the catalog, owner signers, the trust policy and the signed manifest label. */
-export { openFiefCI, identityMatches, GITHUB_ACTIONS_ISSUER, OPENFIEF_CI_SUBJECT } from "./signers.js";
-export type { SignerKind, SignerIdentity, Signer, VerifiedIdentity } from "./signers.js";
+export { openFiefCI, identityMatches, isKeyIdentity, compilePattern, GITHUB_ACTIONS_ISSUER, OPENFIEF_CI_SUBJECT } from "./signers.js";
+export type { SignerKind, SignerIdentity, KeyIdentity, Signer, VerifiedIdentity } from "./signers.js";
+/** Strict JSON: duplicate keys, trailing data and inexact numbers refused. */
+export { parseStrictJson } from "./strict-json.js";
 export { Catalog, emptyCatalog, parseCatalog, parseOwnerSigners } from "./catalog.js";
 export type { CatalogEntry, Publisher } from "./catalog.js";
 export { TrustPolicy, newTrustPolicy } from "./trust.js";

@@ -2,8 +2,8 @@
  * The egress allow-lists as the proxy reads them: the projected `host:port` entries of every
  * running plugin, encoded with the pure model's codec for the `openfief-egress-allowlist` ConfigMap.
  */
-import { encodeAllowLists } from "../plugins/allowlist.js";
-import type { EgressHost } from "../plugins/types.js";
+import { encodeAllowLists } from "../plugins/index.js";
+import type { EgressHost } from "../plugins/index.js";
 import type { AllowListState } from "./folds.js";
 import type { Projector } from "./projector.js";
 

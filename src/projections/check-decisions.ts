@@ -4,9 +4,7 @@
  * a decision that the recorded facts do not reproduce is reported, whoever wrote it.
  */
 import { canonicalize } from "json-canonicalize";
-import type { RolloutDecided, SignatureVerdict, VerdictOutcome } from "../events/catalog.js";
-import type { EventStore } from "../events/store.js";
-import type { StoredEvent } from "../events/types.js";
+import type { EventOf, EventStore, EventTypeName, KnownEvent, VerdictOutcome } from "../events/index.js";
 import { decideRollout, emptyFacts, evolveFacts } from "./decide-rollout.js";
 import type { PluginFacts } from "./decide-rollout.js";
 
@@ -28,7 +26,7 @@ export interface CheckResult {
 }
 
 /** The event types the decider reads. */
-export const DECIDER_EVENT_TYPES: readonly string[] = [
+export const DECIDER_EVENT_TYPES: readonly EventTypeName[] = [
   "plugin.observed", "plugin.deleted", "grant.observed", "grant.deleted", "config.verdict", "signature.verdict", "previous.observed", "rollout.decided",
 ];
 
@@ -40,15 +38,14 @@ export class DecisionChecker {
   #checked = 0;
 
   /** Folds one event (checking it first when it is a decision). */
-  feed(e: StoredEvent): void {
+  feed(e: KnownEvent): void {
     if (e.type === "signature.verdict") {
-      const v = e.data as SignatureVerdict;
-      this.#verdicts.set(v.digest, v.outcome);
+      this.#verdicts.set(e.data.digest, e.data.outcome);
       return;
     }
-    if (e.type === "rollout.decided") this.#check(e as StoredEvent<RolloutDecided>);
-    const name = (e.data as { name?: unknown }).name;
-    if (typeof name !== "string") return;
+    if (e.type === "rollout.decided") this.#check(e);
+    if (!("name" in e.data)) return;
+    const name = e.data.name;
     const next = evolveFacts(this.#facts.get(name), e);
     if (next !== undefined) this.#facts.set(name, next);
   }
@@ -58,7 +55,7 @@ export class DecisionChecker {
     return { checked: this.#checked, divergences: [...this.#divergences] };
   }
 
-  #check(e: StoredEvent<RolloutDecided>): void {
+  #check(e: EventOf<"rollout.decided">): void {
     this.#checked++;
     const name = e.data.name;
     const facts = this.#facts.get(name) ?? emptyFacts(name);

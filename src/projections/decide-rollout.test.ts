@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { DIGEST_A as D_A, DIGEST_B as D_B, GRANT, IMAGE_A as IMG_A, IMAGE_B as IMG_B, MANIFEST, MANIFEST_WIDER as WIDER } from "../../test/events/helpers.js";
-import type { VerdictOutcome } from "../events/catalog.js";
+import type { VerdictOutcome } from "../events/index.js";
 import { decideRollout, emptyFacts, rolloutInputsFrom } from "./decide-rollout.js";
 import type { DeciderState } from "./decide-rollout.js";
 

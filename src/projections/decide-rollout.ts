@@ -14,14 +14,9 @@
  *   image's latest verdict still passes, and never for a deleted Plugin;
  * - grant: the latest observed grant when it parses; else the empty grant.
  */
-import type { PreviousObserved, RecordedVersion, RolloutDecided, VerdictOutcome } from "../events/catalog.js";
-import type { StoredEvent } from "../events/types.js";
-import { parseImageRef } from "../plugins/image-ref.js";
-import { planRollout, rolloutPlanToJSON } from "../plugins/rollout.js";
-import type { PluginVersion, RolloutInput } from "../plugins/rollout.js";
-import { EMPTY_GRANT_SPEC } from "../plugins/types.js";
-import type { GrantSpec, JsonValue } from "../plugins/types.js";
-import { parseGrant, parseManifest, parsePlugin } from "../plugins/validate.js";
+import type { KnownEvent, PreviousObserved, RecordedVersion, RolloutDecided, VerdictOutcome } from "../events/index.js";
+import { EMPTY_GRANT_SPEC, parseGrant, parseImageRef, parseManifest, parsePlugin, planRollout, rolloutPlanToJSON } from "../plugins/index.js";
+import type { GrantSpec, JsonValue, PluginVersion, RolloutInput, RolloutPlanJSON } from "../plugins/index.js";
 import { imageDigest } from "./images.js";
 
 /** What the log says about one plugin, as far as the decider cares. */
@@ -56,36 +51,32 @@ export function emptyFacts(name: string): PluginFacts {
 }
 
 /** Folds one event of a plugin's stream into its facts (pure). */
-export function evolveFacts(f: PluginFacts | undefined, e: StoredEvent): PluginFacts | undefined {
-  const name = (e.data as { name?: unknown }).name;
-  if (typeof name !== "string") return f;
-  const base = f ?? emptyFacts(name);
+export function evolveFacts(f: PluginFacts | undefined, e: KnownEvent): PluginFacts | undefined {
+  if (!("name" in e.data)) return f;
+  const base = f ?? emptyFacts(e.data.name);
   switch (e.type) {
-    case "plugin.observed": return { ...base, spec: (e.data as { spec: JsonValue }).spec };
+    case "plugin.observed": return { ...base, spec: e.data.spec };
     case "plugin.deleted": return { ...base, spec: null };
-    case "grant.observed": return { ...base, grant: (e.data as { spec: JsonValue }).spec };
+    case "grant.observed": return { ...base, grant: e.data.spec };
     case "grant.deleted": return { ...base, grant: null };
     case "config.verdict": {
-      const v = e.data as { image: string; ok: boolean };
       const configOk = new Map(base.configOk);
-      configOk.set(v.image, v.ok);
+      configOk.set(e.data.image, e.data.ok);
       return { ...base, configOk };
     }
-    case "rollout.decided": return { ...base, deployed: deployedBy((e.data as RolloutDecided).plan), decided: true };
+    case "rollout.decided": return { ...base, deployed: deployedBy(e.data.plan), decided: true };
     // What the cluster said runs counts only until the log holds a decision of its own.
-    case "previous.observed": return base.decided ? base : { ...base, deployed: observedVersion(e.data as PreviousObserved) };
+    case "previous.observed": return base.decided ? base : { ...base, deployed: observedVersion(e.data) };
     default: return f;
   }
 }
 
 /** The version a recorded plan runs, as recorded; null when it runs nothing. */
-export function deployedBy(plan: unknown): RecordedVersion | null {
-  const run = (plan as { run?: unknown } | null)?.run;
-  if (typeof run !== "object" || run === null) return null;
-  const r = run as { image?: unknown; manifest?: unknown; config?: unknown };
-  if (typeof r.image !== "string") return null;
-  const out: RecordedVersion = { image: r.image, manifest: (r.manifest ?? null) as JsonValue };
-  if (r.config !== undefined) out.config = r.config as JsonValue;
+export function deployedBy(plan: RolloutPlanJSON): RecordedVersion | null {
+  if (plan.run === null) return null;
+  // The plan's manifest is rolloutPlanToJSON's plain JSON; the recorded form holds it as a JSON value.
+  const out: RecordedVersion = { image: plan.run.image, manifest: plan.run.manifest as unknown as JsonValue };
+  if (plan.run.config !== undefined) out.config = plan.run.config;
   return out;
 }
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { StoredEvent } from "../events/types.js";
+import type { KnownEvent } from "../events/index.js";
 import { evolveAllowList, evolveDecision, evolvePending, evolvePlugin, evolveVerdict, evolveWorkload } from "./folds.js";
 import type { PluginState } from "./folds.js";
 import { isNothingPending, viewPlan } from "./plan-view.js";
@@ -7,11 +7,11 @@ import { isNothingPending, viewPlan } from "./plan-view.js";
 const IMG_A = `r.example/echo@sha256:${"a".repeat(64)}`;
 const IMG_B = `r.example/echo@sha256:${"b".repeat(64)}`;
 let seq = 0;
-function ev(type: string, data: unknown, causedBy: number | null = null): StoredEvent {
+function ev(type: string, data: unknown, causedBy: number | null = null): KnownEvent {
   seq++;
-  return { seq, stream: "plugin/echo", version: seq, type, schemaVersion: 1, time: "2026-01-01T00:00:00.000Z", actor: "t", causedBy, data, prevHash: "", hash: "" };
+  return { seq, stream: "plugin/echo", version: seq, type, schemaVersion: 1, time: "2026-01-01T00:00:00.000Z", actor: "t", causedBy, data, prevHash: "", hash: "" } as KnownEvent;
 }
-const fold = <S>(f: (s: S | undefined, e: StoredEvent) => S | undefined, events: StoredEvent[]): S | undefined => events.reduce<S | undefined>((s, e) => f(s, e), undefined);
+const fold = <S>(f: (s: S | undefined, e: KnownEvent) => S | undefined, events: KnownEvent[]): S | undefined => events.reduce<S | undefined>((s, e) => f(s, e), undefined);
 type Pend = { capabilities: string[]; egress: { host: string; port: number }[]; secrets: string[]; dataTiers: string[] };
 const NOTHING: Pend = { capabilities: [], egress: [], secrets: [], dataTiers: [] };
 const plan = (outcome: string, image: string | null, pending = NOTHING) => ({ outcome, run: image === null ? null : { image }, pending, reasons: [] });
@@ -20,7 +20,7 @@ const decided = (current: string, outcome: string, run: string | null, pending =
 const WAITING: Pend = { ...NOTHING, egress: [{ host: "x.example", port: 443 }] };
 
 describe("the plugin fold", () => {
-  it.each<[string, StoredEvent[], Partial<PluginState> | undefined]>([
+  it.each<[string, KnownEvent[], Partial<PluginState> | undefined]>([
     ["an observation sets the spec and the image asked for", [ev("plugin.observed", { name: "echo", spec: { image: IMG_A } })], { askedImage: IMG_A, deleted: false, runningImage: null }],
     ["a decision sets what runs and what is pending", [ev("plugin.observed", { name: "echo", spec: { image: IMG_B } }), decided(IMG_B, "previous", IMG_A, WAITING)], { askedImage: IMG_B, runningImage: IMG_A, outcome: "previous", pending: WAITING }],
     ["a config verdict for the asked image counts", [ev("plugin.observed", { name: "echo", spec: { image: IMG_A } }), ev("config.verdict", { name: "echo", image: IMG_A, ok: false, errors: [] })], { configOk: false }],

@@ -3,8 +3,7 @@
  * events of one key (a plugin name, an image digest) into that key's state; `undefined` means
  * "no row". No I/O: the projector applies them and writes the rows.
  */
-import type { ConfigVerdict, RolloutDecided, SignatureVerdict, WorkloadDesired } from "../events/catalog.js";
-import type { StoredEvent } from "../events/types.js";
+import type { KnownEvent, SignatureVerdict } from "../events/index.js";
 import type { JsonValue, RolloutPlanJSON } from "../plugins/index.js";
 import { specImage } from "./images.js";
 import { viewPlan } from "./plan-view.js";
@@ -79,8 +78,9 @@ export interface PendingState {
   readonly pending: JsonValue;
 }
 
-function nameOf(e: StoredEvent): string {
-  return (e.data as { name: string }).name;
+/** The plugin an event is about, for events whose data names one. */
+function nameOf(e: KnownEvent): string {
+  return "name" in e.data ? e.data.name : "";
 }
 
 const EMPTY_PLUGIN = (name: string): PluginState => ({
@@ -88,26 +88,26 @@ const EMPTY_PLUGIN = (name: string): PluginState => ({
 });
 
 /** Folds one event into a plugin's state. */
-export function evolvePlugin(s: PluginState | undefined, e: StoredEvent): PluginState | undefined {
+export function evolvePlugin(s: PluginState | undefined, e: KnownEvent): PluginState | undefined {
   const base = s ?? EMPTY_PLUGIN(nameOf(e));
   switch (e.type) {
     case "plugin.observed": {
-      const spec = (e.data as { spec: JsonValue }).spec;
+      const spec = e.data.spec;
       const askedImage = specImage(spec);
       return { ...base, spec, deleted: false, askedImage, configOk: askedImage === base.askedImage ? base.configOk : null, seq: e.seq };
     }
     case "plugin.deleted":
       return { ...base, spec: null, deleted: true, askedImage: null, configOk: null, seq: e.seq };
     case "grant.observed":
-      return { ...base, grant: (e.data as { spec: JsonValue }).spec, seq: e.seq };
+      return { ...base, grant: e.data.spec, seq: e.seq };
     case "grant.deleted":
       return { ...base, grant: null, seq: e.seq };
     case "config.verdict": {
-      const v = e.data as ConfigVerdict;
+      const v = e.data;
       return v.image === base.askedImage ? { ...base, configOk: v.ok, seq: e.seq } : s;
     }
     case "rollout.decided": {
-      const view = viewPlan((e.data as RolloutDecided).plan);
+      const view = viewPlan(e.data.plan);
       return { ...base, runningImage: view.runImage, pending: view.pending, outcome: view.outcome, seq: e.seq };
     }
     default:
@@ -116,16 +116,16 @@ export function evolvePlugin(s: PluginState | undefined, e: StoredEvent): Plugin
 }
 
 /** Folds a `signature.verdict` into the state of its digest. */
-export function evolveVerdict(s: VerdictState | undefined, e: StoredEvent): VerdictState | undefined {
+export function evolveVerdict(s: VerdictState | undefined, e: KnownEvent): VerdictState | undefined {
   if (e.type !== "signature.verdict") return s;
-  const v = e.data as SignatureVerdict;
-  return { digest: v.digest, image: v.image, outcome: v.outcome, reason: v.reason ?? null, signers: v.signers as unknown as JsonValue, seq: e.seq, time: e.time };
+  const v = e.data;
+  return { digest: v.digest, image: v.image, outcome: v.outcome, reason: v.reason ?? null, signers: v.signers.map((x) => ({ name: x.name, kind: x.kind })), seq: e.seq, time: e.time };
 }
 
 /** Folds a `rollout.decided` into the latest decision of its plugin. */
-export function evolveDecision(s: DecisionState | undefined, e: StoredEvent): DecisionState | undefined {
+export function evolveDecision(s: DecisionState | undefined, e: KnownEvent): DecisionState | undefined {
   if (e.type !== "rollout.decided") return s;
-  const d = e.data as RolloutDecided;
+  const d = e.data;
   const view = viewPlan(d.plan);
   return {
     name: d.name, seq: e.seq, causedBy: e.causedBy, outcome: view.outcome,
@@ -135,26 +135,26 @@ export function evolveDecision(s: DecisionState | undefined, e: StoredEvent): De
 }
 
 /** Folds a `workload.desired` into the desired workload of its plugin. */
-export function evolveWorkload(s: WorkloadState | undefined, e: StoredEvent): WorkloadState | undefined {
+export function evolveWorkload(s: WorkloadState | undefined, e: KnownEvent): WorkloadState | undefined {
   if (e.type !== "workload.desired") return s;
-  const w = e.data as WorkloadDesired;
+  const w = e.data;
   return { name: w.name, running: w.running, image: w.image ?? null, objects: w.objects, allowList: w.allowList, seq: e.seq };
 }
 
 /** Folds a `workload.desired` into the allow-list of its plugin: only a running plugin has one. */
-export function evolveAllowList(s: AllowListState | undefined, e: StoredEvent): AllowListState | undefined {
+export function evolveAllowList(s: AllowListState | undefined, e: KnownEvent): AllowListState | undefined {
   if (e.type === "plugin.deleted") return undefined;
   if (e.type !== "workload.desired") return s;
-  const w = e.data as WorkloadDesired;
+  const w = e.data;
   if (!w.running) return undefined;
   return { plugin: w.name, entries: [...new Set(w.allowList)].sort(), seq: e.seq };
 }
 
 /** Folds a `rollout.decided` into the pending approval of its plugin. */
-export function evolvePending(s: PendingState | undefined, e: StoredEvent): PendingState | undefined {
+export function evolvePending(s: PendingState | undefined, e: KnownEvent): PendingState | undefined {
   if (e.type === "plugin.deleted") return undefined;
   if (e.type !== "rollout.decided") return s;
-  const d = e.data as RolloutDecided;
+  const d = e.data;
   const view = viewPlan(d.plan);
   if (view.pending === null) return undefined;
   return { name: d.name, seq: e.seq, image: d.inputs.current?.image ?? null, pending: view.pending };

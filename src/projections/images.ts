@@ -2,8 +2,8 @@
  * Reading images out of recorded facts: the image an observed spec asks for and the digest of an
  * image reference. The decider, the audit queries and the folds read them the same way.
  */
-import { parseImageRef } from "../plugins/image-ref.js";
-import type { JsonValue } from "../plugins/types.js";
+import { parseImageRef } from "../plugins/index.js";
+import type { JsonValue } from "../plugins/index.js";
 
 /** The image an observed Plugin spec asks for; null when the spec names none (or is not an object). */
 export function specImage(spec: JsonValue | null): string | null {

@@ -4,8 +4,18 @@ export type { ProjectorOptions, CatchUpResult } from "./projector.js";
 export { PROJECTIONS, pluginsProjection, verdictsProjection, decisionsProjection, workloadsProjection, allowListsProjection, pendingProjection } from "./projections.js";
 export type { Projection, Cell } from "./projection.js";
 export * from "./folds.js";
-export { timeline, why, stateAt, loadDeciderState, previousVersion } from "./queries.js";
-export type { WhyAnswer, ProjectedState, DeciderSources, PreviousVersion } from "./queries.js";
+/** A plugin's events in order. */
+export { timeline } from "./timeline.js";
+export type { TimelineOptions } from "./timeline.js";
+/** `why`: the latest decision in codes and facts (the faces word them). */
+export { why } from "./why.js";
+export type { Blocker, WhyAnswer } from "./why.js";
+/** Replay: the projected state as of a seq or a time. */
+export { stateAt } from "./state-at.js";
+export type { ProjectedState } from "./state-at.js";
+/** The decider's state of a plugin from indexed lookups, and Previous. */
+export { loadDeciderState, previousVersion } from "./decider-state.js";
+export type { DeciderSources, PreviousVersion } from "./decider-state.js";
 export { decideRollout, rolloutInputsFrom, evolveFacts, emptyFacts, deployedBy, observedVersion } from "./decide-rollout.js";
 export type { DeciderState, PluginFacts, RecordedInputs } from "./decide-rollout.js";
 export { checkDecisions, DecisionChecker, DECIDER_EVENT_TYPES } from "./check-decisions.js";

@@ -2,7 +2,7 @@
  * Reading a recorded rollout plan (`rolloutPlanToJSON` output) without depending on more of its
  * shape than the projections need: the outcome, the image that runs, and what is pending.
  */
-import type { JsonValue } from "../plugins/types.js";
+import type { JsonValue } from "../plugins/index.js";
 
 /** The parts of a recorded plan the projections and queries use. */
 export interface PlanView {

@@ -8,14 +8,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { DIGEST_A as D_A, DIGEST_B as D_B, GRANT, IMAGE_A as IMG_A, IMAGE_B as IMG_B, MANIFEST, MANIFEST_WIDER as WIDER } from "../../test/events/helpers.js";
-import type { RolloutDecided, VerdictOutcome } from "../events/catalog.js";
-import { openStore } from "../events/store.js";
-import type { EventStore } from "../events/store.js";
-import type { NewEvent, StoredEvent } from "../events/types.js";
+import type { EventStore, KnownEvent, NewEvent, RolloutDecided, StoredEvent, VerdictOutcome } from "../events/index.js";
+import { openStore } from "../events/index.js";
 import { checkDecisions } from "./check-decisions.js";
 import { decideRollout, emptyFacts, evolveFacts } from "./decide-rollout.js";
 import type { PluginFacts } from "./decide-rollout.js";
-import { loadDeciderState, previousVersion, why } from "./queries.js";
+import { loadDeciderState, previousVersion, why } from "./index.js";
 
 const NAME = "echo";
 const STREAM = `plugin/${NAME}`;
@@ -46,7 +44,7 @@ function foldAndDecide(events: readonly NewEvent[]): RolloutDecided {
       verdicts.set(v.digest, v.outcome);
       return;
     }
-    facts = evolveFacts(facts, { ...e, seq: i + 1, version: i + 1, time: "2026-01-01T00:00:00.000Z", causedBy: null, schemaVersion: 1, hash: "", prevHash: "" } as unknown as StoredEvent);
+    facts = evolveFacts(facts, { ...e, seq: i + 1, version: i + 1, time: "2026-01-01T00:00:00.000Z", causedBy: null, schemaVersion: 1, hash: "", prevHash: "" } as unknown as KnownEvent);
   });
   return decideRollout({ ...(facts ?? emptyFacts(NAME)), verdicts });
 }

@@ -2,7 +2,7 @@
  * A projection: a pure fold of some event types, keyed (one state per plugin, per digest…), and
  * the table it is written to. The projector runs it; the fold itself is tested without SQLite.
  */
-import type { StoredEvent } from "../events/types.js";
+import type { EventTypeName, KnownEvent } from "../events/index.js";
 
 /** A column value as SQLite stores it. */
 export type Cell = string | number | null;
@@ -14,11 +14,11 @@ export interface Projection<S> {
   /** Bump when the table or the fold changes: the projection is then rebuilt from zero. */
   readonly version: number;
   /** The event types it folds. */
-  readonly types: readonly string[];
+  readonly types: readonly EventTypeName[];
   /** The key (row) an event concerns; null to skip it. */
-  keyOf(e: StoredEvent): string | null;
+  keyOf(e: KnownEvent): string | null;
   /** Pure: the key's next state; undefined removes the row. */
-  evolve(state: S | undefined, e: StoredEvent): S | undefined;
+  evolve(state: S | undefined, e: KnownEvent): S | undefined;
   /** Its table: `key` TEXT PRIMARY KEY then `columns`. */
   readonly table: string;
   readonly columns: readonly { readonly name: string; readonly type: "TEXT" | "INTEGER" }[];

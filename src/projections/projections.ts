@@ -3,7 +3,7 @@
  * the latest rollout decision per plugin, desired workloads, egress allow-lists and pending
  * approvals.
  */
-import type { StoredEvent } from "../events/types.js";
+import type { KnownEvent } from "../events/index.js";
 import type { JsonValue, RolloutPlanJSON } from "../plugins/index.js";
 import {
   evolveAllowList, evolveDecision, evolvePending, evolvePlugin, evolveVerdict, evolveWorkload,
@@ -12,10 +12,8 @@ import type { AllowListState, DecisionState, PendingState, PluginState, VerdictS
 import { json, unjson } from "./projection.js";
 import type { Cell, Projection } from "./projection.js";
 
-const byName = (e: StoredEvent): string | null => {
-  const d = e.data as { name?: unknown };
-  return typeof d.name === "string" ? d.name : null;
-};
+/** The plugin an event of a plugin stream is about (every such event's data names it). */
+const byName = (e: KnownEvent): string | null => ("name" in e.data ? e.data.name : null);
 const T = "TEXT" as const;
 const I = "INTEGER" as const;
 const bool = (v: boolean | null): Cell => (v === null ? null : v ? 1 : 0);
@@ -43,7 +41,7 @@ export const pluginsProjection: Projection<PluginState> = {
 export const verdictsProjection: Projection<VerdictState> = {
   name: "signature_verdicts", version: 1, table: "proj_signature_verdicts",
   types: ["signature.verdict"],
-  keyOf: (e) => (e.data as { digest: string }).digest,
+  keyOf: (e) => (e.type === "signature.verdict" ? e.data.digest : null),
   evolve: evolveVerdict,
   columns: [{ name: "image", type: T }, { name: "outcome", type: T }, { name: "reason", type: T }, { name: "signers", type: T }, { name: "seq", type: I }, { name: "time", type: T }],
   toRow: (s) => [s.image, s.outcome, s.reason, json(s.signers), s.seq, s.time],

@@ -5,8 +5,7 @@
  * projection's table always matches its checkpoint.
  */
 import type Database from "better-sqlite3";
-import type { EventStore } from "../events/store.js";
-import type { StoredEvent } from "../events/types.js";
+import type { EventStore, KnownEvent } from "../events/index.js";
 import type { Cell, Projection } from "./projection.js";
 import { PROJECTIONS } from "./projections.js";
 
@@ -45,7 +44,7 @@ const scans = new WeakMap<EventStore, Map<string, Database.Statement>>();
  * without the hash columns, which folds never use (`prevHash`/`hash` are ""). Rebuild speed is
  * dominated by this read.
  */
-function scan(store: EventStore, afterSeq: number, toSeq: number, types: readonly string[], limit: number): StoredEvent[] {
+function scan(store: EventStore, afterSeq: number, toSeq: number, types: readonly string[], limit: number): KnownEvent[] {
   let cache = scans.get(store);
   if (cache === undefined) { cache = new Map(); scans.set(store, cache); }
   const sql = `SELECT ${SCAN_COLUMNS} FROM events WHERE seq > ? AND seq <= ? AND type IN (${types.map(() => "?").join(", ")}) ORDER BY seq LIMIT ?`;
@@ -56,10 +55,11 @@ function scan(store: EventStore, afterSeq: number, toSeq: number, types: readonl
   return rows.map((r) => {
     const def = registry.get(r[3]);
     const raw = JSON.parse(r[8]) as unknown;
+    // A row adapter: every row was validated against its type's schema when it was appended.
     return {
       seq: r[0], stream: r[1], version: r[2], type: r[3], schemaVersion: r[4], time: r[5], actor: r[6], causedBy: r[7],
       data: def === undefined ? raw : def.upcast(r[4], raw), prevHash: "", hash: "",
-    };
+    } as KnownEvent;
   });
 }
 
@@ -175,7 +175,7 @@ export class Projector {
     return r.state;
   }
 
-  #fold(runs: readonly Run[], e: StoredEvent): number {
+  #fold(runs: readonly Run[], e: KnownEvent): number {
     let n = 0;
     for (const r of runs) {
       if (e.seq <= r.seq || !r.types.has(e.type)) continue;

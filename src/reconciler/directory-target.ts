@@ -7,7 +7,7 @@
 import { mkdir, open, readdir, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { stringify } from "yaml";
-import { ALLOWLIST_CONFIGMAP, NAMESPACE } from "../plugins/constants.js";
+import { ALLOWLIST_CONFIGMAP, NAMESPACE } from "../plugins/index.js";
 import type { KubeObject, Target } from "./target.js";
 
 const PLUGIN_NAME = /^[a-z][a-z0-9-]{0,55}$/;

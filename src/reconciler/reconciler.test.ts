@@ -3,16 +3,22 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pino } from "pino";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { openStore } from "../events/store.js";
-import type { EventStore } from "../events/store.js";
-import { ImageVerifier } from "../trust/verifier.js";
-import { VerdictRecorder, storeVerdictLog } from "../trust/verdict-recorder.js";
+import { openStore } from "../events/index.js";
+import type { EventStore } from "../events/index.js";
+import type { Topology } from "../plugins/index.js";
+import { ImageVerifier, storeVerdictLog, VerdictRecorder } from "../trust/index.js";
 import { DirectoryTarget } from "./directory-target.js";
 import { Reconciler } from "./reconciler.js";
-import { EMBEDDED_TOPOLOGY } from "./runtime.js";
 
 const IMAGE = `registry.example/nbp-fx@sha256:${"a".repeat(64)}`;
 const MANIFEST = { capabilities: ["connector"], egress: [{ host: "api.nbp.pl" }, { host: "static.nbp.pl" }], secrets: [], dataTiers: [] };
+
+const TOPOLOGY: Topology = {
+  core: { clusterIP: "10.96.0.20", port: 8443, podPort: 8443, podLabels: { "app.kubernetes.io/name": "openfief-core" } },
+  proxy: { clusterIP: "10.96.0.30", port: 4750, podPort: 4750, podLabels: { "app.kubernetes.io/name": "openfief-egress-proxy" } },
+  pluginPort: 8080,
+  coreSubject: "system:serviceaccount:openfief:openfief-core",
+};
 
 let dir: string;
 let store: EventStore;
@@ -50,7 +56,7 @@ function reconciler(during: () => void): Reconciler {
     verifier,
     recorder: new VerdictRecorder(storeVerdictLog(store), { trustRoot: "t", catalog: "c" }),
     target,
-    topology: EMBEDDED_TOPOLOGY,
+    topology: TOPOLOGY,
     logger: pino({ level: "silent" }),
   });
 }

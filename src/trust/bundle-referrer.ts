@@ -4,9 +4,8 @@
  * `subject` pointing at the image. Used by the writers (tests, the demo) and, in reverse, by
  * {@link readBundles} to find an image's bundles.
  */
-import type { Descriptor, ImageManifest, ImageSource } from "./oci.js";
+import type { Descriptor, ImageManifest, ImageSource, Limits } from "./oci.js";
 import { DEFAULT_LIMITS, EMPTY_CONFIG, EMPTY_CONFIG_DIGEST, ImageSourceError, MEDIA_TYPE, digestOf, parseImageManifest } from "./oci.js";
-import type { Limits } from "./oci.js";
 
 /** A bundle referrer ready to store: its blobs and its manifest. */
 export interface BundleReferrer {

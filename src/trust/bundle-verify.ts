@@ -14,11 +14,11 @@ import type { Bundle } from "@sigstore/bundle";
 import { HashAlgorithm } from "@sigstore/protobuf-specs";
 import type { TrustedRoot } from "@sigstore/protobuf-specs";
 import { toSignedEntity, toTrustMaterial, PolicyError, VerificationError, Verifier } from "@sigstore/verify";
-import { compilePattern } from "../plugins/signers.js";
-import type { VerifiedIdentity } from "../plugins/signers.js";
+import { compilePattern } from "../plugins/index.js";
+import type { VerifiedIdentity } from "../plugins/index.js";
 import { digestOf, isDigest } from "./oci.js";
 
-export type { VerifiedIdentity } from "../plugins/signers.js";
+export type { VerifiedIdentity } from "../plugins/index.js";
 
 /** Stable reason codes for a refused bundle. Never rename: they are printed, stored and tested. */
 export const Reason = {

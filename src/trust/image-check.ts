@@ -5,15 +5,8 @@
  * label from its config and require it to equal the Plugin's manifest. A label on an image no
  * trusted signer signed is never read.
  */
-import type { ImageRef } from "../plugins/image-ref.js";
-import { parseManifestLabel } from "../plugins/manifest-label.js";
-import { isKeyIdentity } from "../plugins/signers.js";
-import type { Signer, SignerKind, VerifiedIdentity } from "../plugins/signers.js";
-import type { TrustPolicy } from "../plugins/trust.js";
-import { MANIFEST_LABEL } from "../plugins/constants.js";
-import { formatErrors } from "../plugins/errors.js";
-import { parseStrictJson } from "../plugins/strict-json.js";
-import type { Manifest } from "../plugins/types.js";
+import type { ImageRef, Manifest, Signer, SignerKind, TrustPolicy, VerifiedIdentity } from "../plugins/index.js";
+import { formatErrors, isKeyIdentity, MANIFEST_LABEL, parseManifestLabel, parseStrictJson } from "../plugins/index.js";
 import type { TrustedRoot } from "@sigstore/protobuf-specs";
 import { verifySignedBundle } from "./bundle-verify.js";
 import { readBundles } from "./bundle-referrer.js";

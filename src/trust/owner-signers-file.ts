@@ -5,10 +5,8 @@
  * would trust the wrong images or refuse the right ones.
  */
 import { readFileSync } from "node:fs";
-import { parseOwnerSigners } from "../plugins/catalog.js";
-import { formatErrors } from "../plugins/errors.js";
-import type { FieldError } from "../plugins/errors.js";
-import type { Signer } from "../plugins/signers.js";
+import { formatErrors, parseOwnerSigners } from "../plugins/index.js";
+import type { FieldError, Signer } from "../plugins/index.js";
 
 /** The owner signers file could not be read or is invalid; `errors` name every bad entry. */
 export class OwnerSignersError extends Error {

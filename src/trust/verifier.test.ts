@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { parseImageRef } from "../plugins/image-ref.js";
+import { parseImageRef } from "../plugins/index.js";
 import type { ImageVerdict } from "./image-check.js";
 import { ImageSourceError } from "./oci.js";
 import { ImageVerifier } from "./verifier.js";

@@ -4,8 +4,7 @@
  * and the registry is tried again every minute. Without any earlier verdict an unreachable image
  * is refused (fail closed). The clock is injected so tests move time instead of waiting.
  */
-import type { ImageRef } from "../plugins/image-ref.js";
-import type { Manifest } from "../plugins/types.js";
+import type { ImageRef, Manifest } from "../plugins/index.js";
 import type { ImageVerdict } from "./image-check.js";
 import { ImageSourceError } from "./oci.js";
 

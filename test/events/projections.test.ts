@@ -6,7 +6,8 @@ import type { RolloutDecided } from "../../src/events/catalog.js";
 import type { NewEvent, StoredEvent } from "../../src/events/types.js";
 import { Projector } from "../../src/projections/projector.js";
 import { PROJECTIONS, pluginsProjection } from "../../src/projections/projections.js";
-import { loadDeciderState, stateAt, timeline, why } from "../../src/projections/queries.js";
+import { loadDeciderState, stateAt, timeline, why } from "../../src/projections/index.js";
+import { blockerText } from "../../src/app/index.js";
 import { decideRollout } from "../../src/projections/decide-rollout.js";
 import { checkDecisions } from "../../src/projections/check-decisions.js";
 import { allowListConfigData } from "../../src/projections/allowlists.js";
@@ -150,7 +151,7 @@ describe("projections and queries", () => {
     decide(store, "echo", obs);
     const answer = why(store, "echo");
     expect(answer?.deployable.ok).toBe(false);
-    expect(answer?.deployable.because).toEqual([
+    expect(answer?.deployable.because.map(blockerText)).toEqual([
       "the config does not match the schema: config.url: must be a string",
       `the signature check refused ${DIGEST_A}`,
     ]);

@@ -29,8 +29,8 @@ import { allowListFieldManager, OPERATOR_FIELD_MANAGER } from "../../src/kube/ta
 import { TRUSTED_SIGNERS_KEY } from "../../src/kube/trusted-signers.js";
 import { ALLOWLIST_CONFIGMAP, NAMESPACE, TRUSTED_SIGNERS_CONFIGMAP } from "../../src/plugins/constants.js";
 import { checkDecisions } from "../../src/projections/check-decisions.js";
-import { clusterReconcilerFactory, topologyFromEnv } from "../../src/reconciler/cluster.js";
-import { openDataStore } from "../../src/reconciler/runtime.js";
+import { clusterReconcilerFactory, topologyFromEnv } from "../../src/app/index.js";
+import { openDataStore } from "../../src/app/index.js";
 import { FakeApiServer } from "./fake-apiserver.js";
 import type { LoggedRequest } from "./fake-apiserver.js";
 import { toJsonSchema } from "../support/crd-schema.js";

@@ -5,8 +5,8 @@
  * A running `openfief up` reconciles what they record; `openfief reconcile` does one pass here.
  */
 import type { Command } from "commander";
-import { pluginStream } from "../../events/streams.js";
-import type { JsonValue } from "../../plugins/types.js";
+import { pluginStream } from "../../events/index.js";
+import type { JsonValue } from "../../plugins/index.js";
 import { CliError } from "../cli-error.js";
 import { pluginArg, print, printJson, withData, withJson, withLog } from "../context.js";
 import type { DataOptions } from "../context.js";

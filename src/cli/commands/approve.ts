@@ -4,17 +4,14 @@
  * permission the owner did not see pending is ever added.
  */
 import type { Command } from "commander";
-import { pluginStream } from "../../events/streams.js";
-import { needsApproval, isEmptyPending } from "../../plugins/effective.js";
-import type { Pending } from "../../plugins/effective.js";
-import { formatHostPort } from "../../plugins/egress-host.js";
-import { EMPTY_GRANT_SPEC } from "../../plugins/types.js";
-import type { GrantSpec, JsonValue } from "../../plugins/types.js";
-import { parseGrant, parsePlugin } from "../../plugins/validate.js";
+import { pluginStream } from "../../events/index.js";
+import { EMPTY_GRANT_SPEC, isEmptyPending, needsApproval, parseGrant, parsePlugin } from "../../plugins/index.js";
+import type { GrantSpec, JsonValue, Pending } from "../../plugins/index.js";
 import { CliError } from "../cli-error.js";
 import { pluginArg, print, printJson, withData, withJson, withLog } from "../context.js";
 import type { DataOptions } from "../context.js";
 import { OWNER_ACTOR } from "./apply.js";
+import { describePending } from "../../app/index.js";
 
 /** The grant with the pending permissions added, lists kept in the grant's order then the new ones. */
 export function grantWithPending(grant: GrantSpec, pending: Pending): GrantSpec {
@@ -24,17 +21,6 @@ export function grantWithPending(grant: GrantSpec, pending: Pending): GrantSpec 
     secrets: [...grant.secrets, ...pending.secrets],
     dataTiers: [...grant.dataTiers, ...pending.dataTiers],
   };
-}
-
-/** One line naming every pending permission. */
-export function describePending(p: Pending): string {
-  const parts = [
-    ...p.capabilities.map((c) => `capability ${c}`),
-    ...p.egress.map((h) => `egress ${formatHostPort(h)}`),
-    ...p.secrets.map((s) => `Secret ${s}`),
-    ...p.dataTiers.map((t) => `data tier ${t}`),
-  ];
-  return parts.length === 0 ? "nothing" : parts.join(", ");
 }
 
 export function register(program: Command): void {

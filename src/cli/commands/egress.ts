@@ -8,16 +8,9 @@ import { KubeConfig } from "@kubernetes/client-node";
 import type { Command } from "commander";
 import { pino } from "pino";
 import { CliError } from "../cli-error.js";
-import { PROXY_PORT } from "../../plugins/constants.js";
-import { ErrNotSynced } from "../../egress/allowlist-source.js";
-import { CachingTokenReviewer } from "../../egress/caching-reviewer.js";
-import { watchAllowLists } from "../../egress/configmap-source.js";
-import { dialTcp } from "../../egress/embedded.js";
-import { KubeTokenReviewer } from "../../egress/kube-reviewer.js";
-import { createEgressProxy, refuseUpstreamProxyEnv } from "../../egress/proxy.js";
-import { BatchingDecisionRecorder, StoreDecisionRecorder, type DecisionRecorder } from "../../egress/recorder.js";
+import { PROXY_PORT } from "../../plugins/index.js";
+import { BatchingDecisionRecorder, CachingTokenReviewer, createEgressProxy, type DecisionRecorder, dialTcp, DnsResolver, ErrNotSynced, KubeTokenReviewer, refuseUpstreamProxyEnv, StoreDecisionRecorder, watchAllowLists } from "../../egress/index.js";
 import { openStore, type EventStore } from "../../events/index.js";
-import { DnsResolver } from "../../egress/resolver.js";
 
 interface Options {
   listen: string;

@@ -3,12 +3,11 @@
  * asked for, the signature verdict of the asked-for image, and what is pending approval.
  */
 import type { Command } from "commander";
-import type { EventStore } from "../../events/store.js";
-import { formatHostPort } from "../../plugins/egress-host.js";
-import type { Pending } from "../../plugins/effective.js";
-import { parseImageRef } from "../../plugins/image-ref.js";
-import type { PluginState, VerdictState } from "../../projections/folds.js";
-import { Projector } from "../../projections/projector.js";
+import type { EventStore } from "../../events/index.js";
+import { formatHostPort, parseImageRef } from "../../plugins/index.js";
+import type { Pending } from "../../plugins/index.js";
+import type { PluginState, VerdictState } from "../../projections/index.js";
+import { Projector } from "../../projections/index.js";
 import { CliError } from "../cli-error.js";
 import { print, printJson, table, withData, withJson, withLog } from "../context.js";
 import type { DataOptions } from "../context.js";

@@ -6,7 +6,7 @@ import { register as egress } from "./egress.js";
 import { register as log } from "./log.js";
 import { register as token } from "./token.js";
 import { registerOperator } from "./operator.js";
-import { clusterReconcilerFactory } from "../../reconciler/cluster.js";
+import { clusterReconcilerFactory } from "../../app/index.js";
 import { register as up } from "./up.js";
 import { register as verify } from "./verify.js";
 import { register as verifyBundle } from "./verify-bundle.js";

@@ -4,17 +4,15 @@
  * `check-decisions` (re-run the deciders over the log and compare with every recorded decision).
  */
 import type { Command } from "commander";
-import type { EventStore } from "../../events/store.js";
-import { egressStream, pluginStream } from "../../events/streams.js";
-import type { ReadFilter, StoredEvent } from "../../events/types.js";
-import { checkDecisions } from "../../projections/check-decisions.js";
-import type { PluginState, VerdictState } from "../../projections/folds.js";
-import { stateAt } from "../../projections/queries.js";
+import { describeEvent } from "../../app/index.js";
+import type { EventStore, KnownEvent, ReadFilter } from "../../events/index.js";
+import { egressStream, pluginStream } from "../../events/index.js";
+import { checkDecisions, stateAt } from "../../projections/index.js";
+import type { PluginState, VerdictState } from "../../projections/index.js";
 import { CliError } from "../cli-error.js";
 import { openLog, pluginArg, print, printJson, table, withData, withJson, withLog } from "../context.js";
 import type { DataOptions } from "../context.js";
 import { shortImage } from "./get.js";
-import { describeEvent } from "./why.js";
 
 interface LogOptions extends DataOptions {
   plugin?: string;
@@ -37,17 +35,12 @@ function parseCount(value: string, flag: string): number {
   return Number(value);
 }
 
-function line(e: StoredEvent): string {
+function line(e: KnownEvent): string {
   const cause = e.causedBy === null ? "" : ` ← ${e.causedBy}`;
   return `${String(e.seq).padStart(6)}  ${e.time}  ${e.stream.padEnd(24)} ${e.type.padEnd(18)} ${e.actor.padEnd(12)} ${describeEvent(e)}${cause}`;
 }
 
-function egressLine(e: StoredEvent): string {
-  const d = e.data as { allowed: boolean; host: string; port: number; reason: string; address?: string };
-  return `${String(e.seq).padStart(6)}  ${e.time}  ${e.stream.padEnd(24)} ${e.type.padEnd(18)} ${e.actor.padEnd(12)} ${d.allowed ? "allowed" : "denied"} ${d.host}:${d.port} (${d.reason})${d.address === undefined ? "" : ` via ${d.address}`}`;
-}
-
-function readPage(store: EventStore, o: LogOptions, afterSeq: number): StoredEvent[] {
+function readPage(store: EventStore, o: LogOptions, afterSeq: number): KnownEvent[] {
   const base: ReadFilter = {
     afterSeq,
     ...(o.type === undefined ? {} : { type: o.type }),
@@ -60,10 +53,10 @@ function readPage(store: EventStore, o: LogOptions, afterSeq: number): StoredEve
   return [...store.read({ ...base, stream: pluginStream(name) }), ...store.read({ ...base, stream: egressStream(name) })].sort((a, b) => a.seq - b.seq);
 }
 
-function emit(events: readonly StoredEvent[], json: boolean): void {
+function emit(events: readonly KnownEvent[], json: boolean): void {
   for (const e of events) {
     if (json) process.stdout.write(`${JSON.stringify(e)}\n`);
-    else print(e.type === "egress.decision" ? egressLine(e) : line(e));
+    else print(line(e));
   }
 }
 

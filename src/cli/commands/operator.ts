@@ -10,9 +10,8 @@
 import type { Command } from "commander";
 import { pino } from "pino";
 import { CliError } from "../cli-error.js";
-import { KubeError } from "../../kube/errors.js";
-import { runOperator } from "../../kube/operator.js";
-import type { ReconcilerFactory } from "../../kube/operator.js";
+import { KubeError, runOperator } from "../../kube/index.js";
+import type { ReconcilerFactory } from "../../kube/index.js";
 
 interface Options {
   kubeconfig?: string;

@@ -6,9 +6,8 @@
 import type { Command } from "commander";
 import { CliError } from "../cli-error.js";
 import { DEFAULT_DATA_DIR, dataDir } from "../context.js";
-import { TOKEN_EXPIRATION_SECONDS } from "../../plugins/constants.js";
-import { isValidPluginName } from "../../plugins/names.js";
-import { DEFAULT_TOKEN_TTL_SECONDS, mintEgressToken } from "../../egress/embedded-key.js";
+import { isValidPluginName, TOKEN_EXPIRATION_SECONDS } from "../../plugins/index.js";
+import { DEFAULT_TOKEN_TTL_SECONDS, mintEgressToken } from "../../egress/index.js";
 
 interface Options {
   data?: string;

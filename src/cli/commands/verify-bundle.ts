@@ -8,9 +8,8 @@ import { readFileSync } from "node:fs";
 import { CommanderError } from "commander";
 import type { Command } from "commander";
 import { CliError } from "../cli-error.js";
-import { Reason, verifyBundle } from "../../trust/bundle-verify.js";
-import type { BundleVerdict, ExpectedIdentity } from "../../trust/bundle-verify.js";
-import { parseTrustedRoot, TrustRootError } from "../../trust/trusted-root.js";
+import { parseTrustedRoot, Reason, TrustRootError, verifyBundle } from "../../trust/index.js";
+import type { BundleVerdict, ExpectedIdentity } from "../../trust/index.js";
 
 interface Options {
   bundle?: string;

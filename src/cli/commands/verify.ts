@@ -11,21 +11,10 @@ import type { Command } from "commander";
 import { CliError } from "../cli-error.js";
 import { readResources } from "../resources.js";
 import { usageExit } from "./verify-bundle.js";
-import { parseCatalog } from "../../plugins/catalog.js";
-import { formatErrors } from "../../plugins/errors.js";
-import { parseImageRef } from "../../plugins/image-ref.js";
-import type { Signer } from "../../plugins/signers.js";
-import { newTrustPolicy } from "../../plugins/trust.js";
-import type { Manifest } from "../../plugins/types.js";
-import { checkImage } from "../../trust/image-check.js";
-import type { ImageVerdict } from "../../trust/image-check.js";
-import { ImageSourceError } from "../../trust/oci.js";
-import type { ImageSource } from "../../trust/oci.js";
-import { OciLayoutSource } from "../../trust/oci-layout.js";
-import { OwnerSignersError, loadOwnerSignersFile } from "../../trust/owner-signers-file.js";
-import { RegistryClient, registryLocation } from "../../trust/registry.js";
-import { TrustRootError, loadShippedTrustedRoot, loadTrustedRootFile } from "../../trust/trusted-root.js";
-import type { LoadedTrustedRoot } from "../../trust/trusted-root.js";
+import { formatErrors, newTrustPolicy, parseCatalog, parseImageRef } from "../../plugins/index.js";
+import type { Manifest, Signer } from "../../plugins/index.js";
+import { checkImage, ImageSourceError, loadOwnerSignersFile, loadShippedTrustedRoot, loadTrustedRootFile, OciLayoutSource, OwnerSignersError, RegistryClient, registryLocation, TrustRootError } from "../../trust/index.js";
+import type { ImageSource, ImageVerdict, LoadedTrustedRoot } from "../../trust/index.js";
 
 /** The catalog released with the product. */
 export const SHIPPED_CATALOG_PATH = fileURLToPath(new URL("../../../catalog/plugins.json", import.meta.url));

@@ -72,6 +72,13 @@ export interface KubeChange {
  */
 export interface KubeApplied { name: string; records: KubeChange[] }
 
+/**
+ * `reconcile.failed`: a reconcile pass over the plugin failed (the others went on: Flux's habit of
+ * finalising each object whatever happens). Recorded through `observe`, so a failure that repeats
+ * pass after pass is one event until something else happens in the stream.
+ */
+export interface ReconcileFailed { name: string; error: string }
+
 /** Data type of each plugin event type. */
 export interface PluginEventData {
   "plugin.observed": PluginObserved;
@@ -85,6 +92,7 @@ export interface PluginEventData {
   "workload.applied": WorkloadApplied;
   "previous.observed": PreviousObserved;
   "kube.applied": KubeApplied;
+  "reconcile.failed": ReconcileFailed;
 }
 
 function strict(required: string[], properties: Record<string, object>): object {
@@ -164,6 +172,12 @@ export function definePluginEvents(r: EventRegistry): void {
     fields: { name: req(name), target: req(nonEmpty), ok: req(boolean), error: opt(str) },
   });
   define({ type: "previous.observed", version: 1, stream: inPlugin, fields: { name: req(name), deployed: req(versionValue) } });
+  define({
+    type: "reconcile.failed", version: 1, stream: inPlugin,
+    // A later decision or apply in the stream ends the run of a repeated failure.
+    observeWith: ["rollout.decided", "workload.desired", "workload.applied"],
+    fields: { name: req(name), error: req({ type: "string", minLength: 1, maxLength: 2000 }) },
+  });
   define({
     type: "kube.applied", version: 1, stream: inPlugin,
     fields: {

@@ -11,25 +11,14 @@
  * is recorded per plugin and pass as `kube.applied`.
  */
 import type { Logger } from "pino";
-import type { GrantSpec, JsonValue, PluginSpec } from "../plugins/types.js";
-import type { KubeChange, PreviousObserved } from "../events/catalog.js";
-import { isPluginName, pluginStream } from "../events/streams.js";
-import type { EventStore } from "../events/store.js";
-import type { StoredEvent } from "../events/types.js";
-import type { ReconcilerFactory } from "../kube/operator.js";
-import type { DeployedStatus, PluginMeta } from "../kube/ports.js";
-import { pluginStatus } from "../kube/status.js";
-import type { SignatureState } from "../kube/status.js";
-import type { Topology } from "../plugins/compile.js";
-import { validateTopology } from "../plugins/compile.js";
-import { EMPTY_PENDING } from "../plugins/effective.js";
-import type { Pending } from "../plugins/effective.js";
-import { formatErrors } from "../plugins/errors.js";
-import { parseImageRef } from "../plugins/image-ref.js";
-import type { PluginState, VerdictState } from "../projections/folds.js";
-import { Projector } from "../projections/projector.js";
-import { previousVersion } from "../projections/queries.js";
-import type { ApplyRecord } from "../kube/target.js";
+import type { GrantSpec, JsonValue, Pending, PluginSpec, Topology } from "../plugins/index.js";
+import type { EventStore, KubeChange, PreviousObserved, StoredEvent } from "../events/index.js";
+import { isPluginName, pluginStream } from "../events/index.js";
+import type { ApplyRecord, DeployedStatus, PluginMeta, ReconcilerFactory, SignatureState } from "../kube/index.js";
+import { pluginStatus } from "../kube/index.js";
+import { EMPTY_PENDING, formatErrors, parseImageRef, validateTopology } from "../plugins/index.js";
+import type { PluginState, VerdictState } from "../projections/index.js";
+import { previousVersion, Projector } from "../projections/index.js";
 import { EMBEDDED_TOPOLOGY, openRuntime } from "./runtime.js";
 
 /** Who cluster observations are recorded as. */

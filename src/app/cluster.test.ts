@@ -2,12 +2,10 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { KubeApplied, KubeChange } from "../events/catalog.js";
-import { openStore } from "../events/store.js";
-import type { EventStore } from "../events/store.js";
-import type { StoredEvent } from "../events/types.js";
-import { deployedFromStatus } from "../kube/operator.js";
-import type { ApplyRecord } from "../kube/target.js";
+import type { EventStore, KubeApplied, KubeChange, StoredEvent } from "../events/index.js";
+import { openStore } from "../events/index.js";
+import { deployedFromStatus } from "../kube/index.js";
+import type { ApplyRecord } from "../kube/index.js";
 import { CLUSTER_ACTOR, kubeChange, observePrevious, recordKubeChanges } from "./cluster.js";
 
 const IMG = `registry.example/echo@sha256:${"a".repeat(64)}`;

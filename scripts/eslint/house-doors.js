@@ -1,0 +1,67 @@
+// The house's doors (DESIGN.md): a file in src/<room>/ imports another room only through that
+// room's index.ts, and only a room DESIGN.md's arrows let it import. Tests (*.test.ts) beside the
+// code may reach inside their own room, never inside another. Generated code (src/gen) has no
+// door: any room may import it.
+import { dirname, relative, resolve, sep } from "node:path";
+
+/** Which rooms each room may import (its door only). The pure model imports none; the log no reader. */
+export const ARROWS = {
+  plugins: [],
+  events: ["plugins"],
+  projections: ["events", "plugins"],
+  trust: ["events", "plugins"],
+  egress: ["events", "plugins"],
+  host: ["events", "plugins", "egress", "trust"],
+  views: ["events", "plugins", "projections"],
+  reconciler: ["events", "plugins", "projections", "trust"],
+  kube: ["events", "plugins", "projections", "reconciler", "trust"],
+  app: ["events", "plugins", "projections", "trust", "egress", "host", "views", "reconciler", "kube"],
+  server: ["app"],
+  // The CLI still calls the rooms directly until its use cases move into src/app (issue 14).
+  cli: ["app", "events", "plugins", "projections", "trust", "egress", "host", "views", "reconciler", "kube"],
+};
+
+const DOORLESS = new Set(["gen"]);
+
+function roomOf(srcDir, file) {
+  const rel = relative(srcDir, file);
+  if (rel.startsWith("..") || rel === "") return null;
+  const parts = rel.split(sep);
+  return parts.length > 1 ? parts[0] : null;
+}
+
+function isDoor(srcDir, room, file) {
+  const rel = relative(resolve(srcDir, room), file);
+  return rel === "index.js" || rel === "index.ts";
+}
+
+export function doorsRule(srcDir) {
+  return {
+    meta: {
+      type: "problem",
+      docs: { description: "import another room only through its index.ts, and only along DESIGN.md's arrows" },
+      schema: [],
+    },
+    create(context) {
+      const file = context.filename;
+      const from = roomOf(srcDir, file);
+      if (from === null) return {};
+      const check = (node) => {
+        const source = node.source?.value;
+        if (typeof source !== "string" || !source.startsWith(".")) return;
+        const target = resolve(dirname(file), source);
+        const to = roomOf(srcDir, target);
+        if (to === null || to === from || DOORLESS.has(to)) return;
+        const allowed = ARROWS[from];
+        if (allowed !== undefined && !allowed.includes(to)) {
+          context.report({ node: node.source, message: `src/${from} may not import src/${to} (DESIGN.md's arrows: ${from} → ${allowed.join(", ") || "nothing"})` });
+          return;
+        }
+        if (!isDoor(srcDir, to, target)) {
+          context.report({ node: node.source, message: `import src/${to} through its door (src/${to}/index.ts), not ${source}` });
+        }
+      };
+      return { ImportDeclaration: check, ExportNamedDeclaration: check, ExportAllDeclaration: check, ImportExpression: check };
+    },
+  };
+}

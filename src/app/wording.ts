@@ -1,0 +1,108 @@
+/**
+ * The words every face uses: `why`'s codes and facts, the cause chain's events and pending
+ * permissions as sentences. The CLI and the console print these, so the two say the same thing,
+ * written in one place.
+ */
+import type { KnownEvent } from "../events/index.js";
+import { EMPTY_PENDING, formatErrors, formatHostPort } from "../plugins/index.js";
+import type { Pending, RolloutReason } from "../plugins/index.js";
+import type { Blocker, WhyAnswer } from "../projections/index.js";
+
+/** One line naming every pending permission ("nothing" when there is none). */
+export function describePending(p: Pending): string {
+  const parts = [
+    ...p.capabilities.map((c) => `capability ${c}`),
+    ...p.egress.map((h) => `egress ${formatHostPort(h)}`),
+    ...p.secrets.map((s) => `Secret ${s}`),
+    ...p.dataTiers.map((t) => `data tier ${t}`),
+  ];
+  return parts.length === 0 ? "nothing" : parts.join(", ");
+}
+
+const REASON_TEXT: Record<RolloutReason, string> = {
+  no_current_version: "the Plugin asks for no valid version (deleted, or its spec is invalid)",
+  current_not_deployable: "the version asked for did not pass its checks",
+  approval_pending: "the version asked for needs permissions the grant does not give",
+  no_capability_granted: "the grant approves none of the capabilities the version asks for",
+  no_previous_version: "no earlier version was running to keep",
+  previous_no_capability_granted: "the grant approves none of the capabilities of the earlier version",
+};
+
+/** A rollout reason code as a phrase. */
+export function reasonText(r: RolloutReason): string {
+  return REASON_TEXT[r] ?? r;
+}
+
+/** What kept a version from running, as a phrase. */
+export function blockerText(b: Blocker): string {
+  switch (b.code) {
+    case "plugin_missing": return "no Plugin was observed";
+    case "plugin_deleted": return "the Plugin was deleted";
+    case "spec_invalid": return `the spec is invalid: ${formatErrors(b.errors)}`;
+    case "config_verdict_missing": return `no config verdict for ${b.image}`;
+    case "config_mismatch": return `the config does not match the schema: ${b.errors.map((e) => `${e.path}: ${e.message}`).join("; ")}`;
+    case "signature_verdict_missing": return `no signature verdict for ${b.image}`;
+    case "signature_refused": return `the signature check refused ${b.digest}${b.reason === null ? "" : `: ${b.reason}`}`;
+  }
+}
+
+/** `host:port`, with an IPv6 address in brackets (`[::1]:443`). */
+export function hostPort(host: string, port: number): string {
+  return host.includes(":") ? `[${host}]:${port}` : `${host}:${port}`;
+}
+
+function imageOfSpec(spec: unknown): string {
+  return typeof spec === "object" && spec !== null && "image" in spec && typeof spec.image === "string" ? spec.image : "?";
+}
+
+/** One sentence about an event, for the cause chain and the log. */
+export function describeEvent(e: KnownEvent): string {
+  switch (e.type) {
+    case "plugin.observed": return `the Plugin was applied by ${e.actor}, asking for ${imageOfSpec(e.data.spec)}`;
+    case "plugin.deleted": return `the Plugin was deleted by ${e.actor}`;
+    case "grant.observed": return `the grant was set by ${e.actor}`;
+    case "grant.deleted": return `the grant was deleted by ${e.actor}`;
+    case "signature.verdict": return `the signature check found ${e.data.digest} ${e.data.outcome}${e.data.reason === undefined ? "" : ` (${e.data.reason})`}`;
+    case "config.verdict": return `the config ${e.data.ok ? "matched" : "did not match"} the schema of ${e.data.image}`;
+    case "rollout.decided": return `a rollout decision (${e.data.plan.outcome})`;
+    case "workload.desired": return e.data.running ? `the workload of ${e.data.image ?? "?"} was compiled` : "the workload was stopped";
+    case "previous.observed": return `the cluster's status named ${e.data.deployed.image} as running`;
+    case "kube.applied": return `${e.data.records.length} object change(s) were applied to the cluster`;
+    case "workload.applied": return `the workload was applied to ${e.data.target}${e.data.ok ? "" : ` and failed: ${e.data.error ?? "?"}`}`;
+    case "reconcile.failed": return `reconciling failed: ${e.data.error}`;
+    case "egress.decision": return `${e.data.allowed ? "allowed" : "denied"} ${hostPort(e.data.host, e.data.port)} (${e.data.reason})${e.data.address === undefined ? "" : ` via ${e.data.address}`}`;
+    default: return (e as { type: string }).type;
+  }
+}
+
+/** `why`'s answer as plain sentences. */
+export function whySentences(a: WhyAnswer): string[] {
+  const plan = a.decision.data.plan;
+  const out: string[] = [];
+  const at = `event ${a.decision.seq}, ${a.decision.time}`;
+  const current = a.inputs.current?.image;
+  const previous = a.inputs.previous?.image;
+  if (plan.outcome === "current") out.push(`${a.plugin} runs ${current ?? "?"}, the version its Plugin asks for (decided at ${at}).`);
+  else if (plan.outcome === "previous" && previous !== undefined && previous === current) {
+    // The same image as asked for: what changed is the grant or the config, not the version.
+    out.push(`${a.plugin} keeps running ${previous} as it ran before: what the Plugin or its grant now asks for is not applied (decided at ${at}).`);
+  } else if (plan.outcome === "previous") out.push(`${a.plugin} keeps running ${previous ?? "?"} under its current grant, instead of ${current ?? "the version asked for"} (decided at ${at}).`);
+  else if (a.deleted) out.push(`${a.plugin} runs nothing: its Plugin was deleted (decided at ${at}).`);
+  else out.push(`${a.plugin} runs nothing (decided at ${at}).`);
+  for (const r of plan.reasons) {
+    // After a deletion, "no earlier version to keep" is true but beside the point.
+    if (a.deleted && (r === "no_current_version" || r === "no_previous_version")) continue;
+    out.push(`Because ${reasonText(r)}.`);
+  }
+  const pendingText = describePending(plan.pending);
+  if (pendingText !== "nothing") out.push(`Pending approval: ${pendingText}. Run \`openfief approve ${a.plugin}\` to grant exactly that.`);
+  if (!a.deployable.ok && current !== undefined) for (const b of a.deployable.because) out.push(`${current} could not run: ${blockerText(b)}.`);
+  // A grant has the shape of what can be pending: capabilities, egress, Secret names, data tiers.
+  out.push(`The grant approved: ${describePending({ ...EMPTY_PENDING, ...(a.inputs.grant as Partial<Pending>) })}.`);
+  if (a.chain.length > 0) {
+    out.push("It was caused by:");
+    for (const e of a.chain) out.push(`  - event ${e.seq} (${e.time}): ${describeEvent(e)}`);
+  }
+  out.push(a.replays ? "Re-deciding from the log gives the same answer." : "WARNING: re-deciding from the log gives a different answer (run `openfief check-decisions`).");
+  return out;
+}

@@ -1,0 +1,86 @@
+/**
+ * The rollout decider's state of one plugin as the log stands before a seq, from a handful of
+ * indexed lookups (the reconciler and `why` use it), and Previous (seed 000). The decision check
+ * gathers the same state by folding the whole log (`evolveFacts`); a property test pins that the
+ * two ways give the decider the same answer on random logs.
+ */
+import { pluginStream } from "../events/index.js";
+import type { EventOf, EventStore, RecordedVersion, VerdictOutcome } from "../events/index.js";
+import { deployedBy, emptyFacts, observedVersion } from "./decide-rollout.js";
+import type { DeciderState } from "./decide-rollout.js";
+import { imageDigest, specImage } from "./images.js";
+import { Lookup } from "./lookup.js";
+
+/** The events the decider's state of a plugin came from, before a seq. */
+export interface DeciderSources {
+  readonly plugin: EventOf<"plugin.observed" | "plugin.deleted"> | null;
+  readonly grant: EventOf<"grant.observed" | "grant.deleted"> | null;
+  readonly config: EventOf<"config.verdict"> | null;
+  readonly currentVerdict: EventOf<"signature.verdict"> | null;
+  readonly previousDecision: EventOf<"rollout.decided"> | null;
+  /** What the cluster said runs; only looked up (and only counts) while no decision was recorded. */
+  readonly previousObserved: EventOf<"previous.observed"> | null;
+  readonly previousVerdict: EventOf<"signature.verdict"> | null;
+}
+
+/** The version that runs before the next decision of a plugin, and the event that says so. */
+export interface PreviousVersion {
+  /** Null when the latest decision runs nothing. */
+  readonly version: RecordedVersion | null;
+  /** The latest `rollout.decided`, or, when there is none, the latest `previous.observed`. */
+  readonly source: EventOf<"rollout.decided" | "previous.observed">;
+}
+
+/**
+ * Previous (seed 000) as the log stands before `beforeSeq` (default: now): what the latest
+ * `rollout.decided` ran, or, while the log holds no decision for the plugin, the version the
+ * latest `previous.observed` names (the cluster's `status.deployed`). Null when neither exists.
+ * The reconciler checks this version's signature again before deciding; the status reports it.
+ */
+export function previousVersion(store: EventStore, name: string, beforeSeq = Number.MAX_SAFE_INTEGER): PreviousVersion | null {
+  return previousFrom(new Lookup(store), pluginStream(name), beforeSeq);
+}
+
+function previousFrom(q: Lookup, stream: string, beforeSeq: number): PreviousVersion | null {
+  const decision = q.lastOf(stream, ["rollout.decided"], beforeSeq);
+  if (decision !== null) return { version: deployedBy(decision.data.plan), source: decision };
+  const observed = q.lastOf(stream, ["previous.observed"], beforeSeq);
+  return observed === null ? null : { version: observedVersion(observed.data), source: observed };
+}
+
+/**
+ * The decider's state of a plugin as the log stands before `beforeSeq` (default: now), from a
+ * handful of indexed lookups; the reconciler passes it to `decideRollout`.
+ */
+export function loadDeciderState(store: EventStore, name: string, beforeSeq = Number.MAX_SAFE_INTEGER): { state: DeciderState; sources: DeciderSources } {
+  const q = new Lookup(store);
+  const stream = pluginStream(name);
+  const plugin = q.lastOf(stream, ["plugin.observed", "plugin.deleted"], beforeSeq);
+  const grant = q.lastOf(stream, ["grant.observed", "grant.deleted"], beforeSeq);
+  const previous = previousFrom(q, stream, beforeSeq);
+  const previousDecision = previous?.source.type === "rollout.decided" ? previous.source : null;
+  const previousObserved = previous?.source.type === "previous.observed" ? previous.source : null;
+  const spec = plugin?.type === "plugin.observed" ? plugin.data.spec : null;
+  const image = specImage(spec);
+  const config = image === null ? null : q.configFor(stream, image, beforeSeq);
+  const deployed = previous?.version ?? null;
+  const verdicts = new Map<string, VerdictOutcome>();
+  const curDigest = imageDigest(image);
+  const currentVerdict = curDigest === null ? null : q.verdictFor(curDigest, beforeSeq);
+  if (currentVerdict !== null) verdicts.set(currentVerdict.data.digest, currentVerdict.data.outcome);
+  const prevDigest = imageDigest(deployed?.image);
+  const previousVerdict = prevDigest === null ? null : q.verdictFor(prevDigest, beforeSeq);
+  if (previousVerdict !== null) verdicts.set(previousVerdict.data.digest, previousVerdict.data.outcome);
+  const configOk = new Map<string, boolean>();
+  if (config !== null) configOk.set(config.data.image, config.data.ok);
+  const state: DeciderState = {
+    ...emptyFacts(name),
+    spec,
+    grant: grant?.type === "grant.observed" ? grant.data.spec : null,
+    configOk,
+    deployed,
+    decided: previousDecision !== null,
+    verdicts,
+  };
+  return { state, sources: { plugin, grant, config, currentVerdict, previousDecision, previousObserved, previousVerdict } };
+}

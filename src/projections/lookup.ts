@@ -1,0 +1,54 @@
+/**
+ * Indexed lookups of single events: the latest of some types in a stream before a seq, the latest
+ * config verdict for an image, the latest signature verdict for a digest. Their cost does not
+ * grow with the log, which is what lets `why` and the reconciler gather a decider's state cheaply.
+ */
+import type { Statement } from "better-sqlite3";
+import { EVENT_COLUMNS, isEventOf, toStoredEvent } from "../events/index.js";
+import type { EventOf, EventRow, EventStore, EventTypeName, KnownEvent } from "../events/index.js";
+
+/** Prepared single-event lookups over one store. */
+export class Lookup {
+  readonly #cache = new Map<string, Statement>();
+  readonly #store: EventStore;
+
+  constructor(store: EventStore) {
+    this.#store = store;
+  }
+
+  #one(sql: string, ...args: (string | number)[]): KnownEvent | null {
+    let stmt = this.#cache.get(sql);
+    if (stmt === undefined) { stmt = this.#store.database.prepare(sql); this.#cache.set(sql, stmt); }
+    const row = stmt.get(...args) as EventRow | undefined;
+    // A row adapter: every row was validated against its type's schema when it was appended.
+    return row === undefined ? null : (toStoredEvent(this.#store.registry, row) as KnownEvent);
+  }
+
+  /** The latest event of any of `types` in `stream` before `beforeSeq`. */
+  lastOf<T extends EventTypeName>(stream: string, types: readonly T[], beforeSeq: number): EventOf<T> | null {
+    let best: EventOf<T> | null = null;
+    for (const t of types) {
+      const e = this.#one(`SELECT ${EVENT_COLUMNS} FROM events WHERE stream = ? AND type = ? AND seq < ? ORDER BY version DESC LIMIT 1`, stream, t, beforeSeq);
+      if (e !== null && isEventOf(e, types) && (best === null || e.seq > best.seq)) best = e;
+    }
+    return best;
+  }
+
+  /** The latest config verdict of a plugin for an image, before `beforeSeq`. */
+  configFor(stream: string, image: string, beforeSeq: number): EventOf<"config.verdict"> | null {
+    const e = this.#one(
+      `SELECT ${EVENT_COLUMNS} FROM events WHERE stream = ? AND type = 'config.verdict' AND seq < ? AND json_extract(data, '$.image') = ? ORDER BY version DESC LIMIT 1`,
+      stream, beforeSeq, image,
+    );
+    return e?.type === "config.verdict" ? e : null;
+  }
+
+  /** The latest signature verdict for a digest, before `beforeSeq` (partial index on the digest). */
+  verdictFor(digest: string, beforeSeq: number): EventOf<"signature.verdict"> | null {
+    const e = this.#one(
+      `SELECT ${EVENT_COLUMNS} FROM events WHERE type = 'signature.verdict' AND json_extract(data, '$.digest') = ? AND seq < ? ORDER BY seq DESC LIMIT 1`,
+      digest, beforeSeq,
+    );
+    return e?.type === "signature.verdict" ? e : null;
+  }
+}

@@ -1,0 +1,97 @@
+/**
+ * `why`: the latest rollout decision of a plugin, its inputs as recorded, the events that fed it,
+ * its chain of causes, what kept the asked-for version from running, and whether re-deciding
+ * gives the same answer. It answers in codes and facts; the faces word them (`src/app/wording.ts`),
+ * so the CLI and the console say the same thing.
+ */
+import { canonicalize } from "json-canonicalize";
+import { pluginStream } from "../events/index.js";
+import type { EventOf, EventStore, KnownEvent } from "../events/index.js";
+import { parsePlugin } from "../plugins/index.js";
+import type { FieldError } from "../plugins/index.js";
+import { decideRollout } from "./decide-rollout.js";
+import type { RecordedInputs } from "./decide-rollout.js";
+import { loadDeciderState } from "./decider-state.js";
+import type { DeciderSources } from "./decider-state.js";
+import { specImage } from "./images.js";
+import { viewPlan } from "./plan-view.js";
+import type { PlanView } from "./plan-view.js";
+
+/** One reason the version asked for could not run, as a code and the facts behind it. */
+export type Blocker =
+  | { readonly code: "plugin_missing" }
+  | { readonly code: "plugin_deleted" }
+  | { readonly code: "spec_invalid"; readonly errors: readonly FieldError[] }
+  | { readonly code: "config_verdict_missing"; readonly image: string }
+  | { readonly code: "config_mismatch"; readonly image: string; readonly errors: readonly { readonly code: string; readonly path: string; readonly message: string }[] }
+  | { readonly code: "signature_verdict_missing"; readonly image: string }
+  | { readonly code: "signature_refused"; readonly digest: string; readonly reason: string | null };
+
+/** The answer to "why does this plugin run what it runs?". */
+export interface WhyAnswer {
+  readonly plugin: string;
+  readonly decision: EventOf<"rollout.decided">;
+  /** Outcome, image run, pending approval and reason codes of the recorded plan. */
+  readonly plan: PlanView;
+  /** The inputs as recorded: current and previous versions, deployable, grant. */
+  readonly inputs: RecordedInputs;
+  /** Whether the current version was deployable, and what blocked it. */
+  readonly deployable: { readonly ok: boolean; readonly because: readonly Blocker[] };
+  /** Whether the Plugin was deleted when the decision was taken. */
+  readonly deleted: boolean;
+  /** The events that fed the decision: the latest of each kind before it. */
+  readonly fed: DeciderSources;
+  /** The decision's cause, its cause's cause, … (nearest first). */
+  readonly chain: readonly KnownEvent[];
+  /** Whether re-deciding from the log before the decision gives the same answer. */
+  readonly replays: boolean;
+}
+
+/** The most causes `why` follows back. */
+const MAX_CHAIN = 100;
+
+/** Explains the latest rollout decision of a plugin; null when none was recorded. */
+export function why(store: EventStore, name: string): WhyAnswer | null {
+  const decision = store.last(pluginStream(name), "rollout.decided");
+  if (decision === null) return null;
+  const { state, sources } = loadDeciderState(store, name, decision.seq);
+  const chain: KnownEvent[] = [];
+  const seen = new Set<number>();
+  for (let c = decision.causedBy; c !== null && !seen.has(c) && chain.length < MAX_CHAIN; ) {
+    seen.add(c);
+    const e = store.get(c);
+    if (e === null) break;
+    chain.push(e);
+    c = e.causedBy;
+  }
+  const ok = decision.data.inputs.currentDeployable;
+  return {
+    plugin: name,
+    decision,
+    plan: viewPlan(decision.data.plan),
+    inputs: decision.data.inputs,
+    deployable: { ok, because: ok ? [] : blockers(name, state.spec, sources) },
+    deleted: sources.plugin?.type === "plugin.deleted",
+    fed: sources,
+    chain,
+    replays: canonicalize(decideRollout(state)) === canonicalize(decision.data),
+  };
+}
+
+/** What kept the version asked for from being deployable, from the facts that fed the decision. */
+function blockers(name: string, spec: ReturnType<typeof loadDeciderState>["state"]["spec"], sources: DeciderSources): Blocker[] {
+  const out: Blocker[] = [];
+  if (spec === null) out.push(sources.plugin === null ? { code: "plugin_missing" } : { code: "plugin_deleted" });
+  else {
+    const p = parsePlugin({ name, spec });
+    if (!p.ok) out.push({ code: "spec_invalid", errors: p.errors });
+  }
+  const image = specImage(spec);
+  if (image === null) return out;
+  if (sources.config === null) out.push({ code: "config_verdict_missing", image });
+  else if (!sources.config.data.ok) out.push({ code: "config_mismatch", image, errors: sources.config.data.errors });
+  const v = sources.currentVerdict;
+  if (v === null) out.push({ code: "signature_verdict_missing", image });
+  else if (v.data.outcome === "refused") out.push({ code: "signature_refused", digest: v.data.digest, reason: v.data.reason ?? null });
+  return out;
+}

@@ -1,0 +1,8 @@
+/** The reconcile loop (observe → decide → apply, each step leaving events) and its targets. */
+
+/** The loop over every plugin of the log: verify, decide, compile, apply. */
+export { Reconciler } from "./reconciler.js";
+export type { PluginResult, ReconcilerDeps } from "./reconciler.js";
+/** Where desired state goes: the port, and the embedded default that writes YAML to a folder. */
+export type { KubeObject, Target } from "./target.js";
+export { DirectoryTarget } from "./directory-target.js";

@@ -1,0 +1,99 @@
+/**
+ * The reconciler's steps as pure functions of what the log holds: each says which event (if any)
+ * a pass appends at that step. The loop (`reconciler.ts`) gathers their inputs, asks the image
+ * verifier and the target, and appends what they answer; the steps themselves do no I/O, so they
+ * are tested as deciders: given these facts, this event (or none).
+ */
+import { canonicalize } from "json-canonicalize";
+import type { ConfigVerdict, EventOf, RolloutDecided, WorkloadApplied, WorkloadDesired } from "../events/index.js";
+import { buildObjects, compile, effective, formatErrors, formatHostPort, objectsToJSON, parseGrant, parseImageRef, parseManifest, validateConfig } from "../plugins/index.js";
+import type { JsonValue, Manifest, Topology } from "../plugins/index.js";
+import { decideRollout, deployedBy } from "../projections/index.js";
+import type { DeciderSources, DeciderState } from "../projections/index.js";
+
+/** Step 2: the config verdict for a spec, or null when the latest one for its image says the same. */
+export function nextConfigVerdict(
+  name: string,
+  spec: { readonly image: string; readonly manifest: Manifest; readonly config?: JsonValue },
+  last: EventOf<"config.verdict"> | null,
+): ConfigVerdict | null {
+  const errors = spec.manifest.configSchema === undefined ? [] : validateConfig(spec.manifest.configSchema, spec.config, "spec.config");
+  const data: ConfigVerdict = { name, image: spec.image, ok: errors.length === 0, errors: errors.map((e) => ({ code: e.code, path: e.path, message: e.message })) };
+  return last !== null && canonicalize(last.data) === canonicalize(data) ? null : data;
+}
+
+/** A decision to append, and the event it names as its cause. */
+export interface DecisionToAppend {
+  readonly data: RolloutDecided;
+  readonly causedBy: number | null;
+}
+
+/**
+ * Step 3: the rollout decision the log's state calls for, or null. Nothing is decided for a plugin
+ * never observed, and a decision is appended only when its plan changes: re-deciding after our own
+ * decision sees it as the previous version (new inputs, same plan), and that is not a new decision.
+ */
+export function nextDecision(state: DeciderState, sources: DeciderSources, last: EventOf<"rollout.decided"> | null): DecisionToAppend | null {
+  if (state.spec === null && last === null) return null;
+  const decided = decideRollout(state);
+  if (last !== null && canonicalize(last.data.plan) === canonicalize(decided.plan)) return null;
+  return { data: decided, causedBy: newestCause(sources) };
+}
+
+/** The newest event among the decider's inputs: the cause a decision names. */
+export function newestCause(s: DeciderSources): number | null {
+  const seqs = [s.plugin, s.grant, s.config, s.currentVerdict, s.previousVerdict].flatMap((e) => (e === null ? [] : [e.seq]));
+  return seqs.length === 0 ? null : Math.max(...seqs);
+}
+
+/** Why a recorded decision's version cannot be compiled (the workload then runs nothing). */
+export type DesiredProblem =
+  | { readonly code: "version_unparseable" }
+  | { readonly code: "compile_failed"; readonly problems: string };
+
+/** Step 4's answer: the desired workload, and what went wrong when it had to run nothing instead. */
+export interface Desired {
+  readonly desired: WorkloadDesired;
+  readonly problem: DesiredProblem | null;
+}
+
+/** Step 4: the desired workload of what a recorded decision runs (the compiled objects), or a stopped one. */
+export function desiredWorkload(name: string, decision: RolloutDecided, topology: Topology): Desired {
+  const stopped: WorkloadDesired = { name, running: false, objects: [], allowList: [] };
+  const run = deployedBy(decision.plan);
+  if (run === null) return { desired: stopped, problem: null };
+  const image = parseImageRef(run.image);
+  const manifest = parseManifest(run.manifest);
+  const grant = parseGrant({ name, spec: decision.inputs.grant });
+  if (!image.ok || !manifest.ok || !grant.ok) return { desired: stopped, problem: { code: "version_unparseable" } };
+  const perms = effective(manifest.value, grant.value.spec);
+  if (!perms.ok) return { desired: stopped, problem: null };
+  const workload = compile({ name, image: image.value, ...(run.config === undefined ? {} : { config: run.config }) }, perms.value, topology);
+  if (!workload.ok) return { desired: stopped, problem: { code: "compile_failed", problems: formatErrors(workload.errors) } };
+  return {
+    desired: {
+      name,
+      running: true,
+      image: image.value.toString(),
+      // The model's objects are plain JSON (apiVersion, kind, metadata, spec…).
+      objects: objectsToJSON(buildObjects(workload.value)) as JsonValue[],
+      allowList: workload.value.allowList.map(formatHostPort),
+    },
+    problem: null,
+  };
+}
+
+/** Step 4, continued: whether `desired` differs from the latest `workload.desired` (then it is appended). */
+export function desiredChanged(desired: WorkloadDesired, last: EventOf<"workload.desired"> | null): boolean {
+  return last === null || canonicalize(last.data) !== canonicalize(desired);
+}
+
+/** Step 5: whether the latest desired workload still has to be applied through `target`. */
+export function needsApply(desired: EventOf<"workload.desired">, applied: EventOf<"workload.applied"> | null, target: string): boolean {
+  return !(applied !== null && applied.seq > desired.seq && applied.data.ok && applied.data.target === target);
+}
+
+/** Step 5's record: the result of applying through a target. */
+export function appliedRecord(name: string, target: string, error: string | undefined): WorkloadApplied {
+  return { name, target, ok: error === undefined, ...(error === undefined ? {} : { error }) };
+}
