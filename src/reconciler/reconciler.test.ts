@@ -87,3 +87,74 @@ describe("Reconciler", () => {
     expect(store.head()).toBe(head);
   });
 });
+
+/** The types of the events appended since `from`, in order, with the plugin's stream or `trust`. */
+function appendedSince(from: number): string[] {
+  return store.read({ afterSeq: from }).map((e) => `${e.stream} ${e.type}`);
+}
+
+const V1 = { stream: "plugin/nbp-fx", type: "plugin.observed", data: { name: "nbp-fx", spec: { image: IMAGE, manifest: MANIFEST } }, actor: "owner:test" };
+
+describe("a reconcile pass, given the log, appends", () => {
+  it.each<[string, () => void, string[]]>([
+    ["nothing for an empty log", () => undefined, []],
+    ["a verdict, a config verdict, a decision running nothing (a host is pending), its stopped workload and the apply", () => { store.append([V1]); grant(["api.nbp.pl"]); }, [
+      "trust signature.verdict", "plugin/nbp-fx config.verdict", "plugin/nbp-fx rollout.decided", "plugin/nbp-fx workload.desired", "plugin/nbp-fx workload.applied",
+    ]],
+    ["the same steps, with the workload running, once everything asked for is granted", () => { store.append([V1]); grant(["api.nbp.pl", "static.nbp.pl"]); }, [
+      "trust signature.verdict", "plugin/nbp-fx config.verdict", "plugin/nbp-fx rollout.decided", "plugin/nbp-fx workload.desired", "plugin/nbp-fx workload.applied",
+    ]],
+  ])("%s", async (_what, given, expected) => {
+    given();
+    const from = store.head();
+    await reconciler(() => undefined).reconcileAll();
+    expect(appendedSince(from)).toEqual(expected);
+  });
+
+  it("a decision and a stopped workload when the Plugin is deleted, and nothing more on the next pass", async () => {
+    store.append([V1]);
+    grant(["api.nbp.pl", "static.nbp.pl"]);
+    const r = reconciler(() => undefined);
+    await r.reconcileAll();
+    store.append([{ stream: "plugin/nbp-fx", type: "plugin.deleted", data: { name: "nbp-fx" }, actor: "owner:test" }]);
+    const from = store.head();
+    await r.reconcileAll();
+    expect(appendedSince(from)).toEqual(["plugin/nbp-fx rollout.decided", "plugin/nbp-fx workload.desired", "plugin/nbp-fx workload.applied"]);
+    const again = store.head();
+    await r.reconcileAll();
+    expect(appendedSince(again)).toEqual([]);
+  });
+});
+
+describe("one plugin's failure", () => {
+  it("is recorded once while it repeats, and the pass goes on with the other plugins", async () => {
+    const otherImage = `registry.example/other@sha256:${"b".repeat(64)}`;
+    store.append([V1, { ...V1, stream: "plugin/other", data: { name: "other", spec: { image: otherImage, manifest: MANIFEST } } }]);
+    const verifier = new ImageVerifier({
+      clock: () => 0,
+      check: async (image) => ({ image: image.toString(), digest: image.digest, outcome: "unverified", signers: [{ name: "owner", kind: "owner" }], identities: [], rejectedBundles: [] }),
+    });
+    // The verdict store breaks for nbp-fx's image only: an adapter that fails on one plugin's input.
+    const log = storeVerdictLog(store);
+    let broken = true;
+    const recorder = new VerdictRecorder({
+      last: (d) => log.last(d),
+      append: (v, actor, cause) => {
+        if (broken && v.image === IMAGE) throw new Error("the verdict store is unreachable");
+        return log.append(v, actor, cause);
+      },
+    }, { trustRoot: "t", catalog: "c" });
+    const r = new Reconciler({ store, verifier, recorder, target: new DirectoryTarget(join(dir, "cluster")), topology: TOPOLOGY, logger: pino({ level: "silent" }) });
+
+    const results = await r.reconcileAll();
+    expect(results.map((x) => [x.name, x.error ?? null])).toEqual([["nbp-fx", "the verdict store is unreachable"], ["other", null]]);
+    expect(store.read({ stream: "plugin/other", type: "rollout.decided" })).toHaveLength(1);
+    expect(store.read({ type: "reconcile.failed" }).map((e) => e.data)).toEqual([{ name: "nbp-fx", error: "the verdict store is unreachable" }]);
+    await r.reconcileAll();
+    expect(store.read({ type: "reconcile.failed" })).toHaveLength(1);
+    broken = false;
+    const healed = await r.reconcileAll();
+    expect(healed.map((x) => x.error ?? null)).toEqual([null, null]);
+    expect(store.read({ stream: "plugin/nbp-fx", type: "rollout.decided" })).toHaveLength(1);
+  });
+});

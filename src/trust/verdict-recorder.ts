@@ -5,7 +5,7 @@
  * for the same digest is not appended again; a changed one is a new event.
  */
 import { canonicalize } from "json-canonicalize";
-import type { EventStore, SignatureVerdict, StoredEvent } from "../events/index.js";
+import type { EventStore, SignatureVerdict } from "../events/index.js";
 import type { ImageVerdict } from "./image-check.js";
 
 /** The event type and stream verdicts go to. */
@@ -56,8 +56,8 @@ export function storeVerdictLog(store: EventStore): VerdictLog {
   return {
     last(digest) {
       const row = latest.get(digest);
-      const e = row === undefined ? null : (store.get(row.seq) as StoredEvent<SignatureVerdict> | null);
-      return e?.data;
+      const e = row === undefined ? null : store.get(row.seq);
+      return e?.type === "signature.verdict" ? e.data : undefined;
     },
     append(verdict, actor, causedBy) {
       const [stored] = store.append([{ stream: TRUST_STREAM, type: VERDICT_EVENT, data: verdict, actor, ...(causedBy === undefined ? {} : { causedBy }) }]);

@@ -33,12 +33,12 @@ export function register(program: Command): void {
         const stream = pluginStream(name);
         const spec = store.read({ stream, type: ["plugin.observed", "plugin.deleted"] }).at(-1);
         if (spec === undefined || spec.type === "plugin.deleted") throw new CliError(`plugin ${name} does not exist`, 1);
-        const plugin = parsePlugin({ name, spec: (spec.data as { spec: unknown }).spec });
+        const plugin = parsePlugin({ name, spec: spec.data.spec });
         if (!plugin.ok) throw new CliError(`plugin ${name} has an invalid spec; fix it before approving`, 1);
         const lastGrant = store.read({ stream, type: ["grant.observed", "grant.deleted"] }).at(-1);
         let grant: GrantSpec = EMPTY_GRANT_SPEC;
         if (lastGrant !== undefined && lastGrant.type === "grant.observed") {
-          const g = parseGrant({ name, spec: (lastGrant.data as { spec: unknown }).spec });
+          const g = parseGrant({ name, spec: lastGrant.data.spec });
           if (g.ok) grant = g.value.spec;
         }
         const pending = needsApproval(plugin.value.spec.manifest, grant);

@@ -137,8 +137,13 @@ export function register(program: Command): void {
       try {
         const results = await rt.reconciler.reconcileAll();
         const appended = results.reduce((n, r) => n + r.appended.length, 0);
-        if (o.json === true) printJson({ plugins: results.map((r) => ({ name: r.name, appended: r.appended, outcome: (r.decision?.plan as { outcome?: string } | undefined)?.outcome ?? null })) });
-        else print(`reconciled ${results.length} plugin(s); ${appended} event(s) appended`);
+        const failed = results.filter((r) => r.error !== undefined);
+        if (o.json === true) printJson({ plugins: results.map((r) => ({ name: r.name, appended: r.appended, outcome: r.decision?.plan.outcome ?? null, ...(r.error === undefined ? {} : { error: r.error }) })) });
+        else {
+          print(`reconciled ${results.length} plugin(s); ${appended} event(s) appended`);
+          for (const r of failed) print(`${r.name}: failed: ${r.error ?? "?"}`);
+        }
+        if (failed.length > 0) process.exitCode = 1;
       } finally {
         await rt.close();
       }
