@@ -15,10 +15,9 @@ import type { GrantSpec, JsonValue, Pending, PluginSpec, Topology } from "../plu
 import type { EventStore, KubeChange, PreviousObserved, StoredEvent } from "../events/index.js";
 import { isPluginName, pluginStream } from "../events/index.js";
 import type { ApplyRecord, DeployedStatus, PluginMeta, ReconcilerFactory, SignatureState } from "../kube/index.js";
-import { pluginStatus } from "../kube/index.js";
 import { EMPTY_PENDING, formatErrors, parseImageRef, validateTopology } from "../plugins/index.js";
 import type { PluginState, VerdictState } from "../projections/index.js";
-import { previousVersion, Projector } from "../projections/index.js";
+import { previousVersion, Projector, specManifestDigest, standingVerdict } from "../projections/index.js";
 import { EMBEDDED_TOPOLOGY, openRuntime } from "./runtime.js";
 
 /** Who cluster observations are recorded as. */
@@ -104,10 +103,10 @@ export function recordKubeChanges(store: EventStore, changes: Map<string, KubeCh
 }
 
 /** The signature state of the image a Plugin asks for, from the latest verdict. */
-export function signatureState(askedImage: string | null, verdicts: ReadonlyMap<string, VerdictState>): SignatureState {
+export function signatureState(askedImage: string | null, verdicts: ReadonlyMap<string, VerdictState>, manifest: string | null = null): SignatureState {
   if (askedImage === null) return { kind: "unknown", reason: "no valid spec" };
   const ref = parseImageRef(askedImage);
-  const v = ref.ok ? verdicts.get(ref.value.digest) : undefined;
+  const v = ref.ok ? standingVerdict(verdicts, ref.value.digest, manifest) : undefined;
   if (v === undefined) return { kind: "unknown", reason: "not checked yet" };
   if (v.outcome === "verified") return { kind: "verified" };
   if (v.outcome === "unverified") return { kind: "signed" };
@@ -125,6 +124,8 @@ function recordPrevious(store: EventStore, name: string, deployed: DeployedStatu
 
 /** The factory `openfief operator` is registered with. */
 export const clusterReconcilerFactory: ReconcilerFactory = async (ctx) => {
+  // Loaded here, not at the top: the Kubernetes client is heavy and only cluster mode needs it.
+  const { pluginStatus } = await import("../kube/index.js");
   const rt = await openRuntime({
     dataDir: ctx.dataDir,
     logger: ctx.log,
@@ -175,7 +176,7 @@ export const clusterReconcilerFactory: ReconcilerFactory = async (ctx) => {
           // The whole version, so a successor without this store can keep running it.
           deployed: previousVersion(rt.store, p.name)?.version ?? null,
           pending: (p.pending as Pending | null) ?? EMPTY_PENDING,
-          signature: signatureState(p.askedImage, verdicts),
+          signature: signatureState(p.askedImage, verdicts, specManifestDigest(p.name, p.spec)),
           now: new Date().toISOString(),
         });
         try {

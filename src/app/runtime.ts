@@ -6,19 +6,19 @@
 import { mkdirSync, readFileSync } from "node:fs";
 import { stat } from "node:fs/promises";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import type { Logger } from "pino";
 import { openStore } from "../events/index.js";
 import type { EventStore } from "../events/index.js";
 import { formatErrors, newTrustPolicy, parseCatalog } from "../plugins/index.js";
 import type { ImageRef, Signer, Topology } from "../plugins/index.js";
-import { checkImage, ImageVerifier, loadOwnerSignersFile, loadShippedTrustedRoot, loadTrustedRootFile, OciLayoutSource, RegistryClient, registryLocation, sha256Hex, storeVerdictLog, VerdictRecorder } from "../trust/index.js";
+import { checkImage, ImageVerifier, loadOwnerSignersFile, loadShippedTrustedRoot, loadTrustedRootFile, OciLayoutSource, RegistryClient, registryLocation, sha256Hex, shippedFile, storeVerdictLog, VerdictRecorder } from "../trust/index.js";
 import type { ImageSource } from "../trust/index.js";
 import { DirectoryTarget, Reconciler } from "../reconciler/index.js";
 import type { Target } from "../reconciler/index.js";
+import { storeFile } from "./data-dir.js";
 
 /** The catalog released with the product. */
-export const SHIPPED_CATALOG = fileURLToPath(new URL("../../catalog/plugins.json", import.meta.url));
+export const SHIPPED_CATALOG = shippedFile("catalog", "plugins.json");
 
 /**
  * Addresses the compiled objects name when no cluster tells us better (embedded mode). They are
@@ -30,11 +30,6 @@ export const EMBEDDED_TOPOLOGY: Topology = {
   pluginPort: 8080,
   coreSubject: "system:serviceaccount:openfief:openfief-core",
 };
-
-/** The SQLite file of a data folder. */
-export function storeFile(dataDir: string): string {
-  return join(dataDir, "openfief.db");
-}
 
 /** Opens (creating when missing) the event store of a data folder. */
 export async function openDataStore(dataDir: string, clock?: () => Date): Promise<EventStore> {

@@ -7,6 +7,7 @@ import type { KnownEvent } from "../events/index.js";
 import { EMPTY_PENDING, formatErrors, formatHostPort } from "../plugins/index.js";
 import type { Pending, RolloutReason } from "../plugins/index.js";
 import type { Blocker, WhyAnswer } from "../projections/index.js";
+import type { PluginProblem, PluginStatus } from "./plugins.js";
 
 /** One line naming every pending permission ("nothing" when there is none). */
 export function describePending(p: Pending): string {
@@ -105,4 +106,23 @@ export function whySentences(a: WhyAnswer): string[] {
   }
   out.push(a.replays ? "Re-deciding from the log gives the same answer." : "WARNING: re-deciding from the log gives a different answer (run `openfief check-decisions`).");
   return out;
+}
+
+/** A plugin's status as words. */
+export function statusText(s: PluginStatus): string {
+  switch (s) {
+    case "running": return "running";
+    case "held_back": return "held back";
+    case "stopped": return "stopped";
+    case "deleted": return "deleted";
+  }
+}
+
+/** A plugin's problem as a short phrase (a table cell). */
+export function problemText(p: PluginProblem): string {
+  switch (p.code) {
+    case "config_refused": return "config refused by its schema";
+    case "signature_refused": return `signature refused${p.reason === null ? "" : ` (${p.reason})`}`;
+    case "reconcile_failed": return `reconcile failed: ${p.error}`;
+  }
 }

@@ -1,18 +1,19 @@
 /**
  * What every command that reads or writes the log shares: the data folder (`--data`, else
- * `OPENFIEF_DATA`, else `.openfief` in the current folder), opening its store, and printing.
- * The store is SQLite in WAL mode, so commands work beside a running `openfief up`.
+ * `OPENFIEF_DATA`, else `.openfief` in the current folder), opening its store, printing, and the
+ * logger of long-running commands. The store is SQLite in WAL mode, so commands work beside a
+ * running `openfief up`.
  */
-import { existsSync } from "node:fs";
+import { Writable } from "node:stream";
 import type { Command } from "commander";
 import { pino } from "pino";
 import type { Logger } from "pino";
+import { DEFAULT_DATA_DIR, openDataStore, requireLog } from "../app/index.js";
 import type { EventStore } from "../events/index.js";
 import { isValidPluginName } from "../plugins/index.js";
-import { openDataStore, storeFile } from "../app/index.js";
 import { CliError } from "./cli-error.js";
 
-export const DEFAULT_DATA_DIR = ".openfief";
+export { DEFAULT_DATA_DIR };
 
 export interface DataOptions {
   data?: string;
@@ -36,7 +37,7 @@ export function dataDir(o: DataOptions): string {
 /** Opens the store of the data folder; `mustExist` refuses a folder with no log yet. */
 export async function openLog(o: DataOptions, mustExist = true): Promise<EventStore> {
   const dir = dataDir(o);
-  if (mustExist && !existsSync(storeFile(dir))) throw new CliError(`no event log in ${dir}: run \`openfief apply\` or \`openfief up\` first, or pass --data`, 1);
+  if (mustExist) requireLog(dir);
   return openDataStore(dir);
 }
 
@@ -51,7 +52,8 @@ export async function withLog<T>(o: DataOptions, fn: (store: EventStore) => Prom
 }
 
 export function pluginArg(name: string): string {
-  if (!isValidPluginName(name)) throw new CliError(`invalid plugin name ${JSON.stringify(name)}: a DNS label that starts with a letter, at most 56 characters`);
+  const shown = name.length > 64 ? `${name.slice(0, 64)}…` : name;
+  if (!isValidPluginName(name)) throw new CliError(`invalid plugin name ${JSON.stringify(shown)}: a DNS label that starts with a letter, at most 56 characters`);
   return name;
 }
 
@@ -63,12 +65,43 @@ export function print(line = ""): void {
   process.stdout.write(`${line}\n`);
 }
 
-/** A logger for long-running commands: JSON lines on stderr, tokens redacted wherever they appear. */
-export function cliLogger(level = process.env["OPENFIEF_LOG_LEVEL"] ?? "info"): Logger {
-  return pino(
-    { level, base: null, redact: { paths: ["token", "*.token", "authorization", "*.authorization", "headers.authorization", "headers[\"proxy-authorization\"]"], censor: "[redacted]" } },
-    pino.destination(2),
-  );
+/** Every field that could hold a token, redacted wherever it appears in a log line. */
+export const REDACT = ["token", "*.token", "authorization", "*.authorization", "headers.authorization", "headers[\"proxy-authorization\"]", "req.headers.authorization", "req.headers[\"proxy-authorization\"]", "cookie", "*.cookie"];
+
+const LEVELS: Record<number, string> = { 10: "trace", 20: "debug", 30: "info", 40: "warn", 50: "error", 60: "fatal" };
+
+/** JSON log lines as one readable line each (`12:00:01 warn message key=value`), for a terminal. */
+export function readableLines(out: NodeJS.WritableStream, minLevel = 40): Writable {
+  return new Writable({
+    write(chunk: Buffer, _enc, done) {
+      for (const text of chunk.toString("utf8").split("\n")) {
+        if (text === "") continue;
+        try {
+          const { level, time, msg, pid: _pid, hostname: _h, ...rest } = JSON.parse(text) as Record<string, unknown>;
+          if (typeof level !== "number" || level < minLevel) continue;
+          const at = typeof time === "number" ? new Date(time).toISOString().slice(11, 19) : "";
+          const fields = Object.entries(rest).map(([k, v]) => `${k}=${typeof v === "string" ? v : JSON.stringify(v)}`).join(" ");
+          out.write(`${at} ${LEVELS[level] ?? level} ${String(msg ?? "")}${fields === "" ? "" : ` (${fields})`}\n`);
+        } catch {
+          out.write(`${text}\n`);
+        }
+      }
+      done();
+    },
+  });
+}
+
+/**
+ * A logger for long-running commands, tokens redacted wherever they appear: JSON lines into
+ * `file` when given, and on stderr JSON lines (`json`, or stderr is not a terminal) or readable
+ * warnings and errors (a terminal).
+ */
+export function cliLogger(opts: { level?: string; file?: string; json?: boolean } = {}): Logger {
+  const level = opts.level ?? process.env["OPENFIEF_LOG_LEVEL"] ?? "info";
+  const json = opts.json === true || process.stderr.isTTY !== true;
+  const streams: pino.StreamEntry[] = [{ level: "trace", stream: json ? pino.destination(2) : readableLines(process.stderr) }];
+  if (opts.file !== undefined) streams.push({ level: "trace", stream: pino.destination({ dest: opts.file, mkdir: true, sync: false }) });
+  return pino({ level, base: null, redact: { paths: REDACT, censor: "[redacted]" } }, pino.multistream(streams));
 }
 
 /** Formats a list of a table's rows with padded columns. */

@@ -1,9 +1,11 @@
 /**
  * The `openfief` command. Each subcommand lives in `commands/<name>.ts` and exports
- * `register(program)`; this file only wires them and turns thrown `CliError`s into a one-line
- * reason and a non-zero exit.
+ * `register(program)`; this file only wires them and turns every refusal into a one-line reason
+ * and an exit code by one rule: 2 when the command was used wrongly (a bad flag, argument or input
+ * file), 1 when it ran and the answer is a refusal or a failed check.
  */
 import { Command, CommanderError } from "commander";
+import { toAppError } from "../app/index.js";
 import { CliError } from "./cli-error.js";
 import { commands } from "./commands/index.js";
 
@@ -16,6 +18,9 @@ export function buildProgram(): Command {
   return program;
 }
 
+/** Commander's own refusals that end with 0 (help, version). */
+const SUCCESS_CODES = new Set(["commander.helpDisplayed", "commander.help", "commander.version", "commander.executeSubCommandAsync"]);
+
 export async function main(argv: readonly string[]): Promise<number> {
   const program = buildProgram();
   try {
@@ -23,19 +28,30 @@ export async function main(argv: readonly string[]): Promise<number> {
     return typeof process.exitCode === "number" ? process.exitCode : 0;
   } catch (err) {
     if (err instanceof CommanderError) {
-      // --help and --version end with exit code 0; usage errors were already printed by commander.
-      return err.exitCode;
+      // Commander already printed the reason; a usage error is 2 like every other.
+      return SUCCESS_CODES.has(err.code) || err.exitCode === 0 ? 0 : 2;
     }
     if (err instanceof CliError) {
       process.stderr.write(`openfief: ${err.message}\n`);
       return err.exitCode;
     }
-    process.stderr.write(`openfief: ${err instanceof Error ? err.message : String(err)}\n`);
-    return 1;
+    const e = toAppError(err);
+    process.stderr.write(`openfief: ${e.message}\n`);
+    return e.exitCode;
   }
 }
 
-if (process.argv[1] !== undefined && /openfief(\.js)?$|cli[/\\]main\.ts$/.test(process.argv[1])) {
+/** A reader that went away (`openfief log | head -1`) ends the command quietly, not with a stack trace. */
+function quietOnClosedPipe(stream: NodeJS.WriteStream): void {
+  stream.on("error", (err: NodeJS.ErrnoException) => {
+    if (err.code === "EPIPE") process.exit(process.exitCode ?? 0);
+    throw err;
+  });
+}
+
+if (process.argv[1] !== undefined && /openfief(\.js|\.mjs)?$|cli[/\\]main\.(ts|js)$/.test(process.argv[1])) {
+  quietOnClosedPipe(process.stdout);
+  quietOnClosedPipe(process.stderr);
   const code = await main(process.argv.slice(2));
   process.exitCode = code;
 }

@@ -5,7 +5,7 @@ export { CachingTokenReviewer, DEFAULT_TOKEN_CACHE_TTL_MS, InvalidCacheTtlError,
 export { watchAllowLists, type ConfigMapAllowListSource } from "./configmap-source.js";
 export { EGRESS_DECISION_TYPE, egressDecisionEvent, type EgressDecisionRecord } from "./decision.js";
 export { dialTcp, startEmbeddedEgress, type EmbeddedEgressOptions } from "./embedded.js";
-export { DEFAULT_TOKEN_TTL_SECONDS, EMBEDDED_ISSUER, ensureEmbeddedKey, mintEgressToken, readEmbeddedJwks, type MintedToken } from "./embedded-key.js";
+export { DEFAULT_TOKEN_TTL_SECONDS, EGRESS_KEY_FILE, EMBEDDED_ISSUER, ensureEmbeddedKey, mintEgressToken, readEmbeddedJwks, type MintedToken } from "./embedded-key.js";
 export { JwksTokenReviewer } from "./jwks-reviewer.js";
 export { KubeTokenReviewer } from "./kube-reviewer.js";
 export { basicProxyAuthorization, proxyToken, type ProxyAuthError } from "./proxy-auth.js";

@@ -13,6 +13,7 @@ import { EventRegistry } from "./registry.js";
 import type { NewEvent, StoredEvent } from "./types.js";
 
 export type * from "./catalog/plugin-events.js";
+export { manifestDigest, verdictKey } from "./catalog/plugin-events.js";
 export type * from "./catalog/egress-events.js";
 export type * from "./catalog/host-events.js";
 export type * from "./catalog/gateway-events.js";

@@ -133,3 +133,41 @@ describe("the data of an appended event", () => {
     expect(store.head()).toBe(0);
   });
 });
+
+describe("the log's guards and an incremental walk of its chain", () => {
+  it("finds dropped triggers, and restores them exactly", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "openfief-guards-"));
+    const store = await openStore({ file: join(dir, "log.db") });
+    try {
+      expect(store.checkGuards()).toEqual({ ok: true, missing: [] });
+      store.database.exec("DROP TRIGGER events_no_delete");
+      expect(store.checkGuards()).toEqual({ ok: false, missing: ["events_no_delete"] });
+      expect(store.restoreGuards()).toEqual(["events_no_delete"]);
+      expect(store.checkGuards().ok).toBe(true);
+      store.database.exec("DROP TRIGGER events_no_update; CREATE TRIGGER events_no_update BEFORE UPDATE ON events WHEN 0 BEGIN SELECT 1; END");
+      expect(store.checkGuards().missing).toEqual(["events_no_update"]);
+    } finally {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("walks only the rows after a verified point, and notices when that point was rewritten", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "openfief-verify-from-"));
+    const store = await openStore({ file: join(dir, "log.db") });
+    try {
+      for (let i = 0; i < 5; i++) store.append([{ stream: "egress/echo", type: "egress.decision", actor: "egress", data: { plugin: "echo", host: "a.example", port: 443 + i, allowed: true, reason: "granted" } }]);
+      const at = store.headPoint();
+      expect(at.seq).toBe(5);
+      store.append([{ stream: "egress/echo", type: "egress.decision", actor: "egress", data: { plugin: "echo", host: "b.example", port: 443, allowed: true, reason: "granted" } }]);
+      expect(store.verify(at)).toEqual({ ok: true, count: 6 });
+      expect(store.verify({ seq: 5, hash: "0".repeat(64) })).toMatchObject({ ok: false, seq: 5 });
+      store.database.exec("DROP TRIGGER events_no_update");
+      store.database.exec("UPDATE events SET actor = 'mallory' WHERE seq = 6");
+      expect(store.verify(at)).toMatchObject({ ok: false, seq: 6 });
+    } finally {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

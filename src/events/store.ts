@@ -17,9 +17,9 @@ import type { EventProblem } from "./errors.js";
 import { GENESIS_HASH, chainHash } from "./hash.js";
 import type { EventRegistry, EventType } from "./registry.js";
 import { parseStream } from "./streams.js";
-import type { NewEvent, ReadFilter, StoredEvent, VerifyResult } from "./types.js";
+import type { ChainPoint, GuardsResult, NewEvent, ReadFilter, StoredEvent, VerifyResult } from "./types.js";
 
-export type { NewEvent, StoredEvent, ReadFilter, VerifyResult } from "./types.js";
+export type { ChainPoint, GuardsResult, NewEvent, StoredEvent, ReadFilter, VerifyResult } from "./types.js";
 export { StoreError, StoreErrorCode } from "./errors.js";
 
 /** The tables kysely knows about. */
@@ -78,8 +78,23 @@ export interface EventStore {
   version(stream: string): number;
   /** The seq of the latest event (0 when empty). */
   head(): number;
-  /** Walks the chain; names the first row whose hash does not hold. */
-  verify(): VerifyResult;
+  /**
+   * Walks the chain; names the first row whose hash does not hold. From a point already verified,
+   * checks that row still has its hash and walks only the rows after it.
+   */
+  verify(from?: ChainPoint): VerifyResult;
+  /**
+   * Walks the chain from the last point a walk verified (the first event when none) to the head,
+   * and moves that point to the head when the chain holds. What `up` and `reconcile` run before
+   * acting: its cost is the rows appended since.
+   */
+  verifySinceCheckpoint(): VerifyResult;
+  /** The chain's head (seq and hash); seq 0 and the genesis hash when empty. */
+  headPoint(): ChainPoint;
+  /** Whether the triggers that refuse UPDATE and DELETE on events are in place. */
+  checkGuards(): GuardsResult;
+  /** Re-creates missing guards (after `verify` found the chain intact); returns the ones restored. */
+  restoreGuards(): string[];
   /** Registers a listener; returns the function that removes it. Listeners must not throw. */
   subscribe(fn: EventListener): () => void;
   close(): Promise<void>;
@@ -258,12 +273,21 @@ class SqliteEventStore implements EventStore {
     return this.#stmts.head.get()?.seq ?? 0;
   }
 
-  verify(): VerifyResult {
+  verify(from?: ChainPoint): VerifyResult {
     this.#open();
     let prev = GENESIS_HASH;
     let expectedSeq = 1;
     let count = 0;
-    const it = this.database.prepare<[], EventRow>(`SELECT ${EVENT_COLUMNS} FROM events ORDER BY seq`).iterate();
+    if (from !== undefined && from.seq > 0) {
+      const row = this.#stmts.get.get(from.seq);
+      if (row === undefined) return { ok: false, seq: from.seq, reason: `the verified event ${from.seq} is gone (a row was deleted)` };
+      if (row.hash !== from.hash) return { ok: false, seq: from.seq, reason: "the hash of an already verified event changed (the chain was rewritten)" };
+      // The verified row itself is hashed again (an edit to it shows), then every row after it.
+      prev = row.prev_hash;
+      expectedSeq = from.seq;
+      count = from.seq - 1;
+    }
+    const it = this.database.prepare<[number], EventRow>(`SELECT ${EVENT_COLUMNS} FROM events WHERE seq >= ? ORDER BY seq`).iterate(expectedSeq);
     for (const r of it) {
       if (r.seq !== expectedSeq) {
         it.return?.();
@@ -283,6 +307,44 @@ class SqliteEventStore implements EventStore {
       count++;
     }
     return { ok: true, count };
+  }
+
+  verifySinceCheckpoint(): VerifyResult {
+    this.#open();
+    const cp = this.database.prepare<[], ChainPoint>("SELECT seq, hash FROM chain_checkpoint WHERE id = 1").get();
+    const result = this.verify(cp);
+    // The walk verified seqs 1..count (contiguous); the point is its last row, not a head that moved since.
+    const last = result.ok && result.count > 0 ? this.#stmts.get.get(result.count) : undefined;
+    if (last !== undefined) {
+      this.database.prepare("INSERT INTO chain_checkpoint (id, seq, hash) VALUES (1, ?, ?) ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash").run(last.seq, last.hash);
+    }
+    return result;
+  }
+
+  headPoint(): ChainPoint {
+    this.#open();
+    const h = this.#stmts.head.get();
+    return h === undefined ? { seq: 0, hash: GENESIS_HASH } : { seq: h.seq, hash: h.hash };
+  }
+
+  checkGuards(): GuardsResult {
+    this.#open();
+    const rows = this.database.prepare<[], { name: string; sql: string | null }>("SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'events'").all();
+    const have = new Map(rows.map((r) => [r.name, normalizeSql(r.sql ?? "")]));
+    const missing = Object.entries(GUARDS).filter(([name, ddl]) => have.get(name) !== normalizeSql(ddl)).map(([name]) => name);
+    return { ok: missing.length === 0, missing };
+  }
+
+  restoreGuards(): string[] {
+    const { missing } = this.checkGuards();
+    const tx = this.database.transaction(() => {
+      for (const name of missing) {
+        this.database.exec(`DROP TRIGGER IF EXISTS ${name}`);
+        this.database.exec(GUARDS[name as keyof typeof GUARDS]);
+      }
+    });
+    tx.immediate();
+    return [...missing];
   }
 
   subscribe(fn: EventListener): () => void {
@@ -427,6 +489,16 @@ class SqliteEventStore implements EventStore {
     // Every row was validated against its type's schema when it was appended (and upcast now).
     return toStoredEvent(this.registry, r) as KnownEvent;
   }
+}
+
+/** The triggers that make the log append-only, exactly as migration 0001 creates them. */
+const GUARDS = {
+  events_no_update: "CREATE TRIGGER events_no_update BEFORE UPDATE ON events BEGIN SELECT RAISE(ABORT, 'events are append-only: UPDATE refused'); END",
+  events_no_delete: "CREATE TRIGGER events_no_delete BEFORE DELETE ON events BEGIN SELECT RAISE(ABORT, 'events are append-only: DELETE refused'); END",
+} as const;
+
+function normalizeSql(sql: string): string {
+  return sql.replace(/\s+/g, " ").trim();
 }
 
 /** Turns a row into an event, its data read through the registry's upcasters. */

@@ -45,6 +45,19 @@ export interface ReadFilter {
   readonly limit?: number;
 }
 
+/** Where an incremental walk of the chain starts: a row already verified, and its hash. */
+export interface ChainPoint {
+  readonly seq: number;
+  readonly hash: string;
+}
+
+/** Whether the schema's guards (the triggers refusing UPDATE and DELETE) are in place. */
+export interface GuardsResult {
+  readonly ok: boolean;
+  /** The guards that are missing or not as the migration made them. */
+  readonly missing: readonly string[];
+}
+
 /** Result of walking the hash chain. */
 export type VerifyResult =
   | { readonly ok: true; readonly count: number }

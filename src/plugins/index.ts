@@ -40,8 +40,8 @@ export { buildObjects, listObjects, objectToJSON, objectsToJSON, toClientNodeMod
 export type { PluginObjects, PluginObject } from "./objects.js";
 
 /** Which version runs, and what is pending approval. */
-export { planRollout, rolloutPlanToJSON, sameRolloutPlan } from "./rollout.js";
-export type { PluginVersion, RolloutInput, RolloutOutcome, RolloutReason, RolloutRun, RolloutPlan, RolloutPlanJSON } from "./rollout.js";
+export { canonicalManifest, manifestToJSON, planRollout, rolloutPlanToJSON, sameRolloutPlan } from "./rollout.js";
+export type { ManifestJSON, PluginVersion, RolloutInput, RolloutOutcome, RolloutReason, RolloutRun, RolloutPlan, RolloutPlanJSON } from "./rollout.js";
 
 /** Signers, the catalog, owner signers, the trust policy and the signed manifest label. */
 export { openFiefCI, identityMatches, isKeyIdentity, compilePattern, GITHUB_ACTIONS_ISSUER, OPENFIEF_CI_SUBJECT } from "./signers.js";

@@ -136,7 +136,8 @@ export interface RolloutPlanJSON {
   reasons: RolloutReason[];
 }
 
-function manifestToJSON(m: Manifest): ManifestJSON {
+/** A manifest with every list sorted and deduplicated: equal for manifests that ask for the same. */
+export function manifestToJSON(m: Manifest): ManifestJSON {
   const out: ManifestJSON = {
     capabilities: sortedUnique(m.capabilities),
     egress: sortedEgress(m.egress),
@@ -169,6 +170,11 @@ export function rolloutPlanToJSON(p: RolloutPlan): RolloutPlanJSON {
     },
     reasons: [...p.reasons].sort((a, b) => REASON_ORDER.indexOf(a) - REASON_ORDER.indexOf(b) || compareStrings(a, b)),
   };
+}
+
+/** A manifest's canonical text (RFC 8785 over its sorted form): what a signature verdict names it by. */
+export function canonicalManifest(m: Manifest): string {
+  return canonicalize(manifestToJSON(m));
 }
 
 /** Whether two plans decide the same thing: their JSON forms are equal byte for byte once canonicalized (RFC 8785). */

@@ -4,6 +4,7 @@
  * a decision that the recorded facts do not reproduce is reported, whoever wrote it.
  */
 import { canonicalize } from "json-canonicalize";
+import { verdictKey } from "../events/index.js";
 import type { EventOf, EventStore, EventTypeName, KnownEvent, VerdictOutcome } from "../events/index.js";
 import { decideRollout, emptyFacts, evolveFacts } from "./decide-rollout.js";
 import type { PluginFacts } from "./decide-rollout.js";
@@ -40,7 +41,7 @@ export class DecisionChecker {
   /** Folds one event (checking it first when it is a decision). */
   feed(e: KnownEvent): void {
     if (e.type === "signature.verdict") {
-      this.#verdicts.set(e.data.digest, e.data.outcome);
+      this.#verdicts.set(verdictKey(e.data.digest, e.data.manifest), e.data.outcome);
       return;
     }
     if (e.type === "rollout.decided") this.#check(e);

@@ -14,10 +14,10 @@
  *   image's latest verdict still passes, and never for a deleted Plugin;
  * - grant: the latest observed grant when it parses; else the empty grant.
  */
+import { manifestDigest, verdictKey } from "../events/index.js";
 import type { KnownEvent, PreviousObserved, RecordedVersion, RolloutDecided, VerdictOutcome } from "../events/index.js";
 import { EMPTY_GRANT_SPEC, parseGrant, parseImageRef, parseManifest, parsePlugin, planRollout, rolloutPlanToJSON } from "../plugins/index.js";
-import type { GrantSpec, JsonValue, PluginVersion, RolloutInput, RolloutPlanJSON } from "../plugins/index.js";
-import { imageDigest } from "./images.js";
+import type { GrantSpec, JsonValue, Manifest, PluginVersion, RolloutInput, RolloutPlanJSON } from "../plugins/index.js";
 
 /** What the log says about one plugin, as far as the decider cares. */
 export interface PluginFacts {
@@ -37,9 +37,34 @@ export interface PluginFacts {
   readonly decided: boolean;
 }
 
-/** The decider's whole input: one plugin's facts and the signature verdicts by digest. */
+/**
+ * The decider's whole input: one plugin's facts and the signature verdicts, keyed by
+ * `verdictKey(digest, manifest)` (a verdict checked against no manifest is keyed by the digest).
+ */
 export interface DeciderState extends PluginFacts {
   readonly verdicts: ReadonlyMap<string, VerdictOutcome>;
+}
+
+/**
+ * The verdict that stands for an image checked against a manifest: the one checked against
+ * exactly that manifest, else one checked against none (recorded before verdicts named theirs).
+ */
+export function verdictOf(verdicts: ReadonlyMap<string, VerdictOutcome>, digest: string, manifest: Manifest): VerdictOutcome | undefined {
+  return verdicts.get(verdictKey(digest, manifestDigest(manifest))) ?? verdicts.get(digest);
+}
+
+/** The manifest digest of an observed spec's manifest, when the spec parses. */
+export function specManifestDigest(name: string, spec: JsonValue | null): string | null {
+  if (spec === null) return null;
+  const p = parsePlugin({ name, spec });
+  return p.ok ? manifestDigest(p.value.spec.manifest) : null;
+}
+
+/** The manifest digest of a recorded version's manifest, when it parses. */
+export function recordedManifestDigest(v: RecordedVersion | null): string | null {
+  if (v === null) return null;
+  const m = parseManifest(v.manifest);
+  return m.ok ? manifestDigest(m.value) : null;
 }
 
 /** The recorded form of the inputs (as in `rollout.decided`). */
@@ -87,10 +112,9 @@ export function observedVersion(o: PreviousObserved): RecordedVersion {
   return out;
 }
 
-function passes(verdicts: ReadonlyMap<string, VerdictOutcome>, image: string): boolean {
-  const d = imageDigest(image);
-  const v = d === null ? undefined : verdicts.get(d);
-  return v === "verified" || v === "unverified";
+function passes(verdicts: ReadonlyMap<string, VerdictOutcome>, v: PluginVersion): boolean {
+  const outcome = verdictOf(verdicts, v.image.digest, v.manifest);
+  return outcome === "verified" || outcome === "unverified";
 }
 
 function toVersion(v: RecordedVersion): PluginVersion | null {
@@ -115,10 +139,11 @@ export function rolloutInputsFrom(state: DeciderState): { input: RolloutInput; r
   }
   const currentDeployable = current !== null
     && state.configOk.get(current.image.toString()) === true
-    && passes(state.verdicts, current.image.toString());
+    && passes(state.verdicts, current);
   // A deleted Plugin runs nothing: uninstalling stops the previous version too (an invalid spec, by
   // contrast, keeps the previous version running).
-  const previous = state.spec !== null && state.deployed !== null && passes(state.verdicts, state.deployed.image) ? toVersion(state.deployed) : null;
+  const deployed = state.deployed === null ? null : toVersion(state.deployed);
+  const previous = state.spec !== null && deployed !== null && passes(state.verdicts, deployed) ? deployed : null;
   let grant: GrantSpec = EMPTY_GRANT_SPEC;
   if (state.grant !== null) {
     const g = parseGrant({ name: state.name, spec: state.grant });

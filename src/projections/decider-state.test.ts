@@ -9,7 +9,7 @@ import { join } from "node:path";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DIGEST_A, DIGEST_B, IMAGE_A, IMAGE_B, MANIFEST, MANIFEST_WIDER } from "../../test/events/helpers.js";
-import { openStore } from "../events/index.js";
+import { openStore, verdictKey } from "../events/index.js";
 import type { EventStore, NewEvent, VerdictOutcome } from "../events/index.js";
 import { decideRollout, emptyFacts, evolveFacts } from "./decide-rollout.js";
 import type { PluginFacts } from "./decide-rollout.js";
@@ -82,7 +82,7 @@ async function agreeOn(steps: readonly Step[]): Promise<void> {
       const event: NewEvent = s.kind === "decide" ? { stream: STREAM, type: "rollout.decided", actor: "test", data: fromFold } : toEvent(s);
       const [stored] = store.append([event]);
       if (stored === undefined) throw new Error("nothing appended");
-      if (stored.type === "signature.verdict") verdicts.set(stored.data.digest, stored.data.outcome);
+      if (stored.type === "signature.verdict") verdicts.set(verdictKey(stored.data.digest, stored.data.manifest), stored.data.outcome);
       else facts = evolveFacts(facts, stored) ?? facts;
     }
   } finally {

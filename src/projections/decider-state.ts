@@ -4,9 +4,9 @@
  * gathers the same state by folding the whole log (`evolveFacts`); a property test pins that the
  * two ways give the decider the same answer on random logs.
  */
-import { pluginStream } from "../events/index.js";
+import { pluginStream, verdictKey } from "../events/index.js";
 import type { EventOf, EventStore, RecordedVersion, VerdictOutcome } from "../events/index.js";
-import { deployedBy, emptyFacts, observedVersion } from "./decide-rollout.js";
+import { deployedBy, emptyFacts, observedVersion, recordedManifestDigest, specManifestDigest } from "./decide-rollout.js";
 import type { DeciderState } from "./decide-rollout.js";
 import { imageDigest, specImage } from "./images.js";
 import { Lookup } from "./lookup.js";
@@ -66,11 +66,11 @@ export function loadDeciderState(store: EventStore, name: string, beforeSeq = Nu
   const deployed = previous?.version ?? null;
   const verdicts = new Map<string, VerdictOutcome>();
   const curDigest = imageDigest(image);
-  const currentVerdict = curDigest === null ? null : q.verdictFor(curDigest, beforeSeq);
-  if (currentVerdict !== null) verdicts.set(currentVerdict.data.digest, currentVerdict.data.outcome);
+  const currentVerdict = curDigest === null ? null : q.verdictFor(curDigest, specManifestDigest(name, spec), beforeSeq);
+  if (currentVerdict !== null) verdicts.set(verdictKey(currentVerdict.data.digest, currentVerdict.data.manifest), currentVerdict.data.outcome);
   const prevDigest = imageDigest(deployed?.image);
-  const previousVerdict = prevDigest === null ? null : q.verdictFor(prevDigest, beforeSeq);
-  if (previousVerdict !== null) verdicts.set(previousVerdict.data.digest, previousVerdict.data.outcome);
+  const previousVerdict = prevDigest === null ? null : q.verdictFor(prevDigest, recordedManifestDigest(deployed), beforeSeq);
+  if (previousVerdict !== null) verdicts.set(verdictKey(previousVerdict.data.digest, previousVerdict.data.manifest), previousVerdict.data.outcome);
   const configOk = new Map<string, boolean>();
   if (config !== null) configOk.set(config.data.image, config.data.ok);
   const state: DeciderState = {

@@ -3,6 +3,7 @@
  * events of one key (a plugin name, an image digest) into that key's state; `undefined` means
  * "no row". No I/O: the projector applies them and writes the rows.
  */
+import { verdictKey } from "../events/index.js";
 import type { KnownEvent, SignatureVerdict } from "../events/index.js";
 import type { JsonValue, RolloutPlanJSON } from "../plugins/index.js";
 import { specImage } from "./images.js";
@@ -28,9 +29,11 @@ export interface PluginState {
   readonly seq: number;
 }
 
-/** The latest verdict about one image digest. */
+/** The latest verdict about one image digest checked against one manifest (or against none). */
 export interface VerdictState {
   readonly digest: string;
+  /** The manifest digest it was checked against; null for none. */
+  readonly manifest: string | null;
   readonly image: string;
   readonly outcome: SignatureVerdict["outcome"];
   readonly reason: string | null;
@@ -119,7 +122,7 @@ export function evolvePlugin(s: PluginState | undefined, e: KnownEvent): PluginS
 export function evolveVerdict(s: VerdictState | undefined, e: KnownEvent): VerdictState | undefined {
   if (e.type !== "signature.verdict") return s;
   const v = e.data;
-  return { digest: v.digest, image: v.image, outcome: v.outcome, reason: v.reason ?? null, signers: v.signers.map((x) => ({ name: x.name, kind: x.kind })), seq: e.seq, time: e.time };
+  return { digest: v.digest, manifest: v.manifest ?? null, image: v.image, outcome: v.outcome, reason: v.reason ?? null, signers: v.signers.map((x) => ({ name: x.name, kind: x.kind })), seq: e.seq, time: e.time };
 }
 
 /** Folds a `rollout.decided` into the latest decision of its plugin. */
@@ -158,4 +161,12 @@ export function evolvePending(s: PendingState | undefined, e: KnownEvent): Pendi
   const view = viewPlan(d.plan);
   if (view.pending === null) return undefined;
   return { name: d.name, seq: e.seq, image: d.inputs.current?.image ?? null, pending: view.pending };
+}
+
+/**
+ * The verdict that stands for a digest checked against a manifest (a manifest digest, or null):
+ * the one for exactly that manifest, else one checked against none.
+ */
+export function standingVerdict(rows: ReadonlyMap<string, VerdictState>, digest: string, manifest: string | null): VerdictState | undefined {
+  return (manifest === null ? undefined : rows.get(verdictKey(digest, manifest))) ?? rows.get(digest);
 }

@@ -16,7 +16,7 @@ export type { ProjectedState } from "./state-at.js";
 /** The decider's state of a plugin from indexed lookups, and Previous. */
 export { loadDeciderState, previousVersion } from "./decider-state.js";
 export type { DeciderSources, PreviousVersion } from "./decider-state.js";
-export { decideRollout, rolloutInputsFrom, evolveFacts, emptyFacts, deployedBy, observedVersion } from "./decide-rollout.js";
+export { decideRollout, rolloutInputsFrom, evolveFacts, emptyFacts, deployedBy, observedVersion, recordedManifestDigest, specManifestDigest, verdictOf } from "./decide-rollout.js";
 export type { DeciderState, PluginFacts, RecordedInputs } from "./decide-rollout.js";
 export { checkDecisions, DecisionChecker, DECIDER_EVENT_TYPES } from "./check-decisions.js";
 export type { CheckResult, Divergence } from "./check-decisions.js";

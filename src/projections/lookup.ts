@@ -43,10 +43,18 @@ export class Lookup {
     return e?.type === "config.verdict" ? e : null;
   }
 
-  /** The latest signature verdict for a digest, before `beforeSeq` (partial index on the digest). */
-  verdictFor(digest: string, beforeSeq: number): EventOf<"signature.verdict"> | null {
-    const e = this.#one(
-      `SELECT ${EVENT_COLUMNS} FROM events WHERE type = 'signature.verdict' AND json_extract(data, '$.digest') = ? AND seq < ? ORDER BY seq DESC LIMIT 1`,
+  /**
+   * The latest signature verdict for a digest checked against `manifest` (a manifest digest)
+   * before `beforeSeq`; when there is none, the latest checked against no manifest (which stands
+   * for the digest whatever the manifest, as verdicts recorded before version 2 do). Index on the digest.
+   */
+  verdictFor(digest: string, manifest: string | null, beforeSeq: number): EventOf<"signature.verdict"> | null {
+    const exact = manifest === null ? null : this.#one(
+      `SELECT ${EVENT_COLUMNS} FROM events WHERE type = 'signature.verdict' AND json_extract(data, '$.digest') = ? AND seq < ? AND json_extract(data, '$.manifest') = ? ORDER BY seq DESC LIMIT 1`,
+      digest, beforeSeq, manifest,
+    );
+    const e = exact ?? this.#one(
+      `SELECT ${EVENT_COLUMNS} FROM events WHERE type = 'signature.verdict' AND json_extract(data, '$.digest') = ? AND seq < ? AND json_extract(data, '$.manifest') IS NULL ORDER BY seq DESC LIMIT 1`,
       digest, beforeSeq,
     );
     return e?.type === "signature.verdict" ? e : null;

@@ -3,6 +3,7 @@
  * the latest rollout decision per plugin, desired workloads, egress allow-lists and pending
  * approvals.
  */
+import { verdictKey } from "../events/index.js";
 import type { KnownEvent } from "../events/index.js";
 import type { JsonValue, RolloutPlanJSON } from "../plugins/index.js";
 import {
@@ -37,17 +38,20 @@ export const pluginsProjection: Projection<PluginState> = {
   }),
 };
 
-/** The latest signature verdict per image digest. */
+/** The latest signature verdict per image digest and manifest checked (`verdictKey`). */
 export const verdictsProjection: Projection<VerdictState> = {
-  name: "signature_verdicts", version: 1, table: "proj_signature_verdicts",
+  name: "signature_verdicts", version: 2, table: "proj_signature_verdicts",
   types: ["signature.verdict"],
-  keyOf: (e) => (e.type === "signature.verdict" ? e.data.digest : null),
+  keyOf: (e) => (e.type === "signature.verdict" ? verdictKey(e.data.digest, e.data.manifest) : null),
   evolve: evolveVerdict,
-  columns: [{ name: "image", type: T }, { name: "outcome", type: T }, { name: "reason", type: T }, { name: "signers", type: T }, { name: "seq", type: I }, { name: "time", type: T }],
-  toRow: (s) => [s.image, s.outcome, s.reason, json(s.signers), s.seq, s.time],
+  columns: [
+    { name: "digest", type: T }, { name: "manifest", type: T }, { name: "image", type: T }, { name: "outcome", type: T }, { name: "reason", type: T },
+    { name: "signers", type: T }, { name: "seq", type: I }, { name: "time", type: T },
+  ],
+  toRow: (s) => [s.digest, s.manifest, s.image, s.outcome, s.reason, json(s.signers), s.seq, s.time],
   fromRow: (r) => ({
-    digest: String(r[0]), image: String(r[1]), outcome: r[2] as VerdictState["outcome"], reason: (r[3] ?? null) as string | null,
-    signers: unjson<JsonValue>(r[4] ?? null), seq: Number(r[5]), time: String(r[6]),
+    digest: String(r[1]), manifest: (r[2] ?? null) as string | null, image: String(r[3]), outcome: r[4] as VerdictState["outcome"], reason: (r[5] ?? null) as string | null,
+    signers: unjson<JsonValue>(r[6] ?? null), seq: Number(r[7]), time: String(r[8]),
   }),
 };
 

@@ -49,6 +49,9 @@ export class DirectoryTarget implements Target {
       if ((err as NodeJS.ErrnoException).code === "ENOENT") return [];
       throw err;
     }
+    // A process killed between writing a temporary file and renaming it leaves the file behind.
+    await removeStaleTemps(join(this.dir, "plugins"), names);
+    await removeStaleTemps(this.dir, await readdir(this.dir));
     return names
       .filter((n) => n.endsWith(".yaml"))
       .map((n) => n.slice(0, -".yaml".length))
@@ -60,6 +63,26 @@ export class DirectoryTarget implements Target {
     // The name reaches a file path: accept only a plugin name, so nothing escapes the folder.
     if (!PLUGIN_NAME.test(plugin)) throw new Error(`directory target: invalid plugin name ${JSON.stringify(plugin)}`);
     return join(this.dir, "plugins", `${plugin}.yaml`);
+  }
+}
+
+const TEMP = /\.tmp-(\d+)$/;
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/** Removes the temporary files of writers that are gone (never this process's own, never a live writer's). */
+async function removeStaleTemps(dir: string, names: readonly string[]): Promise<void> {
+  for (const n of names) {
+    const m = TEMP.exec(n);
+    const pid = m === null ? NaN : Number(m[1]);
+    if (Number.isInteger(pid) && pid !== process.pid && !alive(pid)) await rm(join(dir, n), { force: true });
   }
 }
 

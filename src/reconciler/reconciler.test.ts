@@ -138,7 +138,7 @@ describe("one plugin's failure", () => {
     const log = storeVerdictLog(store);
     let broken = true;
     const recorder = new VerdictRecorder({
-      last: (d) => log.last(d),
+      last: (d, m) => log.last(d, m),
       append: (v, actor, cause) => {
         if (broken && v.image === IMAGE) throw new Error("the verdict store is unreachable");
         return log.append(v, actor, cause);

@@ -17,7 +17,7 @@
 import { canonicalize } from "json-canonicalize";
 import type { Logger } from "pino";
 import type { EventDataMap, EventOf, EventStore, EventTypeName, RolloutDecided } from "../events/index.js";
-import { isEventOf, pluginStream, StoreError } from "../events/index.js";
+import { isEventOf, manifestDigest, pluginStream, StoreError } from "../events/index.js";
 import { parseImageRef, parseManifest, parsePlugin } from "../plugins/index.js";
 import type { ImageRef, Manifest, Topology } from "../plugins/index.js";
 import { allowListConfigData, loadDeciderState, previousVersion, Projector } from "../projections/index.js";
@@ -199,8 +199,8 @@ export class Reconciler {
     // An unreachable registry changes nothing we know about the image: the last verdict the log
     // holds stands (also across restarts, when this process has none cached) until a check
     // reaches the registry again. Only an image never verified is refused for it.
-    if (cached.stale && this.#d.recorder.log.last(image.digest) !== undefined) return undefined;
-    return this.#d.recorder.record(cached.verdict, causedBy);
+    if (cached.stale && this.#d.recorder.log.last(image.digest, manifestDigest(declared)) !== undefined) return undefined;
+    return this.#d.recorder.record(cached.verdict, causedBy, declared);
   }
 
   /** Appends one event to the plugin's stream at the expected version, and moves the expectation on. */

@@ -29,6 +29,8 @@ export {
   loadShippedTrustedRoot, loadTrustedRootFile, parseTrustedRoot, sha256Hex, SHIPPED_TRUSTED_ROOT_PATH, SHIPPED_TRUSTED_ROOT_SHA256, TrustRootError, trustedRootProblems,
 } from "./trusted-root.js";
 export type { LoadedTrustedRoot } from "./trusted-root.js";
+/** The folder the product's files ship in, found from the sources and from the CLI's bundle alike. */
+export { PROJECT_ROOT, shippedFile } from "./project-root.js";
 /** The owner's trusted signers file. */
 export { loadOwnerSignersAtStart, loadOwnerSignersFile, OwnerSignersError, parseOwnerSignersText } from "./owner-signers-file.js";
 /** The verdict cache the reconciler asks, with retry of unreachable registries. */

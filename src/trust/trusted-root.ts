@@ -9,14 +9,14 @@
  */
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
-import { fileURLToPath } from "node:url";
 import { TrustedRoot } from "@sigstore/protobuf-specs";
+import { shippedFile } from "./project-root.js";
 
 /** SHA-256 of `data/trusted_root.public-good.json`, the Sigstore public-good root we ship. */
 export const SHIPPED_TRUSTED_ROOT_SHA256 = "6494e21ea73fa7ee769f85f57d5a3e6a08725eae1e38c755fc3517c9e6bc0b66";
 
 /** Where the shipped root lives, relative to this module (works from a clone and from the CLI). */
-export const SHIPPED_TRUSTED_ROOT_PATH = fileURLToPath(new URL("../../data/trusted_root.public-good.json", import.meta.url));
+export const SHIPPED_TRUSTED_ROOT_PATH = shippedFile("data", "trusted_root.public-good.json");
 
 const MEDIA_TYPES = new Set([
   "application/vnd.dev.sigstore.trustedroot+json;version=0.1",

@@ -1,11 +1,15 @@
 /**
  * Every signature verdict becomes a `signature.verdict` event in stream `trust`, carrying what it
  * was decided from (the signer identities, the trust root's and the catalog's SHA-256), so a
- * rollout decision can name the verdict it relied on. A verdict equal to the last one recorded
- * for the same digest is not appended again; a changed one is a new event.
+ * rollout decision can name the verdict it relied on. A verdict is about an image digest checked
+ * against one declared manifest (two plugins may run one digest with different manifests); a
+ * verdict equal to the last one recorded for the same digest and manifest is not appended again,
+ * a changed one is a new event.
  */
 import { canonicalize } from "json-canonicalize";
+import { manifestDigest } from "../events/index.js";
 import type { EventStore, SignatureVerdict } from "../events/index.js";
+import type { Manifest } from "../plugins/index.js";
 import type { ImageVerdict } from "./image-check.js";
 
 /** The event type and stream verdicts go to. */
@@ -14,8 +18,8 @@ export const TRUST_STREAM = "trust";
 
 /** The port the recorder writes through: the latest verdict per digest, and append. */
 export interface VerdictLog {
-  /** The data of the latest `signature.verdict` for `digest`, if any. */
-  last(digest: string): SignatureVerdict | undefined;
+  /** The data of the latest `signature.verdict` for `digest` checked against `manifest` (a {@link manifestDigest}, or null), if any. */
+  last(digest: string, manifest: string | null): SignatureVerdict | undefined;
   /** Appends one verdict; returns its seq. */
   append(verdict: SignatureVerdict, actor: string, causedBy?: number): number;
 }
@@ -29,9 +33,10 @@ export interface VerdictInputs {
 }
 
 /** The event data for a verdict. */
-export function verdictEventData(verdict: ImageVerdict, inputs: VerdictInputs): SignatureVerdict {
+export function verdictEventData(verdict: ImageVerdict, inputs: VerdictInputs, declared?: Manifest): SignatureVerdict {
   return {
     digest: verdict.digest,
+    ...(declared === undefined ? {} : { manifest: manifestDigest(declared) }),
     image: verdict.image,
     outcome: verdict.outcome,
     ...(verdict.reason === undefined ? {} : { reason: verdict.reason }),
@@ -50,12 +55,16 @@ export function verdictEventData(verdict: ImageVerdict, inputs: VerdictInputs): 
  * verdict that another already recorded.
  */
 export function storeVerdictLog(store: EventStore): VerdictLog {
-  const latest = store.database.prepare<[string], { seq: number }>(
-    "SELECT seq FROM events WHERE type = 'signature.verdict' AND json_extract(data, '$.digest') = ? ORDER BY seq DESC LIMIT 1",
+  // Rows of version 1 have no manifest: json_extract gives NULL, as for a verdict checked against none.
+  const exact = store.database.prepare<[string, string], { seq: number }>(
+    "SELECT seq FROM events WHERE type = 'signature.verdict' AND json_extract(data, '$.digest') = ? AND json_extract(data, '$.manifest') = ? ORDER BY seq DESC LIMIT 1",
+  );
+  const none = store.database.prepare<[string], { seq: number }>(
+    "SELECT seq FROM events WHERE type = 'signature.verdict' AND json_extract(data, '$.digest') = ? AND json_extract(data, '$.manifest') IS NULL ORDER BY seq DESC LIMIT 1",
   );
   return {
-    last(digest) {
-      const row = latest.get(digest);
+    last(digest, manifest) {
+      const row = manifest === null ? none.get(digest) : exact.get(digest, manifest);
       const e = row === undefined ? null : store.get(row.seq);
       return e?.type === "signature.verdict" ? e.data : undefined;
     },
@@ -75,10 +84,10 @@ export class VerdictRecorder {
     readonly actor: string = "reconciler",
   ) {}
 
-  /** Appends the verdict unless it equals the last one for its digest; returns the new seq, or undefined. */
-  record(verdict: ImageVerdict, causedBy?: number): number | undefined {
-    const data = verdictEventData(verdict, this.inputs);
-    const last = this.log.last(data.digest);
+  /** Appends the verdict unless it equals the last one for its digest and manifest; returns the new seq, or undefined. */
+  record(verdict: ImageVerdict, causedBy?: number, declared?: Manifest): number | undefined {
+    const data = verdictEventData(verdict, this.inputs, declared);
+    const last = this.log.last(data.digest, data.manifest ?? null);
     if (last !== undefined && canonicalize(last) === canonicalize(data)) return undefined;
     return this.log.append(data, this.actor, causedBy);
   }

@@ -4,7 +4,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Command } from "commander";
 import { decodeJwt } from "jose";
-import { afterAll, afterEach, describe, expect, it, vi } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { openDataStore } from "../../src/app/index.js";
 import { CliError } from "../../src/cli/cli-error.js";
 import { parseListen, register as registerEgress } from "../../src/cli/commands/egress.js";
 import { register as registerToken } from "../../src/cli/commands/token.js";
@@ -13,6 +14,15 @@ import { JwksTokenReviewer } from "../../src/egress/jwks-reviewer.js";
 
 const dir = mkdtempSync(join(tmpdir(), "egress-cli-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const IMAGE = `registry.example/alpha@sha256:${"a".repeat(64)}`;
+const MANIFEST = { capabilities: ["connector"], egress: [], secrets: [], dataTiers: [] };
+
+// A token is minted only for a plugin of the data folder's log.
+beforeAll(async () => {
+  const store = await openDataStore(dir);
+  for (const name of ["alpha", "beta"]) store.append([{ stream: `plugin/${name}`, type: "plugin.observed", actor: "owner:test", data: { name, spec: { image: IMAGE, manifest: MANIFEST } } }]);
+  await store.close();
+});
 afterEach(() => {
   vi.restoreAllMocks();
   vi.unstubAllEnvs();
@@ -58,6 +68,8 @@ describe("openfief token", () => {
     [["token", "alpha", "--data", dir, "--ttl", "3601"], /--ttl/],
     [["token", "alpha", "--data", dir, "--ttl", "0"], /--ttl/],
     [["token", "alpha", "--data", dir, "--ttl", "1e3"], /--ttl/],
+    [["token", "nosuch", "--data", dir], /no plugin nosuch/],
+    [["token", "alpha", "--data", join(dir, "mistyped")], /no event log in/],
   ])("refuses %j", async (argv, message) => {
     await expect(run(argv)).rejects.toThrow(message);
   });

@@ -1,56 +1,73 @@
 /**
- * `openfief apply -f FILE|DIR` records Plugin and PluginGrant resources as the owner's
+ * `openfief apply -f FILE|DIR|- [-f …]` records Plugin and PluginGrant resources as the owner's
  * observations (`plugin.observed`, `grant.observed`); applying the same spec again records nothing.
- * `openfief delete plugin|grant NAME` records that a resource is gone; the plugin's events stay.
- * A running `openfief up` reconciles what they record; `openfief reconcile` does one pass here.
+ * Every input is read and checked before anything is recorded. A Plugin whose config its own
+ * schema refuses is recorded (as the cluster would hold it) and the command exits 1 saying why.
+ * `openfief delete plugin|grant|plugingrant NAME` records that a resource is gone; the plugin's
+ * events stay. A running `openfief up` reconciles what they record; `openfief reconcile` does one pass here.
  */
 import type { Command } from "commander";
-import { pluginStream } from "../../events/index.js";
-import type { JsonValue } from "../../plugins/index.js";
-import { CliError } from "../cli-error.js";
+import { AppError, applyResources, deletableKind, deleteResource, OWNER_CLI, parseResources } from "../../app/index.js";
+import type { Resource } from "../../app/index.js";
+import { formatErrors } from "../../plugins/index.js";
 import { pluginArg, print, printJson, withData, withJson, withLog } from "../context.js";
 import type { DataOptions } from "../context.js";
-import { readResources } from "../resources.js";
+import { readInputs } from "../inputs.js";
 
 /** Who an edit made through the CLI is recorded as. */
-export const OWNER_ACTOR = "owner:cli";
+export const OWNER_ACTOR = OWNER_CLI;
 
 interface ApplyOptions extends DataOptions {
-  filename?: string;
+  filename?: string[];
 }
+
+/** Every resource of the inputs, or an error naming every problem in every input. */
+export async function readAllResources(paths: readonly string[]): Promise<Resource[]> {
+  const inputs = await readInputs(paths);
+  const resources: Resource[] = [];
+  const problems: string[] = [];
+  for (const input of inputs) {
+    try {
+      resources.push(...parseResources(input.text, input.source));
+    } catch (err) {
+      if (!(err instanceof AppError) || err.code !== "invalid_resource") throw err;
+      problems.push(err.message);
+    }
+  }
+  if (problems.length > 0) throw new AppError("invalid_resource", problems.join("; "));
+  if (resources.length === 0) throw new AppError("invalid_resource", `${paths.join(", ")}: no Plugin or PluginGrant resources`);
+  return resources;
+}
+
+const repeatable = (v: string, prev: string[] = []): string[] => [...prev, v];
 
 export function register(program: Command): void {
   withJson(withData(program.command("apply")))
     .description("record Plugin and PluginGrant resources (YAML or JSON, as written for the cluster)")
-    .requiredOption("-f, --filename <path>", "a file, or a folder of .yaml/.yml/.json files")
+    .requiredOption("-f, --filename <path>", "a file, a folder of .yaml/.yml/.json files, or - for standard input (repeatable)", repeatable)
     .action(async (o: ApplyOptions) => {
-      const resources = await readResources(o.filename as string);
-      const results = await withLog(o, (store) =>
-        resources.map((r) => {
-          const type = r.kind === "Plugin" ? "plugin.observed" : "grant.observed";
-          const e = store.observe({ stream: pluginStream(r.name), type, data: { name: r.name, spec: r.raw as JsonValue }, actor: OWNER_ACTOR, causedBy: null });
-          return { kind: r.kind, name: r.name, changed: e !== null, ...(e === null ? {} : { seq: e.seq }) };
-        }), false);
+      const resources = await readAllResources(o.filename ?? []);
+      const results = await withLog(o, (store) => applyResources(store, resources, OWNER_CLI), false);
       if (o.json === true) printJson(results);
-      else for (const r of results) print(`${r.kind.toLowerCase()}/${r.name} ${r.changed ? `recorded (event ${r.seq})` : "unchanged"}`);
+      else {
+        for (const r of results) {
+          print(`${r.kind.toLowerCase()}/${r.name} ${r.changed ? `recorded (event ${r.seq})` : "unchanged"}`);
+          if (r.configErrors !== undefined) print(`  its config does not match its schema, so it will not run with it: ${formatErrors(r.configErrors)}`);
+        }
+      }
+      if (results.some((r) => r.configErrors !== undefined)) process.exitCode = 1;
     });
 
   withJson(withData(program.command("delete")))
     .description("record that a Plugin (its workload stops, its allow-list entry goes) or a PluginGrant is deleted")
-    .argument("<kind>", "plugin or grant")
+    .argument("<kind>", "plugin, or grant (also plugingrant)")
     .argument("<name>", "the plugin's name")
-    .action(async (kind: string, name: string, o: DataOptions) => {
-      if (kind !== "plugin" && kind !== "grant") throw new CliError(`unknown kind ${JSON.stringify(kind)}: use plugin or grant`);
+    .action(async (kindText: string, name: string, o: DataOptions) => {
+      const kind = deletableKind(kindText);
+      if (kind === null) throw new AppError("usage", `unknown kind ${JSON.stringify(kindText)}: use plugin or grant (plugingrant)`);
       pluginArg(name);
-      const result = await withLog(o, (store) => {
-        const stream = pluginStream(name);
-        const present = kind === "plugin" ? ["plugin.observed", "plugin.deleted"] : ["grant.observed", "grant.deleted"];
-        const last = store.read({ stream, type: present }).at(-1);
-        if (last === undefined || last.type.endsWith(".deleted")) throw new CliError(`${kind} ${name} does not exist`, 1);
-        const e = store.append([{ stream, type: kind === "plugin" ? "plugin.deleted" : "grant.deleted", data: { name }, actor: OWNER_ACTOR, causedBy: null }], { expected: { [stream]: store.version(stream) } });
-        return { kind, name, seq: e[0]?.seq };
-      });
+      const result = await withLog(o, (store) => deleteResource(store, kind, name, OWNER_CLI));
       if (o.json === true) printJson(result);
-      else print(`${kind}/${name} deleted (event ${result.seq})`);
+      else print(`${kind === "plugin" ? "plugin" : "plugingrant"}/${name} deleted (event ${result.seq})`);
     });
 }

@@ -4,15 +4,14 @@
  * `check-decisions` (re-run the deciders over the log and compare with every recorded decision).
  */
 import type { Command } from "commander";
-import { describeEvent } from "../../app/index.js";
+import { checkLogDecisions, describeEvent, describePending, shortImage, verifyLog } from "../../app/index.js";
 import type { EventStore, KnownEvent, ReadFilter } from "../../events/index.js";
 import { egressStream, pluginStream } from "../../events/index.js";
-import { checkDecisions, stateAt } from "../../projections/index.js";
+import { stateAt } from "../../projections/index.js";
 import type { PluginState, VerdictState } from "../../projections/index.js";
 import { CliError } from "../cli-error.js";
 import { openLog, pluginArg, print, printJson, table, withData, withJson, withLog } from "../context.js";
 import type { DataOptions } from "../context.js";
-import { shortImage } from "./get.js";
 
 interface LogOptions extends DataOptions {
   plugin?: string;
@@ -78,6 +77,9 @@ export function register(program: Command): void {
         emit(first, o.json === true);
         after = Math.max(after, first.at(-1)?.seq ?? 0, o.follow === true ? store.head() : 0);
         if (o.follow !== true) return;
+        // Nothing appended from now on can be at or before a time already past.
+        const until = o.until === undefined ? null : parseTime(o.until, "--until");
+        if (until !== null && until.getTime() <= Date.now()) return;
         // Another process appends; SQLite has no cross-process notification, so poll cheaply.
         const follow = { ...o };
         delete follow.limit;
@@ -86,6 +88,7 @@ export function register(program: Command): void {
             const page = readPage(store, follow, after);
             emit(page, o.json === true);
             after = Math.max(after, page.at(-1)?.seq ?? after);
+            if (until !== null && until.getTime() <= Date.now()) stop();
           }, 250);
           const stop = () => { clearInterval(timer); resolve(); };
           process.once("SIGINT", stop);
@@ -115,30 +118,35 @@ export function register(program: Command): void {
         ["NAME", "RUNNING", "ASKED FOR", "OUTCOME", "PENDING"],
         plugins.sort((a, b) => (a.name < b.name ? -1 : 1)).map((p) => [
           p.name, shortImage(p.runningImage), p.deleted ? "(deleted)" : shortImage(p.askedImage), p.outcome ?? "-",
-          p.pending === null ? "-" : JSON.stringify(p.pending),
+          p.pending === null ? "-" : describePending({ capabilities: [], egress: [], secrets: [], dataTiers: [], ...(p.pending as object) }),
         ]),
       ));
       if (verdicts.size > 0) print(`${verdicts.size} image verdict(s) recorded`);
     });
 
   withJson(withData(program.command("verify-log")))
-    .description("walk the hash chain and name the first event whose hash does not hold")
-    .action(async (o: DataOptions) => {
-      const result = await withLog(o, (store) => store.verify());
-      if (o.json === true) printJson(result);
-      else if (result.ok) print(`the log holds: ${result.count} events, every hash verified`);
-      else print(`the log does NOT hold at event ${result.seq}: ${result.reason}`);
-      if (!result.ok) process.exitCode = 1;
+    .description("walk the hash chain, naming the first event whose hash does not hold, and check the guards that keep the log append-only")
+    .option("--restore-guards", "re-create missing guards once the chain is seen to hold")
+    .action(async (o: DataOptions & { restoreGuards?: boolean }) => {
+      const r = await withLog(o, (store) => verifyLog(store, { restoreGuards: o.restoreGuards === true }));
+      if (o.json === true) printJson(r);
+      else {
+        if (r.chain.ok) print(`the log holds: ${r.chain.count} events, every hash verified`);
+        else print(`the log does NOT hold at event ${r.chain.seq}: ${r.chain.reason}`);
+        if (r.restored.length > 0) print(`the guards ${r.restored.join(", ")} were missing and are restored`);
+        else if (!r.guards.ok) print(`the guards that keep the log append-only are missing: ${r.guards.missing.join(", ")} (someone changed the database by hand; --restore-guards re-creates them)`);
+      }
+      if (!r.ok) process.exitCode = 1;
     });
 
   withJson(withData(program.command("check-decisions")))
     .description("re-run the deciders over the log and report every recorded decision they do not reproduce")
     .action(async (o: DataOptions) => {
-      const result = await withLog(o, (store) => checkDecisions(store));
+      const result = await withLog(o, (store) => checkLogDecisions(store));
       if (o.json === true) printJson(result);
       else if (result.divergences.length === 0) print(`${result.checked} decisions re-checked: every one reproduces`);
       else {
-        print(`${result.divergences.length} of ${result.checked} decisions do not reproduce:`);
+        print(`${result.diverged} of ${result.checked} decisions do not reproduce:`);
         for (const d of result.divergences) print(`  event ${d.seq} (${d.name}): the recorded ${d.field} differ from what the log decides`);
       }
       if (result.divergences.length > 0) process.exitCode = 1;

@@ -10,7 +10,6 @@
 import type { Command } from "commander";
 import { pino } from "pino";
 import { CliError } from "../cli-error.js";
-import { KubeError, runOperator } from "../../kube/index.js";
 import type { ReconcilerFactory } from "../../kube/index.js";
 
 interface Options {
@@ -45,6 +44,8 @@ export function registerOperator(factory: ReconcilerFactory): (program: Command)
         const stop = (): void => controller.abort();
         process.once("SIGTERM", stop);
         process.once("SIGINT", stop);
+        // The Kubernetes client is heavy: loaded only when this command runs.
+        const { KubeError, runOperator } = await import("../../kube/index.js");
         try {
           await runOperator(
             {

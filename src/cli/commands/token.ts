@@ -1,13 +1,13 @@
 /**
- * `openfief token PLUGIN`: mints a short-lived egress token for a plugin, signed by the embedded
- * key in the data folder (created on first use), so a plugin can run locally under the same
- * confinement as in a cluster: `HTTPS_PROXY=http://plugin:$(openfief token NAME)@127.0.0.1:4750`.
+ * `openfief token PLUGIN`: mints a short-lived egress token for a plugin of the log, signed by the
+ * embedded key in the data folder, so a plugin can run locally under the same confinement as in a
+ * cluster: `HTTPS_PROXY=http://plugin:$(openfief token NAME)@127.0.0.1:4750`.
  */
 import type { Command } from "commander";
-import { CliError } from "../cli-error.js";
-import { DEFAULT_DATA_DIR, dataDir } from "../context.js";
-import { isValidPluginName, TOKEN_EXPIRATION_SECONDS } from "../../plugins/index.js";
-import { DEFAULT_TOKEN_TTL_SECONDS, mintEgressToken } from "../../egress/index.js";
+import { AppError, mintPluginEgressToken } from "../../app/index.js";
+import { DEFAULT_TOKEN_TTL_SECONDS } from "../../egress/index.js";
+import { TOKEN_EXPIRATION_SECONDS } from "../../plugins/index.js";
+import { DEFAULT_DATA_DIR, dataDir, pluginArg } from "../context.js";
 
 interface Options {
   data?: string;
@@ -24,16 +24,13 @@ export function register(program: Command): void {
     .option("--ttl <seconds>", `lifetime, at most ${TOKEN_EXPIRATION_SECONDS}`, String(DEFAULT_TOKEN_TTL_SECONDS))
     .option("--json", "print {token, subject, audience, issuer, expiresAt} as JSON")
     .action(async (plugin: string, opts: Options) => {
-      if (!isValidPluginName(plugin)) throw new CliError(`invalid plugin name ${JSON.stringify(plugin)}`);
+      pluginArg(plugin);
       const ttl = Number(opts.ttl);
       if (!/^[0-9]+$/.test(opts.ttl) || ttl <= 0 || ttl > TOKEN_EXPIRATION_SECONDS) {
-        throw new CliError(`--ttl must be 1..${TOKEN_EXPIRATION_SECONDS} seconds`);
+        throw new AppError("usage", `--ttl must be 1..${TOKEN_EXPIRATION_SECONDS} seconds`);
       }
-      const minted = await mintEgressToken(dataDir(opts), plugin, { ttlSeconds: ttl });
-      if (opts.json === true) {
-        process.stdout.write(`${JSON.stringify({ ...minted, expiresAt: minted.expiresAt.toISOString() })}\n`);
-      } else {
-        process.stdout.write(`${minted.token}\n`);
-      }
+      const minted = await mintPluginEgressToken(dataDir(opts), plugin, ttl);
+      if (opts.json === true) process.stdout.write(`${JSON.stringify({ ...minted, expiresAt: minted.expiresAt.toISOString() })}\n`);
+      else process.stdout.write(`${minted.token}\n`);
     });
 }

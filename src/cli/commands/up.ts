@@ -3,30 +3,18 @@
  * the reconciler with the directory target, and the egress proxy on 127.0.0.1:4750 with the
  * store's allow-lists and tokens from `openfief token`. It runs until SIGINT/SIGTERM.
  * `openfief reconcile` runs one reconcile pass and exits (for scripts and for a log with no `up`).
- * `--demo` first applies the project's `examples/` (two signed plugins, their grants), reconciles,
- * then applies the upgrade that asks for a new egress host, so the hold-back is there to explore.
+ * `--demo` applies the project's `examples/` once (signed plugins, their grants, then an upgrade
+ * that asks for a new egress host, so the hold-back is there to explore); on a data folder that
+ * holds a log already it keeps the owner's state, and `--reset` starts over.
  */
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
-import { join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
 import type { Command } from "commander";
-import type { Logger } from "pino";
-import { MemoryAllowListSource, startEmbeddedEgress } from "../../egress/index.js";
-import type { EgressProxy } from "../../egress/index.js";
-import { pluginStream } from "../../events/index.js";
-import type { JsonValue } from "../../plugins/index.js";
-import { allowListConfigData, Projector } from "../../projections/index.js";
-import { openRuntime } from "../../app/index.js";
-import type { Runtime, RuntimeOptions } from "../../app/index.js";
-import { CliError } from "../cli-error.js";
-import { cliLogger, dataDir, print, printJson, table, withData, withJson } from "../context.js";
+import {
+  AppError, applyDemoFolder, assertLogHolds, demoSettings, listPlugins, logFile, mergeSettings, loadSettings, openRuntime, saveSettings, startControlPlane,
+} from "../../app/index.js";
+import type { ControlPlane, Settings } from "../../app/index.js";
+import { cliLogger, dataDir, print, printJson, withData, withJson } from "../context.js";
 import type { DataOptions } from "../context.js";
-import { readResources } from "../resources.js";
-import { OWNER_ACTOR } from "./apply.js";
-import { pluginRows, shortImage } from "./get.js";
-
-/** The demo that ships with the project. */
-export const EXAMPLES = fileURLToPath(new URL("../../../examples/", import.meta.url));
+import { pluginsTable } from "./get.js";
 
 interface RuntimeFlags extends DataOptions {
   ociLayout?: string[];
@@ -39,6 +27,7 @@ interface RuntimeFlags extends DataOptions {
 
 interface UpOptions extends RuntimeFlags {
   demo?: boolean;
+  reset?: boolean;
   egress?: boolean;
   egressPort?: string;
   dnsServer?: string[];
@@ -59,82 +48,35 @@ function withRuntimeFlags(cmd: Command): Command {
     .option("--insecure-registry <host:port>", "a registry reached over plain HTTP (repeatable; tests)", repeatable);
 }
 
-/**
- * The runtime settings of a data folder: what `up` was started with is saved in
- * `<data>/settings.json`, so `reconcile` (or a restarted `up`) sees the same images and signers.
- * Flags given now override the saved ones; relative paths are saved absolute.
- */
-function settingsFile(dir: string): string {
-  return join(dir, "settings.json");
-}
-
-interface Settings {
-  ociLayouts?: string[];
-  trustedSigners?: string;
-  catalog?: string;
-  trustedRoot?: string;
-  outDir?: string;
-  insecureRegistries?: string[];
-}
-
-function loadSettings(dir: string): Settings {
-  if (!existsSync(settingsFile(dir))) return {};
-  try {
-    return JSON.parse(readFileSync(settingsFile(dir), "utf8")) as Settings;
-  } catch {
-    throw new CliError(`${settingsFile(dir)} is not valid JSON: fix or remove it`, 1);
-  }
-}
-
-async function runtimeFrom(o: RuntimeFlags, logger: Logger, demo = false): Promise<Runtime> {
-  const dir = dataDir(o);
-  const saved = loadSettings(dir);
-  const abs = (p: string) => resolve(p);
-  const settings: Settings = {
-    ...saved,
-    ...(o.ociLayout !== undefined || demo ? { ociLayouts: [...new Set([...(o.ociLayout ?? []).map(abs), ...(demo ? [join(EXAMPLES, "oci")] : []), ...(saved.ociLayouts ?? [])])] } : {}),
-    ...(o.trustedSigners !== undefined ? { trustedSigners: abs(o.trustedSigners) } : demo && saved.trustedSigners === undefined ? { trustedSigners: join(EXAMPLES, "trusted-signers.json") } : {}),
-    ...(o.catalog !== undefined ? { catalog: abs(o.catalog) } : {}),
-    ...(o.trustedRoot !== undefined ? { trustedRoot: abs(o.trustedRoot) } : {}),
-    ...(o.out !== undefined ? { outDir: abs(o.out) } : {}),
+/** The settings the flags give (the saved ones fill the rest). */
+function givenSettings(o: RuntimeFlags): Settings {
+  return {
+    ...(o.ociLayout !== undefined ? { ociLayouts: o.ociLayout } : {}),
+    ...(o.trustedSigners !== undefined ? { trustedSigners: o.trustedSigners } : {}),
+    ...(o.catalog !== undefined ? { catalog: o.catalog } : {}),
+    ...(o.trustedRoot !== undefined ? { trustedRoot: o.trustedRoot } : {}),
+    ...(o.out !== undefined ? { outDir: o.out } : {}),
     ...(o.insecureRegistry !== undefined ? { insecureRegistries: o.insecureRegistry } : {}),
   };
-  const opts: RuntimeOptions = { dataDir: dir, logger, ...settings };
-  let rt: Runtime;
-  try {
-    rt = await openRuntime(opts);
-  } catch (err) {
-    throw new CliError(err instanceof Error ? err.message.split("\n")[0] ?? "cannot start" : String(err), 1);
-  }
-  writeFileSync(settingsFile(dir), `${JSON.stringify(settings, null, 2)}\n`);
-  return rt;
 }
 
-/** Records every resource of a file or folder as the owner's observation; returns how many changed. */
-async function applyPath(rt: Runtime, path: string): Promise<number> {
-  let changed = 0;
-  for (const r of await readResources(path)) {
-    const type = r.kind === "Plugin" ? "plugin.observed" : "grant.observed";
-    if (rt.store.observe({ stream: pluginStream(r.name), type, data: { name: r.name, spec: r.raw as JsonValue }, actor: OWNER_ACTOR, causedBy: null }) !== null) changed++;
-  }
-  return changed;
-}
-
-function printPlugins(rt: Runtime): void {
-  const rows = pluginRows(rt.store);
-  print(table(
-    ["NAME", "RUNNING", "ASKED FOR", "VERDICT", "PENDING"],
-    rows.map((r) => [r.name, shortImage(r.running), r.deleted ? "(deleted)" : shortImage(r.asked), r.verdict ?? "-", r.pending.length === 0 ? "-" : r.pending.join(",")]),
-  ));
+function wholeNumber(text: string, flag: string, min: number, max: number): number {
+  const n = Number(text);
+  if (!/^[0-9]+$/.test(text) || n < min || n > max) throw new AppError("usage", `${flag} must be a whole number from ${min} to ${max}, not ${JSON.stringify(text)}`);
+  return n;
 }
 
 export function register(program: Command): void {
   withRuntimeFlags(program.command("reconcile"))
     .description("run one reconcile pass over the log (verify, decide, compile, apply) and exit")
     .action(async (o: RuntimeFlags) => {
-      const logger = cliLogger(process.env["OPENFIEF_LOG_LEVEL"] ?? "warn");
-      const rt = await runtimeFrom(o, logger);
+      const logger = cliLogger({ level: process.env["OPENFIEF_LOG_LEVEL"] ?? "warn", json: o.json === true });
+      const dir = dataDir(o);
+      const settings = mergeSettings(loadSettings(dir), givenSettings(o));
+      const rt = await openRuntime({ dataDir: dir, logger, ...settings });
       try {
+        assertLogHolds(rt.store);
+        saveSettings(dir, settings);
         const results = await rt.reconciler.reconcileAll();
         const appended = results.reduce((n, r) => n + r.appended.length, 0);
         const failed = results.filter((r) => r.error !== undefined);
@@ -151,101 +93,75 @@ export function register(program: Command): void {
 
   withRuntimeFlags(program.command("up"))
     .description("run the control plane: event store, reconciler, directory target and the egress proxy, until stopped")
-    .option("--demo", "apply the shipped examples (signed plugins, grants, then an upgrade that is held back)")
+    .option("--demo", "apply the shipped examples once (signed plugins, grants, then an upgrade that is held back)")
+    .option("--reset", "start over: remove the data folder's log, settings, keys and cluster objects first")
     .option("--no-egress", "do not start the egress proxy")
     .option("--egress-port <port>", "the egress proxy's port on 127.0.0.1", "4750")
     .option("--dns-server <ip>", "a DNS server the egress proxy asks (repeatable; default: the system's)", repeatable)
     .option("--interval <ms>", "how often to look for new events", "300")
     .action(async (o: UpOptions) => {
-      const logger = cliLogger();
-      const demo = o.demo === true;
-      if (demo && !existsSync(join(EXAMPLES, "oci"))) throw new CliError(`the demo is missing: ${EXAMPLES} has no oci/ (run npm run demo:make)`, 1);
-      const interval = Number(o.interval);
-      if (!Number.isInteger(interval) || interval < 50) throw new CliError("--interval must be a whole number of milliseconds, at least 50");
-      const egressPort = Number(o.egressPort);
-      if (!Number.isInteger(egressPort) || egressPort < 0 || egressPort > 65535) throw new CliError("--egress-port must be a port number");
-      const rt = await runtimeFrom(o, logger, demo);
+      const interval = wholeNumber(o.interval ?? "300", "--interval", 50, 3_600_000);
+      const egressPort = wholeNumber(o.egressPort ?? "4750", "--egress-port", 0, 65535);
       const dir = dataDir(o);
-      const projector = new Projector(rt.store);
-      const allowLists = new MemoryAllowListSource(null, logger);
-      const feedAllowLists = () => {
-        projector.catchUp();
-        allowLists.setData(allowListConfigData(projector));
-      };
-      let proxy: EgressProxy | null = null;
-      let busy = false;
-      let seen = -1;
-      const pass = async () => {
-        if (busy) return;
-        busy = true;
-        try {
-          rt.verifier.retryDue().catch(() => undefined);
-          if (rt.store.head() !== seen) {
-            seen = rt.store.head();
-            await rt.reconciler.reconcileAll();
-            feedAllowLists();
-            seen = rt.store.head();
-          }
-        } catch (err) {
-          logger.error({ err: err instanceof Error ? err.message : String(err) }, "reconcile pass failed; retrying");
-        } finally {
-          busy = false;
-        }
-      };
+      const logger = cliLogger({ file: logFile(dir), json: o.json === true });
+      const demo = o.demo === true;
+      const cp = await startControlPlane({
+        dataDir: dir,
+        logger,
+        intervalMs: interval,
+        settings: { ...(demo ? demoSettings() : {}), ...givenSettings(o) },
+        egress: o.egress === false ? null : { port: egressPort, ...(o.dnsServer !== undefined ? { dnsServers: o.dnsServer } : {}) },
+        reset: o.reset === true,
+      });
+      const say = (line = ""): void => { if (o.json !== true) print(line); };
+      // Listening before saying "up": a stop sent the moment it is said is a clean stop.
+      const stopped = new Promise<void>((resolve) => {
+        process.once("SIGINT", resolve);
+        process.once("SIGTERM", resolve);
+      });
       try {
-        await pass();
-        feedAllowLists();
-        if (o.egress !== false) {
-          const started = await startEmbeddedEgress({
-            dataDir: dir,
-            store: rt.store,
-            allowLists,
-            logger: logger.child({ component: "egress" }),
-            ...(o.dnsServer !== undefined ? { dnsServers: o.dnsServer } : {}),
-            options: { host: "127.0.0.1", port: egressPort },
-          });
-          proxy = started.proxy;
-          print(`egress proxy on http://${started.host}:${started.port} (tokens: openfief token PLUGIN --data ${dir})`);
-        }
-        if (demo) await runDemo(rt, dir, pass);
-        print(`openfief is up: data in ${dir}; cluster objects in ${rt.target.name.replace(/^directory:/, "")}. Ctrl-C stops it.`);
-        const timer = setInterval(() => void pass(), interval);
-        // A full pass every minute too, so a retried registry or a changed verdict is picked up.
-        const full = setInterval(() => { seen = -1; void pass(); }, 60_000);
-        await new Promise<void>((resolve) => {
-          process.once("SIGINT", resolve);
-          process.once("SIGTERM", resolve);
-        });
-        clearInterval(timer);
-        clearInterval(full);
-        print("stopping");
+        if (cp.egress !== null) say(`egress proxy on http://${cp.egress.host}:${cp.egress.port} (tokens: openfief token PLUGIN --data ${dir})`);
+        const fresh = cp.runtime.store.head() === 0;
+        await cp.pass();
+        if (demo) await runDemo(cp, dir, fresh, say);
+        if (o.json === true) printJson({ up: true, data: dir, egress: cp.egress, cluster: cp.runtime.target.name, log: logFile(dir) });
+        say(`openfief is up: data in ${dir}; cluster objects in ${cp.runtime.target.name.replace(/^directory:/, "")}; log in ${logFile(dir)}. Ctrl-C stops it.`);
+        await stopped;
+        say("stopping");
       } finally {
-        if (proxy !== null) await proxy.close();
-        while (busy) await new Promise((r) => setTimeout(r, 20));
-        await rt.close();
+        await cp.stop();
+        logger.flush();
       }
     });
 }
 
-async function runDemo(rt: Runtime, dir: string, pass: () => Promise<void>): Promise<void> {
-  const installed = await applyPath(rt, join(EXAMPLES, "plugins"));
-  await pass();
-  print("");
-  print(installed > 0 ? "Installed the demo plugins (examples/plugins):" : "The demo plugins were already installed:");
-  printPlugins(rt);
-  const upgraded = await applyPath(rt, join(EXAMPLES, "upgrade"));
-  await pass();
-  print("");
-  print(upgraded > 0 ? "Applied an upgrade of nbp-fx that asks for a new egress host (examples/upgrade):" : "The nbp-fx upgrade was already applied:");
-  printPlugins(rt);
+async function runDemo(cp: ControlPlane, dir: string, fresh: boolean, say: (line?: string) => void): Promise<void> {
+  const { store } = cp.runtime;
   const d = `--data ${dir}`;
-  print("");
-  print("Try next, in another terminal:");
-  print(`  npx openfief why nbp-fx ${d}        # why v2 is held back, and what it waits for`);
-  print(`  npx openfief approve nbp-fx ${d}    # grant exactly the pending host; v2 then runs`);
-  print(`  npx openfief get plugins ${d}`);
-  print(`  npx openfief log --plugin nbp-fx ${d}`);
-  print(`  npx openfief verify-log ${d} && npx openfief check-decisions ${d}`);
-  print(`  npx openfief verify --plugin examples/plugins/nbp-fx.yaml --oci-layout examples/oci --trusted-signers examples/trusted-signers.json`);
-  print("");
+  if (!fresh) {
+    say("");
+    say(`The demo was applied to ${dir} before: its state is kept as you left it (approvals included).`);
+    say(`To start over: npm start -- --reset   (or openfief up --demo --reset ${d})`);
+    say(pluginsTable(listPlugins(store)));
+    return;
+  }
+  applyDemoFolder(store, "plugins");
+  await cp.pass();
+  say("");
+  say("Installed the demo plugins (examples/plugins):");
+  say(pluginsTable(listPlugins(store)));
+  applyDemoFolder(store, "upgrade");
+  await cp.pass();
+  say("");
+  say("Applied an upgrade of nbp-fx that asks for a new egress host (examples/upgrade):");
+  say(pluginsTable(listPlugins(store)));
+  say("");
+  say("Try next, in another terminal:");
+  say(`  npx openfief why nbp-fx ${d}        # why v2 is held back, and what it waits for`);
+  say(`  npx openfief approve nbp-fx ${d}    # grant exactly the pending host; v2 then runs`);
+  say(`  npx openfief get plugins ${d}`);
+  say(`  npx openfief log --plugin nbp-fx ${d}`);
+  say(`  npx openfief verify-log ${d} && npx openfief check-decisions ${d}`);
+  say(`  npx openfief verify --plugin examples/plugins/nbp-fx.yaml --oci-layout examples/oci --trusted-signers examples/trusted-signers.json`);
+  say("");
 }

@@ -4,20 +4,19 @@
  * the shipped catalog, OpenFief's CI and the owner's signers. Exit 0 when the policy admits the
  * image (verified or unverified), 1 when it refuses it, 2 for bad usage.
  */
-import { readFileSync } from "node:fs";
-import { basename } from "node:path";
-import { fileURLToPath } from "node:url";
+import { createPublicKey } from "node:crypto";
+import { existsSync, readFileSync } from "node:fs";
+import { basename, join } from "node:path";
 import type { Command } from "commander";
 import { CliError } from "../cli-error.js";
-import { readResources } from "../resources.js";
+import { readAllResources } from "./apply.js";
+import { SHIPPED_CATALOG } from "../../app/index.js";
 import { usageExit } from "./verify-bundle.js";
 import { formatErrors, newTrustPolicy, parseCatalog, parseImageRef } from "../../plugins/index.js";
 import type { Manifest, Signer } from "../../plugins/index.js";
 import { checkImage, ImageSourceError, loadOwnerSignersFile, loadShippedTrustedRoot, loadTrustedRootFile, OciLayoutSource, OwnerSignersError, RegistryClient, registryLocation, TrustRootError } from "../../trust/index.js";
 import type { ImageSource, ImageVerdict, LoadedTrustedRoot } from "../../trust/index.js";
 
-/** The catalog released with the product. */
-export const SHIPPED_CATALOG_PATH = fileURLToPath(new URL("../../../catalog/plugins.json", import.meta.url));
 
 interface Options {
   plugin?: string;
@@ -39,7 +38,7 @@ function read(path: string, what: string): Buffer {
 
 /** Reads the one Plugin of a file (YAML or JSON, as written for the cluster). */
 async function readPlugin(path: string): Promise<{ image: string; manifest: Manifest }> {
-  const plugins = (await readResources(path)).flatMap((r) => (r.kind === "Plugin" ? [r.plugin] : []));
+  const plugins = (await readAllResources([path])).flatMap((r) => (r.kind === "Plugin" ? [r.plugin] : []));
   if (plugins.length !== 1 || plugins[0] === undefined) throw new CliError(`${path} must hold exactly one Plugin, not ${plugins.length}`, 2);
   return { image: plugins[0].spec.image, manifest: plugins[0].spec.manifest };
 }
@@ -55,6 +54,11 @@ function ownerSigners(opts: Options): Signer[] {
   }
   (opts.key ?? []).forEach((path, i) => {
     const publicKey = read(path, "key").toString("utf8");
+    try {
+      createPublicKey(publicKey);
+    } catch {
+      throw new CliError(`--key ${path} is not a PEM public key`, 2);
+    }
     signers.push({ name: `key-${i + 1}:${basename(path)}`, kind: "owner", identity: { publicKey } });
   });
   return signers;
@@ -82,7 +86,7 @@ async function run(imageArg: string | undefined, opts: Options): Promise<void> {
     throw new CliError(`the plugin runs ${plugin.image}, not ${image.digest}`, 2);
   }
 
-  const catalogText = read(opts.catalog ?? SHIPPED_CATALOG_PATH, "catalog").toString("utf8");
+  const catalogText = read(opts.catalog ?? SHIPPED_CATALOG, "catalog").toString("utf8");
   const catalog = parseCatalog(catalogText);
   if (!catalog.ok) throw new CliError(`invalid catalog: ${formatErrors(catalog.errors)}`, 2);
   let root: LoadedTrustedRoot;
@@ -95,7 +99,10 @@ async function run(imageArg: string | undefined, opts: Options): Promise<void> {
 
   let source: ImageSource;
   let repository = image.repository;
-  if (opts.ociLayout !== undefined) source = new OciLayoutSource(opts.ociLayout);
+  if (opts.ociLayout !== undefined) {
+    if (!existsSync(join(opts.ociLayout, "oci-layout"))) throw new CliError(`--oci-layout ${opts.ociLayout} is not an OCI image layout (no oci-layout file)`, 2);
+    source = new OciLayoutSource(opts.ociLayout);
+  }
   else {
     const location = registryLocation(image);
     source = new RegistryClient({ registry: location.registry });

@@ -3,7 +3,9 @@
  * about its image and config, and the reconciler's decisions and their results. Stream
  * `plugin/<name>`, but for signature verdicts (stream `trust`, about one image digest).
  */
-import type { JsonValue, RolloutPlanJSON } from "../../plugins/index.js";
+import { createHash } from "node:crypto";
+import { canonicalManifest } from "../../plugins/index.js";
+import type { JsonValue, Manifest, RolloutPlanJSON } from "../../plugins/index.js";
 import type { EventRegistry } from "../registry.js";
 import { any, boolean, definer, digest, inNamedStream, inStream, name, nonEmpty, opt, req, str } from "./schema.js";
 
@@ -17,9 +19,19 @@ export interface GrantObserved { name: string; spec: JsonValue }
 export interface GrantDeleted { name: string }
 /** The outcome of checking an image's signatures. */
 export type VerdictOutcome = "verified" | "unverified" | "refused";
-/** `signature.verdict`: a recorded fact about one image digest. Stream `trust`. */
+/**
+ * `signature.verdict`: a recorded fact about one image digest, checked against one declared
+ * manifest (its label must equal the Plugin's). Two plugins on one digest with different manifests
+ * get a verdict each. Stream `trust`.
+ */
 export interface SignatureVerdict {
   digest: string;
+  /**
+   * The SHA-256 (hex) of the canonical manifest the image was checked against
+   * ({@link manifestDigest}); absent when it was checked against none (as every verdict recorded
+   * before version 2: those stand for the digest whatever the manifest).
+   */
+  manifest?: string;
   image: string;
   outcome: VerdictOutcome;
   reason?: string;
@@ -79,6 +91,20 @@ export interface KubeApplied { name: string; records: KubeChange[] }
  */
 export interface ReconcileFailed { name: string; error: string }
 
+/** The SHA-256 (hex) of a manifest's canonical text: what a signature verdict names the manifest it checked by. */
+export function manifestDigest(m: Manifest): string {
+  return createHash("sha256").update(canonicalManifest(m)).digest("hex");
+}
+
+/**
+ * The key of a verdict: its digest and the manifest it checked. A verdict checked against no
+ * manifest (or recorded before version 2) is keyed by the digest alone and stands for it whatever
+ * the manifest, until a verdict for the exact manifest is recorded.
+ */
+export function verdictKey(digest: string, manifest: string | null | undefined): string {
+  return manifest === null || manifest === undefined ? digest : `${digest}@${manifest}`;
+}
+
 /** Data type of each plugin event type. */
 export interface PluginEventData {
   "plugin.observed": PluginObserved;
@@ -122,6 +148,12 @@ const plan = strict(["outcome", "run", "pending", "reasons"], {
   reasons: stringList,
 });
 
+/** `signature.verdict` version 1: as version 2 without `manifest`. */
+const VERDICT_V1 = strict(["digest", "image", "outcome", "signers", "identities", "trustRoot", "catalog"], {
+  digest, image: nonEmpty, outcome: { enum: ["verified", "unverified", "refused"] }, reason: str,
+  signers: { type: "array", items: strict(["name", "kind"], { name: str, kind: str }) }, identities: { type: "array" }, trustRoot: nonEmpty, catalog: nonEmpty,
+});
+
 export function definePluginEvents(r: EventRegistry): void {
   const define = definer<PluginEventData>(r);
   const inPlugin = inNamedStream("plugin", "name");
@@ -130,9 +162,12 @@ export function definePluginEvents(r: EventRegistry): void {
   define({ type: "grant.observed", version: 1, stream: inPlugin, observeWith: ["grant.deleted"], fields: { name: req(name), spec: req(any) } });
   define({ type: "grant.deleted", version: 1, stream: inPlugin, observeWith: ["grant.observed"], fields: { name: req(name) } });
   define({
-    type: "signature.verdict", version: 1, stream: inStream("trust"),
+    type: "signature.verdict", version: 2, stream: inStream("trust"),
+    // Version 2 adds the optional `manifest`; a version-1 verdict reads as one checked against none.
+    history: [{ version: 1, schema: VERDICT_V1, upcast: (d) => d }],
     fields: {
       digest: req(digest),
+      manifest: opt({ type: "string", pattern: "^[a-f0-9]{64}$" }),
       image: req(nonEmpty),
       outcome: req({ enum: ["verified", "unverified", "refused"] }),
       reason: opt(str),

@@ -1,0 +1,136 @@
+/**
+ * A data folder: the event log (`openfief.db`), the settings `up` was started with
+ * (`settings.json`), the embedded signing key, the JSON log of `up` (`openfief.log`), and the lock
+ * that keeps a second `up` off it (`up.lock`). Two control planes on one folder would each act
+ * on the other's events (issue 11: 108 events in 15 s), so the second one is refused and told who
+ * holds the folder.
+ */
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, statSync, unlinkSync, writeFileSync } from "node:fs";
+import { hostname } from "node:os";
+import { join } from "node:path";
+import { AppError } from "./errors.js";
+
+/** The data folder when neither `--data` nor `OPENFIEF_DATA` names one. */
+export const DEFAULT_DATA_DIR = ".openfief";
+
+/** The SQLite file of a data folder. */
+export function storeFile(dataDir: string): string {
+  return join(dataDir, "openfief.db");
+}
+
+/** The JSON log `up` writes in its data folder. */
+export function logFile(dataDir: string): string {
+  return join(dataDir, "openfief.log");
+}
+
+/** Refuses a folder that holds no event log (a mistyped `--data` must not start a new control plane's files). */
+export function requireLog(dataDir: string): void {
+  if (!existsSync(storeFile(dataDir))) {
+    throw new AppError("not_found", `no event log in ${dataDir}: run \`openfief up\` or \`openfief apply\` first, or check --data`);
+  }
+}
+
+/** Who holds a data folder. */
+export interface LockHolder {
+  readonly pid: number;
+  readonly host: string;
+  readonly since: string;
+  /** What it serves, for the message a second `up` gets ("egress 127.0.0.1:4750"). */
+  readonly serving: readonly string[];
+}
+
+/** The lock files this process holds (a second control plane in one process is refused too). */
+const HELD = new Set<string>();
+
+/** A held lock; `update` records what the holder serves, `release` lets the folder go. */
+export interface DataLock {
+  update(serving: readonly string[]): void;
+  release(): void;
+}
+
+function lockFile(dataDir: string): string {
+  return join(dataDir, "up.lock");
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+function readHolder(path: string): LockHolder | null {
+  try {
+    const v = JSON.parse(readFileSync(path, "utf8")) as Partial<LockHolder>;
+    if (typeof v.pid !== "number" || typeof v.host !== "string" || typeof v.since !== "string") return null;
+    return { pid: v.pid, host: v.host, since: v.since, serving: Array.isArray(v.serving) ? v.serving.filter((s): s is string => typeof s === "string") : [] };
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Takes the data folder for this process, or refuses (`conflict`) naming the process that holds
+ * it. A lock left by a process that is gone (a crash, a SIGKILL) is taken over.
+ */
+export function lockDataDir(dataDir: string, clock: () => Date = () => new Date()): DataLock {
+  mkdirSync(dataDir, { recursive: true });
+  const path = lockFile(dataDir);
+  const me: LockHolder = { pid: process.pid, host: hostname(), since: clock().toISOString(), serving: [] };
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      const fd = openSync(path, "wx", 0o600);
+      writeFileSync(fd, `${JSON.stringify(me)}\n`);
+      closeSync(fd);
+      HELD.add(path);
+      return lockHandle(path, me);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+    }
+    const holder = readHolder(path);
+    if (holder !== null && holder.host === me.host && (holder.pid !== me.pid ? alive(holder.pid) : HELD.has(path))) {
+      const what = holder.serving.length === 0 ? "" : `; ${holder.serving.join(", ")}`;
+      throw new AppError("conflict", `${dataDir} is in use by openfief up (pid ${holder.pid}, since ${holder.since}${what}): stop it, or pass another --data`);
+    }
+    if (holder !== null && holder.host !== me.host) {
+      throw new AppError("conflict", `${dataDir} is in use by openfief up on ${holder.host} (pid ${holder.pid}, since ${holder.since}): stop it there, or remove ${path} if it is gone`);
+    }
+    // Left by a process that is gone (or unreadable): take it over.
+    try {
+      unlinkSync(path);
+    } catch {
+      // Another process took it over first; the next attempt says who.
+    }
+  }
+  throw new AppError("conflict", `cannot take ${path}: another process keeps taking it`);
+}
+
+function lockHandle(path: string, me: LockHolder): DataLock {
+  let current = me;
+  const ours = (): boolean => readHolder(path)?.pid === me.pid;
+  return {
+    update(serving) {
+      current = { ...current, serving };
+      if (ours()) writeFileSync(path, `${JSON.stringify(current)}\n`, { mode: 0o600 });
+    },
+    release() {
+      HELD.delete(path);
+      try {
+        if (ours()) unlinkSync(path);
+      } catch {
+        // Already gone.
+      }
+    },
+  };
+}
+
+/** Refuses a key file others may write: whoever can replace it can mint the tokens it signs. */
+export function checkPrivateFile(path: string, what: string): void {
+  if (!existsSync(path)) return;
+  const mode = statSync(path).mode & 0o777;
+  if ((mode & 0o022) !== 0) {
+    throw new AppError("bad_setting", `${what} ${path} is writable by others (mode ${mode.toString(8).padStart(4, "0")}): run chmod 600 ${path}`);
+  }
+}

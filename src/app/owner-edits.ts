@@ -1,0 +1,155 @@
+/**
+ * The owner's writes: apply Plugin and PluginGrant resources, delete one, approve what a plugin's
+ * current version waits for. Each takes the actor it records (`owner:cli`, `owner:web:<user>`).
+ *
+ * Every write expects the stream version it read *before* the facts it decided on, so a write by
+ * another process in between (a CLI, the console, the reconciler) is a conflict, never a decision
+ * on stale facts. Without a version from the caller a use case retries on conflict (it re-reads the
+ * facts); with one (the HTTP API's `If-Match`) a conflict is `precondition_failed` and nothing changes.
+ */
+import { pluginStream, StoreError } from "../events/index.js";
+import type { EventStore } from "../events/index.js";
+import { EMPTY_GRANT_SPEC, isEmptyPending, needsApproval, parseGrant, parsePlugin, validateConfig } from "../plugins/index.js";
+import type { FieldError, GrantSpec, JsonValue, Pending } from "../plugins/index.js";
+import type { Actor } from "./actor.js";
+import { AppError } from "./errors.js";
+import type { Resource } from "./resources.js";
+
+/** How many times a write re-reads its facts after a conflict before giving up. */
+const CONFLICT_RETRIES = 5;
+
+/** What `apply` did with one resource. */
+export interface Applied {
+  readonly kind: "Plugin" | "PluginGrant";
+  readonly name: string;
+  /** False when the resource was already recorded with this spec. */
+  readonly changed: boolean;
+  readonly seq?: number;
+  /**
+   * For a Plugin whose config its own manifest's schema refuses: every problem. It is recorded all
+   * the same (the cluster would hold it too), and the reconciler will not run that config.
+   */
+  readonly configErrors?: readonly FieldError[];
+}
+
+/** Records every resource as the actor's observation; an unchanged spec records nothing. */
+export function applyResources(store: EventStore, resources: readonly Resource[], actor: Actor): Applied[] {
+  return resources.map((r) => {
+    const type = r.kind === "Plugin" ? "plugin.observed" : "grant.observed";
+    const e = store.observe({ stream: pluginStream(r.name), type, data: { name: r.name, spec: r.raw as JsonValue }, actor, causedBy: null });
+    const schema = r.kind === "Plugin" ? r.plugin.spec.manifest.configSchema : undefined;
+    const configErrors = r.kind === "Plugin" && schema !== undefined ? validateConfig(schema, r.plugin.spec.config, "spec.config") : [];
+    return { kind: r.kind, name: r.name, changed: e !== null, ...(e === null ? {} : { seq: e.seq }), ...(configErrors.length === 0 ? {} : { configErrors }) };
+  });
+}
+
+/** A kind of resource `delete` takes, as users write it. */
+export type DeletableKind = "plugin" | "grant";
+
+/** The kind a user wrote (`plugin`, `plugins`, `grant`, `plugingrant`, `PluginGrant`…), or null. */
+export function deletableKind(text: string): DeletableKind | null {
+  const k = text.toLowerCase();
+  if (k === "plugin" || k === "plugins") return "plugin";
+  if (k === "grant" || k === "grants" || k === "plugingrant" || k === "plugingrants") return "grant";
+  return null;
+}
+
+/** What `delete` recorded. */
+export interface Deleted {
+  readonly kind: DeletableKind;
+  readonly name: string;
+  readonly seq: number;
+}
+
+/** Records that a Plugin (its workload stops, its allow-list entry goes) or a PluginGrant is gone. */
+export function deleteResource(store: EventStore, kind: DeletableKind, name: string, actor: Actor, expectedVersion?: number): Deleted {
+  return withConflictRetry(expectedVersion, () => {
+    const stream = pluginStream(name);
+    const version = expectedVersion ?? store.version(stream);
+    const last = kind === "plugin" ? lastOf(store, stream, ["plugin.observed", "plugin.deleted"], version) : lastOf(store, stream, ["grant.observed", "grant.deleted"], version);
+    if (last === null || last.endsWith(".deleted")) throw new AppError("not_found", `${kind} ${name} does not exist`);
+    const [e] = store.append([{ stream, type: kind === "plugin" ? "plugin.deleted" : "grant.deleted", data: { name }, actor, causedBy: null }], { expected: { [stream]: version } });
+    if (e === undefined) throw new AppError("internal", "the store appended nothing");
+    return { kind, name, seq: e.seq };
+  });
+}
+
+/** What `approve` did. */
+export interface Approved {
+  readonly name: string;
+  /** What was added to the grant (nothing when nothing was pending). */
+  readonly approved: Pending;
+  /** The grant edit's seq, or null when nothing was pending. */
+  readonly seq: number | null;
+  /** The plugin's stream version after the approval. */
+  readonly version: number;
+}
+
+/** The grant with the pending permissions added: the grant's lists in their order, then the new entries. */
+export function grantWithPending(grant: GrantSpec, pending: Pending): GrantSpec {
+  return {
+    capabilities: [...grant.capabilities, ...pending.capabilities],
+    egress: [...grant.egress, ...pending.egress],
+    secrets: [...grant.secrets, ...pending.secrets],
+    dataTiers: [...grant.dataTiers, ...pending.dataTiers],
+  };
+}
+
+/** What a plugin's current version waits for, as the log stands at `version` of its stream. */
+export function pendingOf(store: EventStore, name: string, version?: number): { pending: Pending; grant: GrantSpec; version: number; pluginSeq: number } {
+  const stream = pluginStream(name);
+  const at = version ?? store.version(stream);
+  const spec = store.read({ stream, type: ["plugin.observed", "plugin.deleted"] }).filter((e) => e.version <= at).at(-1);
+  if (spec === undefined || spec.type === "plugin.deleted") throw new AppError("not_found", `plugin ${name} does not exist`);
+  const plugin = parsePlugin({ name, spec: spec.data.spec });
+  if (!plugin.ok) throw new AppError("conflict", `plugin ${name} has an invalid spec; fix it before approving`);
+  const lastGrant = store.read({ stream, type: ["grant.observed", "grant.deleted"] }).filter((e) => e.version <= at).at(-1);
+  let grant: GrantSpec = EMPTY_GRANT_SPEC;
+  if (lastGrant !== undefined && lastGrant.type === "grant.observed") {
+    const g = parseGrant({ name, spec: lastGrant.data.spec });
+    if (g.ok) grant = g.value.spec;
+  }
+  return { pending: needsApproval(plugin.value.spec.manifest, grant), grant, version: at, pluginSeq: spec.seq };
+}
+
+/**
+ * Adds exactly what the plugin's current version asks beyond its grant to the grant, as the
+ * actor's grant edit. Nothing else changes: no permission the owner did not see pending is added.
+ * With `expectedVersion` (the version the owner saw), a stream moved on is `precondition_failed`.
+ */
+export function approve(store: EventStore, name: string, actor: Actor, expectedVersion?: number): Approved {
+  return withConflictRetry(expectedVersion, () => {
+    const stream = pluginStream(name);
+    // The version is read before the facts, and the append expects it.
+    const version = expectedVersion ?? store.version(stream);
+    if (expectedVersion !== undefined && store.version(stream) !== expectedVersion) {
+      throw new AppError("precondition_failed", `plugin ${name} changed since version ${expectedVersion} (now ${store.version(stream)}): look again before approving`);
+    }
+    const { pending, grant, pluginSeq } = pendingOf(store, name, version);
+    if (isEmptyPending(pending)) return { name, approved: pending, seq: null, version };
+    const spec = grantWithPending(grant, pending);
+    const [e] = store.append(
+      [{ stream, type: "grant.observed", data: { name, spec: spec as unknown as JsonValue }, actor, causedBy: pluginSeq }],
+      { expected: { [stream]: version } },
+    );
+    if (e === undefined) throw new AppError("internal", "the store appended nothing");
+    return { name, approved: pending, seq: e.seq, version: e.version };
+  });
+}
+
+function lastOf(store: EventStore, stream: string, types: readonly ("plugin.observed" | "plugin.deleted" | "grant.observed" | "grant.deleted")[], version: number): string | null {
+  return store.read({ stream, type: types }).filter((e) => e.version <= version).at(-1)?.type ?? null;
+}
+
+/** Runs a write; on a conflict re-runs it (re-reading its facts), unless the caller named the version it saw. */
+function withConflictRetry<T>(expectedVersion: number | undefined, write: () => T): T {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return write();
+    } catch (err) {
+      if (!(err instanceof StoreError) || err.code !== "conflict") throw err;
+      if (expectedVersion !== undefined) throw new AppError("precondition_failed", `${err.message.split(":")[0] ?? "the stream"} changed since version ${expectedVersion}: look again`);
+      if (attempt >= CONFLICT_RETRIES) throw new AppError("conflict", "another writer kept changing the plugin; try again");
+    }
+  }
+}

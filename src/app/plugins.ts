@@ -1,0 +1,100 @@
+/**
+ * `get plugins`: one row per plugin the log knows — what runs, what is asked for, the signature
+ * verdict of the asked-for image (checked against the plugin's own manifest), what waits for
+ * approval, and what the owner must know at a glance: a refused config, a refused signature, a
+ * failed reconcile.
+ */
+import type { EventStore } from "../events/index.js";
+import { parseImageRef } from "../plugins/index.js";
+import type { Pending } from "../plugins/index.js";
+import { Projector, specManifestDigest, standingVerdict } from "../projections/index.js";
+import type { PluginState, VerdictState } from "../projections/index.js";
+
+/** What the owner should know of a plugin's state, as a code (the faces word it). */
+export type PluginStatus =
+  | "running" // the version asked for runs
+  | "held_back" // an earlier version runs; the one asked for waits (approval, checks)
+  | "stopped" // nothing runs
+  | "deleted"; // the Plugin was deleted
+
+/** A reason the version asked for does not run as asked. */
+export type PluginProblem =
+  | { readonly code: "config_refused" }
+  | { readonly code: "signature_refused"; readonly reason: string | null }
+  | { readonly code: "reconcile_failed"; readonly error: string };
+
+/** One row of `get plugins`. */
+export interface PluginRow {
+  readonly name: string;
+  readonly status: PluginStatus;
+  /** The image that runs, or null. */
+  readonly running: string | null;
+  /** The image the Plugin asks for, or null when deleted. */
+  readonly asked: string | null;
+  /** The asked-for image's verdict (`verified`, `unverified`, `refused (reason)`), or null when none yet. */
+  readonly verdict: string | null;
+  /** What waits for approval, as `capability:x`, `egress:host:port`, `secret:x`, `tier:x`. */
+  readonly pending: string[];
+  readonly problems: readonly PluginProblem[];
+  readonly deleted: boolean;
+  /** The plugin stream's version the row was read at (the console's `If-Match` for approve). */
+  readonly version: number;
+}
+
+function pendingList(p: Pending | null): string[] {
+  if (p === null) return [];
+  return [
+    ...p.capabilities.map((c) => `capability:${c}`),
+    ...p.egress.map((h) => `egress:${h.host}:${h.port}`),
+    ...p.secrets.map((s) => `secret:${s}`),
+    ...p.dataTiers.map((t) => `tier:${t}`),
+  ];
+}
+
+function asPending(v: unknown): Pending | null {
+  if (v === null || typeof v !== "object") return null;
+  const q = v as Partial<Pending>;
+  return { capabilities: q.capabilities ?? [], egress: q.egress ?? [], secrets: q.secrets ?? [], dataTiers: q.dataTiers ?? [] };
+}
+
+function statusOf(p: PluginState): PluginStatus {
+  if (p.deleted) return "deleted";
+  if (p.runningImage === null) return "stopped";
+  return p.outcome === "current" ? "running" : "held_back";
+}
+
+/** The rows of `get plugins`, from the projections (caught up first), in name order. */
+export function listPlugins(store: EventStore): PluginRow[] {
+  const projector = new Projector(store);
+  projector.catchUp();
+  const verdicts = projector.rows<VerdictState>("signature_verdicts");
+  return [...projector.rows<PluginState>("plugins").values()]
+    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+    .map((p) => {
+      const ref = p.askedImage === null ? null : parseImageRef(p.askedImage);
+      const v = ref !== null && ref.ok ? standingVerdict(verdicts, ref.value.digest, specManifestDigest(p.name, p.spec)) : undefined;
+      const problems: PluginProblem[] = [];
+      if (!p.deleted && p.configOk === false) problems.push({ code: "config_refused" });
+      if (!p.deleted && v?.outcome === "refused") problems.push({ code: "signature_refused", reason: v.reason });
+      const latest = store.last(`plugin/${p.name}`);
+      if (latest?.type === "reconcile.failed") problems.push({ code: "reconcile_failed", error: latest.data.error });
+      return {
+        name: p.name,
+        status: statusOf(p),
+        running: p.runningImage,
+        asked: p.deleted ? null : p.askedImage,
+        verdict: v === undefined ? null : v.outcome === "refused" ? `refused (${v.reason ?? "?"})` : v.outcome,
+        pending: pendingList(asPending(p.pending)),
+        problems,
+        deleted: p.deleted,
+        version: latest?.version ?? 0,
+      };
+    });
+}
+
+/** Short form of an image for a table: `repository@sha256:<first 12>`. */
+export function shortImage(image: string | null): string {
+  if (image === null) return "-";
+  const r = parseImageRef(image);
+  return r.ok ? `${r.value.repository.split("/").at(-1) ?? r.value.repository}@${r.value.digest.slice(0, 19)}` : image;
+}

@@ -1,0 +1,93 @@
+/**
+ * Plugin and PluginGrant resources as written for the cluster (`apiVersion: openfief.io/v1alpha1`,
+ * `kind`, `metadata.name`, namespace `openfief` when given, `spec`), from YAML or JSON text: a
+ * file, standard input or an HTTP body. Caps are checked before anything is parsed (the text's
+ * bytes, then the number of documents); the model validates the spec with its own caps (every list
+ * as the CRD's). Every problem is reported at once, each with its source and document number.
+ */
+import { parseAllDocuments } from "yaml";
+import { API_GROUP, API_VERSION, formatErrors, NAMESPACE, parseGrant, parsePlugin } from "../plugins/index.js";
+import type { Grant, Plugin } from "../plugins/index.js";
+import { AppError } from "./errors.js";
+
+/** A resource as read: validated, with its spec as given (what `apply` records). */
+export type Resource =
+  | { readonly kind: "Plugin"; readonly name: string; readonly plugin: Plugin; readonly raw: unknown; readonly source: string }
+  | { readonly kind: "PluginGrant"; readonly name: string; readonly grant: Grant; readonly raw: unknown; readonly source: string };
+
+/** The most bytes one input (a file, standard input, a request body) may hold. */
+export const MAX_RESOURCE_BYTES = 1 << 20;
+/** The most documents one input may hold. */
+export const MAX_RESOURCE_DOCUMENTS = 64;
+/** YAML aliases allowed per document (a billion-laughs document is refused, not expanded). */
+const MAX_ALIASES = 16;
+
+const API = `${API_GROUP}/${API_VERSION}`;
+const TOP_LEVEL = new Set(["apiVersion", "kind", "metadata", "spec"]);
+const METADATA = new Set(["name", "namespace", "labels", "annotations", "uid", "resourceVersion", "generation", "creationTimestamp", "managedFields"]);
+
+/** Refuses an input over {@link MAX_RESOURCE_BYTES}, before it is decoded or parsed. */
+export function checkResourceSize(bytes: number, source: string): void {
+  if (bytes > MAX_RESOURCE_BYTES) throw new AppError("too_large", `${source}: ${bytes} bytes is over the ${MAX_RESOURCE_BYTES}-byte limit of one input`);
+}
+
+/** Parses every resource of one input's text; throws an `invalid_resource` AppError naming every problem. */
+export function parseResources(text: string, source: string): Resource[] {
+  checkResourceSize(Buffer.byteLength(text, "utf8"), source);
+  const docs = parseAllDocuments(text, { uniqueKeys: true });
+  const list = Array.isArray(docs) ? docs : [docs];
+  if (list.length > MAX_RESOURCE_DOCUMENTS) throw new AppError("too_large", `${source}: ${list.length} documents is over the limit of ${MAX_RESOURCE_DOCUMENTS}`);
+  const out: Resource[] = [];
+  const problems: string[] = [];
+  list.forEach((doc, i) => {
+    const where = list.length > 1 ? `${source} (document ${i + 1})` : source;
+    if (doc.errors.length > 0) {
+      problems.push(`${where}: invalid YAML: ${doc.errors[0]?.message.split("\n")[0] ?? "parse error"}`);
+      return;
+    }
+    let value: unknown;
+    try {
+      value = doc.toJS({ maxAliasCount: MAX_ALIASES });
+    } catch (err) {
+      problems.push(`${where}: invalid YAML: ${err instanceof Error ? err.message.split("\n")[0] : "parse error"}`);
+      return;
+    }
+    if (value === null || value === undefined) return; // an empty document, e.g. after a trailing ---
+    const r = toResource(value, where);
+    if (typeof r === "string") problems.push(r);
+    else out.push(r);
+  });
+  if (problems.length > 0) throw new AppError("invalid_resource", problems.join("; "));
+  return out;
+}
+
+function toResource(value: unknown, where: string): Resource | string {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return `${where}: not a resource object`;
+  const v = value as Record<string, unknown>;
+  // The cluster would drop or reject these; accepting them here would record what never applies.
+  const unknown = Object.keys(v).filter((k) => !TOP_LEVEL.has(k));
+  if (unknown.length > 0) return `${where}: unknown field${unknown.length > 1 ? "s" : ""} ${unknown.map((k) => JSON.stringify(k)).join(", ")} (a resource has apiVersion, kind, metadata and spec${unknown.includes("status") ? "; status is the cluster's to write" : ""})`;
+  if (v.apiVersion !== API) return `${where}: apiVersion must be ${API}`;
+  if (v.kind !== "Plugin" && v.kind !== "PluginGrant") return `${where}: kind must be Plugin or PluginGrant`;
+  const meta = v.metadata;
+  if (typeof meta !== "object" || meta === null || Array.isArray(meta)) return `${where}: metadata.name is required`;
+  const m = meta as Record<string, unknown>;
+  const unknownMeta = Object.keys(m).filter((k) => !METADATA.has(k));
+  if (unknownMeta.length > 0) return `${where}: unknown metadata field${unknownMeta.length > 1 ? "s" : ""} ${unknownMeta.map((k) => JSON.stringify(k)).join(", ")}`;
+  if (m.namespace !== undefined && m.namespace !== NAMESPACE) return `${where}: metadata.namespace must be ${NAMESPACE}`;
+  const name = m.name;
+  if (v.kind === "Plugin") {
+    const r = parsePlugin({ name, spec: v.spec });
+    if (!r.ok) return `${where}: Plugin ${shown(name)}: ${formatErrors(r.errors)}`;
+    return { kind: "Plugin", name: r.value.name, plugin: r.value, raw: v.spec, source: where };
+  }
+  const r = parseGrant({ name, spec: v.spec ?? {} });
+  if (!r.ok) return `${where}: PluginGrant ${shown(name)}: ${formatErrors(r.errors)}`;
+  return { kind: "PluginGrant", name: r.value.name, grant: r.value, raw: v.spec ?? {}, source: where };
+}
+
+/** A name as an error shows it: quoted, and cut short when it is long. */
+function shown(name: unknown): string {
+  const s = typeof name === "string" ? name : String(name);
+  return JSON.stringify(s.length > 64 ? `${s.slice(0, 64)}…` : s);
+}

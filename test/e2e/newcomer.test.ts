@@ -1,0 +1,371 @@
+/**
+ * What a new user tripped on (issue 11, "From trying it as a new user would"), each with the
+ * command that showed it: two plugins on one digest, a second `up` on one folder, a closed pipe,
+ * inputs without limits, a refused config shown nowhere, several inputs and standard input, a
+ * tampered log acted on, `why`'s wording, and the CLI's consistency.
+ */
+import { spawn } from "node:child_process";
+import { chmodSync, existsSync, writeFileSync } from "node:fs";
+import { mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { pino } from "pino";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { openDataStore, startControlPlane } from "../../src/app/index.js";
+import { BIN, json, ok, openfief, ROOT } from "./support.js";
+
+interface Row { name: string; status: string; verdict: string | null; problems: { code: string }[] }
+
+let dir: string;
+let counter = 0;
+const SIGNERS = join(ROOT, "examples", "trusted-signers.json");
+const LAYOUT = join(ROOT, "examples", "oci");
+const V1_IMAGE = "localhost/openfief-demo/nbp-fx@sha256:32a155bf13262adffa93e0d7023b17306472f1dcb8d93c686bfe850e9dc594cb";
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), "openfief-newcomer-"));
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+/** A fresh data folder with the demo plugins applied and reconciled. */
+async function demoFolder(): Promise<string[]> {
+  const data = ["--data", join(dir, `data-${++counter}`)];
+  await ok(["apply", "-f", join(ROOT, "examples", "plugins"), ...data]);
+  await ok(["reconcile", ...data, "--oci-layout", LAYOUT, "--trusted-signers", SIGNERS]);
+  return data;
+}
+
+async function file(name: string, text: string): Promise<string> {
+  const path = join(dir, name);
+  await writeFile(path, text);
+  return path;
+}
+
+const plugin = (name: string, image: string, extra = "") => `apiVersion: openfief.io/v1alpha1
+kind: Plugin
+metadata: {name: ${name}}
+spec:
+  image: ${image}
+  manifest: {capabilities: [connector], egress: [], secrets: [], dataTiers: []${extra}}
+`;
+const grant = (name: string) => `apiVersion: openfief.io/v1alpha1
+kind: PluginGrant
+metadata: {name: ${name}}
+spec: {capabilities: [connector]}
+`;
+
+/** Runs the real command with `input` on its standard input. */
+function run(args: readonly string[], input = ""): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env: { ...process.env, OPENFIEF_LOG_LEVEL: "warn" } });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ code, stdout, stderr }));
+    child.stdin.end(input);
+  });
+}
+
+/** The events `openfief log --json ARGS` prints, one JSON object a line. */
+async function logLines(args: readonly string[]): Promise<{ seq: number; type: string }[]> {
+  return (await ok(["log", "--json", ...args])).trim().split("\n").filter((l) => l !== "").map((l) => JSON.parse(l) as { seq: number; type: string });
+}
+
+/** Runs `openfief up ARGS` until it says it is up (or prints `ready`), then stops it with SIGTERM. */
+function upUntilReady(args: readonly string[], ready: RegExp = /openfief is up/): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, "up", ...args], { cwd: ROOT, env: { ...process.env, OPENFIEF_LOG_LEVEL: "warn" } });
+    let stdout = "";
+    let stderr = "";
+    let stopping = false;
+    child.stdout.on("data", (d: Buffer) => {
+      stdout += d.toString();
+      if (!stopping && ready.test(stdout)) {
+        stopping = true;
+        child.kill("SIGTERM");
+      }
+    });
+    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+describe("1. two plugins on one image digest with different manifests", () => {
+  it("get a verdict each, and re-checking appends nothing while the answers stay the same", async () => {
+    const data = await demoFolder();
+    await ok(["apply", "-f", await file("twin.yaml", `${plugin("twin", V1_IMAGE)}---\n${grant("twin")}`), ...data]);
+    await ok(["reconcile", ...data]);
+    const rows = new Map((await json<Row[]>(["get", "plugins", ...data])).map((r) => [r.name, r]));
+    expect(rows.get("nbp-fx")?.verdict).toBe("unverified");
+    expect(rows.get("twin")?.verdict).toMatch(/^refused/);
+    const before = (await logLines(["--type", "signature.verdict", ...data])).length;
+    await ok(["reconcile", ...data]);
+    await ok(["reconcile", ...data]);
+    expect((await logLines(["--type", "signature.verdict", ...data])).length).toBe(before);
+  });
+});
+
+describe("2. a second control plane on one data folder", () => {
+  it("is refused, and told which process holds the folder", async () => {
+    const data = join(dir, `up-${++counter}`);
+    const logger = pino({ level: "silent" });
+    const first = await startControlPlane({ dataDir: data, logger, egress: { port: 0 } });
+    try {
+      await expect(startControlPlane({ dataDir: data, logger, egress: { port: 0 } })).rejects.toThrow(new RegExp(`in use by openfief up \\(pid ${process.pid}, since .*egress http://127\\.0\\.0\\.1:${first.egress?.port}`));
+      // Used by another process too (SQLite is shared; only the lock says no).
+      const second = await run(["up", "--data", data, "--egress-port", "0"]);
+      expect(second.code).toBe(1);
+      expect(second.stderr).toMatch(/in use by openfief up \(pid \d+/);
+    } finally {
+      await first.stop();
+    }
+    const again = await startControlPlane({ dataDir: data, logger, egress: null });
+    await again.stop();
+  }, 60_000);
+});
+
+describe("3. a reader that goes away", () => {
+  it("ends `openfief log | head -1` quietly, with no stack trace", async () => {
+    const data = await demoFolder();
+    const store = await openDataStore(data[1] as string);
+    for (let i = 0; i < 40; i++) {
+      store.append(Array.from({ length: 100 }, (_, j) => ({ stream: "egress/nbp-fx", type: "egress.decision", actor: "egress", data: { plugin: "nbp-fx", host: "api.nbp.pl", port: 443, allowed: true, reason: `granted ${i}-${j}` } })));
+    }
+    await store.close();
+    const r = await new Promise<{ code: number | null; stderr: string; stdout: string }>((resolve) => {
+      const child = spawn("sh", ["-c", `node ${BIN} log ${data.join(" ")} | head -1`], { cwd: ROOT });
+      let stderr = "";
+      let stdout = "";
+      child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+      child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
+      child.on("close", (code) => resolve({ code, stderr, stdout }));
+    });
+    expect(r.stdout.trim().split("\n")).toHaveLength(1);
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+  }, 60_000);
+});
+
+describe("4. inputs without limits", () => {
+  it.each([
+    ["a file over the size cap", async () => file("huge.yaml", `# ${"x".repeat(1_100_000)}\n${plugin("huge", V1_IMAGE)}`), /over the 1048576-byte limit/],
+    ["an endless device", async () => "/dev/zero", /over the 1048576-byte limit/],
+  ])("refuses %s before parsing it, with exit code 2", async (_what, make, message) => {
+    const path = await make();
+    const r = await openfief(["apply", "-f", path, "--data", join(dir, "limits")]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(message);
+    expect(r.stderr.trim().split("\n")).toHaveLength(1);
+  });
+});
+
+describe("5. a config its schema refuses", () => {
+  it("makes apply exit 1 saying why, and shows in get plugins", async () => {
+    const data = await demoFolder();
+    const schema = ", configSchema: {type: object, properties: {region: {type: string}}, additionalProperties: false}";
+    const text = `${plugin("conf", V1_IMAGE, schema).replace("  manifest:", "  config: {region: 7}\n  manifest:")}---\n${grant("conf")}`;
+    const r = await openfief(["apply", "-f", await file("conf.yaml", text), ...data]);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toMatch(/its config does not match its schema.*spec\.config\.region/);
+    await openfief(["reconcile", ...data]);
+    const rows = new Map((await json<Row[]>(["get", "plugins", ...data])).map((x) => [x.name, x]));
+    expect(rows.get("conf")?.problems.map((p) => p.code)).toContain("config_refused");
+    expect(await ok(["get", "plugins", ...data])).toMatch(/conf .*config refused by its schema/);
+  });
+});
+
+describe("6. several inputs, and standard input", () => {
+  it("records every file given with -f, and reads - from standard input", async () => {
+    const data = ["--data", join(dir, `multi-${++counter}`)];
+    const a = await file("a.yaml", plugin("alpha", V1_IMAGE));
+    const b = await file("b.yaml", plugin("beta", V1_IMAGE));
+    const out = await ok(["apply", "-f", a, "-f", b, ...data]);
+    expect(out).toContain("plugin/alpha recorded");
+    expect(out).toContain("plugin/beta recorded");
+    const piped = await run(["apply", "-f", "-", ...data], plugin("gamma", V1_IMAGE));
+    expect(piped.code).toBe(0);
+    expect(piped.stdout).toContain("plugin/gamma recorded");
+  }, 60_000);
+});
+
+describe("7. a tampered log", () => {
+  it("is not acted on, and verify-log notices dropped guards and restores them once the chain holds", async () => {
+    const data = await demoFolder();
+    const store = await openDataStore(data[1] as string);
+    store.database.exec("DROP TRIGGER events_no_update");
+    await store.close();
+    const guards = await openfief(["verify-log", ...data]);
+    expect(guards.code).toBe(1);
+    expect(guards.stdout).toMatch(/guards .* are missing: events_no_update/);
+    expect((await openfief(["reconcile", ...data])).stderr).toMatch(/guards are missing/);
+    expect((await openfief(["verify-log", "--restore-guards", ...data])).stdout).toMatch(/events_no_update were missing and are restored/);
+    expect((await openfief(["verify-log", ...data])).code).toBe(0);
+    // An edit after the last verified point stops the next pass; an edit anywhere stops `up`.
+    await ok(["apply", "-f", await file("late.yaml", plugin("late", V1_IMAGE)), ...data]);
+    const tamper = await openDataStore(data[1] as string);
+    const late = tamper.head();
+    tamper.database.exec(`DROP TRIGGER events_no_update; UPDATE events SET actor = 'mallory' WHERE seq = ${late}`);
+    tamper.restoreGuards();
+    await tamper.close();
+    const refused = await openfief(["reconcile", ...data]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(new RegExp(`does not hold at event ${late}`));
+    const early = await openDataStore(data[1] as string);
+    early.database.exec("DROP TRIGGER events_no_update; UPDATE events SET actor = 'mallory' WHERE seq = 2");
+    early.restoreGuards();
+    await early.close();
+    await expect(startControlPlane({ dataDir: data[1] as string, logger: pino({ level: "silent" }), egress: null })).rejects.toThrow(/does not hold at event 2/);
+  });
+});
+
+describe("8. why's wording", () => {
+  it("says what happens after a grant is narrowed, and after a running plugin is deleted", async () => {
+    const data = await demoFolder();
+    await ok(["apply", "-f", await file("narrow.yaml", "apiVersion: openfief.io/v1alpha1\nkind: PluginGrant\nmetadata: {name: nbp-fx}\nspec: {capabilities: [connector], egress: []}\n"), ...data]);
+    await ok(["reconcile", ...data]);
+    const narrowed = await ok(["why", "nbp-fx", ...data]);
+    expect(narrowed).not.toMatch(/instead of/);
+    expect(narrowed).toMatch(/keeps running .* as it ran before/);
+    await ok(["delete", "plugin", "ledger-view", ...data]);
+    await ok(["reconcile", ...data]);
+    const deleted = await ok(["why", "ledger-view", ...data]);
+    expect(deleted).toMatch(/runs nothing: its Plugin was deleted/);
+    expect(deleted).not.toMatch(/no earlier version was running/);
+  });
+
+  it("counts one tampered decision once", async () => {
+    const data = await demoFolder();
+    const store = await openDataStore(data[1] as string);
+    const [d] = store.read({ type: "rollout.decided", limit: 1 });
+    if (d === undefined) throw new Error("no decision");
+    store.append([{ stream: d.stream, type: "rollout.decided", actor: "mallory", data: { ...d.data, inputs: { ...d.data.inputs, currentDeployable: !d.data.inputs.currentDeployable }, plan: { ...d.data.plan, reasons: [] } } }]);
+    const total = store.read({ type: "rollout.decided" }).length;
+    await store.close();
+    const r = await openfief(["check-decisions", ...data]);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toContain(`1 of ${total} decisions do not reproduce`);
+  });
+});
+
+describe("9. npm start again", () => {
+  it("keeps the owner's state instead of applying the demo over it", async () => {
+    const data = join(dir, `demo-${++counter}`);
+    const logger = pino({ level: "silent" });
+    // The same steps `up --demo` takes, through the same use cases.
+    const { applyDemoFolder, demoSettings } = await import("../../src/app/index.js");
+    const cp1 = await startControlPlane({ dataDir: data, logger, egress: null, settings: demoSettings() });
+    applyDemoFolder(cp1.runtime.store, "plugins");
+    applyDemoFolder(cp1.runtime.store, "upgrade");
+    await cp1.pass();
+    await cp1.stop();
+    await ok(["approve", "nbp-fx", "--data", data]);
+    const observed = (await logLines(["--type", "plugin.observed", "--data", data])).length;
+    const again = await upUntilReady(["--demo", "--no-egress", "--data", data]);
+    expect(again.code).toBe(0);
+    expect(again.stdout).toMatch(/The demo was applied to .* before: its state is kept/);
+    expect(again.stdout).toMatch(/--reset/);
+    // The approval stands (v2 runs with nothing pending), and the demo's v1 was not applied again.
+    const nbp = (await json<(Row & { running: string | null; pending: string[] })[]>(["get", "plugins", "--data", data])).find((r) => r.name === "nbp-fx");
+    expect(nbp).toMatchObject({ status: "running", pending: [] });
+    expect(nbp?.running).toContain("ac327d8f");
+    expect((await logLines(["--type", "plugin.observed", "--data", data])).length).toBe(observed);
+  }, 60_000);
+
+  it("prints JSON with --json, and keeps the JSON log in the data folder", async () => {
+    const data = join(dir, `json-${++counter}`);
+    const r = await upUntilReady(["--json", "--no-egress", "--data", data], /"up": true/);
+    expect(JSON.parse(r.stdout)).toMatchObject({ up: true, data, egress: null });
+    expect(existsSync(join(data, "openfief.log"))).toBe(true);
+  }, 60_000);
+});
+
+describe("10. the CLI's consistency", () => {
+  it.each<[string, string[], number, RegExp]>([
+    ["an unknown option is a usage error", ["get", "plugins", "--nope"], 2, /unknown option/],
+    ["a missing argument is a usage error", ["why"], 2, /missing required argument/],
+    ["an unknown kind to delete is a usage error", ["delete", "pod", "x"], 2, /unknown kind/],
+    ["verify with a folder that is no OCI layout is a usage error", ["verify", `${V1_IMAGE}`, "--oci-layout", "/missing"], 2, /not an OCI image layout/],
+    ["a token for a plugin the log does not know is refused", ["token", "nosuch"], 1, /no plugin nosuch/],
+  ])("%s", async (_what, args, code, message) => {
+    const data = await demoFolder();
+    const r = await openfief([...args, ...(args[0] === "verify" ? [] : data)]);
+    expect(r.code).toBe(code);
+    expect(r.stderr).toMatch(message);
+  });
+
+  it("deletes a grant named as plugingrant, the way apply prints it", async () => {
+    const data = await demoFolder();
+    expect(await ok(["delete", "plugingrant", "ledger-view", ...data])).toMatch(/^plugingrant\/ledger-view deleted/);
+  });
+
+  it("stops following at once when --until is already past", async () => {
+    const data = await demoFolder();
+    const r = await openfief(["log", "--follow", "--until", "2020-01-01T00:00:00Z", ...data]);
+    expect(r.code).toBe(0);
+  });
+
+  it("refuses a mistyped --data instead of starting a new signing key there", async () => {
+    const missing = join(dir, "no-such-folder");
+    const r = await openfief(["token", "nbp-fx", "--data", missing]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/no event log in/);
+    expect(existsSync(missing)).toBe(false);
+  });
+
+  it("refuses a signing key others can write, and names a garbage key file", async () => {
+    const data = await demoFolder();
+    await ok(["token", "nbp-fx", ...data]);
+    const key = join(data[1] as string, "egress-signing-key.json");
+    chmodSync(key, 0o666);
+    expect((await openfief(["token", "nbp-fx", ...data])).stderr).toMatch(/writable by others .*chmod 600/);
+    chmodSync(key, 0o600);
+    writeFileSync(key, "not json");
+    expect((await openfief(["token", "nbp-fx", ...data])).stderr).toContain(key);
+    const garbageKey = await file("garbage.pem", "not a key");
+    const v = await openfief(["verify", V1_IMAGE, "--oci-layout", LAYOUT, "--key", garbageKey]);
+    expect(v.code).toBe(2);
+    expect(v.stderr).toContain(garbageKey);
+  });
+
+  it.each([
+    ["an unknown top-level field", "extra: 1\n", /unknown field "extra"/],
+    ["a status", "status: {deployed: {}}\n", /unknown field "status".*status is the cluster's to write/],
+  ])("refuses %s like an unknown spec field", async (_what, extra, message) => {
+    const r = await openfief(["apply", "-f", await file("extra.yaml", `${plugin("extra", V1_IMAGE)}${extra}`), "--data", join(dir, "extra")]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(message);
+  });
+
+  it("words what replay shows pending instead of printing raw JSON", async () => {
+    const data = ["--data", join(dir, `replay-${++counter}`)];
+    await ok(["apply", "-f", join(ROOT, "examples", "plugins"), ...data]);
+    await ok(["reconcile", ...data, "--oci-layout", LAYOUT, "--trusted-signers", SIGNERS]);
+    await ok(["apply", "-f", join(ROOT, "examples", "upgrade"), ...data]);
+    await ok(["reconcile", ...data]);
+    const head = (await logLines(data)).at(-1)?.seq ?? 0;
+    const out = await ok(["replay", "--at", String(head), ...data]);
+    expect(out).toContain("egress static.nbp.pl:443");
+    expect(out).not.toContain("{\"");
+  });
+
+  it("prints IPv6 destinations in brackets", async () => {
+    const data = await demoFolder();
+    const store = await openDataStore(data[1] as string);
+    store.append([{ stream: "egress/nbp-fx", type: "egress.decision", actor: "egress", data: { plugin: "nbp-fx", host: "::1", port: 443, allowed: false, reason: "forbidden address" } }]);
+    await store.close();
+    expect(await ok(["log", "--type", "egress.decision", ...data])).toContain("denied [::1]:443");
+  });
+
+  it("removes temporary files a killed writer left in the cluster folder", async () => {
+    const data = await demoFolder();
+    const plugins = join(data[1] as string, "cluster", "plugins");
+    await writeFile(join(plugins, "nbp-fx.yaml.tmp-999999"), "half");
+    await ok(["reconcile", ...data]);
+    expect((await readdir(plugins)).filter((n) => n.includes(".tmp-"))).toEqual([]);
+  });
+});
