@@ -60,7 +60,12 @@ export class EventRegistry {
     for (let v = 1; v < def.version; v++) {
       if (!past.has(v)) throw new Error(`event type ${def.type}: no upcaster from version ${v}`);
     }
-    const validator: ValidateFunction = this.#ajv.compile(def.schema);
+    // Compiled on first use: compiling every schema when the catalog loads would cost each CLI
+    // command that only reads the log a few hundred milliseconds (tests compile them all).
+    const ajv = this.#ajv;
+    let compiled: ValidateFunction | null = null;
+    const validator = (data: unknown): boolean => (compiled ??= ajv.compile(def.schema))(data);
+    const errors = () => compiled?.errors;
     const type = def.type;
     const version = def.version;
     const entry: EventType = {
@@ -69,7 +74,7 @@ export class EventRegistry {
       observeGroup: [type, ...(def.observeWith ?? [])],
       validate(data) {
         if (validator(data)) return null;
-        return (validator.errors ?? []).map((e) => {
+        return (errors() ?? []).map((e) => {
           const extra = e.keyword === "additionalProperties" ? `.${String((e.params as { additionalProperty?: string }).additionalProperty)}` : "";
           const path = "data" + e.instancePath.replace(/\/([^/]*)/g, (_m, k: string) => (/^\d+$/.test(k) ? `[${k}]` : `.${k}`)) + extra;
           return { path, message: e.message ?? e.keyword };

@@ -171,3 +171,11 @@ describe("the log's guards and an incremental walk of its chain", () => {
     }
   });
 });
+
+describe("the catalog's schemas", () => {
+  it("all compile (they compile on first use, so a bad one would otherwise show only at its first append)", async () => {
+    const { createCatalog } = await import("./catalog.js");
+    const r = createCatalog();
+    for (const t of r.types()) expect(r.get(t)?.validate({}), t).not.toBeNull();
+  });
+});

@@ -6,8 +6,8 @@
  * queries. Whoever opens the file runs the migrations first.
  */
 import Database from "better-sqlite3";
-import { Kysely, Migrator, SqliteDialect } from "kysely";
-import { migrationProvider } from "../../migrations/index.js";
+import type { Kysely } from "kysely";
+import { MIGRATION_NAMES } from "../../migrations/names.js";
 import { canonicalForm, canonicalJson as canonicalize } from "./canonical.js";
 import type { Canonical } from "./canonical.js";
 import { catalog } from "./catalog.js";
@@ -55,8 +55,8 @@ export interface EventStore {
   readonly file: string;
   /** The better-sqlite3 handle (projections and benchmarks share it). */
   readonly database: Database.Database;
-  /** kysely over the same handle. */
-  readonly db: Kysely<StoreTables>;
+  /** kysely over the same handle, made (and kysely loaded) on first use. */
+  kysely(): Promise<Kysely<StoreTables>>;
   readonly registry: EventRegistry;
   /** Appends a batch in one transaction; all or nothing. */
   append(batch: readonly NewEvent[], opts?: AppendOptions): KnownEvent[];
@@ -133,14 +133,28 @@ export async function openStore(opts: StoreOptions): Promise<EventStore> {
   // appends touch at random (one stream per plugin), stay in memory as the log grows to millions.
   database.pragma("cache_size = -262144");
   database.pragma("mmap_size = 1073741824");
-  const db = new Kysely<StoreTables>({ dialect: new SqliteDialect({ database }) });
-  const { error, results } = await new Migrator({ db, provider: migrationProvider }).migrateToLatest();
-  if (error !== undefined) {
-    await db.destroy();
-    const failed = results?.find((r) => r.status === "Error")?.migrationName ?? "?";
-    throw new StoreError(StoreErrorCode.Migration, `migration ${failed} failed: ${error instanceof Error ? error.message : String(error)}`);
+  if (!migrated(database)) {
+    // kysely (and the migrations, which use it) load only when there is something to migrate:
+    // loading them costs a command that only reads the log more than the read itself.
+    const { Kysely, Migrator, SqliteDialect } = await import("kysely");
+    const { migrationProvider } = await import("../../migrations/index.js");
+    const db = new Kysely<StoreTables>({ dialect: new SqliteDialect({ database }) });
+    const { error, results } = await new Migrator({ db, provider: migrationProvider }).migrateToLatest();
+    if (error !== undefined) {
+      await db.destroy();
+      const failed = results?.find((r) => r.status === "Error")?.migrationName ?? "?";
+      throw new StoreError(StoreErrorCode.Migration, `migration ${failed} failed: ${error instanceof Error ? error.message : String(error)}`);
+    }
   }
-  return new SqliteEventStore(opts.file, database, db, opts.registry ?? catalog, opts.clock ?? (() => new Date()));
+  return new SqliteEventStore(opts.file, database, opts.registry ?? catalog, opts.clock ?? (() => new Date()));
+}
+
+/** Whether every migration this build knows was applied to the database (kysely's own bookkeeping table). */
+function migrated(database: Database.Database): boolean {
+  const table = database.prepare<[], { n: number }>("SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'kysely_migration'").get();
+  if (table === undefined || table.n === 0) return false;
+  const applied = new Set(database.prepare<[], { name: string }>("SELECT name FROM kysely_migration").all().map((r) => r.name));
+  return MIGRATION_NAMES.every((n) => applied.has(n));
 }
 
 class SqliteEventStore implements EventStore {
@@ -155,10 +169,11 @@ class SqliteEventStore implements EventStore {
   readonly #observeTx: Database.Transaction<(prepared: Prepared) => KnownEvent[]>;
   #closed = false;
 
+  #kysely: Kysely<StoreTables> | null = null;
+
   constructor(
     readonly file: string,
     readonly database: Database.Database,
-    readonly db: Kysely<StoreTables>,
     readonly registry: EventRegistry,
     clock: () => Date,
   ) {
@@ -352,11 +367,22 @@ class SqliteEventStore implements EventStore {
     return () => { this.#listeners.delete(fn); };
   }
 
+  async kysely(): Promise<Kysely<StoreTables>> {
+    this.#open();
+    if (this.#kysely === null) {
+      const { Kysely: K, SqliteDialect } = await import("kysely");
+      this.#kysely = new K<StoreTables>({ dialect: new SqliteDialect({ database: this.database }) });
+    }
+    return this.#kysely;
+  }
+
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
     this.#listeners.clear();
-    await this.db.destroy();
+    // kysely's SqliteDialect closes the handle it was given; without it, close the handle here.
+    if (this.#kysely !== null) await this.#kysely.destroy();
+    else this.database.close();
   }
 
   #open(): void {

@@ -45,7 +45,7 @@ describe("the event store", () => {
   ])("refuses %s on events in the database itself", async (_what, statement) => {
     store.append([pluginObserved("echo")]);
     expect(() => store.database.exec(statement)).toThrow(/append-only/);
-    await expect(sql.raw(statement).execute(store.db)).rejects.toThrow(/append-only/);
+    await expect(sql.raw(statement).execute(await store.kysely())).rejects.toThrow(/append-only/);
     const other = new Database(t.file);
     try { expect(() => other.exec(statement)).toThrow(/append-only/); } finally { other.close(); }
     expect(store.verify()).toEqual({ ok: true, count: 1 });
