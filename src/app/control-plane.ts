@@ -87,7 +87,7 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
       egress = { host: started.host, port: started.port };
       lock.update([`egress http://${started.host}:${started.port}`]);
     }
-    return new Loop(o, lock, rt, proxy, egress, feedAllowLists);
+    return new Loop(o, { lock, runtime: rt, proxy, egress, feedAllowLists });
   } catch (err) {
     await proxy?.close();
     await rt?.close();
@@ -97,8 +97,19 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
   }
 }
 
+/** What the loop runs over, once started. */
+interface Parts {
+  readonly lock: DataLock;
+  readonly runtime: Runtime;
+  readonly proxy: EgressProxy | null;
+  readonly egress: { readonly host: string; readonly port: number } | null;
+  readonly feedAllowLists: () => void;
+}
+
 class Loop implements ControlPlane {
   readonly dataDir: string;
+  readonly runtime: Runtime;
+  readonly egress: { readonly host: string; readonly port: number } | null;
   #chain: Promise<PluginResult[]> = Promise.resolve([]);
   #seen = -1;
   #timer: NodeJS.Timeout | null = null;
@@ -107,13 +118,11 @@ class Loop implements ControlPlane {
 
   constructor(
     private readonly o: ControlPlaneOptions,
-    private readonly lock: DataLock,
-    readonly runtime: Runtime,
-    private readonly proxy: EgressProxy | null,
-    readonly egress: { readonly host: string; readonly port: number } | null,
-    private readonly feedAllowLists: () => void,
+    private readonly parts: Parts,
   ) {
     this.dataDir = o.dataDir;
+    this.runtime = parts.runtime;
+    this.egress = parts.egress;
     const interval = o.intervalMs ?? DEFAULT_INTERVAL_MS;
     const tick = () => {
       this.#timer = null;
@@ -143,7 +152,7 @@ class Loop implements ControlPlane {
       // Nothing acts on a log that does not hold: every pass checks what was appended since the last.
       assertLogHolds(store);
       const results = await reconciler.reconcileAll();
-      this.feedAllowLists();
+      this.parts.feedAllowLists();
       this.#seen = store.head();
       return results;
     } catch (err) {
@@ -162,10 +171,10 @@ class Loop implements ControlPlane {
     if (this.#full !== null) clearInterval(this.#full);
     await this.#chain.catch(() => undefined);
     try {
-      await this.proxy?.close();
+      await this.parts.proxy?.close();
     } finally {
       await this.runtime.close();
-      this.lock.release();
+      this.parts.lock.release();
     }
   }
 }

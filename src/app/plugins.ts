@@ -4,7 +4,8 @@
  * approval, and what the owner must know at a glance: a refused config, a refused signature, a
  * failed reconcile.
  */
-import type { EventStore } from "../events/index.js";
+import { pluginStream } from "../events/index.js";
+import type { EventStore, KnownEvent } from "../events/index.js";
 import { parseImageRef } from "../plugins/index.js";
 import type { Pending } from "../plugins/index.js";
 import { Projector, specManifestDigest, standingVerdict } from "../projections/index.js";
@@ -63,6 +64,36 @@ function statusOf(p: PluginState): PluginStatus {
   return p.outcome === "current" ? "running" : "held_back";
 }
 
+/** The verdict that stands for the image a plugin asks for, checked against its own manifest. */
+function askedVerdict(p: PluginState, verdicts: ReadonlyMap<string, VerdictState>): VerdictState | undefined {
+  const ref = p.askedImage === null ? null : parseImageRef(p.askedImage);
+  return ref !== null && ref.ok ? standingVerdict(verdicts, ref.value.digest, specManifestDigest(p.name, p.spec)) : undefined;
+}
+
+function problemsOf(p: PluginState, v: VerdictState | undefined, latest: KnownEvent | null): PluginProblem[] {
+  const out: PluginProblem[] = [];
+  if (!p.deleted && p.configOk === false) out.push({ code: "config_refused" });
+  if (!p.deleted && v?.outcome === "refused") out.push({ code: "signature_refused", reason: v.reason });
+  if (latest?.type === "reconcile.failed") out.push({ code: "reconcile_failed", error: latest.data.error });
+  return out;
+}
+
+function rowOf(store: EventStore, p: PluginState, verdicts: ReadonlyMap<string, VerdictState>): PluginRow {
+  const v = askedVerdict(p, verdicts);
+  const latest = store.last(pluginStream(p.name));
+  return {
+    name: p.name,
+    status: statusOf(p),
+    running: p.runningImage,
+    asked: p.deleted ? null : p.askedImage,
+    verdict: v === undefined ? null : v.outcome === "refused" ? `refused (${v.reason ?? "?"})` : v.outcome,
+    pending: pendingList(asPending(p.pending)),
+    problems: problemsOf(p, v, latest),
+    deleted: p.deleted,
+    version: latest?.version ?? 0,
+  };
+}
+
 /** The rows of `get plugins`, from the projections (caught up first), in name order. */
 export function listPlugins(store: EventStore): PluginRow[] {
   const projector = new Projector(store);
@@ -70,26 +101,7 @@ export function listPlugins(store: EventStore): PluginRow[] {
   const verdicts = projector.rows<VerdictState>("signature_verdicts");
   return [...projector.rows<PluginState>("plugins").values()]
     .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
-    .map((p) => {
-      const ref = p.askedImage === null ? null : parseImageRef(p.askedImage);
-      const v = ref !== null && ref.ok ? standingVerdict(verdicts, ref.value.digest, specManifestDigest(p.name, p.spec)) : undefined;
-      const problems: PluginProblem[] = [];
-      if (!p.deleted && p.configOk === false) problems.push({ code: "config_refused" });
-      if (!p.deleted && v?.outcome === "refused") problems.push({ code: "signature_refused", reason: v.reason });
-      const latest = store.last(`plugin/${p.name}`);
-      if (latest?.type === "reconcile.failed") problems.push({ code: "reconcile_failed", error: latest.data.error });
-      return {
-        name: p.name,
-        status: statusOf(p),
-        running: p.runningImage,
-        asked: p.deleted ? null : p.askedImage,
-        verdict: v === undefined ? null : v.outcome === "refused" ? `refused (${v.reason ?? "?"})` : v.outcome,
-        pending: pendingList(asPending(p.pending)),
-        problems,
-        deleted: p.deleted,
-        version: latest?.version ?? 0,
-      };
-    });
+    .map((p) => rowOf(store, p, verdicts));
 }
 
 /** Short form of an image for a table: `repository@sha256:<first 12>`. */

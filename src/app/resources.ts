@@ -61,21 +61,36 @@ export function parseResources(text: string, source: string): Resource[] {
   return out;
 }
 
-function toResource(value: unknown, where: string): Resource | string {
-  if (typeof value !== "object" || value === null || Array.isArray(value)) return `${where}: not a resource object`;
-  const v = value as Record<string, unknown>;
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+/** `unknown field "x"` / `unknown fields "x", "y"`, for the keys of `o` not in `known`; null when none. */
+function unknownFields(o: Record<string, unknown>, known: ReadonlySet<string>, what: string): string | null {
+  const extra = Object.keys(o).filter((k) => !known.has(k));
+  return extra.length === 0 ? null : `unknown ${what}${extra.length > 1 ? "s" : ""} ${extra.map((k) => JSON.stringify(k)).join(", ")}`;
+}
+
+/** Why the envelope (apiVersion, kind, metadata) is not a resource's, or null. */
+function envelopeProblem(v: Record<string, unknown>): string | null {
   // The cluster would drop or reject these; accepting them here would record what never applies.
-  const unknown = Object.keys(v).filter((k) => !TOP_LEVEL.has(k));
-  if (unknown.length > 0) return `${where}: unknown field${unknown.length > 1 ? "s" : ""} ${unknown.map((k) => JSON.stringify(k)).join(", ")} (a resource has apiVersion, kind, metadata and spec${unknown.includes("status") ? "; status is the cluster's to write" : ""})`;
-  if (v.apiVersion !== API) return `${where}: apiVersion must be ${API}`;
-  if (v.kind !== "Plugin" && v.kind !== "PluginGrant") return `${where}: kind must be Plugin or PluginGrant`;
-  const meta = v.metadata;
-  if (typeof meta !== "object" || meta === null || Array.isArray(meta)) return `${where}: metadata.name is required`;
-  const m = meta as Record<string, unknown>;
-  const unknownMeta = Object.keys(m).filter((k) => !METADATA.has(k));
-  if (unknownMeta.length > 0) return `${where}: unknown metadata field${unknownMeta.length > 1 ? "s" : ""} ${unknownMeta.map((k) => JSON.stringify(k)).join(", ")}`;
-  if (m.namespace !== undefined && m.namespace !== NAMESPACE) return `${where}: metadata.namespace must be ${NAMESPACE}`;
-  const name = m.name;
+  const top = unknownFields(v, TOP_LEVEL, "field");
+  if (top !== null) return `${top} (a resource has apiVersion, kind, metadata and spec${"status" in v ? "; status is the cluster's to write" : ""})`;
+  if (v.apiVersion !== API) return `apiVersion must be ${API}`;
+  if (v.kind !== "Plugin" && v.kind !== "PluginGrant") return "kind must be Plugin or PluginGrant";
+  if (!isObject(v.metadata)) return "metadata.name is required";
+  const meta = unknownFields(v.metadata, METADATA, "metadata field");
+  if (meta !== null) return meta;
+  if (v.metadata.namespace !== undefined && v.metadata.namespace !== NAMESPACE) return `metadata.namespace must be ${NAMESPACE}`;
+  return null;
+}
+
+function toResource(value: unknown, where: string): Resource | string {
+  if (!isObject(value)) return `${where}: not a resource object`;
+  const v = value;
+  const problem = envelopeProblem(v);
+  if (problem !== null) return `${where}: ${problem}`;
+  const name = (v.metadata as Record<string, unknown>).name;
   if (v.kind === "Plugin") {
     const r = parsePlugin({ name, spec: v.spec });
     if (!r.ok) return `${where}: Plugin ${shown(name)}: ${formatErrors(r.errors)}`;

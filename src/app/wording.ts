@@ -56,47 +56,57 @@ function imageOfSpec(spec: unknown): string {
   return typeof spec === "object" && spec !== null && "image" in spec && typeof spec.image === "string" ? spec.image : "?";
 }
 
+/** How each event type reads as a sentence (the compiler checks every type has one). */
+const DESCRIBE: { readonly [T in KnownEvent["type"]]: (e: Extract<KnownEvent, { type: T }>) => string } = {
+  "plugin.observed": (e) => `the Plugin was applied by ${e.actor}, asking for ${imageOfSpec(e.data.spec)}`,
+  "plugin.deleted": (e) => `the Plugin was deleted by ${e.actor}`,
+  "grant.observed": (e) => `the grant was set by ${e.actor}`,
+  "grant.deleted": (e) => `the grant was deleted by ${e.actor}`,
+  "signature.verdict": (e) => `the signature check found ${e.data.digest} ${e.data.outcome}${e.data.reason === undefined ? "" : ` (${e.data.reason})`}`,
+  "config.verdict": (e) => `the config ${e.data.ok ? "matched" : "did not match"} the schema of ${e.data.image}`,
+  "rollout.decided": (e) => `a rollout decision (${e.data.plan.outcome})`,
+  "workload.desired": (e) => (e.data.running ? `the workload of ${e.data.image ?? "?"} was compiled` : "the workload was stopped"),
+  "previous.observed": (e) => `the cluster's status named ${e.data.deployed.image} as running`,
+  "kube.applied": (e) => `${e.data.records.length} object change(s) were applied to the cluster`,
+  "workload.applied": (e) => `the workload was applied to ${e.data.target}${e.data.ok ? "" : ` and failed: ${e.data.error ?? "?"}`}`,
+  "reconcile.failed": (e) => `reconciling failed: ${e.data.error}`,
+  "egress.decision": (e) => `${e.data.allowed ? "allowed" : "denied"} ${hostPort(e.data.host, e.data.port)} (${e.data.reason})${e.data.address === undefined ? "" : ` via ${e.data.address}`}`,
+};
+
 /** One sentence about an event, for the cause chain and the log. */
 export function describeEvent(e: KnownEvent): string {
-  switch (e.type) {
-    case "plugin.observed": return `the Plugin was applied by ${e.actor}, asking for ${imageOfSpec(e.data.spec)}`;
-    case "plugin.deleted": return `the Plugin was deleted by ${e.actor}`;
-    case "grant.observed": return `the grant was set by ${e.actor}`;
-    case "grant.deleted": return `the grant was deleted by ${e.actor}`;
-    case "signature.verdict": return `the signature check found ${e.data.digest} ${e.data.outcome}${e.data.reason === undefined ? "" : ` (${e.data.reason})`}`;
-    case "config.verdict": return `the config ${e.data.ok ? "matched" : "did not match"} the schema of ${e.data.image}`;
-    case "rollout.decided": return `a rollout decision (${e.data.plan.outcome})`;
-    case "workload.desired": return e.data.running ? `the workload of ${e.data.image ?? "?"} was compiled` : "the workload was stopped";
-    case "previous.observed": return `the cluster's status named ${e.data.deployed.image} as running`;
-    case "kube.applied": return `${e.data.records.length} object change(s) were applied to the cluster`;
-    case "workload.applied": return `the workload was applied to ${e.data.target}${e.data.ok ? "" : ` and failed: ${e.data.error ?? "?"}`}`;
-    case "reconcile.failed": return `reconciling failed: ${e.data.error}`;
-    case "egress.decision": return `${e.data.allowed ? "allowed" : "denied"} ${hostPort(e.data.host, e.data.port)} (${e.data.reason})${e.data.address === undefined ? "" : ` via ${e.data.address}`}`;
-    default: return (e as { type: string }).type;
+  const describe = DESCRIBE[e.type] as ((e: KnownEvent) => string) | undefined;
+  return describe === undefined ? e.type : describe(e);
+}
+
+/** The first sentence of `why`: what runs, since when. */
+function outcomeSentence(a: WhyAnswer): string {
+  const at = `event ${a.decision.seq}, ${a.decision.time}`;
+  const current = a.inputs.current?.image;
+  const previous = a.inputs.previous?.image;
+  switch (a.decision.data.plan.outcome) {
+    case "current": return `${a.plugin} runs ${current ?? "?"}, the version its Plugin asks for (decided at ${at}).`;
+    case "previous":
+      // The same image as asked for: what changed is the grant or the config, not the version.
+      if (previous !== undefined && previous === current) return `${a.plugin} keeps running ${previous} as it ran before: what the Plugin or its grant now asks for is not applied (decided at ${at}).`;
+      return `${a.plugin} keeps running ${previous ?? "?"} under its current grant, instead of ${current ?? "the version asked for"} (decided at ${at}).`;
+    case "none": return a.deleted ? `${a.plugin} runs nothing: its Plugin was deleted (decided at ${at}).` : `${a.plugin} runs nothing (decided at ${at}).`;
   }
+}
+
+/** The reasons, minus those beside the point: after a deletion, "no earlier version to keep" is true but says nothing. */
+function reasonSentences(a: WhyAnswer): string[] {
+  return a.decision.data.plan.reasons
+    .filter((r) => !(a.deleted && (r === "no_current_version" || r === "no_previous_version")))
+    .map((r) => `Because ${reasonText(r)}.`);
 }
 
 /** `why`'s answer as plain sentences. */
 export function whySentences(a: WhyAnswer): string[] {
-  const plan = a.decision.data.plan;
-  const out: string[] = [];
-  const at = `event ${a.decision.seq}, ${a.decision.time}`;
-  const current = a.inputs.current?.image;
-  const previous = a.inputs.previous?.image;
-  if (plan.outcome === "current") out.push(`${a.plugin} runs ${current ?? "?"}, the version its Plugin asks for (decided at ${at}).`);
-  else if (plan.outcome === "previous" && previous !== undefined && previous === current) {
-    // The same image as asked for: what changed is the grant or the config, not the version.
-    out.push(`${a.plugin} keeps running ${previous} as it ran before: what the Plugin or its grant now asks for is not applied (decided at ${at}).`);
-  } else if (plan.outcome === "previous") out.push(`${a.plugin} keeps running ${previous ?? "?"} under its current grant, instead of ${current ?? "the version asked for"} (decided at ${at}).`);
-  else if (a.deleted) out.push(`${a.plugin} runs nothing: its Plugin was deleted (decided at ${at}).`);
-  else out.push(`${a.plugin} runs nothing (decided at ${at}).`);
-  for (const r of plan.reasons) {
-    // After a deletion, "no earlier version to keep" is true but beside the point.
-    if (a.deleted && (r === "no_current_version" || r === "no_previous_version")) continue;
-    out.push(`Because ${reasonText(r)}.`);
-  }
-  const pendingText = describePending(plan.pending);
+  const out = [outcomeSentence(a), ...reasonSentences(a)];
+  const pendingText = describePending(a.decision.data.plan.pending);
   if (pendingText !== "nothing") out.push(`Pending approval: ${pendingText}. Run \`openfief approve ${a.plugin}\` to grant exactly that.`);
+  const current = a.inputs.current?.image;
   if (!a.deployable.ok && current !== undefined) for (const b of a.deployable.because) out.push(`${current} could not run: ${blockerText(b)}.`);
   // A grant has the shape of what can be pending: capabilities, egress, Secret names, data tiers.
   out.push(`The grant approved: ${describePending({ ...EMPTY_PENDING, ...(a.inputs.grant as Partial<Pending>) })}.`);

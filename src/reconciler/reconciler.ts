@@ -166,20 +166,29 @@ export class Reconciler {
    * runs now (its signature is checked again before it may keep running), and the config verdict.
    */
   async #recordFacts(name: string, expected: Expected): Promise<number[]> {
-    const { store } = this.#d;
+    return [...(await this.#currentFacts(name, expected)), ...(await this.#previousFacts(name))];
+  }
+
+  /** The asked-for version's signature verdict and config verdict. */
+  async #currentFacts(name: string, expected: Expected): Promise<number[]> {
     const appended: number[] = [];
-    const { state: before, sources: seen } = loadDeciderState(store, name);
+    const { state: before, sources: seen } = loadDeciderState(this.#d.store, name);
+    if (before.spec === null) return appended;
     const observed = seen.plugin?.type === "plugin.observed" ? seen.plugin : null;
-    if (before.spec !== null) {
-      const parsed = parsePlugin({ name, spec: before.spec });
-      const image = parsed.ok ? parseImageRef(parsed.value.spec.image) : null;
-      if (parsed.ok && image !== null && image.ok) {
-        const v = await this.#verdict(image.value, parsed.value.spec.manifest, observed?.seq);
-        if (v !== undefined) appended.push(v);
-        const c = nextConfigVerdict(name, parsed.value.spec, seen.config);
-        if (c !== null) appended.push(this.#append(expected, "config.verdict", c, observed?.seq ?? null).seq);
-      }
-    }
+    const parsed = parsePlugin({ name, spec: before.spec });
+    const image = parsed.ok ? parseImageRef(parsed.value.spec.image) : null;
+    if (!parsed.ok || image === null || !image.ok) return appended;
+    const v = await this.#verdict(image.value, parsed.value.spec.manifest, observed?.seq);
+    if (v !== undefined) appended.push(v);
+    const c = nextConfigVerdict(name, parsed.value.spec, seen.config);
+    if (c !== null) appended.push(this.#append(expected, "config.verdict", c, observed?.seq ?? null).seq);
+    return appended;
+  }
+
+  /** The running version's signature, checked again before it may keep running. */
+  async #previousFacts(name: string): Promise<number[]> {
+    const appended: number[] = [];
+    const store = this.#d.store;
     // Previous: what the last decision ran or, before any, what the cluster's status said runs.
     const previous = previousVersion(store, name);
     const deployed = previous?.version ?? null;
