@@ -164,7 +164,9 @@ export function createPluginHost(o: PluginHostOptions): PluginHost {
   const tier = o.unconfinedDir === undefined ? null : new UnconfinedTier({
     dir: o.unconfinedDir,
     sealedDir: o.sealedDir ?? mkdtempSync(join(tmpdir(), "openfief-sealed-")),
-    caps, store: o.store, logger,
+    caps, store: o.store,
+    // One process serves every call of its executable, so its log is the executable's, not a call's.
+    log: (executable, digest, line) => logger.info({ executable, digest, stream: "stderr" }, line),
   });
 
   const summaryTimer = setInterval(() => flushCounts(), o.summaryIntervalMs ?? 300_000);
@@ -397,7 +399,7 @@ export function createPluginHost(o: PluginHostOptions): PluginHost {
         if (tier.byDigest(digest) === undefined) {
           return finish(plugin, "wasm", digest, req.method, started, failed(hostError(HostErrorCode.NotInstalled, `no module or permitted executable has digest ${digest}`, "digest")), list);
         }
-        const answer = await tier.call(digest, req.method, req.params ?? {}, req.secrets ?? [], deadline, (name, line) => logger.info({ plugin, digest, executable: name, stream: "stderr" }, redact(line, list)));
+        const answer = await tier.call(digest, req.method, req.params ?? {}, req.secrets ?? [], deadline);
         return finish(plugin, "unconfined", digest, req.method, started, answer.ok ? { ok: true, result: answer.result } : failed(answer.error), list);
       } finally {
         deadline.dispose();

@@ -45,6 +45,7 @@ export class ExecutableProcess {
   readonly #budget;
   #nextId = 1;
   #alive = true;
+  #killed = false;
   #stdout: Buffer[] = [];
   #stdoutBytes = 0;
   #stopReason: HostError | undefined;
@@ -100,8 +101,9 @@ export class ExecutableProcess {
     return { ok: true, process: p };
   }
 
+  /** False once it exited or is being killed: no new call goes to it. */
   get alive(): boolean {
-    return this.#alive;
+    return this.#alive && !this.#killed;
   }
 
   /** Calls in flight. */
@@ -126,7 +128,7 @@ export class ExecutableProcess {
   }
 
   #send(id: number, method: string, params: unknown): Promise<ParsedResponse> {
-    if (!this.#alive) return Promise.resolve({ ok: false, error: this.#stopReason ?? hostError(HostErrorCode.Failed, `${this.#o.name} is not running`) });
+    if (!this.alive) return Promise.resolve({ ok: false, error: this.#stopReason ?? hostError(HostErrorCode.Failed, `${this.#o.name} is not running`) });
     const frame = ENCODER.encode(`${JSON.stringify({ id, method, params })}\n`);
     if (frame.length > this.#o.messageBytes) return Promise.resolve({ ok: false, error: hostError(HostErrorCode.Failed, `the request is larger than the message cap of ${this.#o.messageBytes} bytes`, "params") });
     return new Promise((resolve) => {
@@ -183,6 +185,7 @@ export class ExecutableProcess {
   /** Kills the process group; calls in flight fail with `error` (plugin_failed by default). */
   kill(error: HostError | undefined): void {
     if (this.#stopReason === undefined) this.#stopReason = error ?? hostError(HostErrorCode.Failed, `${this.#o.name} was stopped`);
+    this.#killed = true;
     if (this.#alive && this.#child.pid !== undefined) {
       try {
         process.kill(-this.#child.pid, "SIGKILL");

@@ -6,7 +6,6 @@
  * after it exits or is stopped. A call unanswered past the time limit kills the process group,
  * which fails the calls in flight on it.
  */
-import type { Logger } from "pino";
 import type { EventStore } from "../../events/index.js";
 import { hostError, HostErrorCode, type HostError, type HostResult } from "../errors.js";
 import type { Deadline } from "../deadline.js";
@@ -35,7 +34,8 @@ export interface UnconfinedOptions {
   readonly sealedDir: string;
   readonly caps: Caps;
   readonly store: EventStore;
-  readonly logger: Logger;
+  /** Each (redacted, capped) stderr line of an executable's process. */
+  readonly log: (executable: string, digest: string, line: string) => void;
 }
 
 /** The tier of a deployment that enables it. */
@@ -83,13 +83,13 @@ export class UnconfinedTier {
     return found;
   }
 
-  async #process(p: PermittedExecutable, deadline: Deadline, log: (name: string, line: string) => void): Promise<HostResult<ExecutableProcess>> {
+  async #process(p: PermittedExecutable, deadline: Deadline): Promise<HostResult<ExecutableProcess>> {
     const running = this.#processes.get(p.digest);
     if (running !== undefined) {
       const r = await running;
       if (!r.ok || r.value.alive) return r;
       if (this.#processes.get(p.digest) === running) this.#processes.delete(p.digest);
-      return this.#process(p, deadline, log);
+      return this.#process(p, deadline);
     }
     const starting = (async (): Promise<HostResult<ExecutableProcess>> => {
       const sealed = await sealExecutable(this.#o.dir, p.name, p.digest, this.#o.sealedDir, this.#o.caps.executableBytes);
@@ -100,7 +100,7 @@ export class UnconfinedTier {
       const started = await ExecutableProcess.start({
         path: sealed.value, name: p.name, digest: p.digest,
         messageBytes: this.#o.caps.messageBytes, logLineChars: this.#o.caps.logLineBytes, logCallChars: this.#o.caps.logCallBytes,
-        log: (line) => log(p.name, line),
+        log: (line) => this.#o.log(p.name, p.digest, line),
         onExit: () => {
           if (this.#processes.get(p.digest) === starting) this.#processes.delete(p.digest);
         },
@@ -115,10 +115,10 @@ export class UnconfinedTier {
   }
 
   /** Runs one call on the permitted executable with `digest`. */
-  async call(digest: string, method: string, params: unknown, secrets: readonly string[], deadline: Deadline, log: (name: string, line: string) => void): Promise<ParsedResponse> {
+  async call(digest: string, method: string, params: unknown, secrets: readonly string[], deadline: Deadline): Promise<ParsedResponse> {
     const p = this.byDigest(digest);
     if (p === undefined || this.#closed) return { ok: false, error: hostError(HostErrorCode.NotInstalled, `no permitted executable has digest ${digest}`, "digest") };
-    const proc = await Promise.race([this.#process(p, deadline, log), deadline.reached]);
+    const proc = await Promise.race([this.#process(p, deadline), deadline.reached]);
     if (proc === "timeout") return { ok: false, error: deadline.error() };
     if (!proc.ok) return { ok: false, error: proc.error };
     const answer = await Promise.race([proc.value.call(method, params, secrets), deadline.reached]);
