@@ -92,6 +92,10 @@ export function capsProblems(caps: Caps): Problem[] {
   integerIn(problems, "caps.httpResponseBytes", caps.httpResponseBytes, 0, 64 * MiB);
   integerIn(problems, "caps.executableBytes", caps.executableBytes, 1, 4096 * MiB);
   integerIn(problems, "caps.modules", caps.modules, 1, 1024);
+  // A response body travels base64-encoded in one host_call answer, which the message cap bounds.
+  if (caps.messageBytes < Math.ceil(caps.httpResponseBytes / 3) * 4 + 64 * KiB) {
+    problems.push({ field: "caps.messageBytes", message: "must hold the largest HTTP response body in base64 plus 64 KiB" });
+  }
   return problems;
 }
 

@@ -76,7 +76,7 @@ beforeAll(async () => {
   write("_under", script("under"));
   mkdirSync(join(dir, "a-directory"));
   symlinkSync(join(dir, "echo"), join(dir, "link"));
-  t = await startHost({ unconfinedDir: dir, caps: { messageBytes: 64 * 1024, logLineBytes: 200, logCallBytes: 4096 } });
+  t = await startHost({ unconfinedDir: dir, caps: { messageBytes: 64 * 1024, httpResponseBytes: 0, logLineBytes: 200, logCallBytes: 4096 } });
 });
 
 afterAll(async () => {
