@@ -13,6 +13,7 @@
  * Plain JavaScript: the sandbox's workers start without a TypeScript loader (ADR 0011).
  */
 import { getRandomValues } from "node:crypto";
+import { TextDecoder as UtilTextDecoder } from "node:util";
 import { parentPort, receiveMessageOnPort, workerData } from "node:worker_threads";
 import { LineCapture, logBudget, redact, redactionList } from "./log-lines.js";
 
@@ -63,7 +64,10 @@ function post(message, transfer) {
   port.postMessage(message, transfer ?? []);
 }
 
-/** The call being served, or the instantiation (cid null). */
+/**
+ * The call being served, or the instantiation (cid null). Its log streams are made on the first
+ * write: most calls log nothing.
+ */
 let call = newCallState(null, []);
 
 /**
@@ -71,20 +75,39 @@ let call = newCallState(null, []);
  * @param {readonly string[]} secrets
  */
 function newCallState(cid, secrets) {
-  const list = redactionList(secrets);
+  const list = secrets.length === 0 ? [] : redactionList(secrets);
   const budget = logBudget(caps.logCallChars);
-  const decoders = { 1: new TextDecoder("utf-8"), 2: new TextDecoder("utf-8") };
+  /** @type {{ decoder: import("node:util").TextDecoder, capture: LineCapture } | undefined} */
+  let out;
+  /** @type {{ decoder: import("node:util").TextDecoder, capture: LineCapture } | undefined} */
+  let err;
   /** @param {1 | 2} fd */
-  const capture = (fd) => new LineCapture({ lineChars: caps.logLineChars, budget, list, emit: (line) => post({ t: "log", cid, fd, line }) });
-  return { cid, list, budget, decoders, streams: { 1: capture(1), 2: capture(2) } };
+  const make = (fd) => ({
+    decoder: new UtilTextDecoder("utf-8"),
+    capture: new LineCapture({ lineChars: caps.logLineChars, budget, list, emit: (line) => post({ t: "log", cid, fd, line }) }),
+  });
+  return {
+    cid,
+    list,
+    budget,
+    /** @param {1 | 2} fd */
+    stream(fd) {
+      if (fd === 1) return (out ??= make(1));
+      return (err ??= make(2));
+    },
+    end() {
+      for (const s of [out, err]) {
+        if (s === undefined) continue;
+        const tail = s.decoder.decode();
+        if (tail !== "") s.capture.write(tail);
+        s.capture.end();
+      }
+    },
+  };
 }
 
 function endLogs() {
-  for (const fd of /** @type {const} */ ([1, 2])) {
-    const tail = call.decoders[fd].decode();
-    if (tail !== "") call.streams[fd].write(tail);
-    call.streams[fd].end();
-  }
+  call.end();
 }
 
 /** @type {Record<string, unknown>} */
@@ -163,12 +186,12 @@ function fdWrite(fd, iovs, count, nwritten) {
   if (!inBounds(iovs, (count >>> 0) * 8) || !inBounds(nwritten, 4)) return EFAULT;
   const view = new DataView(memory().buffer);
   let total = 0;
-  const decoder = call.decoders[fd];
+  const stream = call.stream(fd);
   for (let i = 0; i < count >>> 0; i++) {
     const p = view.getUint32((iovs >>> 0) + i * 8, true);
     const n = view.getUint32((iovs >>> 0) + i * 8 + 4, true);
     if (!inBounds(p, n)) return EFAULT;
-    if (n > 0) call.streams[fd].write(decoder.decode(new Uint8Array(memory().buffer, p, n), { stream: true }));
+    if (n > 0) stream.capture.write(stream.decoder.decode(new Uint8Array(memory().buffer, p, n), { stream: true }));
     total += n;
   }
   writeU32(nwritten, total);
