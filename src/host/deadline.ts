@@ -11,6 +11,7 @@ export class Deadline {
   readonly #timer: NodeJS.Timeout;
   readonly #controller = new AbortController();
   #expired = false;
+  #cancelled = false;
   /** Resolves with `"timeout"` when the time is up (never rejects). */
   readonly reached: Promise<"timeout">;
 
@@ -29,8 +30,12 @@ export class Deadline {
     this.#timer = setTimeout(fire, ms);
     // A caller that stops waiting ends the call the same way (its instance may be stuck).
     if (signal !== undefined) {
-      if (signal.aborted) fire();
-      else signal.addEventListener("abort", fire, { once: true });
+      const cancel = (): void => {
+        if (!this.#expired) this.#cancelled = true;
+        fire();
+      };
+      if (signal.aborted) cancel();
+      else signal.addEventListener("abort", cancel, { once: true });
     }
   }
 
@@ -49,8 +54,9 @@ export class Deadline {
     return this.#expired ? 0 : Math.max(0, this.#at - performance.now());
   }
 
-  /** The error of a call that ran out of time. */
+  /** The error of a call that ran out of time (or whose caller stopped waiting). */
   error(): HostError {
+    if (this.#cancelled) return hostError(HostErrorCode.TimedOut, "the caller stopped waiting for the call");
     return hostError(HostErrorCode.TimedOut, `the call did not finish within its time limit of ${this.#ms} ms`);
   }
 

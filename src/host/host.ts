@@ -155,6 +155,8 @@ export function createPluginHost(o: PluginHostOptions): PluginHost {
   const clock = o.clock ?? (() => new Date());
   const actor = o.actor ?? "plugin-host";
   const hardStopMs = o.hardStopMs ?? 1000;
+  // Preparing is not a call: a cold start (a process, a compile) gets at least 30 s ahead of calls.
+  const prepareMs = Math.max(limits.time, 30_000);
   const pools = new Map<string, ModulePool>();
   const manifests = new Map<string, Manifest>();
   const last = new Map<string, LastCall>();
@@ -164,7 +166,7 @@ export function createPluginHost(o: PluginHostOptions): PluginHost {
   const tier = o.unconfinedDir === undefined ? null : new UnconfinedTier({
     dir: o.unconfinedDir,
     sealedDir: o.sealedDir ?? mkdtempSync(join(tmpdir(), "openfief-sealed-")),
-    caps, store: o.store,
+    caps, store: o.store, startMs: prepareMs,
     // One process serves every call of its executable, so its log is the executable's, not a call's.
     log: (executable, digest, line) => logger.info({ executable, digest, stream: "stderr" }, line),
   });
@@ -215,7 +217,7 @@ export function createPluginHost(o: PluginHostOptions): PluginHost {
         o.store.append([{
           stream: pluginStream(plugin), type: "plugin.call", actor,
           data: {
-            name: plugin, runtime, digest: validDigest(digest) ? digest : "0".repeat(64), method: cut(method, 128) || "?", source: e.source, code: e.code, message,
+            name: plugin, runtime, ...(validDigest(digest) ? { digest } : {}), method: cut(method, 128) || "?", source: e.source, code: e.code, message,
             ...(e.source === "host" && e.field !== undefined ? { field: cut(e.field, 200) } : {}),
           },
         }]);
@@ -233,10 +235,17 @@ export function createPluginHost(o: PluginHostOptions): PluginHost {
     // The least recently used module with no call under way goes; its sandbox process stops.
     for (const [d, p] of pools) {
       if (pools.size <= caps.modules) break;
-      if (d === digest || p.busy > 0) continue;
+      if (d === digest || p.active > 0) continue;
       pools.delete(d);
       p.close();
     }
+  }
+
+  /** True when `digest` is a permitted executable's (known to the tier, or on the log when it is off). */
+  function isExecutable(digest: string): boolean {
+    if (modules.get(digest) !== undefined) return false;
+    if (tier !== null) return tier.byDigest(digest) !== undefined;
+    return [...permitsFromLog(o.store).values()].some((p) => p.digest === digest);
   }
 
   function manifestOf(digest: string, stored: StoredModule): Manifest | undefined {
@@ -299,11 +308,14 @@ export function createPluginHost(o: PluginHostOptions): PluginHost {
       if (m !== undefined && (opts.manifest === undefined || manifestEqual(opts.manifest, m))) return { ok: true, value: { digest, size: existing.size, manifest: m } };
     }
     const pool = new ModulePool({ digest, bytes: checked.value.bytes, limits, caps, hardStopMs, logger });
-    const deadline = new Deadline(limits.time);
+    const preparing = new Deadline(prepareMs);
+    let deadline: Deadline | undefined;
     try {
-      const ready = await Promise.race([pool.prepare(), deadline.reached]);
-      if (ready === "timeout") return { ok: false, error: deadline.error() };
+      const ready = await Promise.race([pool.prepare(), preparing.reached]);
+      if (ready === "timeout") return { ok: false, error: hostError(HostErrorCode.TimedOut, `compiling and instantiating the module took more than ${prepareMs} ms`) };
       if (!ready.ok) return ready;
+      // Asking for the manifest is a call like any other, within the call time limit.
+      deadline = new Deadline(limits.time);
       const answer = await runOnPool("-", digest, pool, { method: "manifest", params: {} }, deadline, []);
       if (!answer.ok) {
         const e = answer.error;
@@ -336,7 +348,8 @@ export function createPluginHost(o: PluginHostOptions): PluginHost {
       else pool.close();
       return { ok: true, value: { digest, size: bytes.length, manifest } };
     } finally {
-      deadline.dispose();
+      preparing.dispose();
+      deadline?.dispose();
       if (pools.get(digest) !== pool) pool.kill("the install did not complete");
     }
   }
@@ -364,10 +377,10 @@ export function createPluginHost(o: PluginHostOptions): PluginHost {
       if (!validDigest(digest)) return { ok: false, error: hostError(HostErrorCode.NotInstalled, "not a module digest", "digest") };
       const pool = poolFor(digest);
       if (!pool.ok) return pool;
-      const deadline = new Deadline(limits.time);
+      const deadline = new Deadline(prepareMs);
       try {
         const r = await Promise.race([pool.value.prepare(), deadline.reached]);
-        return r === "timeout" ? { ok: false, error: deadline.error() } : r;
+        return r === "timeout" ? { ok: false, error: hostError(HostErrorCode.TimedOut, `compiling and instantiating the module took more than ${prepareMs} ms`) } : r;
       } finally {
         deadline.dispose();
       }
@@ -390,7 +403,7 @@ export function createPluginHost(o: PluginHostOptions): PluginHost {
         const stored = modules.get(digest);
         if (stored !== undefined) return finish(plugin, "wasm", digest, req.method, started, await callModule(plugin, digest, stored, req, deadline, list), list);
         if (tier === null) {
-          const permitted = [...permitsFromLog(o.store).values()].some((p) => p.digest === digest);
+          const permitted = isExecutable(digest);
           const error = permitted
             ? hostError(HostErrorCode.UnconfinedDisabled, "the plugin is an unconfined executable and this deployment does not enable the unconfined tier", "digest")
             : hostError(HostErrorCode.NotInstalled, `no module or permitted executable has digest ${digest}`, "digest");
@@ -407,7 +420,7 @@ export function createPluginHost(o: PluginHostOptions): PluginHost {
     },
 
     refuse(plugin, digest, method, error) {
-      return finish(plugin, "wasm", digest, method, performance.now(), failed(error), []);
+      return finish(plugin, isExecutable(digest) ? "unconfined" : "wasm", digest, method, performance.now(), failed(error), []);
     },
 
     evict(digest) {
@@ -431,10 +444,12 @@ export function createPluginHost(o: PluginHostOptions): PluginHost {
       if (closed) return;
       closed = true;
       clearInterval(summaryTimer);
-      flushCounts();
       for (const p of pools.values()) p.kill("the host is closing");
       pools.clear();
       await tier?.close();
+      // The calls the kills ended settle first, so their outcomes are counted or recorded.
+      await new Promise((resolve) => setImmediate(resolve));
+      flushCounts();
     },
   };
   return host;

@@ -77,6 +77,11 @@ export class ModulePool {
     return n;
   }
 
+  /** Calls running or waiting, and instances starting: a pool with any is not dropped. */
+  get active(): number {
+    return this.busy + this.#waiters.length + this.#starting;
+  }
+
   /** The sandbox process's pid, while one runs. */
   get pid(): number | undefined {
     return this.#sandbox?.pid;

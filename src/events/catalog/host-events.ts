@@ -25,7 +25,8 @@ export interface ModuleUninstalled { digest: string }
 export interface PluginCallFailed {
   name: string;
   runtime: PluginRuntime;
-  digest: string;
+  /** The code's digest; absent when the call named none that is valid. */
+  digest?: string;
   method: string;
   source: "host" | "plugin";
   code: string;
@@ -63,7 +64,7 @@ export function defineHostEvents(r: EventRegistry): void {
   define({
     type: "plugin.call", version: 1, stream: inNamedStream("plugin", "name"),
     fields: {
-      name: req(name), runtime: req(runtime), digest: req(hexDigest), method: req(short(128)),
+      name: req(name), runtime: req(runtime), digest: opt(hexDigest), method: req(short(128)),
       source: req({ enum: ["host", "plugin"] }), code: req({ type: "string", pattern: "^[a-z][a-z_]{0,63}$" }),
       message: req({ type: "string", maxLength: 1000 }), field: opt(short(200)),
     },

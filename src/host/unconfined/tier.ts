@@ -8,7 +8,7 @@
  */
 import type { EventStore } from "../../events/index.js";
 import { hostError, HostErrorCode, type HostError, type HostResult } from "../errors.js";
-import type { Deadline } from "../deadline.js";
+import { Deadline } from "../deadline.js";
 import type { Caps } from "../limits.js";
 import type { ParsedResponse } from "../response.js";
 import { ExecutableProcess } from "./executable-process.js";
@@ -33,6 +33,8 @@ export interface UnconfinedOptions {
   /** Where sealed copies are made (private to the host). */
   readonly sealedDir: string;
   readonly caps: Caps;
+  /** How long a start (seal, spawn, `abi_version`) may take; a call waits for it only its own time. */
+  readonly startMs: number;
   readonly store: EventStore;
   /** Each (redacted, capped) stderr line of an executable's process. */
   readonly log: (executable: string, digest: string, line: string) => void;
@@ -83,15 +85,17 @@ export class UnconfinedTier {
     return found;
   }
 
-  async #process(p: PermittedExecutable, deadline: Deadline): Promise<HostResult<ExecutableProcess>> {
+  /** The running process of `p`, started when there is none (within its own start deadline, not a call's). */
+  async #process(p: PermittedExecutable): Promise<HostResult<ExecutableProcess>> {
     const running = this.#processes.get(p.digest);
     if (running !== undefined) {
       const r = await running;
       if (!r.ok || r.value.alive) return r;
       if (this.#processes.get(p.digest) === running) this.#processes.delete(p.digest);
-      return this.#process(p, deadline);
+      return this.#process(p);
     }
     const starting = (async (): Promise<HostResult<ExecutableProcess>> => {
+      const deadline = new Deadline(this.#o.startMs);
       const sealed = await sealExecutable(this.#o.dir, p.name, p.digest, this.#o.sealedDir, this.#o.caps.executableBytes);
       if (!sealed.ok) {
         // A file that is gone since it was permitted is unknown; anything else is as sealing says.
@@ -105,6 +109,7 @@ export class UnconfinedTier {
           if (this.#processes.get(p.digest) === starting) this.#processes.delete(p.digest);
         },
       }, deadline);
+      deadline.dispose();
       return started.ok ? { ok: true, value: started.process } : started;
     })();
     this.#processes.set(p.digest, starting);
@@ -118,7 +123,7 @@ export class UnconfinedTier {
   async call(digest: string, method: string, params: unknown, secrets: readonly string[], deadline: Deadline): Promise<ParsedResponse> {
     const p = this.byDigest(digest);
     if (p === undefined || this.#closed) return { ok: false, error: hostError(HostErrorCode.NotInstalled, `no permitted executable has digest ${digest}`, "digest") };
-    const proc = await Promise.race([this.#process(p, deadline), deadline.reached]);
+    const proc = await Promise.race([this.#process(p), deadline.reached]);
     if (proc === "timeout") return { ok: false, error: deadline.error() };
     if (!proc.ok) return { ok: false, error: proc.error };
     const answer = await Promise.race([proc.value.call(method, params, secrets), deadline.reached]);
