@@ -81,14 +81,16 @@ function strictBase64(text: string): Uint8Array | undefined {
   return bytes.toString("base64") === text ? new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength) : undefined;
 }
 
-/** Parses and checks an `http` request; a refusal names what is wrong. */
-export function parseHttpParams(params: unknown, ctx: Pick<HostCallContext, "origins" | "requestBodyBytes">): { ok: true; request: PluginHttpRequest; origin: string } | { ok: false; refusal: Refusal; origin?: string } {
-  const bad = (message: string): { ok: false; refusal: Refusal } => ({ ok: false, refusal: { code: GuestErrorCode.InvalidRequest, message } });
-  if (!isObject(params)) return bad("params must be an object");
-  for (const k of Object.keys(params)) if (!["method", "url", "headers", "body", "bodyBase64"].includes(k)) return bad(`params.${k} is not a field of an http request`);
-  const method = params.method;
-  if (typeof method !== "string" || !METHODS.has(method)) return bad("params.method must be one of GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS");
-  const raw = params.url;
+type Checked<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly refusal: Refusal };
+
+function bad(message: string): { ok: false; refusal: Refusal } {
+  return { ok: false, refusal: { code: GuestErrorCode.InvalidRequest, message } };
+}
+
+const PARAM_FIELDS: ReadonlySet<string> = new Set(["method", "url", "headers", "body", "bodyBase64"]);
+
+/** The URL, `https` only, without credentials or fragment. */
+function checkUrl(raw: unknown): Checked<URL> {
   if (typeof raw !== "string" || raw.length === 0 || raw.length > MAX_URL) return bad(`params.url must be a URL of at most ${MAX_URL} characters`);
   let url: URL;
   try {
@@ -99,41 +101,75 @@ export function parseHttpParams(params: unknown, ctx: Pick<HostCallContext, "ori
   if (url.protocol !== "https:") return bad("only https URLs: plugins reach their origins through the CONNECT-only egress proxy");
   if (url.username !== "" || url.password !== "") return bad("params.url must not carry credentials");
   url.hash = "";
-  const origin = url.origin;
+  return { ok: true, value: url };
+}
+
+/** One header, or why it is refused. */
+function headerProblem(name: string, value: unknown, seen: Readonly<Record<string, string>>): string | undefined {
+  if (!isToken(name)) return "a header name is not a token";
+  const lower = name.toLowerCase();
+  if (FORBIDDEN_HEADERS.has(lower)) return `header ${lower} is set by the host, not the plugin`;
+  if (typeof value !== "string" || hasLineBreakOrNul(value)) return `header ${lower} must be a string without CR, LF or NUL`;
+  if (Object.hasOwn(seen, lower)) return `header ${lower} is given twice`;
+  return undefined;
+}
+
+/** The headers, lower-cased, each checked, all within the size cap. */
+function checkHeaders(raw: unknown): Checked<Record<string, string>> {
+  const headers: Record<string, string> = {};
+  if (raw === undefined) return { ok: true, value: headers };
+  if (!isObject(raw)) return bad("params.headers must be an object of strings");
+  const entries = Object.entries(raw);
+  if (entries.length > MAX_HEADERS) return bad(`at most ${MAX_HEADERS} headers`);
+  let size = 0;
+  for (const [name, value] of entries) {
+    const problem = headerProblem(name, value, headers);
+    if (problem !== undefined) return bad(problem);
+    size += name.length + (value as string).length;
+    if (size > MAX_HEADER_BYTES) return bad(`the headers are larger than ${MAX_HEADER_BYTES} bytes`);
+    headers[name.toLowerCase()] = value as string;
+  }
+  return { ok: true, value: headers };
+}
+
+/** The body from `body` (UTF-8) or `bodyBase64`, within the cap; none for GET and HEAD. */
+function checkBody(params: Record<string, unknown>, method: string, cap: number): Checked<Uint8Array | undefined> {
+  const { body, bodyBase64 } = params;
+  if (body !== undefined && bodyBase64 !== undefined) return bad("give body or bodyBase64, not both");
+  let bytes: Uint8Array | undefined;
+  if (body !== undefined) {
+    if (typeof body !== "string") return bad("params.body must be a string");
+    bytes = ENCODER.encode(body);
+  } else if (bodyBase64 !== undefined) {
+    if (typeof bodyBase64 !== "string") return bad("params.bodyBase64 must be a string");
+    if (bodyBase64.length > Math.ceil(cap / 3) * 4 + 4) return bad(`the request body is larger than the cap of ${cap} bytes`);
+    bytes = strictBase64(bodyBase64);
+    if (bytes === undefined) return bad("params.bodyBase64 is not canonical base64");
+  }
+  if (bytes === undefined) return { ok: true, value: undefined };
+  if (bytes.length > cap) return bad(`the request body is larger than the cap of ${cap} bytes`);
+  if (method === "GET" || method === "HEAD") return bad(`a ${method} request has no body`);
+  return { ok: true, value: bytes };
+}
+
+/** Parses and checks an `http` request; a refusal names what is wrong. */
+export function parseHttpParams(params: unknown, ctx: Pick<HostCallContext, "origins" | "requestBodyBytes">): { ok: true; request: PluginHttpRequest; origin: string } | { ok: false; refusal: Refusal; origin?: string } {
+  if (!isObject(params)) return bad("params must be an object");
+  const unknown = Object.keys(params).find((k) => !PARAM_FIELDS.has(k));
+  if (unknown !== undefined) return bad(`params.${unknown} is not a field of an http request`);
+  const method = params.method;
+  if (typeof method !== "string" || !METHODS.has(method)) return bad("params.method must be one of GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS");
+  const url = checkUrl(params.url);
+  if (!url.ok) return url;
+  const origin = url.value.origin;
   if (!ctx.origins.has(origin)) {
     return { ok: false, origin, refusal: { code: GuestErrorCode.OriginNotApproved, message: ctx.origins.size === 0 ? "this call is not granted HTTP" : `origin ${origin} is not approved for this plugin` } };
   }
-  const headers: Record<string, string> = {};
-  if (params.headers !== undefined) {
-    if (!isObject(params.headers)) return bad("params.headers must be an object of strings");
-    const entries = Object.entries(params.headers);
-    if (entries.length > MAX_HEADERS) return bad(`at most ${MAX_HEADERS} headers`);
-    let size = 0;
-    for (const [name, value] of entries) {
-      if (!isToken(name)) return bad("a header name is not a token");
-      const lower = name.toLowerCase();
-      if (FORBIDDEN_HEADERS.has(lower)) return bad(`header ${lower} is set by the host, not the plugin`);
-      if (typeof value !== "string" || hasLineBreakOrNul(value)) return bad(`header ${lower} must be a string without CR, LF or NUL`);
-      if (Object.hasOwn(headers, lower)) return bad(`header ${lower} is given twice`);
-      size += name.length + value.length;
-      if (size > MAX_HEADER_BYTES) return bad(`the headers are larger than ${MAX_HEADER_BYTES} bytes`);
-      headers[lower] = value;
-    }
-  }
-  let body: Uint8Array | undefined;
-  if (params.body !== undefined && params.bodyBase64 !== undefined) return bad("give body or bodyBase64, not both");
-  if (params.body !== undefined) {
-    if (typeof params.body !== "string") return bad("params.body must be a string");
-    body = ENCODER.encode(params.body);
-  } else if (params.bodyBase64 !== undefined) {
-    if (typeof params.bodyBase64 !== "string") return bad("params.bodyBase64 must be a string");
-    if (params.bodyBase64.length > Math.ceil(ctx.requestBodyBytes / 3) * 4 + 4) return bad(`the request body is larger than the cap of ${ctx.requestBodyBytes} bytes`);
-    body = strictBase64(params.bodyBase64);
-    if (body === undefined) return bad("params.bodyBase64 is not canonical base64");
-  }
-  if (body !== undefined && body.length > ctx.requestBodyBytes) return bad(`the request body is larger than the cap of ${ctx.requestBodyBytes} bytes`);
-  if (body !== undefined && (method === "GET" || method === "HEAD")) return bad(`a ${method} request has no body`);
-  return { ok: true, origin, request: { method, url: url.href, headers, ...(body === undefined ? {} : { body }) } };
+  const headers = checkHeaders(params.headers);
+  if (!headers.ok) return headers;
+  const body = checkBody(params, method, ctx.requestBodyBytes);
+  if (!body.ok) return body;
+  return { ok: true, origin, request: { method, url: url.value.href, headers: headers.value, ...(body.value === undefined ? {} : { body: body.value }) } };
 }
 
 function responseReply(outcome: Extract<HttpOutcome, { ok: true }>, messageBytes: number): Uint8Array | Refusal {
@@ -150,47 +186,42 @@ function responseReply(outcome: Extract<HttpOutcome, { ok: true }>, messageBytes
   return bytes;
 }
 
-/** Serves one `host_call`; always resolves with the answer's bytes. */
-export async function serveHostCall(requestBytes: Uint8Array, ctx: HostCallContext, record: (r: HostCallRecord) => void): Promise<Uint8Array> {
-  const cap = Math.min(ctx.messageBytes, hostCallRequestCap(ctx.requestBodyBytes));
-  if (requestBytes.length > cap) {
-    record({ method: "?", code: GuestErrorCode.InvalidRequest });
-    return errorReply({ code: GuestErrorCode.InvalidRequest, message: `the request is larger than ${cap} bytes` });
-  }
+/** The `http` params of a request, or the refusal of a request that is not an `http` call. */
+function readEnvelope(requestBytes: Uint8Array, cap: number): { ok: true; params: unknown } | { ok: false; refusal: Refusal; method: string } {
+  if (requestBytes.length > cap) return { ok: false, method: "?", refusal: { code: GuestErrorCode.InvalidRequest, message: `the request is larger than ${cap} bytes` } };
   let message: unknown;
   try {
     message = JSON.parse(STRICT_UTF8.decode(requestBytes));
   } catch {
-    record({ method: "?", code: GuestErrorCode.InvalidRequest });
-    return errorReply({ code: GuestErrorCode.InvalidRequest, message: "the request is not UTF-8 JSON" });
+    return { ok: false, method: "?", refusal: { code: GuestErrorCode.InvalidRequest, message: "the request is not UTF-8 JSON" } };
   }
   if (!isObject(message) || typeof message.method !== "string") {
-    record({ method: "?", code: GuestErrorCode.InvalidRequest });
-    return errorReply({ code: GuestErrorCode.InvalidRequest, message: 'the request must be {"method": string, "params": ...}' });
+    return { ok: false, method: "?", refusal: { code: GuestErrorCode.InvalidRequest, message: 'the request must be {"method": string, "params": ...}' } };
   }
   if (message.method !== "http") {
-    record({ method: message.method.slice(0, 64), code: GuestErrorCode.UnknownMethod });
-    return errorReply({ code: GuestErrorCode.UnknownMethod, message: "host_call serves only the method http" });
+    return { ok: false, method: message.method.slice(0, 64), refusal: { code: GuestErrorCode.UnknownMethod, message: "host_call serves only the method http" } };
   }
-  const parsed = parseHttpParams(message.params, ctx);
-  if (!parsed.ok) {
-    record({ method: "http", code: parsed.refusal.code, ...(parsed.origin === undefined ? {} : { origin: parsed.origin }) });
-    return errorReply(parsed.refusal);
-  }
+  return { ok: true, params: message.params };
+}
+
+/** Serves one `host_call`; always resolves with the answer's bytes. */
+export async function serveHostCall(requestBytes: Uint8Array, ctx: HostCallContext, record: (r: HostCallRecord) => void): Promise<Uint8Array> {
+  const refuse = (refusal: Refusal, r: HostCallRecord): Uint8Array => {
+    record(r);
+    return errorReply(refusal);
+  };
+  const envelopeRead = readEnvelope(requestBytes, Math.min(ctx.messageBytes, hostCallRequestCap(ctx.requestBodyBytes)));
+  if (!envelopeRead.ok) return refuse(envelopeRead.refusal, { method: envelopeRead.method, code: envelopeRead.refusal.code });
+  const parsed = parseHttpParams(envelopeRead.params, ctx);
+  if (!parsed.ok) return refuse(parsed.refusal, { method: "http", code: parsed.refusal.code, ...(parsed.origin === undefined ? {} : { origin: parsed.origin }) });
+  const origin = parsed.origin;
   if (ctx.http === undefined || ctx.egressToken === undefined) {
-    record({ method: "http", origin: parsed.origin, code: GuestErrorCode.OriginNotApproved });
-    return errorReply({ code: GuestErrorCode.OriginNotApproved, message: "this call is not granted HTTP" });
+    return refuse({ code: GuestErrorCode.OriginNotApproved, message: "this call is not granted HTTP" }, { method: "http", origin, code: GuestErrorCode.OriginNotApproved });
   }
   const outcome = await ctx.http.send(parsed.request, { egressToken: ctx.egressToken, signal: ctx.signal, maxResponseBytes: ctx.responseBodyBytes });
-  if (!outcome.ok) {
-    record({ method: "http", origin: parsed.origin, code: GuestErrorCode.HttpFailed });
-    return errorReply({ code: GuestErrorCode.HttpFailed, message: outcome.message });
-  }
+  if (!outcome.ok) return refuse({ code: GuestErrorCode.HttpFailed, message: outcome.message }, { method: "http", origin, code: GuestErrorCode.HttpFailed });
   const reply = responseReply(outcome, ctx.messageBytes);
-  if (!(reply instanceof Uint8Array)) {
-    record({ method: "http", origin: parsed.origin, code: reply.code });
-    return errorReply(reply);
-  }
-  record({ method: "http", origin: parsed.origin, status: outcome.response.status });
+  if (!(reply instanceof Uint8Array)) return refuse(reply, { method: "http", origin, code: reply.code });
+  record({ method: "http", origin, status: outcome.response.status });
   return reply;
 }

@@ -13,8 +13,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Logger } from "pino";
 import type { EventStore, PluginRuntime } from "../events/index.js";
-import { isPluginName, pluginStream } from "../events/index.js";
+import { isPluginName } from "../events/index.js";
 import { manifestEqual, parseManifestLabel, type JsonValue, type Manifest } from "../plugins/index.js";
+import { CallRecorder, type CallResult, type CallScope, type LastCall } from "./call-recorder.js";
 import { Deadline } from "./deadline.js";
 import { hostError, HostErrorCode, type CallError, type HostError, type HostResult } from "./errors.js";
 import { serveHostCall, type HostCallRecord } from "./host-call.js";
@@ -24,8 +25,9 @@ import { checkModule, validDigest } from "./module-check.js";
 import { ModulePool } from "./module-pool.js";
 import { ModuleStore, type StoredModule } from "./module-store.js";
 import { approvedOriginSet } from "./origins.js";
+import { checkReportedManifest } from "./reported-manifest.js";
 import { parseResponse, type ParsedResponse } from "./response.js";
-import { redact, redactionList, safeCut, REDACTED } from "./sandbox/log-lines.js";
+import { redact, redactionList } from "./sandbox/log-lines.js";
 import { permitsFromLog, UnconfinedTier, type PermittedExecutable } from "./unconfined/tier.js";
 import type { ExecutableFile } from "./unconfined/executables.js";
 
@@ -72,25 +74,13 @@ export interface CallRequest {
   readonly signal?: AbortSignal;
 }
 
-/** A call's result: the plugin's `result`, or why there is none. */
-export type CallResult = { readonly ok: true; readonly result: JsonValue } | { readonly ok: false; readonly error: CallError };
+export type { CallResult, LastCall } from "./call-recorder.js";
 
 /** An installed module. */
 export interface InstalledModule {
   readonly digest: string;
   readonly size: number;
   readonly manifest: Manifest;
-}
-
-/** The last call of a plugin, for `get plugins`. */
-export interface LastCall {
-  readonly at: string;
-  readonly runtime: PluginRuntime;
-  readonly digest: string;
-  readonly method: string;
-  readonly ms: number;
-  /** Absent when the call succeeded. */
-  readonly error?: { readonly source: "host" | "plugin"; readonly code: string };
 }
 
 /** The unconfined tier as the app layer sees it. */
@@ -141,7 +131,6 @@ export interface PluginHost {
 }
 
 const ENCODER = new TextEncoder();
-const MAX_EVENT_MESSAGE = 1000;
 
 function failed(error: CallError): CallResult {
   return { ok: false, error };
@@ -159,8 +148,7 @@ export function createPluginHost(o: PluginHostOptions): PluginHost {
   const prepareMs = Math.max(limits.time, 30_000);
   const pools = new Map<string, ModulePool>();
   const manifests = new Map<string, Manifest>();
-  const last = new Map<string, LastCall>();
-  const counts = new Map<string, { name: string; runtime: PluginRuntime; digest: string; from: string; succeeded: number }>();
+  const recorder = new CallRecorder({ store: o.store, logger, clock, actor });
   let closed = false;
 
   const tier = o.unconfinedDir === undefined ? null : new UnconfinedTier({
@@ -171,61 +159,12 @@ export function createPluginHost(o: PluginHostOptions): PluginHost {
     log: (executable, digest, line) => logger.info({ executable, digest, stream: "stderr" }, line),
   });
 
-  const summaryTimer = setInterval(() => flushCounts(), o.summaryIntervalMs ?? 300_000);
+  const summaryTimer = setInterval(() => recorder.flush(), o.summaryIntervalMs ?? 300_000);
   summaryTimer.unref();
 
-  function flushCounts(): void {
-    if (counts.size === 0) return;
-    const to = clock().toISOString();
-    const batch = [...counts.values()].map((c) => ({
-      stream: pluginStream(c.name), type: "plugin.calls", actor,
-      data: { name: c.name, runtime: c.runtime, digest: c.digest, from: c.from, to, succeeded: c.succeeded },
-    }));
-    counts.clear();
-    try {
-      o.store.append(batch);
-    } catch (err) {
-      logger.error({ err: err instanceof Error ? err.message : String(err) }, "could not record plugin call counts");
-    }
-  }
-
-  function cut(text: string, max: number): string {
-    return text.length <= max ? text : text.slice(0, safeCut(text, max - 1, [REDACTED])) + "…";
-  }
-
-  /** Records a finished call: a success counted, a failure as a `plugin.call` event. */
-  function finish(plugin: string, runtime: PluginRuntime, digest: string, method: string, started: number, result: CallResult, list: readonly string[]): CallResult {
-    const ms = Math.round(performance.now() - started);
-    const at = clock().toISOString();
-    if (result.ok) {
-      const key = `${plugin}\u0000${runtime}\u0000${digest}`;
-      const c = counts.get(key);
-      if (c === undefined) counts.set(key, { name: plugin, runtime, digest, from: at, succeeded: 1 });
-      else c.succeeded++;
-      last.set(plugin, { at, runtime, digest, method, ms });
-      return result;
-    }
-    const e = result.error;
-    const message = cut(redact(e.message, list), MAX_EVENT_MESSAGE);
-    const error: CallError = e.source === "host"
-      ? { source: "host", code: e.code, message, ...(e.field === undefined ? {} : { field: e.field }) }
-      : { source: "plugin", code: e.code, message };
-    last.set(plugin, { at, runtime, digest, method, ms, error: { source: e.source, code: e.code } });
-    logger.warn({ plugin, digest, method, source: e.source, code: e.code, ms }, `plugin call failed: ${message}`);
-    if (isPluginName(plugin)) {
-      try {
-        o.store.append([{
-          stream: pluginStream(plugin), type: "plugin.call", actor,
-          data: {
-            name: plugin, runtime, ...(validDigest(digest) ? { digest } : {}), method: cut(method, 128) || "?", source: e.source, code: e.code, message,
-            ...(e.source === "host" && e.field !== undefined ? { field: cut(e.field, 200) } : {}),
-          },
-        }]);
-      } catch (err) {
-        logger.error({ plugin, err: err instanceof Error ? err.message : String(err) }, "could not record a failed plugin call");
-      }
-    }
-    return failed(error);
+  /** The scope of a call arriving now. */
+  function scope(plugin: string, runtime: PluginRuntime, digest: string, method: string, secrets: readonly string[]): CallScope {
+    return { plugin, runtime, digest, method, started: performance.now(), list: redactionList(secrets) };
   }
 
   function touch(digest: string, pool: ModulePool): void {
@@ -273,7 +212,8 @@ export function createPluginHost(o: PluginHostOptions): PluginHost {
     return { ok: true, value: pool };
   }
 
-  async function runOnPool(plugin: string, digest: string, pool: ModulePool, req: CallRequest, deadline: Deadline, list: readonly string[]): Promise<ParsedResponse> {
+  async function runOnPool(call: CallScope, pool: ModulePool, req: CallRequest, deadline: Deadline): Promise<ParsedResponse> {
+    const { plugin, digest, list } = call;
     const request = ENCODER.encode(JSON.stringify({ method: req.method, params: req.params ?? {} }));
     if (request.length > caps.messageBytes) return { ok: false, error: hostError(HostErrorCode.Failed, `the request is larger than the message cap of ${caps.messageBytes} bytes`, "params") };
     const origins = approvedOriginSet(req.origins ?? []);
@@ -289,13 +229,42 @@ export function createPluginHost(o: PluginHostOptions): PluginHost {
     return parseResponse(outcome.response);
   }
 
-  async function callModule(plugin: string, digest: string, stored: StoredModule, req: CallRequest, deadline: Deadline, list: readonly string[]): Promise<CallResult> {
-    const manifest = manifestOf(digest, stored);
-    if (manifest === undefined) return failed(hostError(HostErrorCode.ManifestInvalid, "the module's stored manifest is not valid", "manifest"));
-    const pool = poolFor(digest);
+  async function callModule(call: CallScope, stored: StoredModule, req: CallRequest, deadline: Deadline): Promise<CallResult> {
+    if (manifestOf(call.digest, stored) === undefined) return failed(hostError(HostErrorCode.ManifestInvalid, "the module's stored manifest is not valid", "manifest"));
+    const pool = poolFor(call.digest);
     if (!pool.ok) return failed(pool.error);
-    const r = await runOnPool(plugin, digest, pool.value, req, deadline, list);
+    const r = await runOnPool(call, pool.value, req, deadline);
     return r.ok ? { ok: true, result: r.result } : failed(r.error);
+  }
+
+  /** Runs a call on the code its digest names: a module, or a permitted executable. */
+  async function dispatch(call: CallScope, req: CallRequest, deadline: Deadline): Promise<CallResult> {
+    const { digest } = call;
+    if (!validDigest(digest)) return failed(hostError(HostErrorCode.NotInstalled, "not a code digest (lowercase hex SHA-256)", "digest"));
+    const stored = modules.get(digest);
+    if (stored !== undefined) return callModule(call, stored, req, deadline);
+    if (call.runtime !== "unconfined") return failed(hostError(HostErrorCode.NotInstalled, `no module or permitted executable has digest ${digest}`, "digest"));
+    if (tier === null) {
+      return failed(hostError(HostErrorCode.UnconfinedDisabled, "the plugin is an unconfined executable and this deployment does not enable the unconfined tier", "digest"));
+    }
+    const answer = await tier.call(digest, req.method, req.params ?? {}, req.secrets ?? [], deadline);
+    return answer.ok ? { ok: true, result: answer.result } : failed(answer.error);
+  }
+
+  /** Compiles and instantiates a fresh pool within the prepare budget, then asks its manifest. */
+  async function readyAndAsk(pool: ModulePool, digest: string, expected: Manifest | undefined): Promise<HostResult<{ manifest: Manifest; text: string }>> {
+    const preparing = new Deadline(prepareMs);
+    const ready = await Promise.race([pool.prepare(), preparing.reached]);
+    preparing.dispose();
+    if (ready === "timeout") return { ok: false, error: hostError(HostErrorCode.TimedOut, `compiling and instantiating the module took more than ${prepareMs} ms`) };
+    if (!ready.ok) return ready;
+    // Asking for the manifest is a call like any other, within the call time limit.
+    const deadline = new Deadline(limits.time);
+    try {
+      return checkReportedManifest(await runOnPool(scope("-", "wasm", digest, "manifest", []), pool, { method: "manifest", params: {} }, deadline), expected);
+    } finally {
+      deadline.dispose();
+    }
   }
 
   async function install(bytes: Uint8Array, opts: { readonly actor?: string; readonly manifest?: Manifest } = {}): Promise<HostResult<InstalledModule>> {
@@ -303,38 +272,15 @@ export function createPluginHost(o: PluginHostOptions): PluginHost {
     if (!checked.ok) return checked;
     const digest = checked.value.digest;
     const existing = modules.get(digest);
-    if (existing !== undefined) {
-      const m = manifestOf(digest, existing);
-      if (m !== undefined && (opts.manifest === undefined || manifestEqual(opts.manifest, m))) return { ok: true, value: { digest, size: existing.size, manifest: m } };
+    const known = existing === undefined ? undefined : manifestOf(digest, existing);
+    if (existing !== undefined && known !== undefined && (opts.manifest === undefined || manifestEqual(opts.manifest, known))) {
+      return { ok: true, value: { digest, size: existing.size, manifest: known } };
     }
     const pool = new ModulePool({ digest, bytes: checked.value.bytes, limits, caps, hardStopMs, logger });
-    const preparing = new Deadline(prepareMs);
-    let deadline: Deadline | undefined;
     try {
-      const ready = await Promise.race([pool.prepare(), preparing.reached]);
-      if (ready === "timeout") return { ok: false, error: hostError(HostErrorCode.TimedOut, `compiling and instantiating the module took more than ${prepareMs} ms`) };
-      if (!ready.ok) return ready;
-      // Asking for the manifest is a call like any other, within the call time limit.
-      deadline = new Deadline(limits.time);
-      const answer = await runOnPool("-", digest, pool, { method: "manifest", params: {} }, deadline, []);
-      if (!answer.ok) {
-        const e = answer.error;
-        return { ok: false, error: e.source === "host" ? e : hostError(HostErrorCode.ManifestInvalid, `the module answered manifest with ${e.code}: ${e.message}`, "manifest") };
-      }
-      const text = JSON.stringify(answer.result);
-      const parsed = parseManifestLabel(text, "manifest");
-      if (!parsed.ok) {
-        const first = parsed.errors[0];
-        return { ok: false, error: hostError(HostErrorCode.ManifestInvalid, `the module reported an invalid manifest: ${parsed.errors.map((x) => `${x.path}: ${x.message}`).join("; ")}`, first?.path ?? "manifest") };
-      }
-      const manifest = parsed.value;
-      const view = manifest.capabilities.findIndex((c) => c !== "connector");
-      if (view >= 0) {
-        return { ok: false, error: hostError(HostErrorCode.DialectUnknown, `a WebAssembly plugin serves the connector contract only; it cannot serve capability ${manifest.capabilities[view] ?? "?"}`, `manifest.capabilities[${view}]`) };
-      }
-      if (opts.manifest !== undefined && !manifestEqual(opts.manifest, manifest)) {
-        return { ok: false, error: hostError(HostErrorCode.ManifestInvalid, "the module's manifest differs from the signed manifest label", "manifest") };
-      }
+      const reported = await readyAndAsk(pool, digest, opts.manifest);
+      if (!reported.ok) return reported;
+      const { manifest, text } = reported.value;
       const at = clock().toISOString();
       modules.transaction(() => {
         if (modules.get(digest) !== undefined) return;
@@ -343,13 +289,9 @@ export function createPluginHost(o: PluginHostOptions): PluginHost {
       });
       manifests.set(digest, manifest);
       // Installed means about to be used: keep it compiled, with its ready instance.
-      const before = pools.get(digest);
-      if (before === undefined) touch(digest, pool);
-      else pool.close();
+      if (pools.get(digest) === undefined) touch(digest, pool);
       return { ok: true, value: { digest, size: bytes.length, manifest } };
     } finally {
-      preparing.dispose();
-      deadline?.dispose();
       if (pools.get(digest) !== pool) pool.kill("the install did not complete");
     }
   }
@@ -393,34 +335,19 @@ export function createPluginHost(o: PluginHostOptions): PluginHost {
     },
 
     async call(plugin, digest, req) {
-      const started = performance.now();
-      const list = redactionList(req.secrets ?? []);
+      if (closed) return failed(hostError(HostErrorCode.NotInstalled, "the host is closed"));
+      if (!isPluginName(plugin)) return failed(hostError(HostErrorCode.NotInstalled, "not a plugin name", "plugin"));
+      const call = scope(plugin, validDigest(digest) && isExecutable(digest) ? "unconfined" : "wasm", digest, req.method, req.secrets ?? []);
       const deadline = new Deadline(limits.time, req.signal);
       try {
-        if (closed) return failed(hostError(HostErrorCode.NotInstalled, "the host is closed"));
-        if (!isPluginName(plugin)) return failed(hostError(HostErrorCode.NotInstalled, "not a plugin name", "plugin"));
-        if (!validDigest(digest)) return finish(plugin, "wasm", digest, req.method, started, failed(hostError(HostErrorCode.NotInstalled, "not a code digest (lowercase hex SHA-256)", "digest")), list);
-        const stored = modules.get(digest);
-        if (stored !== undefined) return finish(plugin, "wasm", digest, req.method, started, await callModule(plugin, digest, stored, req, deadline, list), list);
-        if (tier === null) {
-          const permitted = isExecutable(digest);
-          const error = permitted
-            ? hostError(HostErrorCode.UnconfinedDisabled, "the plugin is an unconfined executable and this deployment does not enable the unconfined tier", "digest")
-            : hostError(HostErrorCode.NotInstalled, `no module or permitted executable has digest ${digest}`, "digest");
-          return finish(plugin, permitted ? "unconfined" : "wasm", digest, req.method, started, failed(error), list);
-        }
-        if (tier.byDigest(digest) === undefined) {
-          return finish(plugin, "wasm", digest, req.method, started, failed(hostError(HostErrorCode.NotInstalled, `no module or permitted executable has digest ${digest}`, "digest")), list);
-        }
-        const answer = await tier.call(digest, req.method, req.params ?? {}, req.secrets ?? [], deadline);
-        return finish(plugin, "unconfined", digest, req.method, started, answer.ok ? { ok: true, result: answer.result } : failed(answer.error), list);
+        return recorder.finish(call, await dispatch(call, req, deadline));
       } finally {
         deadline.dispose();
       }
     },
 
     refuse(plugin, digest, method, error) {
-      return finish(plugin, isExecutable(digest) ? "unconfined" : "wasm", digest, method, performance.now(), failed(error), []);
+      return recorder.finish(scope(plugin, isExecutable(digest) ? "unconfined" : "wasm", digest, method, []), failed(error));
     },
 
     evict(digest) {
@@ -436,7 +363,7 @@ export function createPluginHost(o: PluginHostOptions): PluginHost {
       permitted: () => tier.permitted(),
     },
 
-    lastCalls: () => last,
+    lastCalls: () => recorder.last,
 
     sandboxPid: (digest) => pools.get(digest)?.pid,
 
@@ -449,7 +376,7 @@ export function createPluginHost(o: PluginHostOptions): PluginHost {
       await tier?.close();
       // The calls the kills ended settle first, so their outcomes are counted or recorded.
       await new Promise((resolve) => setImmediate(resolve));
-      flushCounts();
+      recorder.flush();
     },
   };
   return host;

@@ -129,6 +129,16 @@ export function proxyHttp(o: ProxyHttpOptions): HttpCapability {
   };
 }
 
+/** Fixed descriptions by undici or system error code. */
+const BY_CODE: Readonly<Record<string, string>> = {
+  UND_ERR_CONNECT_TIMEOUT: "connecting timed out",
+  ECONNREFUSED: "the egress proxy is not reachable",
+  UND_ERR_SOCKET: "the connection was closed",
+  ECONNRESET: "the connection was closed",
+  UND_ERR_HEADERS_TIMEOUT: "the origin did not answer in time",
+  UND_ERR_BODY_TIMEOUT: "the origin did not answer in time",
+};
+
 /** A fixed description per failure kind: undici's messages are not passed on as they are. */
 function describe(err: unknown): string {
   const e = err as { code?: unknown; message?: unknown; cause?: { code?: unknown } };
@@ -136,10 +146,8 @@ function describe(err: unknown): string {
   const status = /Proxy response \((\d{3})\)/.exec(message);
   if (status !== null) return `the egress proxy refused the connection (${status[1]})`;
   const code = typeof e.code === "string" ? e.code : typeof e.cause?.code === "string" ? e.cause.code : "";
-  if (code === "UND_ERR_CONNECT_TIMEOUT") return "connecting timed out";
-  if (code === "ECONNREFUSED") return "the egress proxy is not reachable";
-  if (code === "UND_ERR_SOCKET" || code === "ECONNRESET") return "the connection was closed";
+  const known = BY_CODE[code];
+  if (known !== undefined) return known;
   if (/certificate|self.signed|SSL|TLS/i.test(message) || /^ERR_TLS|CERT|SSL/.test(code)) return "the TLS handshake with the origin failed";
-  if (code === "UND_ERR_HEADERS_TIMEOUT" || code === "UND_ERR_BODY_TIMEOUT") return "the origin did not answer in time";
   return code !== "" && /^[A-Z_]{1,40}$/.test(code) ? `the request failed (${code})` : "the request failed";
 }

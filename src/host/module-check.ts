@@ -61,6 +61,66 @@ function functionType(info: ModuleInfo, index: number): FuncType | undefined {
   return t === undefined ? undefined : info.types[t];
 }
 
+/** A refusal: why, and which part of the module. */
+type Problem = { readonly message: string; readonly field: string };
+
+/** Every import a function the host provides, with its exact type. */
+function importProblem(info: ModuleInfo): Problem | undefined {
+  for (const [i, imp] of info.imports.entries()) {
+    const field = `imports[${i}]`;
+    const what = `${imp.module}.${imp.name}`;
+    if (imp.kind !== "func") return { message: `import ${what} is a ${imp.kind}; a plugin may import only functions`, field };
+    const want = allowedImport(imp.module, imp.name);
+    if (want === undefined) return { message: `import ${what} is not provided by the host (only openfief.host_call and wasi_snapshot_preview1)`, field };
+    const got = imp.type === undefined ? undefined : info.types[imp.type];
+    if (got === undefined) return { message: `import ${what} names a type the module does not define`, field };
+    if (!sameType(got, want)) return { message: `import ${what} has type ${formatType(got)}, not ${formatType(want)}`, field };
+  }
+  return undefined;
+}
+
+/** Exactly one 32-bit, unshared memory that starts within the cap. */
+function memoryProblem(info: ModuleInfo, capPages: number): Problem | undefined {
+  if (info.memories.length > 1) return { message: "the module defines more than one memory", field: "memory" };
+  const mem = info.memories[0];
+  if (mem === undefined) return { message: "the module defines no memory", field: "memory" };
+  if ((mem.flags & 0x04) !== 0) return { message: "the module's memory is 64-bit", field: "memory" };
+  if ((mem.flags & 0x02) !== 0) return { message: "the module's memory is shared", field: "memory" };
+  if (mem.flags > 0x01) return { message: `the module's memory has unsupported limit flags 0x${mem.flags.toString(16)}`, field: "memory" };
+  if (mem.min > capPages) return { message: `the module's memory starts at ${mem.min} pages, more than the cap of ${capPages} (${capPages * WASM_PAGE} bytes)`, field: "memory.initial" };
+  if (mem.max !== undefined && mem.max < mem.min) return { message: "the module's memory maximum is below its minimum", field: "memory.maximum" };
+  return undefined;
+}
+
+/** The memory exported as `memory`, and every ABI function export with its type. */
+function exportProblem(info: ModuleInfo): Problem | undefined {
+  const exports = new Map(info.exports.map((e) => [e.name, e]));
+  const memExport = exports.get("memory");
+  if (memExport === undefined || memExport.kind !== "memory" || memExport.index !== 0) return { message: "the module does not export its memory as \"memory\"", field: "exports.memory" };
+  for (const [name, spec] of Object.entries(ABI_EXPORTS)) {
+    const e = exports.get(name);
+    if (e === undefined) {
+      if (spec.required) return { message: `the module does not export ${name}`, field: `exports.${name}` };
+      continue;
+    }
+    const t = e.kind === "func" ? functionType(info, e.index) : undefined;
+    if (t === undefined) return { message: `export ${name} is not a function`, field: `exports.${name}` };
+    if (!sameType(t, spec.type)) return { message: `export ${name} has type ${formatType(t)}, not ${formatType(spec.type)}`, field: `exports.${name}` };
+  }
+  return undefined;
+}
+
+/** `bytes` with the memory section replaced by one memory of `min` pages and maximum `max`. */
+function withMemoryLimits(bytes: Uint8Array, section: { readonly start: number; readonly end: number }, min: number, max: number): Uint8Array {
+  const content = [0x01, 0x01, ...encodeU32(min), ...encodeU32(max)];
+  const head = [SectionId.Memory, ...encodeU32(content.length), ...content];
+  const out = new Uint8Array(section.start + head.length + (bytes.length - section.end));
+  out.set(bytes.subarray(0, section.start), 0);
+  out.set(head, section.start);
+  out.set(bytes.subarray(section.end), section.start + head.length);
+  return out;
+}
+
 /** Checks `bytes` against `limits` and `caps` and rewrites its memory maximum; never throws. */
 export function checkModule(bytes: Uint8Array, limits: Limits, caps: Caps): HostResult<CheckedModule> {
   if (bytes.length > caps.moduleBytes) return invalid(`the module is ${bytes.length} bytes, more than the cap of ${caps.moduleBytes}`, "module");
@@ -71,53 +131,18 @@ export function checkModule(bytes: Uint8Array, limits: Limits, caps: Caps): Host
     if (err instanceof WasmFormatError) return invalid(`${err.message} (at byte ${err.offset})`, "module");
     return invalid("the module could not be read", "module");
   }
-
-  for (const [i, imp] of info.imports.entries()) {
-    const field = `imports[${i}]`;
-    const what = `${imp.module}.${imp.name}`;
-    if (imp.kind !== "func") return invalid(`import ${what} is a ${imp.kind}; a plugin may import only functions`, field);
-    const want = allowedImport(imp.module, imp.name);
-    if (want === undefined) return invalid(`import ${what} is not provided by the host (only openfief.host_call and wasi_snapshot_preview1)`, field);
-    const got = imp.type === undefined ? undefined : info.types[imp.type];
-    if (got === undefined) return invalid(`import ${what} names a type the module does not define`, field);
-    if (!sameType(got, want)) return invalid(`import ${what} has type ${formatType(got)}, not ${formatType(want)}`, field);
-  }
-
-  if (info.memories.length === 0) return invalid("the module defines no memory", "memory");
-  if (info.memories.length > 1) return invalid("the module defines more than one memory", "memory");
-  const mem = info.memories[0];
-  if (mem === undefined) return invalid("the module defines no memory", "memory");
-  if ((mem.flags & 0x04) !== 0) return invalid("the module's memory is 64-bit", "memory");
-  if ((mem.flags & 0x02) !== 0) return invalid("the module's memory is shared", "memory");
-  if (mem.flags > 0x01) return invalid(`the module's memory has unsupported limit flags 0x${mem.flags.toString(16)}`, "memory");
   const capPages = limits.memory / WASM_PAGE;
-  if (mem.min > capPages) return invalid(`the module's memory starts at ${mem.min} pages, more than the cap of ${capPages} (${limits.memory} bytes)`, "memory.initial");
-  if (mem.max !== undefined && mem.max < mem.min) return invalid("the module's memory maximum is below its minimum", "memory.maximum");
-
-  const exports = new Map(info.exports.map((e) => [e.name, e]));
-  const memExport = exports.get("memory");
-  if (memExport === undefined || memExport.kind !== "memory" || memExport.index !== 0) return invalid("the module does not export its memory as \"memory\"", "exports.memory");
-  for (const [name, spec] of Object.entries(ABI_EXPORTS)) {
-    const e = exports.get(name);
-    if (e === undefined) {
-      if (spec.required) return invalid(`the module does not export ${name}`, `exports.${name}`);
-      continue;
-    }
-    const t = e.kind === "func" ? functionType(info, e.index) : undefined;
-    if (t === undefined) return invalid(`export ${name} is not a function`, `exports.${name}`);
-    if (!sameType(t, spec.type)) return invalid(`export ${name} has type ${formatType(t)}, not ${formatType(spec.type)}`, `exports.${name}`);
-  }
-
-  const maximum = Math.min(mem.max ?? capPages, capPages);
+  const problem = importProblem(info) ?? memoryProblem(info, capPages) ?? exportProblem(info);
+  if (problem !== undefined) return invalid(problem.message, problem.field);
+  const mem = info.memories[0];
   const section = info.sections.find((s) => s.id === SectionId.Memory);
-  if (section === undefined) return invalid("the module defines no memory section", "memory");
-  const content = [0x01, 0x01, ...encodeU32(mem.min), ...encodeU32(maximum)];
-  const rewritten = new Uint8Array(section.start + 1 + encodeU32(content.length).length + content.length + (bytes.length - section.end));
-  rewritten.set(bytes.subarray(0, section.start), 0);
-  rewritten.set([SectionId.Memory, ...encodeU32(content.length), ...content], section.start);
-  rewritten.set(bytes.subarray(section.end), section.start + 1 + encodeU32(content.length).length + content.length);
+  if (mem === undefined || section === undefined) return invalid("the module defines no memory section", "memory");
+  const maximum = Math.min(mem.max ?? capPages, capPages);
   return {
     ok: true,
-    value: { digest: sha256Hex(bytes), bytes: rewritten, memory: { initial: mem.min, maximum }, initialize: exports.has("_initialize") },
+    value: {
+      digest: sha256Hex(bytes), bytes: withMemoryLimits(bytes, section, mem.min, maximum), memory: { initial: mem.min, maximum },
+      initialize: info.exports.some((e) => e.name === "_initialize"),
+    },
   };
 }

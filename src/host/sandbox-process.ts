@@ -188,60 +188,80 @@ export class SandboxProcess {
   #receive(m: FromSandbox): void {
     switch (m.t) {
       case "compiled":
-      case "compile_failed": {
-        const c = this.#compile;
-        this.#compile = undefined;
-        if (c?.kind === "compile") c.resolve(m.t === "compiled" ? { ok: true } : { ok: false, message: m.message });
-        return;
-      }
+      case "compile_failed":
+        return this.#compiled(m);
       case "ready":
-      case "spawn_failed": {
-        const p = this.#pending.get(m.iid);
-        if (p?.kind !== "spawn") return;
-        this.#pending.delete(m.iid);
-        p.resolve(m.t === "ready" ? { ok: true } : { ok: false, code: m.code, message: m.message });
-        return;
-      }
-      case "log": {
-        const p = this.#pending.get(m.iid);
-        if (p?.kind === "run" && p.cid === m.cid) p.handlers.log(m.fd, m.line);
-        return;
-      }
-      case "host_call": {
-        const p = this.#pending.get(m.iid);
-        if (p?.kind !== "run" || p.cid !== m.cid) return;
-        void p.handlers.hostCall(m.request).then((response) => {
-          if (this.#pending.get(m.iid) === p) this.#send({ t: "reply", iid: m.iid, response });
-        });
-        return;
-      }
+      case "spawn_failed":
+        return this.#spawned(m);
+      case "log":
+      case "host_call":
+        return this.#running(m);
       case "done":
-      case "failed": {
-        const p = this.#pending.get(m.iid);
-        if (p?.kind !== "run" || p.cid !== m.cid) return;
-        this.#pending.delete(m.iid);
-        p.resolve(m.t === "done" ? { ok: true, response: m.response, dropped: m.dropped } : { ok: false, code: m.code, message: m.message, dropped: m.dropped });
-        return;
-      }
-      case "stopped": {
-        const p = this.#pending.get(m.iid);
-        if (p?.kind !== "stop") return;
-        this.#pending.delete(m.iid);
-        clearTimeout(p.timer);
-        p.resolve();
-        return;
-      }
-      case "crashed": {
-        const p = this.#pending.get(m.iid);
-        if (p?.kind === "stop") return;
-        if (p !== undefined) {
-          this.#pending.delete(m.iid);
-          settleFailed(p, m.message);
-        }
-        this.#o.onInstanceLost(m.iid);
-        return;
-      }
+      case "failed":
+        return this.#ran(m);
+      case "stopped":
+        return this.#stopped(m.iid);
+      case "crashed":
+        return this.#crashed(m.iid, m.message);
     }
+  }
+
+  /** The pending operation of instance `iid` when it is of `kind` (and, for a run, of call `cid`). */
+  #pendingOf<K extends Pending["kind"]>(iid: number, kind: K, cid?: number | null): Extract<Pending, { kind: K }> | undefined {
+    const p = this.#pending.get(iid);
+    if (p?.kind !== kind) return undefined;
+    if (p.kind === "run" && p.cid !== cid) return undefined;
+    return p as Extract<Pending, { kind: K }>;
+  }
+
+  #compiled(m: Extract<FromSandbox, { t: "compiled" | "compile_failed" }>): void {
+    const c = this.#compile;
+    this.#compile = undefined;
+    if (c?.kind === "compile") c.resolve(m.t === "compiled" ? { ok: true } : { ok: false, message: m.message });
+  }
+
+  #spawned(m: Extract<FromSandbox, { t: "ready" | "spawn_failed" }>): void {
+    const p = this.#pendingOf(m.iid, "spawn");
+    if (p === undefined) return;
+    this.#pending.delete(m.iid);
+    p.resolve(m.t === "ready" ? { ok: true } : { ok: false, code: m.code, message: m.message });
+  }
+
+  #running(m: Extract<FromSandbox, { t: "log" | "host_call" }>): void {
+    const p = this.#pendingOf(m.iid, "run", m.cid);
+    if (p === undefined) return;
+    if (m.t === "log") {
+      p.handlers.log(m.fd, m.line);
+      return;
+    }
+    void p.handlers.hostCall(m.request).then((response) => {
+      if (this.#pending.get(m.iid) === p) this.#send({ t: "reply", iid: m.iid, response });
+    });
+  }
+
+  #ran(m: Extract<FromSandbox, { t: "done" | "failed" }>): void {
+    const p = this.#pendingOf(m.iid, "run", m.cid);
+    if (p === undefined) return;
+    this.#pending.delete(m.iid);
+    p.resolve(m.t === "done" ? { ok: true, response: m.response, dropped: m.dropped } : { ok: false, code: m.code, message: m.message, dropped: m.dropped });
+  }
+
+  #stopped(iid: number): void {
+    const p = this.#pendingOf(iid, "stop");
+    if (p === undefined) return;
+    this.#pending.delete(iid);
+    clearTimeout(p.timer);
+    p.resolve();
+  }
+
+  #crashed(iid: number, message: string): void {
+    const p = this.#pending.get(iid);
+    if (p?.kind === "stop") return;
+    if (p !== undefined) {
+      this.#pending.delete(iid);
+      settleFailed(p, message);
+    }
+    this.#o.onInstanceLost(iid);
   }
 }
 

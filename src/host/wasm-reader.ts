@@ -238,6 +238,53 @@ function expectEnd(c: Cursor, what: string): void {
   if (c.left !== 0) c.fail(`the ${what} section has trailing bytes`);
 }
 
+function readFunctions(s: Cursor): number[] {
+  const n = s.count();
+  const out: number[] = [];
+  for (let i = 0; i < n; i++) out.push(s.u32());
+  return out;
+}
+
+function readMemories(s: Cursor): MemoryLimits[] {
+  const n = s.count(2);
+  const out: MemoryLimits[] = [];
+  for (let i = 0; i < n; i++) {
+    const m = limitsAt(s);
+    out.push(m);
+    // Past an unsupported form the rest cannot be read; the caller refuses it by its flags.
+    if (m.flags > 0x01) return out;
+  }
+  return out;
+}
+
+type Parts = { -readonly [K in Exclude<keyof ModuleInfo, "sections">]: ModuleInfo[K] };
+
+/** The readers of the sections the host checks, each reading its whole content. */
+const SECTION_READERS: Readonly<Partial<Record<number, (s: Cursor, parts: Parts) => void>>> = {
+  [SectionId.Type]: (s, p) => void (p.types = readTypes(s)),
+  [SectionId.Import]: (s, p) => void (p.imports = readImports(s)),
+  [SectionId.Function]: (s, p) => void (p.functions = readFunctions(s)),
+  [SectionId.Memory]: (s, p) => void (p.memories = readMemories(s)),
+  [SectionId.Export]: (s, p) => void (p.exports = readExports(s)),
+};
+
+const SECTION_NAMES: Readonly<Record<number, string>> = { [SectionId.Type]: "type", [SectionId.Import]: "import", [SectionId.Function]: "function", [SectionId.Memory]: "memory", [SectionId.Export]: "export" };
+
+/** Reads one section header at the cursor, refusing an unknown id or a repeated one. */
+function sectionAt(c: Cursor, seen: Set<number>): Section {
+  const start = c.pos;
+  const id = c.byte();
+  const size = c.u32();
+  const contentStart = c.pos;
+  if (size > c.left) c.fail(`section ${id} is longer than the module`);
+  if (id > SectionId.Tag) throw new WasmFormatError(`unknown section id ${id}`, start);
+  if (id !== SectionId.Custom) {
+    if (seen.has(id)) throw new WasmFormatError(`section ${id} appears twice`, start);
+    seen.add(id);
+  }
+  return { id, start, contentStart, end: contentStart + size };
+}
+
 /** Reads the module's header and sections. Throws {@link WasmFormatError}. */
 export function readModule(bytes: Uint8Array): ModuleInfo {
   const c = new Cursor(bytes, 0, bytes.length);
@@ -245,63 +292,20 @@ export function readModule(bytes: Uint8Array): ModuleInfo {
   for (const b of VERSION) if (c.byte() !== b) throw new WasmFormatError("not WebAssembly version 1", 4);
   const sections: Section[] = [];
   const seen = new Set<number>();
-  let types: FuncType[] = [];
-  let imports: Import[] = [];
-  let functions: number[] = [];
-  let memories: MemoryLimits[] = [];
-  let exports: Export[] = [];
+  const parts: Parts = { types: [], imports: [], functions: [], memories: [], exports: [] };
   while (c.left > 0) {
-    const start = c.pos;
-    const id = c.byte();
-    const size = c.u32();
-    const contentStart = c.pos;
-    if (size > c.left) c.fail(`section ${id} is longer than the module`);
-    const end = contentStart + size;
-    if (id > SectionId.Tag) throw new WasmFormatError(`unknown section id ${id}`, start);
-    if (id !== SectionId.Custom) {
-      if (seen.has(id)) throw new WasmFormatError(`section ${id} appears twice`, start);
-      seen.add(id);
+    const section = sectionAt(c, seen);
+    sections.push(section);
+    const read = SECTION_READERS[section.id];
+    if (read !== undefined) {
+      const s = new Cursor(bytes, section.contentStart, section.end);
+      read(s, parts);
+      // A memory section stopped at an unsupported form is refused by its flags, not here.
+      if (parts.memories.every((m) => m.flags <= 0x01) || section.id !== SectionId.Memory) expectEnd(s, SECTION_NAMES[section.id] ?? `${section.id}`);
     }
-    sections.push({ id, start, contentStart, end });
-    const s = new Cursor(bytes, contentStart, end);
-    switch (id) {
-      case SectionId.Type:
-        types = readTypes(s);
-        expectEnd(s, "type");
-        break;
-      case SectionId.Import:
-        imports = readImports(s);
-        expectEnd(s, "import");
-        break;
-      case SectionId.Function: {
-        const n = s.count();
-        functions = [];
-        for (let i = 0; i < n; i++) functions.push(s.u32());
-        expectEnd(s, "function");
-        break;
-      }
-      case SectionId.Memory: {
-        const n = s.count(2);
-        memories = [];
-        for (let i = 0; i < n; i++) {
-          const m = limitsAt(s);
-          memories.push(m);
-          // Past an unsupported form the rest cannot be read; the caller refuses it by its flags.
-          if (m.flags > 0x01) break;
-        }
-        if (memories.every((m) => m.flags <= 0x01)) expectEnd(s, "memory");
-        break;
-      }
-      case SectionId.Export:
-        exports = readExports(s);
-        expectEnd(s, "export");
-        break;
-      default:
-        break;
-    }
-    c.pos = end;
+    c.pos = section.end;
   }
-  return { sections, types, imports, functions, memories, exports };
+  return { sections, ...parts };
 }
 
 /** The unsigned LEB128 encoding of `n` (a u32). */
