@@ -9,12 +9,13 @@
  * Figures, not a timed test: every loop is bounded. `BENCH_CALLS` sets the calls per measurement.
  */
 import { fork } from "node:child_process";
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { Worker } from "node:worker_threads";
 import { pino } from "pino";
+import type { JsonValue } from "../src/plugins/index.js";
 import { openStore } from "../src/events/index.js";
 import { createPluginHost, type PluginHost } from "../src/host/index.js";
 import { checkModule } from "../src/host/module-check.js";
@@ -107,97 +108,101 @@ async function workerRoundTrip(): Promise<number> {
   return median(lat);
 }
 
+type Call = (req: { method: string; params: JsonValue }) => Promise<unknown>;
+
+/** Median cold start and install of each module, as table rows. */
+async function coldStarts(host: PluginHost, modules: readonly [string, Uint8Array][]): Promise<string[][]> {
+  const rows: string[][] = [];
+  for (const [name, bytes] of modules) {
+    const installs: number[] = [];
+    const prepares: number[] = [];
+    for (let i = 0; i < COLD_ROUNDS; i++) {
+      const s = performance.now();
+      const r = await host.install(bytes);
+      installs.push(performance.now() - s);
+      if (!r.ok) throw new Error(r.error.message);
+      host.evict(r.value.digest);
+      const p = performance.now();
+      ok(await host.prepare(r.value.digest));
+      prepares.push(performance.now() - p);
+      host.evict(r.value.digest);
+      ok(host.uninstall(r.value.digest));
+    }
+    rows.push([name, `${(bytes.length / 1024).toFixed(0)} KiB`, fmtMs(median(prepares)), fmtMs(median(installs))]);
+  }
+  return rows;
+}
+
+/** The same module instantiated in this thread and called directly: no isolation at all. */
+async function inProcess(bytes: Uint8Array): Promise<Call> {
+  const checked = checkModule(bytes, DEFAULT_LIMITS, DEFAULT_CAPS);
+  if (!checked.ok) throw new Error("check");
+  const inst = await wasm.instantiate(await wasm.compile(checked.value.bytes), {
+    wasi_snapshot_preview1: { fd_write: () => 0, proc_exit: () => undefined },
+    openfief: { host_call: () => 0n },
+  });
+  const ex = inst.exports as { memory: { buffer: ArrayBuffer }; openfief_alloc: (n: number) => number; openfief_call: (p: number, n: number) => bigint };
+  return (req) => {
+    const request = new TextEncoder().encode(JSON.stringify(req));
+    const at = ex.openfief_alloc(request.length);
+    new Uint8Array(ex.memory.buffer, at, request.length).set(request);
+    const packed = ex.openfief_call(at, request.length);
+    const view = new Uint8Array(ex.memory.buffer, Number(packed >> 32n), Number(packed & 0xffffffffn));
+    return Promise.resolve(JSON.parse(new TextDecoder().decode(view)) as unknown);
+  };
+}
+
+/** Warm-call rows: the limits, the confined tier and the unconfined tier. */
+async function warmCalls(host: PluginHost, echoBytes: Uint8Array): Promise<string[][]> {
+  const params = { batchId: "b-1", watermark: "2026-12-01" };
+  const installed = await host.install(echoBytes);
+  if (!installed.ok) throw new Error(installed.error.message);
+  const unconfined = host.unconfined;
+  const [exe] = (await unconfined?.list()) ?? [];
+  if (unconfined === null || exe === undefined) throw new Error("no unconfined executable");
+  ok(await unconfined.permit(exe.name, exe.digest, "owner:bench"));
+  const plain: Call = (req) => Promise.resolve(JSON.parse(`{"result":${JSON.stringify(req)}}`) as unknown);
+  const paths: [string, Call][] = [
+    ["plain in-process function (same JSON work)", plain],
+    ["same module in-process, no isolation", await inProcess(echoBytes)],
+    ["confined: host.call (sandbox process + worker)", async (req) => ok(await host.call("bench", installed.value.digest, req))],
+    ["unconfined: host.call (NDJSON over stdio)", async (req) => ok(await host.call("bench", exe.digest, req))],
+  ];
+  const rows: string[][] = [];
+  for (const [name, call] of paths) {
+    const m = await measure(() => call({ method: "sync", params }));
+    rows.push([name, fmtMs(m.p50), fmtMs(m.p99), m.rate1.toFixed(0), m.rate4.toFixed(0)]);
+  }
+  return rows;
+}
+
+function table(head: string[], rows: string[][]): void {
+  console.log(`| ${head.join(" | ")} |`);
+  console.log(`| ${head.map((_, i) => (i === 0 ? "---" : "---:")).join(" | ")} |`);
+  for (const r of rows) console.log(`| ${r.join(" | ")} |`);
+}
+
 async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), "bench-host-"));
   const store = await openStore({ file: join(dir, "events.db") });
   const unconfinedDir = join(dir, "unconfined");
-  const { mkdirSync } = await import("node:fs");
   mkdirSync(unconfinedDir);
   writeFileSync(join(unconfinedDir, "echo"), UNCONFINED_ECHO);
   chmodSync(join(unconfinedDir, "echo"), 0o755);
-  const host: PluginHost = createPluginHost({ store, logger: pino({ level: "silent" }), unconfinedDir, sealedDir: join(dir, "sealed"), summaryIntervalMs: 60_000 });
-  const rows: string[][] = [];
+  const host = createPluginHost({ store, logger: pino({ level: "silent" }), unconfinedDir, sealedDir: join(dir, "sealed"), summaryIntervalMs: 60_000 });
   try {
     const echoBytes = await guest({ body: BODY.echo });
     const modules: [string, Uint8Array][] = [["WAT echo guest", echoBytes]];
     if (existsSync(ECB)) modules.push(["ecb-fx (AssemblyScript)", new Uint8Array(readFileSync(ECB))]);
-
-    // Cold start: a new sandbox process, compile, instantiate, _initialize, ABI check.
     console.log(`cold start (median of ${COLD_ROUNDS}):`);
-    const cold: string[][] = [];
-    for (const [name, bytes] of modules) {
-      const installs: number[] = [];
-      const prepares: number[] = [];
-      for (let i = 0; i < COLD_ROUNDS; i++) {
-        const s = performance.now();
-        const r = await host.install(bytes);
-        installs.push(performance.now() - s);
-        if (!r.ok) throw new Error(r.error.message);
-        host.evict(r.value.digest);
-        const p = performance.now();
-        ok(await host.prepare(r.value.digest));
-        prepares.push(performance.now() - p);
-        host.evict(r.value.digest);
-        const u = host.uninstall(r.value.digest);
-        ok(u);
-      }
-      cold.push([name, `${(bytes.length / 1024).toFixed(0)} KiB`, fmtMs(median(prepares)), fmtMs(median(installs))]);
-    }
-    console.log("| module | size | cold start: sandbox process + compile + first instance | install (checks, cold start, manifest call, store) |");
-    console.log("| --- | ---: | ---: | ---: |");
-    for (const r of cold) console.log(`| ${r.join(" | ")} |`);
-
-    const installed = await host.install(echoBytes);
-    if (!installed.ok) throw new Error(installed.error.message);
-    const digest = installed.value.digest;
-    const params = { batchId: "b-1", watermark: "2026-12-01" };
-
-    // The limit: the same JSON work as a plain function.
-    const plain = (req: { method: string; params: unknown }) => Promise.resolve(JSON.parse(`{"result":${JSON.stringify(req)}}`) as unknown);
-    const p = await measure(() => plain({ method: "sync", params }));
-    rows.push(["plain in-process function (same JSON work)", fmtMs(p.p50), fmtMs(p.p99), p.rate1.toFixed(0), p.rate4.toFixed(0)]);
-
-    // The same module in-process, without a worker or a process: what isolation costs.
-    const checked = checkModule(echoBytes, DEFAULT_LIMITS, DEFAULT_CAPS);
-    if (!checked.ok) throw new Error("check");
-    const inst = await wasm.instantiate(await wasm.compile(checked.value.bytes), {
-      wasi_snapshot_preview1: { fd_write: () => 0, proc_exit: () => undefined },
-      openfief: { host_call: () => 0n },
-    });
-    const ex = inst.exports as { memory: { buffer: ArrayBuffer }; openfief_alloc: (n: number) => number; openfief_call: (p: number, n: number) => bigint };
-    const direct = (req: { method: string; params: unknown }) => {
-      const bytes = new TextEncoder().encode(JSON.stringify(req));
-      const at = ex.openfief_alloc(bytes.length);
-      new Uint8Array(ex.memory.buffer, at, bytes.length).set(bytes);
-      const packed = ex.openfief_call(at, bytes.length);
-      const ptr = Number(packed >> 32n);
-      const len = Number(packed & 0xffffffffn);
-      return Promise.resolve(JSON.parse(new TextDecoder().decode(new Uint8Array(ex.memory.buffer, ptr, len))) as unknown);
-    };
-    const d = await measure(() => direct({ method: "sync", params }));
-    rows.push(["same module in-process, no isolation", fmtMs(d.p50), fmtMs(d.p99), d.rate1.toFixed(0), d.rate4.toFixed(0)]);
-
-    const c = await measure(async () => ok(await host.call("bench", digest, { method: "sync", params })));
-    rows.push(["confined: host.call (sandbox process + worker)", fmtMs(c.p50), fmtMs(c.p99), c.rate1.toFixed(0), c.rate4.toFixed(0)]);
-
-    const unconfined = host.unconfined;
-    if (unconfined === null) throw new Error("no tier");
-    const [exe] = await unconfined.list();
-    if (exe === undefined) throw new Error("no executable");
-    ok(await unconfined.permit(exe.name, exe.digest, "owner:bench"));
-    const u = await measure(async () => ok(await host.call("bench", exe.digest, { method: "sync", params })));
-    rows.push(["unconfined: host.call (NDJSON over stdio)", fmtMs(u.p50), fmtMs(u.p99), u.rate1.toFixed(0), u.rate4.toFixed(0)]);
-
+    table(["module", "size", "cold start: sandbox process + compile + first instance", "install (checks, cold start, manifest call, store)"], await coldStarts(host, modules));
     console.log(`\nwarm calls of a trivial method (${CALLS} calls each; p50/p99 sequential):`);
-    console.log("| path | p50 | p99 | calls/s, 1 caller | calls/s, 4 callers |");
-    console.log("| --- | ---: | ---: | ---: | ---: |");
-    for (const r of rows) console.log(`| ${r.join(" | ")} |`);
-
+    table(["path", "p50", "p99", "calls/s, 1 caller", "calls/s, 4 callers"], await warmCalls(host, echoBytes));
     console.log("\nthe hops a confined call adds (median round trip):");
-    console.log("| hop | round trip |");
-    console.log("| --- | ---: |");
-    console.log(`| IPC parent ↔ child process (advanced serialization) | ${fmtMs(await ipcRoundTrip())} |`);
-    console.log(`| postMessage main ↔ worker thread | ${fmtMs(await workerRoundTrip())} |`);
+    table(["hop", "round trip"], [
+      ["IPC parent ↔ child process (advanced serialization)", fmtMs(await ipcRoundTrip())],
+      ["postMessage main ↔ worker thread", fmtMs(await workerRoundTrip())],
+    ]);
   } finally {
     await host.close();
     await store.close();
