@@ -6,10 +6,29 @@
  * new process.
  */
 import { fork, type ChildProcess } from "node:child_process";
+import { existsSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { FromSandbox, InstanceFailureCode, ToSandbox, WorkerCaps } from "./sandbox/protocol.js";
 
-const ENTRY = fileURLToPath(new URL("./sandbox/sandbox.js", import.meta.url));
+let entry: string | undefined;
+
+/**
+ * The sandbox's entry file: beside this module in the source tree, or, when this module was
+ * bundled (`dist/`), in the source tree the bundle was built from (its plain JavaScript is not
+ * bundled: it runs in its own process and threads).
+ */
+function sandboxEntry(): string {
+  if (entry !== undefined) return entry;
+  const here = fileURLToPath(new URL("./sandbox/sandbox.js", import.meta.url));
+  if (existsSync(here)) return (entry = here);
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (let i = 0; i < 4; i++, dir = dirname(dir)) {
+    const candidate = join(dir, "src", "host", "sandbox", "sandbox.js");
+    if (existsSync(candidate)) return (entry = candidate);
+  }
+  throw new Error("the plugin sandbox (src/host/sandbox/sandbox.js) is not found beside the host's code");
+}
 
 /** What a call on an instance came to. */
 export type RunOutcome =
@@ -75,7 +94,7 @@ export class SandboxProcess {
 
   /** Starts a sandbox process (nothing of the parent's environment, flags or loaders passes). */
   static start(o: SandboxOptions): SandboxProcess {
-    const child = fork(ENTRY, [], {
+    const child = fork(sandboxEntry(), [], {
       execArgv: [],
       env: {},
       serialization: "advanced",
