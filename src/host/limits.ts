@@ -41,6 +41,10 @@ export interface Caps {
   readonly logLineBytes: number;
   /** Everything one call logs (the rest is dropped and counted). */
   readonly logCallBytes: number;
+  /** How many lines one call logs at most (the rest is dropped and counted). */
+  readonly logCallLines: number;
+  /** How many `host_call`s one call makes at most; one more fails the call. */
+  readonly hostCallsPerCall: number;
   /** The body of an HTTP request a plugin sends. */
   readonly httpRequestBytes: number;
   /** The body of an HTTP response a plugin receives. */
@@ -57,6 +61,8 @@ export const DEFAULT_CAPS: Caps = {
   messageBytes: 8 * MiB,
   logLineBytes: 4 * KiB,
   logCallBytes: 64 * KiB,
+  logCallLines: 1000,
+  hostCallsPerCall: 256,
   httpRequestBytes: 1 * MiB,
   httpResponseBytes: 4 * MiB,
   executableBytes: 256 * MiB,
@@ -88,6 +94,8 @@ export function capsProblems(caps: Caps): Problem[] {
   integerIn(problems, "caps.messageBytes", caps.messageBytes, 1 * KiB, 64 * MiB);
   integerIn(problems, "caps.logLineBytes", caps.logLineBytes, 64, 1 * MiB);
   integerIn(problems, "caps.logCallBytes", caps.logCallBytes, caps.logLineBytes, 16 * MiB);
+  integerIn(problems, "caps.logCallLines", caps.logCallLines, 1, 1_000_000);
+  integerIn(problems, "caps.hostCallsPerCall", caps.hostCallsPerCall, 0, 1_000_000);
   integerIn(problems, "caps.httpRequestBytes", caps.httpRequestBytes, 0, 64 * MiB);
   integerIn(problems, "caps.httpResponseBytes", caps.httpResponseBytes, 0, 64 * MiB);
   integerIn(problems, "caps.executableBytes", caps.executableBytes, 1, 4096 * MiB);

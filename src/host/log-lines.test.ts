@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { LineCapture, logBudget, redact, redactionList, safeCut } from "./sandbox/log-lines.js";
 
-function capture(text: string | string[], o: { lineChars?: number; callChars?: number; secrets?: string[] } = {}) {
+function capture(text: string | string[], o: { lineChars?: number; callChars?: number; callLines?: number; secrets?: string[] } = {}) {
   const lines: string[] = [];
-  const budget = logBudget(o.callChars ?? 10_000);
+  const budget = logBudget(o.callChars ?? 10_000, o.callLines ?? 1000);
   const c = new LineCapture({ lineChars: o.lineChars ?? 20, budget, list: redactionList(o.secrets ?? []), emit: (l) => lines.push(l) });
   for (const piece of Array.isArray(text) ? text : [text]) c.write(piece);
   c.end();
@@ -34,6 +34,12 @@ describe("log capture", () => {
     const r = capture("aaaa\nbbbb\ncccc\n", { callChars: 6 });
     expect(r.lines).toEqual(["aaaa", "bb"]);
     expect(r.dropped).toBe(6);
+  });
+
+  it("drops lines past the call's line cap, however short", () => {
+    const r = capture("a\nb\nc\nd\n", { callLines: 2 });
+    expect(r.lines).toEqual(["a", "b"]);
+    expect(r.dropped).toBe(2);
   });
 
   it("never cuts through a redaction marker at the call's cap", () => {

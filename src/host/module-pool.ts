@@ -96,6 +96,8 @@ export class ModulePool {
           messageBytes: this.#o.caps.messageBytes,
           logLineChars: this.#o.caps.logLineBytes,
           logCallChars: this.#o.caps.logCallBytes,
+          logCallLines: this.#o.caps.logCallLines,
+          hostCallsPerCall: this.#o.caps.hostCallsPerCall,
           memoryBytes: this.#o.limits.memory,
         },
         onExit: (reason) => this.#sandboxGone(sandbox, reason),

@@ -250,7 +250,7 @@ export class SandboxProcess {
     const p = this.#pendingOf(m.iid, "run", m.cid);
     if (p === undefined) return;
     if (m.t === "log") {
-      p.handlers.log(m.fd, m.line);
+      for (const l of m.lines) p.handlers.log(l.fd, l.line);
       return;
     }
     void p.handlers.hostCall(m.request).then((response) => {

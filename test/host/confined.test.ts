@@ -91,6 +91,7 @@ describe("a call that fails", () => {
     ["proc_exit", { body: BODY.exit }, "plugin_failed", /exited with code 3/],
     ["host_call with a bad pointer", { body: BODY.badPointer }, "plugin_failed", /outside the plugin's memory/],
     ["a trap", { body: BODY.trap }, "plugin_failed", /trapped: unreachable/],
+    ["a flood of host_calls", { body: BODY.hostCallFlood }, "plugin_failed", /more than 256 host_calls/],
     ["a response that is not JSON", { ...constantBody("{oops") }, "plugin_failed", /not UTF-8 JSON/],
     ["a response claiming a host code", { ...constantBody(JSON.stringify({ error: { code: "plugin_timed_out", message: "x" } })) }, "plugin_failed", /not one of the ABI's codes/],
     ["a response with extra fields", { ...constantBody(JSON.stringify({ result: 1, extra: 2 })) }, "plugin_failed", /exactly one field/],
@@ -174,6 +175,21 @@ describe("a call that fails", () => {
 });
 
 describe("a plugin's log", () => {
+  it("is capped in lines too, so a flood of short lines costs the host little", async () => {
+    const small = await startHost();
+    try {
+      const answer = JSON.stringify({ result: "done" });
+      const flood = floodBody(5000, 2, 5000, Buffer.byteLength(answer));
+      const d = await installed(small.host, await guest({ body: flood.body, rawData: flood.rawData, data: { 5000: "x\n", 4096: answer } }));
+      expect(await small.host.call("liner", d, { method: "sync" })).toEqual({ ok: true, result: "done" });
+      const lines = small.logs.filter((l) => l.plugin === "liner" && (l.stream === "stdout" || l.stream === "stderr"));
+      expect(lines).toHaveLength(1000);
+      expect(small.logs.find((l) => l.plugin === "liner" && typeof l.dropped === "number")?.dropped).toBe(9000);
+    } finally {
+      await small.close();
+    }
+  });
+
   const SECRET = "s3cr3t-Zq9XvK2mW7pLx";
   it("is captured, capped per line and per call, and never shows a Secret", async () => {
     const small = await startHost({ caps: { logLineBytes: 256, logCallBytes: 8192 } });

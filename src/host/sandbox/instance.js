@@ -76,7 +76,23 @@ let call = newCallState(null, []);
  */
 function newCallState(cid, secrets) {
   const list = secrets.length === 0 ? [] : redactionList(secrets);
-  const budget = logBudget(caps.logCallChars);
+  const budget = logBudget(caps.logCallChars, caps.logCallLines);
+  /** @type {{ fd: 1 | 2, line: string }[]} */
+  let batch = [];
+  let batchChars = 0;
+  // Lines travel in batches: one message per 64 lines or 16 Ki characters, and at the end.
+  const flush = () => {
+    if (batch.length === 0) return;
+    post({ t: "log", cid, lines: batch });
+    batch = [];
+    batchChars = 0;
+  };
+  /** @param {1 | 2} fd @param {string} line */
+  const emit = (fd, line) => {
+    batch.push({ fd, line });
+    batchChars += line.length;
+    if (batch.length >= 64 || batchChars >= 16384) flush();
+  };
   /** @type {{ decoder: import("node:util").TextDecoder, capture: LineCapture } | undefined} */
   let out;
   /** @type {{ decoder: import("node:util").TextDecoder, capture: LineCapture } | undefined} */
@@ -84,12 +100,13 @@ function newCallState(cid, secrets) {
   /** @param {1 | 2} fd */
   const make = (fd) => ({
     decoder: new UtilTextDecoder("utf-8"),
-    capture: new LineCapture({ lineChars: caps.logLineChars, budget, list, emit: (line) => post({ t: "log", cid, fd, line }) }),
+    capture: new LineCapture({ lineChars: caps.logLineChars, budget, list, emit: (line) => emit(fd, line) }),
   });
   return {
     cid,
     list,
     budget,
+    hostCalls: 0,
     /** @param {1 | 2} fd */
     stream(fd) {
       if (fd === 1) return (out ??= make(1));
@@ -102,6 +119,7 @@ function newCallState(cid, secrets) {
         if (tail !== "") s.capture.write(tail);
         s.capture.end();
       }
+      flush();
     },
   };
 }
@@ -161,6 +179,7 @@ function pack(ptr, len) {
 function hostCall(ptr, len) {
   const cid = call.cid;
   if (cid === null) throw new Fault("host_call outside a call");
+  if (++call.hostCalls > caps.hostCallsPerCall) throw new Fault(`the call made more than ${caps.hostCallsPerCall} host_calls`);
   if ((len >>> 0) > caps.messageBytes) throw new Fault(`host_call request of ${len >>> 0} bytes is larger than the cap of ${caps.messageBytes}`);
   if (!inBounds(ptr, len)) throw new Fault("host_call request lies outside the plugin's memory");
   const request = new Uint8Array(memory().buffer.slice(ptr >>> 0, (ptr >>> 0) + (len >>> 0)));

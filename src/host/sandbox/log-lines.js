@@ -70,17 +70,20 @@ export function safeCut(text, cap, list) {
 }
 
 /**
- * What a call may still log, shared by its streams (stdout and stderr draw on one budget).
- * @typedef {{ left: number, dropped: number }} LogBudget
+ * What a call may still log, shared by its streams (stdout and stderr draw on one budget):
+ * characters and lines (a flood of one-character lines costs a message each, so lines are capped
+ * too).
+ * @typedef {{ left: number, lines: number, dropped: number }} LogBudget
  */
 
 /**
- * A fresh budget of `chars` characters.
+ * A fresh budget of `chars` characters in at most `lines` lines.
  * @param {number} chars
+ * @param {number} lines
  * @returns {LogBudget}
  */
-export function logBudget(chars) {
-  return { left: chars, dropped: 0 };
+export function logBudget(chars, lines) {
+  return { left: chars, lines, dropped: 0 };
 }
 
 /** Splits a stream of text into capped, redacted lines. */
@@ -159,7 +162,7 @@ export class LineCapture {
     let line = redact(text, this.#list);
     if (cut) line += " [line cut]";
     const b = this.#budget;
-    if (b.left <= 0) {
+    if (b.left <= 0 || b.lines <= 0) {
       b.dropped += line.length;
       return;
     }
@@ -169,6 +172,7 @@ export class LineCapture {
       line = kept;
     }
     b.left -= line.length;
+    b.lines--;
     this.#emit(line);
   }
 }

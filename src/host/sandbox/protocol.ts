@@ -9,8 +9,16 @@ export interface WorkerCaps {
   readonly messageBytes: number;
   readonly logLineChars: number;
   readonly logCallChars: number;
+  readonly logCallLines: number;
+  readonly hostCallsPerCall: number;
   /** The memory cap in bytes (to tell memory exhaustion from another trap). */
   readonly memoryBytes: number;
+}
+
+/** One captured line of a guest's stdout (1) or stderr (2). */
+export interface LogLine {
+  readonly fd: 1 | 2;
+  readonly line: string;
 }
 
 /** Codes an instance reports; the host maps them onto its own (they are the same strings). */
@@ -30,7 +38,7 @@ export type FromSandbox =
   | { readonly t: "compile_failed"; readonly message: string }
   | { readonly t: "ready"; readonly iid: number }
   | { readonly t: "spawn_failed"; readonly iid: number; readonly code: InstanceFailureCode; readonly message: string }
-  | { readonly t: "log"; readonly iid: number; readonly cid: number | null; readonly fd: 1 | 2; readonly line: string }
+  | { readonly t: "log"; readonly iid: number; readonly cid: number | null; readonly lines: readonly LogLine[] }
   | { readonly t: "host_call"; readonly iid: number; readonly cid: number; readonly request: Uint8Array }
   | { readonly t: "done"; readonly iid: number; readonly cid: number; readonly response: Uint8Array; readonly dropped: number }
   | { readonly t: "failed"; readonly iid: number; readonly cid: number; readonly code: InstanceFailureCode; readonly message: string; readonly dropped: number }
@@ -44,7 +52,7 @@ export type ToWorker = { readonly t: "call"; readonly cid: number; readonly requ
 export type FromWorker =
   | { readonly t: "ready" }
   | { readonly t: "spawn_failed"; readonly code: InstanceFailureCode; readonly message: string }
-  | { readonly t: "log"; readonly cid: number | null; readonly fd: 1 | 2; readonly line: string }
+  | { readonly t: "log"; readonly cid: number | null; readonly lines: readonly LogLine[] }
   | { readonly t: "host_call"; readonly cid: number; readonly request: Uint8Array }
   | { readonly t: "done"; readonly cid: number; readonly response: Uint8Array; readonly dropped: number }
   | { readonly t: "failed"; readonly cid: number; readonly code: InstanceFailureCode; readonly message: string; readonly dropped: number };

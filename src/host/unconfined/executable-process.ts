@@ -22,6 +22,7 @@ export interface ExecutableProcessOptions {
   readonly messageBytes: number;
   readonly logLineChars: number;
   readonly logCallChars: number;
+  readonly logCallLines: number;
   /** Receives each (redacted, capped) line the process writes to stderr. */
   readonly log: (line: string) => void;
   /** Told once when the process is gone. */
@@ -53,7 +54,7 @@ export class ExecutableProcess {
   private constructor(child: ChildProcessWithoutNullStreams, o: ExecutableProcessOptions) {
     this.#child = child;
     this.#o = o;
-    this.#budget = logBudget(o.logCallChars);
+    this.#budget = logBudget(o.logCallChars, o.logCallLines);
     this.#stderr = new LineCapture({ lineChars: o.logLineChars, budget: this.#budget, list: [], emit: o.log });
     child.stdout.on("data", (d: Buffer) => this.#onStdout(d));
     child.stderr.setEncoding("utf8");
@@ -124,6 +125,7 @@ export class ExecutableProcess {
     if (grew) this.#stderr.setList(redactionList([...this.#secrets]));
     // Each call brings its share of log: a process that logs between calls cannot starve them.
     this.#budget.left = Math.min(this.#budget.left + this.#o.logCallChars, 4 * this.#o.logCallChars);
+    this.#budget.lines = Math.min(this.#budget.lines + this.#o.logCallLines, 4 * this.#o.logCallLines);
     return this.#send(this.#nextId++, method, params);
   }
 

@@ -103,7 +103,7 @@ export class UnconfinedTier {
       }
       const started = await ExecutableProcess.start({
         path: sealed.value, name: p.name, digest: p.digest,
-        messageBytes: this.#o.caps.messageBytes, logLineChars: this.#o.caps.logLineBytes, logCallChars: this.#o.caps.logCallBytes,
+        messageBytes: this.#o.caps.messageBytes, logLineChars: this.#o.caps.logLineBytes, logCallChars: this.#o.caps.logCallBytes, logCallLines: this.#o.caps.logCallLines,
         log: (line) => this.#o.log(p.name, p.digest, line),
         onExit: () => {
           if (this.#processes.get(p.digest) === starting) this.#processes.delete(p.digest);

@@ -172,6 +172,8 @@ export const BODY = {
   badPointer: `(call $host_call (i32.const -16) (i32.const 100))`,
   /** Traps. */
   trap: `(block (result i64) (unreachable))`,
+  /** Calls host_call with a malformed request forever, ignoring the answers. */
+  hostCallFlood: `(block (result i64) (loop $l (drop (call $host_call (i32.const 1024) (i32.const 5))) (br $l)) (unreachable))`,
 } as const;
 
 /** A body that answers the fixed text at data offset 4096. */
