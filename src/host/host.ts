@@ -9,6 +9,7 @@
  * those origins, through the egress proxy, with the plugin's own token.
  */
 import { mkdtempSync } from "node:fs";
+import { rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Logger } from "pino";
@@ -151,9 +152,11 @@ export function createPluginHost(o: PluginHostOptions): PluginHost {
   const recorder = new CallRecorder({ store: o.store, logger, clock, actor });
   let closed = false;
 
+  // A sealed directory the host made itself is removed at close.
+  const ownSealedDir = o.unconfinedDir !== undefined && o.sealedDir === undefined ? mkdtempSync(join(tmpdir(), "openfief-sealed-")) : undefined;
   const tier = o.unconfinedDir === undefined ? null : new UnconfinedTier({
     dir: o.unconfinedDir,
-    sealedDir: o.sealedDir ?? mkdtempSync(join(tmpdir(), "openfief-sealed-")),
+    sealedDir: o.sealedDir ?? ownSealedDir ?? "",
     caps, store: o.store, startMs: prepareMs,
     // One process serves every call of its executable, so its log is the executable's, not a call's.
     log: (executable, digest, line) => logger.info({ executable, digest, stream: "stderr" }, line),
@@ -377,6 +380,7 @@ export function createPluginHost(o: PluginHostOptions): PluginHost {
       // The calls the kills ended settle first, so their outcomes are counted or recorded.
       await new Promise((resolve) => setImmediate(resolve));
       recorder.flush();
+      if (ownSealedDir !== undefined) await rm(ownSealedDir, { recursive: true, force: true });
     },
   };
   return host;
