@@ -1,5 +1,5 @@
 /**
- * The `modules` table (migration 0003): module bytes by digest, with the manifest each module
+ * The `modules` table (migration 0007): module bytes by digest, with the manifest each module
  * reported when it was installed. Reads and writes go through the event store's SQLite handle,
  * so an install's row and its `module.installed` event commit in one transaction.
  */
