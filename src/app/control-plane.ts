@@ -19,6 +19,8 @@ import { openRuntime } from "./runtime.js";
 import type { Runtime } from "./runtime.js";
 import { loadSettings, mergeSettings, saveSettings } from "./settings.js";
 import { checkEmbeddedKey } from "./tokens.js";
+import { startHostedPlugins } from "./hosted-plugins.js";
+import type { HostedPlugins } from "./hosted-plugins.js";
 import type { Settings } from "./settings.js";
 
 /** Options of {@link startControlPlane}. */
@@ -36,6 +38,8 @@ export interface ControlPlaneOptions {
   readonly clock?: () => Date;
   /** Start over: remove the data folder's state (log, settings, keys, cluster objects) once it is locked. */
   readonly reset?: boolean;
+  /** The plugin host running WebAssembly plugins in this process (on by default); null turns it off. */
+  readonly host?: { readonly unconfinedDir?: string } | null;
 }
 
 /** A running control plane. */
@@ -44,6 +48,8 @@ export interface ControlPlane {
   readonly runtime: Runtime;
   /** Where the egress proxy listens, when it runs. */
   readonly egress: { readonly host: string; readonly port: number } | null;
+  /** The WebAssembly plugins this process runs, when the host is on. */
+  readonly hosted: HostedPlugins | null;
   /** Runs a reconcile pass now (after the one under way, if any) and resolves with its results. */
   pass(): Promise<PluginResult[]>;
   /** Stops everything, in order. Idempotent. */
@@ -87,7 +93,14 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
       egress = { host: started.host, port: started.port };
       lock.update([`egress http://${started.host}:${started.port}`]);
     }
-    return new Loop(o, { lock, runtime: rt, proxy, egress, feedAllowLists });
+    const unconfinedDir = o.host?.unconfinedDir ?? settings.unconfinedDir;
+    const hosted = o.host === null ? null : startHostedPlugins(rt, {
+      dataDir: o.dataDir,
+      logger: o.logger,
+      egressUrl: egress === null ? null : `http://${egress.host}:${egress.port}`,
+      ...(unconfinedDir === undefined ? {} : { unconfinedDir }),
+    });
+    return new Loop(o, { lock, runtime: rt, proxy, egress, hosted, feedAllowLists });
   } catch (err) {
     await proxy?.close();
     await rt?.close();
@@ -103,6 +116,7 @@ interface Parts {
   readonly runtime: Runtime;
   readonly proxy: EgressProxy | null;
   readonly egress: { readonly host: string; readonly port: number } | null;
+  readonly hosted: HostedPlugins | null;
   readonly feedAllowLists: () => void;
 }
 
@@ -110,6 +124,7 @@ class Loop implements ControlPlane {
   readonly dataDir: string;
   readonly runtime: Runtime;
   readonly egress: { readonly host: string; readonly port: number } | null;
+  readonly hosted: HostedPlugins | null;
   #chain: Promise<PluginResult[]> = Promise.resolve([]);
   #seen = -1;
   #timer: NodeJS.Timeout | null = null;
@@ -123,6 +138,7 @@ class Loop implements ControlPlane {
     this.dataDir = o.dataDir;
     this.runtime = parts.runtime;
     this.egress = parts.egress;
+    this.hosted = parts.hosted;
     const interval = o.intervalMs ?? DEFAULT_INTERVAL_MS;
     const tick = () => {
       this.#timer = null;
@@ -153,6 +169,7 @@ class Loop implements ControlPlane {
       assertLogHolds(store);
       const results = await reconciler.reconcileAll();
       this.parts.feedAllowLists();
+      await this.hosted?.sync();
       this.#seen = store.head();
       return results;
     } catch (err) {
@@ -171,6 +188,7 @@ class Loop implements ControlPlane {
     if (this.#full !== null) clearInterval(this.#full);
     await this.#chain.catch(() => undefined);
     try {
+      await this.hosted?.close();
       await this.parts.proxy?.close();
     } finally {
       await this.runtime.close();

@@ -107,6 +107,19 @@ export function lockDataDir(dataDir: string, clock: () => Date = () => new Date(
   throw new AppError("conflict", `cannot take ${path}: another process keeps taking it`);
 }
 
+/** The `openfief up` holding a data folder now, or null when none does. */
+export function lockHolder(dataDir: string): LockHolder | null {
+  const holder = readHolder(lockFile(dataDir));
+  return holder !== null && holder.host === hostname() && alive(holder.pid) ? holder : null;
+}
+
+/** The egress proxy of the `openfief up` holding a data folder (`http://127.0.0.1:4750`), or null. */
+export function runningEgress(dataDir: string): string | null {
+  const serving = lockHolder(dataDir)?.serving ?? [];
+  const egress = serving.find((s) => s.startsWith("egress "));
+  return egress === undefined ? null : egress.slice("egress ".length);
+}
+
 function lockHandle(path: string, me: LockHolder): DataLock {
   let current = me;
   const ours = (): boolean => readHolder(path)?.pid === me.pid;

@@ -10,7 +10,7 @@ export type { Runtime, RuntimeOptions } from "./runtime.js";
 export { CLUSTER_ACTOR, clusterReconcilerFactory, kubeChange, observe, observePrevious, recordKubeChanges, signatureState, topologyFromEnv } from "./cluster.js";
 /** The words the faces share: `why`'s codes, events and pending permissions as sentences. */
 export { blockerText, describeEvent, describePending, hostPort, reasonText, whySentences } from "./wording.js";
-export { problemText, statusText } from "./wording.js";
+export { lastCallText, problemText, runtimeText, statusText } from "./wording.js";
 /** Errors: one type, one code registry, each code with its exit code and HTTP status. */
 export { APP_ERRORS, AppError, toAppError } from "./errors.js";
 export type { AppErrorCode } from "./errors.js";
@@ -24,10 +24,10 @@ export type { Resource } from "./resources.js";
 export { applyResources, approve, deletableKind, deleteResource, grantWithPending, pendingOf } from "./owner-edits.js";
 export type { Applied, Approved, DeletableKind, Deleted } from "./owner-edits.js";
 /** `get plugins`. */
-export { listPlugins, shortImage } from "./plugins.js";
-export type { PluginProblem, PluginRow, PluginStatus } from "./plugins.js";
+export { lastCallOf, listPlugins, shortImage } from "./plugins.js";
+export type { LastCallView, PluginProblem, PluginRow, PluginStatus } from "./plugins.js";
 /** A data folder: its files, the lock that keeps a second `up` off it, private key files. */
-export { checkPrivateFile, DEFAULT_DATA_DIR, lockDataDir, logFile, requireLog, storeFile } from "./data-dir.js";
+export { checkPrivateFile, DEFAULT_DATA_DIR, lockDataDir, lockHolder, logFile, requireLog, runningEgress, storeFile } from "./data-dir.js";
 export type { DataLock, LockHolder } from "./data-dir.js";
 /** The settings `up` was started with, saved in the data folder. */
 export { loadSettings, mergeSettings, saveSettings } from "./settings.js";
@@ -42,3 +42,6 @@ export type { ControlPlane, ControlPlaneOptions } from "./control-plane.js";
 export { applyDemoFolder, demoSettings, EXAMPLES, resetDataDir } from "./demo.js";
 /** Egress tokens for a plugin, signed by the data folder's embedded key. */
 export { checkEmbeddedKey, mintPluginEgressToken } from "./tokens.js";
+/** WebAssembly plugins run by this process: the plugin host fed what the log says runs. */
+export { startHostedPlugins } from "./hosted-plugins.js";
+export type { HostedPlugins, HostedPluginsOptions } from "./hosted-plugins.js";

@@ -9,7 +9,7 @@ import type { EventStore, KnownEvent } from "../events/index.js";
 import { parseImageRef } from "../plugins/index.js";
 import type { Pending } from "../plugins/index.js";
 import { Projector, specManifestDigest, standingVerdict } from "../projections/index.js";
-import type { PluginState, VerdictState } from "../projections/index.js";
+import type { PluginState, VerdictState, WorkloadState } from "../projections/index.js";
 
 /** What the owner should know of a plugin's state, as a code (the faces word it). */
 export type PluginStatus =
@@ -40,6 +40,23 @@ export interface PluginRow {
   readonly deleted: boolean;
   /** The plugin stream's version the row was read at (the console's `If-Match` for approve). */
   readonly version: number;
+  /** What runs the version that runs: a container, or the plugin host (WebAssembly); null when nothing runs. */
+  readonly runtime: "container" | "wasm" | null;
+  /** A WebAssembly plugin's module digest (lowercase hex SHA-256), or null. */
+  readonly module: string | null;
+  /** The latest call of a WebAssembly plugin the log records: a failure with its code, or a count of successes. */
+  readonly lastCall: LastCallView | null;
+}
+
+/** A plugin's latest recorded call outcome. */
+export type LastCallView =
+  | { readonly at: string; readonly ok: false; readonly method: string; readonly code: string; readonly source: "host" | "plugin" }
+  | { readonly at: string; readonly ok: true; readonly succeeded: number };
+
+function lastCallView(e: KnownEvent | null): LastCallView | null {
+  if (e?.type === "plugin.call") return { at: e.time, ok: false, method: e.data.method, code: e.data.code, source: e.data.source };
+  if (e?.type === "plugin.calls") return { at: e.data.to, ok: true, succeeded: e.data.succeeded };
+  return null;
 }
 
 function pendingList(p: Pending | null): string[] {
@@ -78,9 +95,10 @@ function problemsOf(p: PluginState, v: VerdictState | undefined, latest: KnownEv
   return out;
 }
 
-function rowOf(store: EventStore, p: PluginState, verdicts: ReadonlyMap<string, VerdictState>): PluginRow {
+function rowOf(store: EventStore, p: PluginState, verdicts: ReadonlyMap<string, VerdictState>, w: WorkloadState | undefined): PluginRow {
   const v = askedVerdict(p, verdicts);
   const latest = store.last(pluginStream(p.name));
+  const runs = w !== undefined && w.running;
   return {
     name: p.name,
     status: statusOf(p),
@@ -91,6 +109,9 @@ function rowOf(store: EventStore, p: PluginState, verdicts: ReadonlyMap<string, 
     problems: problemsOf(p, v, latest),
     deleted: p.deleted,
     version: latest?.version ?? 0,
+    runtime: runs ? w.runtime : null,
+    module: runs ? w.module : null,
+    lastCall: lastCallView(lastCallOf(store, p.name)),
   };
 }
 
@@ -99,9 +120,10 @@ export function listPlugins(store: EventStore): PluginRow[] {
   const projector = new Projector(store);
   projector.catchUp();
   const verdicts = projector.rows<VerdictState>("signature_verdicts");
+  const workloads = projector.rows<WorkloadState>("desired_workloads");
   return [...projector.rows<PluginState>("plugins").values()]
     .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
-    .map((p) => rowOf(store, p, verdicts));
+    .map((p) => rowOf(store, p, verdicts, workloads.get(p.name)));
 }
 
 /** Short form of an image for a table: `repository@sha256:<first 12>`. */
@@ -109,4 +131,13 @@ export function shortImage(image: string | null): string {
   if (image === null) return "-";
   const r = parseImageRef(image);
   return r.ok ? `${r.value.repository.split("/").at(-1) ?? r.value.repository}@${r.value.digest.slice(0, 19)}` : image;
+}
+
+/** The latest call outcome of a plugin the log knows: a failed call, or a count of successes. */
+export function lastCallOf(store: EventStore, name: string): KnownEvent | null {
+  const failed = store.last(pluginStream(name), "plugin.call");
+  const counted = store.last(pluginStream(name), "plugin.calls");
+  if (failed === null) return counted;
+  if (counted === null) return failed;
+  return failed.seq > counted.seq ? failed : counted;
 }

@@ -58,6 +58,8 @@ export interface RuntimeOptions {
 }
 
 export interface Runtime {
+  /** Where an image is read from: the first OCI layout holding it, else its registry. */
+  readonly sourceFor: (image: ImageRef) => Promise<{ readonly source: ImageSource; readonly repository: string }>;
   readonly store: EventStore;
   readonly reconciler: Reconciler;
   readonly verifier: ImageVerifier;
@@ -98,7 +100,7 @@ export async function openRuntime(o: RuntimeOptions): Promise<Runtime> {
   const recorder = new VerdictRecorder(storeVerdictLog(store), { trustRoot: root.sha256, catalog: sha256Hex(catalogText) });
   const target = o.target ?? new DirectoryTarget(o.outDir ?? join(o.dataDir, "cluster"));
   const reconciler = new Reconciler({ store, verifier, recorder, target, topology: o.topology ?? EMBEDDED_TOPOLOGY, logger: o.logger });
-  return { store, reconciler, verifier, target, ownerSigners: owner, close: () => store.close() };
+  return { sourceFor, store, reconciler, verifier, target, ownerSigners: owner, close: () => store.close() };
 }
 
 async function exists(path: string): Promise<boolean> {

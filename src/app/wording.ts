@@ -7,7 +7,7 @@ import type { KnownEvent } from "../events/index.js";
 import { EMPTY_PENDING, formatErrors, formatHostPort } from "../plugins/index.js";
 import type { Pending, RolloutReason } from "../plugins/index.js";
 import type { Blocker, WhyAnswer } from "../projections/index.js";
-import type { PluginProblem, PluginStatus } from "./plugins.js";
+import type { LastCallView, PluginProblem, PluginStatus } from "./plugins.js";
 
 /** One line naming every pending permission ("nothing" when there is none). */
 export function describePending(p: Pending): string {
@@ -131,6 +131,19 @@ export function statusText(s: PluginStatus): string {
     case "stopped": return "stopped";
     case "deleted": return "deleted";
   }
+}
+
+/** What runs a plugin, as a table cell: `container`, `wasm 1750a4f19745`, or `-`. */
+export function runtimeText(r: { readonly runtime: "container" | "wasm" | null; readonly module: string | null }): string {
+  if (r.runtime === null) return "-";
+  return r.runtime === "wasm" ? `wasm ${(r.module ?? "").slice(0, 12)}` : "container";
+}
+
+/** A plugin's latest recorded call, as a table cell. */
+export function lastCallText(c: LastCallView | null): string {
+  if (c === null) return "-";
+  const at = c.at.slice(11, 19);
+  return c.ok ? `${c.succeeded} ok (until ${at})` : `${c.method}: ${c.code} (${at})`;
 }
 
 /** A plugin's problem as a short phrase (a table cell). */

@@ -49,6 +49,16 @@ function previousFrom(q: Lookup, stream: string, beforeSeq: number): PreviousVer
 }
 
 /**
+ * The module of a recorded version when it is a WebAssembly plugin (from the verdict that stands
+ * for its image and manifest), or null for a container image or a version never checked.
+ */
+export function moduleOfVersion(store: EventStore, v: RecordedVersion): string | null {
+  const digest = imageDigest(v.image);
+  if (digest === null) return null;
+  return new Lookup(store).verdictFor(digest, recordedManifestDigest(v), Number.MAX_SAFE_INTEGER)?.data.module ?? null;
+}
+
+/**
  * The decider's state of a plugin as the log stands before `beforeSeq` (default: now), from a
  * handful of indexed lookups; the reconciler passes it to `decideRollout`.
  */

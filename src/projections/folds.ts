@@ -34,6 +34,8 @@ export interface VerdictState {
   readonly digest: string;
   /** The manifest digest it was checked against; null for none. */
   readonly manifest: string | null;
+  /** A WebAssembly plugin's module digest; null for a container image. */
+  readonly module: string | null;
   readonly image: string;
   readonly outcome: SignatureVerdict["outcome"];
   readonly reason: string | null;
@@ -61,6 +63,9 @@ export interface WorkloadState {
   readonly name: string;
   readonly running: boolean;
   readonly image: string | null;
+  /** What runs it: a container (its objects), or the plugin host (its module, by digest). */
+  readonly runtime: "container" | "wasm";
+  readonly module: string | null;
   readonly objects: JsonValue;
   readonly allowList: readonly string[];
   readonly seq: number;
@@ -122,7 +127,7 @@ export function evolvePlugin(s: PluginState | undefined, e: KnownEvent): PluginS
 export function evolveVerdict(s: VerdictState | undefined, e: KnownEvent): VerdictState | undefined {
   if (e.type !== "signature.verdict") return s;
   const v = e.data;
-  return { digest: v.digest, manifest: v.manifest ?? null, image: v.image, outcome: v.outcome, reason: v.reason ?? null, signers: v.signers.map((x) => ({ name: x.name, kind: x.kind })), seq: e.seq, time: e.time };
+  return { digest: v.digest, manifest: v.manifest ?? null, module: v.module ?? null, image: v.image, outcome: v.outcome, reason: v.reason ?? null, signers: v.signers.map((x) => ({ name: x.name, kind: x.kind })), seq: e.seq, time: e.time };
 }
 
 /** Folds a `rollout.decided` into the latest decision of its plugin. */
@@ -141,7 +146,7 @@ export function evolveDecision(s: DecisionState | undefined, e: KnownEvent): Dec
 export function evolveWorkload(s: WorkloadState | undefined, e: KnownEvent): WorkloadState | undefined {
   if (e.type !== "workload.desired") return s;
   const w = e.data;
-  return { name: w.name, running: w.running, image: w.image ?? null, objects: w.objects, allowList: w.allowList, seq: e.seq };
+  return { name: w.name, running: w.running, image: w.image ?? null, runtime: w.runtime ?? "container", module: w.module ?? null, objects: w.objects, allowList: w.allowList, seq: e.seq };
 }
 
 /** Folds a `workload.desired` into the allow-list of its plugin: only a running plugin has one. */

@@ -14,7 +14,7 @@ export type { Blocker, WhyAnswer } from "./why.js";
 export { stateAt } from "./state-at.js";
 export type { ProjectedState } from "./state-at.js";
 /** The decider's state of a plugin from indexed lookups, and Previous. */
-export { loadDeciderState, previousVersion } from "./decider-state.js";
+export { loadDeciderState, moduleOfVersion, previousVersion } from "./decider-state.js";
 export type { DeciderSources, PreviousVersion } from "./decider-state.js";
 export { decideRollout, rolloutInputsFrom, evolveFacts, emptyFacts, deployedBy, observedVersion, recordedManifestDigest, specManifestDigest, verdictOf } from "./decide-rollout.js";
 export type { DeciderState, PluginFacts, RecordedInputs } from "./decide-rollout.js";

@@ -40,18 +40,18 @@ export const pluginsProjection: Projection<PluginState> = {
 
 /** The latest signature verdict per image digest and manifest checked (`verdictKey`). */
 export const verdictsProjection: Projection<VerdictState> = {
-  name: "signature_verdicts", version: 2, table: "proj_signature_verdicts",
+  name: "signature_verdicts", version: 3, table: "proj_signature_verdicts",
   types: ["signature.verdict"],
   keyOf: (e) => (e.type === "signature.verdict" ? verdictKey(e.data.digest, e.data.manifest) : null),
   evolve: evolveVerdict,
   columns: [
     { name: "digest", type: T }, { name: "manifest", type: T }, { name: "image", type: T }, { name: "outcome", type: T }, { name: "reason", type: T },
-    { name: "signers", type: T }, { name: "seq", type: I }, { name: "time", type: T },
+    { name: "signers", type: T }, { name: "seq", type: I }, { name: "time", type: T }, { name: "module", type: T },
   ],
-  toRow: (s) => [s.digest, s.manifest, s.image, s.outcome, s.reason, json(s.signers), s.seq, s.time],
+  toRow: (s) => [s.digest, s.manifest, s.image, s.outcome, s.reason, json(s.signers), s.seq, s.time, s.module],
   fromRow: (r) => ({
     digest: String(r[1]), manifest: (r[2] ?? null) as string | null, image: String(r[3]), outcome: r[4] as VerdictState["outcome"], reason: (r[5] ?? null) as string | null,
-    signers: unjson<JsonValue>(r[6] ?? null), seq: Number(r[7]), time: String(r[8]),
+    signers: unjson<JsonValue>(r[6] ?? null), seq: Number(r[7]), time: String(r[8]), module: (r[9] ?? null) as string | null,
   }),
 };
 
@@ -75,15 +75,18 @@ export const decisionsProjection: Projection<DecisionState> = {
 
 /** The desired workload per plugin. */
 export const workloadsProjection: Projection<WorkloadState> = {
-  name: "desired_workloads", version: 1, table: "proj_desired_workloads",
+  name: "desired_workloads", version: 2, table: "proj_desired_workloads",
   types: ["workload.desired"],
   keyOf: byName,
   evolve: evolveWorkload,
-  columns: [{ name: "running", type: I }, { name: "image", type: T }, { name: "objects", type: T }, { name: "allow_list", type: T }, { name: "seq", type: I }],
-  toRow: (s) => [bool(s.running), s.image, json(s.objects), json(s.allowList), s.seq],
+  columns: [
+    { name: "running", type: I }, { name: "image", type: T }, { name: "objects", type: T }, { name: "allow_list", type: T }, { name: "seq", type: I },
+    { name: "runtime", type: T }, { name: "module", type: T },
+  ],
+  toRow: (s) => [bool(s.running), s.image, json(s.objects), json(s.allowList), s.seq, s.runtime, s.module],
   fromRow: (r) => ({
     name: String(r[0]), running: r[1] === 1, image: (r[2] ?? null) as string | null, objects: unjson<JsonValue>(r[3] ?? null),
-    allowList: unjson<string[]>(r[4] ?? null), seq: Number(r[5]),
+    allowList: unjson<string[]>(r[4] ?? null), seq: Number(r[5]), runtime: r[6] === "wasm" ? "wasm" : "container", module: (r[7] ?? null) as string | null,
   }),
 };
 

@@ -20,7 +20,7 @@ import type { EventDataMap, EventOf, EventStore, EventTypeName, RolloutDecided }
 import { isEventOf, manifestDigest, pluginStream, StoreError } from "../events/index.js";
 import { parseImageRef, parseManifest, parsePlugin } from "../plugins/index.js";
 import type { ImageRef, Manifest, Topology } from "../plugins/index.js";
-import { allowListConfigData, loadDeciderState, previousVersion, Projector } from "../projections/index.js";
+import { allowListConfigData, deployedBy, loadDeciderState, moduleOfVersion, previousVersion, Projector } from "../projections/index.js";
 import type { PluginState } from "../projections/index.js";
 import type { ImageVerifier, VerdictRecorder } from "../trust/index.js";
 import { appliedRecord, desiredChanged, desiredWorkload, needsApply, nextConfigVerdict, nextDecision } from "./steps.js";
@@ -146,7 +146,9 @@ export class Reconciler {
     // 4. The desired workload of whatever runs.
     let desiredEvent = store.last(stream, "workload.desired");
     if (decision !== null) {
-      const { desired, problem } = desiredWorkload(name, decision.data, this.#d.topology);
+      const run = deployedBy(decision.data.plan);
+      const module = run === null ? null : moduleOfVersion(store, run);
+      const { desired, problem } = desiredWorkload(name, decision.data, this.#d.topology, module);
       if (problem !== null) this.#d.logger.error({ plugin: name, problem }, "the decided version cannot be compiled; running nothing");
       if (desiredChanged(desired, desiredEvent)) {
         desiredEvent = this.#append(expected, "workload.desired", desired, decision.seq);
@@ -225,7 +227,8 @@ export class Reconciler {
     let error: string | undefined;
     try {
       // The recorded objects are the pure model's Kubernetes objects (step 4 compiled them).
-      if (desired.data.running) await target.applyPlugin(name, desired.data.objects as unknown as KubeObject[]);
+      // A WebAssembly plugin runs in the plugin host: it has no objects of its own to apply.
+      if (desired.data.running && desired.data.runtime !== "wasm") await target.applyPlugin(name, desired.data.objects as unknown as KubeObject[]);
       else await target.removePlugin(name);
       this.#projector.catchUp();
       await this.publishAllowLists();

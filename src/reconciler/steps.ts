@@ -57,8 +57,12 @@ export interface Desired {
   readonly problem: DesiredProblem | null;
 }
 
-/** Step 4: the desired workload of what a recorded decision runs (the compiled objects), or a stopped one. */
-export function desiredWorkload(name: string, decision: RolloutDecided, topology: Topology): Desired {
+/**
+ * Step 4: the desired workload of what a recorded decision runs — a container's compiled objects,
+ * or, when `module` names the version's WebAssembly module, the module the plugin host runs (no
+ * objects of its own) — or a stopped one. Either way the allow-list is the effective egress.
+ */
+export function desiredWorkload(name: string, decision: RolloutDecided, topology: Topology, module: string | null = null): Desired {
   const stopped: WorkloadDesired = { name, running: false, objects: [], allowList: [] };
   const run = deployedBy(decision.plan);
   if (run === null) return { desired: stopped, problem: null };
@@ -70,6 +74,8 @@ export function desiredWorkload(name: string, decision: RolloutDecided, topology
   if (!perms.ok) return { desired: stopped, problem: null };
   const workload = compile({ name, image: image.value, ...(run.config === undefined ? {} : { config: run.config }) }, perms.value, topology);
   if (!workload.ok) return { desired: stopped, problem: { code: "compile_failed", problems: formatErrors(workload.errors) } };
+  const allowList = workload.value.allowList.map(formatHostPort);
+  if (module !== null) return { desired: { name, running: true, image: image.value.toString(), runtime: "wasm", module, objects: [], allowList }, problem: null };
   return {
     desired: {
       name,
@@ -77,7 +83,7 @@ export function desiredWorkload(name: string, decision: RolloutDecided, topology
       image: image.value.toString(),
       // The model's objects are plain JSON (apiVersion, kind, metadata, spec…).
       objects: objectsToJSON(buildObjects(workload.value)) as JsonValue[],
-      allowList: workload.value.allowList.map(formatHostPort),
+      allowList,
     },
     problem: null,
   };

@@ -10,7 +10,8 @@ import { formatErrors, isKeyIdentity, MANIFEST_LABEL, parseManifestLabel, parseS
 import type { TrustedRoot } from "@sigstore/protobuf-specs";
 import { verifySignedBundle } from "./bundle-verify.js";
 import { readBundles } from "./bundle-referrer.js";
-import type { ImageSource, Limits } from "./oci.js";
+import type { Descriptor, ImageManifest, ImageSource, Limits } from "./oci.js";
+import { WASM_LAYER_MEDIA_TYPE } from "./wasm-module.js";
 import { DEFAULT_LIMITS, ImageSourceError, checkDigest, parseImageManifest } from "./oci.js";
 
 /** What one image check concluded. `refused` carries a stable reason code. */
@@ -30,6 +31,11 @@ export interface ImageVerdict {
   readonly manifest?: Manifest;
   /** Why each attached bundle that did not verify was refused, in the order found. */
   readonly rejectedBundles: readonly string[];
+  /**
+   * For a WebAssembly plugin (an artifact whose one layer is a module): the module's lowercase
+   * hex SHA-256 and size, read from the signed manifest. Absent for a container image.
+   */
+  readonly module?: { readonly digest: string; readonly size: number };
 }
 
 /** Everything one check needs; the source is a registry or an OCI layout. */
@@ -142,8 +148,11 @@ export async function checkImage(input: ImageCheckInput): Promise<ImageVerdict> 
       return refused(e?.code ?? "manifest_mismatch", message, identities, rejected);
     }
     const d = decision.value;
+    const runtime = moduleOf(manifest);
+    if (typeof runtime === "string") return refused("malformed_image", runtime, identities, rejected);
     return {
       ...base,
+      ...(runtime === null ? {} : { module: runtime }),
       outcome: d.status,
       signers: d.signers.map((s) => ({ name: s.name, kind: s.kind })),
       identities,
@@ -159,6 +168,20 @@ export async function checkImage(input: ImageCheckInput): Promise<ImageVerdict> 
     }
     return refused("verify_error", err instanceof Error ? err.message : String(err));
   }
+}
+
+/**
+ * The module a WebAssembly plugin's manifest names (its one layer, of the wasm media type), null
+ * for a container image, or why an artifact with a module layer is not a WebAssembly plugin.
+ */
+function moduleOf(manifest: ImageManifest): { digest: string; size: number } | null | string {
+  const wasm = manifest.layers.filter((l) => l.mediaType === WASM_LAYER_MEDIA_TYPE);
+  if (wasm.length === 0) return null;
+  if (manifest.layers.length !== 1) return `a WebAssembly plugin's image has exactly one layer, not ${manifest.layers.length}`;
+  const layer = wasm[0] as Descriptor;
+  const hex = /^sha256:([0-9a-f]{64})$/.exec(layer.digest)?.[1];
+  if (hex === undefined) return `the module layer's digest ${layer.digest} is not a SHA-256 digest`;
+  return { digest: hex, size: layer.size };
 }
 
 /** The manifest label's value from a config blob, or undefined when it has none. */

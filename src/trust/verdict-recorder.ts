@@ -46,6 +46,7 @@ export function verdictEventData(verdict: ImageVerdict, inputs: VerdictInputs, d
     ),
     trustRoot: inputs.trustRoot,
     catalog: inputs.catalog,
+    ...(verdict.module === undefined ? {} : { module: verdict.module.digest }),
   };
 }
 

@@ -4,7 +4,7 @@
  * what the owner must know (a refused config or signature, a failed reconcile).
  */
 import type { Command } from "commander";
-import { listPlugins, problemText, shortImage, statusText } from "../../app/index.js";
+import { lastCallText, listPlugins, problemText, runtimeText, shortImage, statusText } from "../../app/index.js";
 import type { PluginRow } from "../../app/index.js";
 import { CliError } from "../cli-error.js";
 import { print, printJson, table, withData, withJson, withLog } from "../context.js";
@@ -13,10 +13,10 @@ import type { DataOptions } from "../context.js";
 /** The table `get plugins` and `up` print. */
 export function pluginsTable(rows: readonly PluginRow[]): string {
   return table(
-    ["NAME", "STATUS", "RUNNING", "ASKED FOR", "VERDICT", "PENDING", "PROBLEMS"],
+    ["NAME", "STATUS", "RUNTIME", "RUNNING", "ASKED FOR", "VERDICT", "PENDING", "LAST CALL", "PROBLEMS"],
     rows.map((r) => [
-      r.name, statusText(r.status), shortImage(r.running), r.deleted ? "(deleted)" : shortImage(r.asked), r.verdict ?? "-",
-      r.pending.length === 0 ? "-" : r.pending.join(","), r.problems.length === 0 ? "-" : r.problems.map(problemText).join("; "),
+      r.name, statusText(r.status), runtimeText(r), shortImage(r.running), r.deleted ? "(deleted)" : shortImage(r.asked), r.verdict ?? "-",
+      r.pending.length === 0 ? "-" : r.pending.join(","), lastCallText(r.lastCall), r.problems.length === 0 ? "-" : r.problems.map(problemText).join("; "),
     ]),
   );
 }

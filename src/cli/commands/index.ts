@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import { register as apply } from "./apply.js";
 import { register as approve } from "./approve.js";
+import { register as call } from "./call.js";
 import { register as get } from "./get.js";
 import { register as egress } from "./egress.js";
 import { register as log } from "./log.js";
@@ -13,4 +14,4 @@ import { register as verifyBundle } from "./verify-bundle.js";
 import { register as why } from "./why.js";
 
 /** Every subcommand's `register`. Add one line per command module. */
-export const commands: ReadonlyArray<(program: Command) => void> = [up, apply, approve, get, why, log, verify, verifyBundle, token, egress, registerOperator(clusterReconcilerFactory)];
+export const commands: ReadonlyArray<(program: Command) => void> = [up, apply, approve, get, why, log, call, verify, verifyBundle, token, egress, registerOperator(clusterReconcilerFactory)];

@@ -41,6 +41,11 @@ export interface SignatureVerdict {
   trustRoot: string;
   /** sha256 of the catalog used. */
   catalog: string;
+  /**
+   * For a WebAssembly plugin: its module's lowercase hex SHA-256 (the artifact's one layer, seed
+   * 003's ValidDigest). Absent for a container image. What runs the version follows from it.
+   */
+  module?: string;
 }
 /** `config.verdict`: whether a plugin's config matches its image's config schema. */
 export interface ConfigVerdict { name: string; image: string; ok: boolean; errors: { code: string; path: string; message: string }[] }
@@ -60,8 +65,12 @@ export interface RolloutDecided {
  * status.deployed"). Actor `cluster`.
  */
 export interface PreviousObserved { name: string; deployed: RecordedVersion }
-/** `workload.desired`: what should run for a plugin. */
-export interface WorkloadDesired { name: string; running: boolean; image?: string; objects: JsonValue[]; allowList: string[] }
+/**
+ * `workload.desired`: what should run for a plugin. A WebAssembly plugin (`runtime: "wasm"`) runs
+ * in the plugin host by its module's digest and has no Kubernetes objects of its own; its
+ * allow-list is what the egress proxy admits for it, as for a container.
+ */
+export interface WorkloadDesired { name: string; running: boolean; image?: string; runtime?: "container" | "wasm"; module?: string; objects: JsonValue[]; allowList: string[] }
 /** `workload.applied`: the result of applying the desired workload through a target. */
 export interface WorkloadApplied { name: string; target: string; ok: boolean; error?: string }
 /** One object change the Kubernetes target made (or failed to make) for a plugin. */
@@ -148,6 +157,12 @@ const plan = strict(["outcome", "run", "pending", "reasons"], {
   reasons: stringList,
 });
 
+/** `workload.desired` version 1: as version 2 without `runtime` and `module`. */
+const WORKLOAD_V1 = strict(["name", "running", "objects", "allowList"], {
+  name, running: boolean, image: nonEmpty, objects: { type: "array" },
+  allowList: { type: "array", items: { type: "string", pattern: "^[^\\s:]+:[0-9]{1,5}$" } },
+});
+
 /** `signature.verdict` version 1: as version 2 without `manifest`. */
 const VERDICT_V1 = strict(["digest", "image", "outcome", "signers", "identities", "trustRoot", "catalog"], {
   digest, image: nonEmpty, outcome: { enum: ["verified", "unverified", "refused"] }, reason: str,
@@ -163,7 +178,8 @@ export function definePluginEvents(r: EventRegistry): void {
   define({ type: "grant.deleted", version: 1, stream: inPlugin, observeWith: ["grant.observed"], fields: { name: req(name) } });
   define({
     type: "signature.verdict", version: 2, stream: inStream("trust"),
-    // Version 2 adds the optional `manifest`; a version-1 verdict reads as one checked against none.
+    // Version 2 adds the optional `manifest` and `module`; a version-1 verdict reads as one checked
+    // against no manifest, about a container image.
     history: [{ version: 1, schema: VERDICT_V1, upcast: (d) => d }],
     fields: {
       digest: req(digest),
@@ -175,6 +191,7 @@ export function definePluginEvents(r: EventRegistry): void {
       identities: req({ type: "array" }),
       trustRoot: req(nonEmpty),
       catalog: req(nonEmpty),
+      module: opt({ type: "string", pattern: "^[0-9a-f]{64}$" }),
     },
   });
   define({
@@ -195,9 +212,12 @@ export function definePluginEvents(r: EventRegistry): void {
     },
   });
   define({
-    type: "workload.desired", version: 1, stream: inPlugin,
+    type: "workload.desired", version: 2, stream: inPlugin,
+    // Version 2 adds the optional `runtime` and `module`; a version-1 workload is a container's.
+    history: [{ version: 1, schema: WORKLOAD_V1, upcast: (d) => d }],
     fields: {
       name: req(name), running: req(boolean), image: opt(nonEmpty),
+      runtime: opt({ enum: ["container", "wasm"] }), module: opt({ type: "string", pattern: "^[0-9a-f]{64}$" }),
       objects: req({ type: "array" }),
       allowList: req({ type: "array", items: { type: "string", pattern: "^[^\\s:]+:[0-9]{1,5}$" } }),
     },

@@ -1,0 +1,117 @@
+/**
+ * WebAssembly plugins run by the control plane itself (seed 003, issue 13): the plugin host,
+ * given the modules of the versions the log says run, and calls to them under exactly their
+ * effective permissions — the origins of their effective egress hosts, through the egress proxy
+ * with the plugin's own egress token, so the proxy's allow-list, address checks and decision
+ * events are the same as for a container.
+ *
+ * Whether a plugin may run is the rollout plan's (its PluginGrant, `why`, `approve`); the host is
+ * told what runs after every reconcile pass (`sync`): it installs the module of every running
+ * WebAssembly version from its verified image and prepares it, so no call compiles.
+ */
+import type { Logger } from "pino";
+import { mintEgressToken } from "../egress/index.js";
+import type { EventStore } from "../events/index.js";
+import { pluginStream } from "../events/index.js";
+import { createPluginHost, hostError, HostErrorCode, originsOf, proxyHttp } from "../host/index.js";
+import type { CallResult, PluginHost } from "../host/index.js";
+import { parseImageRef, parseManifest } from "../plugins/index.js";
+import type { EgressHost, JsonValue } from "../plugins/index.js";
+import { Projector } from "../projections/index.js";
+import type { WorkloadState } from "../projections/index.js";
+import { readWasmModule } from "../trust/index.js";
+import { AppError } from "./errors.js";
+import type { Runtime } from "./runtime.js";
+
+/** Options of {@link startHostedPlugins}. */
+export interface HostedPluginsOptions {
+  readonly dataDir: string;
+  readonly logger: Logger;
+  /** The egress proxy plugins' HTTP goes through (`http://127.0.0.1:4750`); none: HTTP fails, recorded. */
+  readonly egressUrl: string | null;
+  /** The unconfined tier's folder (seed 003); off when absent. */
+  readonly unconfinedDir?: string;
+}
+
+/** The plugin host, fed what the log says runs. */
+export interface HostedPlugins {
+  readonly host: PluginHost;
+  /** Installs and prepares the module of every running WebAssembly version (after a reconcile pass). */
+  sync(): Promise<void>;
+  /** Calls a running WebAssembly plugin once under its effective permissions. */
+  call(name: string, method: string, params: JsonValue): Promise<CallResult>;
+  close(): Promise<void>;
+}
+
+/** The running WebAssembly workload of a plugin, or null. */
+function runningWasm(projector: Projector, name: string): WorkloadState | null {
+  projector.catchUp();
+  const w = projector.rows<WorkloadState>("desired_workloads").get(name);
+  return w !== undefined && w.running && w.runtime === "wasm" && w.module !== null ? w : null;
+}
+
+/** The effective egress hosts of what runs now (the latest decision's permissions). */
+function effectiveEgress(store: EventStore, name: string): EgressHost[] {
+  const d = store.last(pluginStream(name), "rollout.decided");
+  return d?.data.plan.run?.permissions.egress.map((h) => ({ host: h.host, port: h.port })) ?? [];
+}
+
+/** Starts the plugin host over a runtime's store. */
+export function startHostedPlugins(rt: Runtime, o: HostedPluginsOptions): HostedPlugins {
+  const projector = new Projector(rt.store);
+  const running = (): WorkloadState[] => {
+    projector.catchUp();
+    return [...projector.rows<WorkloadState>("desired_workloads").values()].filter((w) => w.running && w.runtime === "wasm" && w.module !== null);
+  };
+  const host = createPluginHost({
+    store: rt.store,
+    logger: o.logger.child({ component: "host" }),
+    ...(o.egressUrl === null ? {} : { http: proxyHttp({ proxyUrl: o.egressUrl }) }),
+    ...(o.unconfinedDir === undefined ? {} : { unconfinedDir: o.unconfinedDir }),
+    pinned: (digest) => running().some((w) => w.module === digest),
+  });
+
+  /** Reads the module of a running version from its image and installs it, checked against the signed manifest. */
+  const install = async (w: WorkloadState): Promise<void> => {
+    const image = w.image === null ? null : parseImageRef(w.image);
+    if (image === null || !image.ok) return;
+    const decision = rt.store.last(pluginStream(w.name), "rollout.decided");
+    const manifest = decision?.data.plan.run === null || decision === null ? null : parseManifest(decision.data.plan.run.manifest);
+    const { source, repository } = await rt.sourceFor(image.value);
+    const artifact = await readWasmModule(source, repository, image.value.digest, host.caps.moduleBytes);
+    const r = await host.install(artifact.bytes, manifest !== null && manifest.ok ? { manifest: manifest.value } : {});
+    if (!r.ok) {
+      // Recorded as a refused call of the plugin, so `why` and the log say why it cannot run.
+      host.refuse(w.name, w.module ?? artifact.digest, "install", r.error);
+    }
+  };
+
+  return {
+    host,
+    async sync() {
+      const installed = new Set(host.modules().map((m) => m.digest));
+      for (const w of running()) {
+        try {
+          if (w.module !== null && !installed.has(w.module)) await install(w);
+          if (w.module !== null) await host.prepare(w.module);
+        } catch (err) {
+          o.logger.error({ plugin: w.name, err: err instanceof Error ? err.message : String(err) }, "cannot install the plugin's module");
+        }
+      }
+    },
+    async call(name, method, params) {
+      const w = runningWasm(projector, name);
+      if (w === null || w.module === null) {
+        const last = projector.rows<WorkloadState>("desired_workloads").get(name);
+        if (last === undefined && rt.store.last(pluginStream(name)) === null) throw new AppError("not_found", `no plugin ${name}`);
+        if (last?.running === true && last.runtime !== "wasm") throw new AppError("usage", `${name} runs as a container, not in the plugin host: call it through its own service`);
+        return host.refuse(name, last?.module ?? "", method, hostError(HostErrorCode.NotApproved, `${name} has no approved version running (openfief why ${name})`));
+      }
+      if (!host.modules().some((m) => m.digest === w.module)) await install(w);
+      const origins = originsOf(effectiveEgress(rt.store, name));
+      const token = o.egressUrl === null ? undefined : (await mintEgressToken(o.dataDir, name)).token;
+      return host.call(name, w.module, { method, params, origins, ...(token === undefined ? {} : { egressToken: token }) });
+    },
+    close: () => host.close(),
+  };
+}
