@@ -5,7 +5,8 @@
 // connector needs to answer sync and import_file is here (no Transaction, Posting or
 // BalanceAssertion yet).
 import { decodeBase64, decodedLengthAtMost } from "./base64";
-import { JSONArray, JSONObject, JSONString, JSONValue } from "./json";
+import { ByteWriter } from "./bytes";
+import { JSONObject, JSONRaw, JSONValue, writeJSONString } from "./json";
 import { Code, Result } from "./result";
 
 /** IngestMode, by its number. */
@@ -31,6 +32,11 @@ class MessageReader {
   error: string | null = null;
 
   constructor(public o: JSONObject, public path: string, jsonNames: string[], protoNames: string[]) {
+    this.check(jsonNames, protoNames);
+  }
+
+  private check(jsonNames: string[], protoNames: string[]): void {
+    const o = this.o;
     for (let i = 0; i < o.keys.length; i++) {
       const k = o.keys[i];
       if (!jsonNames.includes(k) && !protoNames.includes(k)) {
@@ -154,12 +160,38 @@ export class ImportFileParams {
   }
 }
 
+/** Writes `"key":"value"` after a comma when needed, unless value is empty (a default). */
+class ObjectWriter {
+  private first: bool = true;
+
+  constructor(public w: ByteWriter) {
+    w.byte(0x7b);
+  }
+
+  key(k: string): ByteWriter {
+    if (!this.first) this.w.byte(0x2c);
+    this.first = false;
+    writeJSONString(this.w, k);
+    this.w.byte(0x3a);
+    return this.w;
+  }
+
+  str(k: string, v: string): ObjectWriter {
+    if (v.length > 0) writeJSONString(this.key(k), v);
+    return this;
+  }
+
+  end(): void {
+    this.w.byte(0x7d);
+  }
+}
+
 /** Institution: who the data comes from. */
 export class Institution {
   constructor(public id: string, public name: string) {}
 
-  toJSON(): JSONObject {
-    return new JSONObject().setStringIfNotEmpty("id", this.id).setStringIfNotEmpty("name", this.name);
+  writeTo(w: ByteWriter): void {
+    new ObjectWriter(w).str("id", this.id).str("name", this.name).end();
   }
 }
 
@@ -167,10 +199,10 @@ export class Institution {
 export class IngestProblem {
   constructor(public severity: Severity, public code: string, public message: string, public location: string = "") {}
 
-  toJSON(): JSONObject {
-    const o = new JSONObject();
-    if (this.severity != Severity.UNSPECIFIED) o.setString("severity", SEVERITY_NAMES[<i32>this.severity]);
-    return o.setStringIfNotEmpty("code", this.code).setStringIfNotEmpty("message", this.message).setStringIfNotEmpty("location", this.location);
+  writeTo(w: ByteWriter): void {
+    const o = new ObjectWriter(w);
+    if (this.severity != Severity.UNSPECIFIED) o.str("severity", SEVERITY_NAMES[<i32>this.severity]);
+    o.str("code", this.code).str("message", this.message).str("location", this.location).end();
   }
 }
 
@@ -178,12 +210,8 @@ export class IngestProblem {
 export class Price {
   constructor(public commodity: string, public date: string, public price: string, public currency: string) {}
 
-  toJSON(): JSONObject {
-    return new JSONObject()
-      .setStringIfNotEmpty("commodity", this.commodity)
-      .setStringIfNotEmpty("date", this.date)
-      .setStringIfNotEmpty("price", this.price)
-      .setStringIfNotEmpty("currency", this.currency);
+  writeTo(w: ByteWriter): void {
+    new ObjectWriter(w).str("commodity", this.commodity).str("date", this.date).str("price", this.price).str("currency", this.currency).end();
   }
 }
 
@@ -191,13 +219,14 @@ export class Price {
 export class FxRate {
   constructor(public date: string, public baseCurrency: string, public quoteCurrency: string, public rate: string, public source: string = "") {}
 
-  toJSON(): JSONObject {
-    return new JSONObject()
-      .setStringIfNotEmpty("date", this.date)
-      .setStringIfNotEmpty("baseCurrency", this.baseCurrency)
-      .setStringIfNotEmpty("quoteCurrency", this.quoteCurrency)
-      .setStringIfNotEmpty("rate", this.rate)
-      .setStringIfNotEmpty("source", this.source);
+  writeTo(w: ByteWriter): void {
+    new ObjectWriter(w)
+      .str("date", this.date)
+      .str("baseCurrency", this.baseCurrency)
+      .str("quoteCurrency", this.quoteCurrency)
+      .str("rate", this.rate)
+      .str("source", this.source)
+      .end();
   }
 }
 
@@ -205,16 +234,21 @@ export class FxRate {
 export class IndexReading {
   constructor(public index: string, public date: string, public value: string) {}
 
-  toJSON(): JSONObject {
-    return new JSONObject().setStringIfNotEmpty("index", this.index).setStringIfNotEmpty("date", this.date).setStringIfNotEmpty("value", this.value);
+  writeTo(w: ByteWriter): void {
+    new ObjectWriter(w).str("index", this.index).str("date", this.date).str("value", this.value).end();
   }
 }
 
-function list<T>(items: T[]): JSONArray {
-  const a = new JSONArray();
-  // @ts-ignore: every T here has toJSON()
-  for (let i = 0; i < items.length; i++) a.push(items[i].toJSON());
-  return a;
+function list<T>(o: ObjectWriter, key: string, items: T[]): void {
+  if (items.length == 0) return;
+  const w = o.key(key);
+  w.byte(0x5b);
+  for (let i = 0; i < items.length; i++) {
+    if (i > 0) w.byte(0x2c);
+    // @ts-ignore: every T here has writeTo()
+    items[i].writeTo(w);
+  }
+  w.byte(0x5d);
 }
 
 /** Delivery: a connector's answer to sync and import_file. */
@@ -228,33 +262,32 @@ export class Delivery {
   /** The watermark for the next sync; empty for an import. */
   watermark: string = "";
 
-  /** True when a problem is an error: then nothing of the input was mapped. */
+  /** True when a problem is an error. */
   hasErrors(): bool {
     for (let i = 0; i < this.problems.length; i++) if (this.problems[i].severity == Severity.ERROR) return true;
     return false;
   }
 
-  /** Fields in the proto's order, defaults omitted. */
-  toJSON(): JSONObject {
-    const o = new JSONObject();
-    o.setStringIfNotEmpty("batchId", this.batchId);
+  /** Writes the Delivery as protobuf-JSON: fields in the proto's order, defaults omitted. */
+  writeTo(w: ByteWriter): void {
+    const o = new ObjectWriter(w);
+    o.str("batchId", this.batchId);
     const inst = this.institution;
-    if (inst !== null) o.set("institution", inst.toJSON());
-    if (this.problems.length > 0) o.set("problems", list<IngestProblem>(this.problems));
-    if (this.prices.length > 0) o.set("prices", list<Price>(this.prices));
-    if (this.fxRates.length > 0) o.set("fxRates", list<FxRate>(this.fxRates));
-    if (this.indexReadings.length > 0) o.set("indexReadings", list<IndexReading>(this.indexReadings));
-    o.setStringIfNotEmpty("watermark", this.watermark);
-    return o;
+    if (inst !== null) inst.writeTo(o.key("institution"));
+    list<IngestProblem>(o, "problems", this.problems);
+    list<Price>(o, "prices", this.prices);
+    list<FxRate>(o, "fxRates", this.fxRates);
+    list<IndexReading>(o, "indexReadings", this.indexReadings);
+    o.str("watermark", this.watermark);
+    o.end();
   }
 }
 
-/** SyncResponse and ImportFileResponse: `{delivery}`. */
+/** SyncResponse and ImportFileResponse: `{"delivery": …}`, written straight into bytes. */
 export function deliveryResponse(delivery: Delivery): JSONValue {
-  return new JSONObject().set("delivery", delivery.toJSON());
-}
-
-/** A JSONString, for handlers that answer with one. */
-export function jsonString(s: string): JSONValue {
-  return new JSONString(s);
+  const w = new ByteWriter(1024);
+  w.text('{"delivery":');
+  delivery.writeTo(w);
+  w.byte(0x7d);
+  return new JSONRaw(w.toBytes());
 }

@@ -25,7 +25,6 @@ export {
   Severity,
   SyncRequest,
   deliveryResponse,
-  jsonString,
 } from "./connector";
 export { DEFAULT_MAX_BODY_BYTES, HttpRequest, HttpResponse, get, request } from "./http";
 export {
@@ -36,6 +35,7 @@ export {
   JSONNull,
   JSONNumber,
   JSONObject,
+  JSONRaw,
   JSONString,
   JSONValue,
   parseJSON,

@@ -15,6 +15,8 @@ export enum JSONKind {
   String,
   Array,
   Object,
+  /** JSON text the SDK wrote itself (never parsed input), copied out as it is. */
+  Raw,
 }
 
 /** A JSON value; narrow it with the `as…` methods, which return null for another kind. */
@@ -50,6 +52,16 @@ export class JSONValue {
     const w = new ByteWriter();
     writeJSON(w, this);
     return w.toString();
+  }
+}
+
+/**
+ * JSON the SDK already wrote into bytes, such as a Delivery of many rates, so an answer is not
+ * also held as a tree of values. Only writers that produce valid JSON make one.
+ */
+export class JSONRaw extends JSONValue {
+  constructor(public readonly bytes: Uint8Array) {
+    super(JSONKind.Raw);
   }
 }
 
@@ -542,6 +554,9 @@ export function writeJSON(w: ByteWriter, v: JSONValue): void {
       w.byte(0x7d);
       break;
     }
+    case JSONKind.Raw:
+      w.bytes(changetype<JSONRaw>(v).bytes);
+      break;
   }
 }
 
