@@ -2,8 +2,10 @@
  * The committed demo in examples/ is consistent: every Plugin and PluginGrant parses, every Plugin's
  * image is in examples/oci with its manifest as the signed label, every image verifies offline
  * against the owner signers in examples/trusted-signers.json, the v2 upgrade asks for exactly one
- * more host and is held back, and the images are exactly what scripts/make-demo.ts builds.
+ * more host and is held back, the images are exactly what scripts/make-demo.ts builds, and the
+ * ecb-fx WebAssembly plugin's one layer is the committed module.
  */
+import { createHash } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -30,7 +32,7 @@ import { checkImage, readLabel } from "../../src/trust/image-check.js";
 import { MEDIA_TYPE, parseImageManifest } from "../../src/trust/oci.js";
 import { OciLayoutSource } from "../../src/trust/oci-layout.js";
 import { loadShippedTrustedRoot } from "../../src/trust/trusted-root.js";
-import { DEMO_IMAGES, buildDemoImage, makeDemo } from "../../scripts/make-demo.js";
+import { DEMO_IMAGES, DEMO_WASM_IMAGES, WASM_LAYER_MEDIA_TYPE, buildDemoImage, buildDemoWasmImage, makeDemo } from "../../scripts/make-demo.js";
 import { toJsonSchema } from "../support/crd-schema.js";
 
 const ROOT = join(import.meta.dirname, "../..");
@@ -55,13 +57,16 @@ const asPlugin = (r: Resource): Plugin => must(parsePlugin({ name: r.metadata.na
 const asGrant = (r: Resource): Grant => must(parseGrant({ name: r.metadata.name, spec: r.spec }));
 const imageOf = (p: Plugin): ImageRef => must(parseImageRef(p.spec.image));
 
-const PLUGIN_FILES = ["plugins/nbp-fx.yaml", "plugins/ledger-view.yaml", "upgrade/nbp-fx-v2.yaml"];
-const GRANT_FILES = ["plugins/nbp-fx-grant.yaml", "plugins/ledger-view-grant.yaml"];
+const PLUGIN_FILES = ["plugins/nbp-fx.yaml", "plugins/ledger-view.yaml", "plugins/ecb-fx.yaml", "upgrade/nbp-fx-v2.yaml"];
+const GRANT_FILES = ["plugins/nbp-fx-grant.yaml", "plugins/ledger-view-grant.yaml", "plugins/ecb-fx-grant.yaml"];
 const TAGS: Record<string, string> = {
   "plugins/nbp-fx.yaml": "nbp-fx-v1",
   "plugins/ledger-view.yaml": "ledger-view-v1",
+  "plugins/ecb-fx.yaml": "ecb-fx-v1",
   "upgrade/nbp-fx-v2.yaml": "nbp-fx-v2",
 };
+/** Every image in the layout, with its bundle: one index entry each. */
+const INDEX_ENTRIES = 2 * (DEMO_IMAGES.length + DEMO_WASM_IMAGES.length);
 
 function ownerSigners(dir = EXAMPLES): Signer[] {
   return must(parseOwnerSigners(readFileSync(join(dir, "trusted-signers.json"), "utf8")));
@@ -103,7 +108,7 @@ describe("the demo's resources", () => {
   });
 
   it("gives each installed plugin a grant that approves everything it asks for", () => {
-    for (const name of ["nbp-fx", "ledger-view"]) {
+    for (const name of ["nbp-fx", "ledger-view", "ecb-fx"]) {
       const p = asPlugin(resource(`plugins/${name}.yaml`));
       const g = asGrant(resource(`plugins/${name}-grant.yaml`));
       expect(g.name).toBe(p.name);
@@ -136,13 +141,13 @@ describe("the demo's images", () => {
   it("are listed in the layout's index.json under their tags, each with one Sigstore bundle attached", async () => {
     const index = await source.index();
     const tagged = index.filter((d) => d.annotations?.["org.opencontainers.image.ref.name"] !== undefined);
-    expect(tagged.map((d) => d.annotations?.["org.opencontainers.image.ref.name"]).sort()).toEqual(["ledger-view-v1", "nbp-fx-v1", "nbp-fx-v2"]);
+    expect(tagged.map((d) => d.annotations?.["org.opencontainers.image.ref.name"]).sort()).toEqual(["ecb-fx-v1", "ledger-view-v1", "nbp-fx-v1", "nbp-fx-v2"]);
     for (const d of tagged) {
       const referrers = await source.referrers("any", d.digest);
       expect(referrers).toHaveLength(1);
       expect(referrers[0]?.artifactType).toBe(MEDIA_TYPE.sigstoreBundle);
     }
-    expect(index).toHaveLength(6);
+    expect(index).toHaveLength(INDEX_ENTRIES);
   });
 
   it.each(PLUGIN_FILES)("%s names an image in the layout, under its tag, whose signed label equals spec.manifest", async (file) => {
@@ -196,6 +201,41 @@ describe("the demo's images", () => {
   });
 });
 
+describe("the demo's WebAssembly plugin", () => {
+  const source = new OciLayoutSource(LAYOUT);
+  const module = readFileSync(join(ROOT, "plugins/ecb-fx/build/ecb-fx.wasm"));
+  const moduleHex = createHash("sha256").update(module).digest("hex");
+
+  it.each(DEMO_WASM_IMAGES.map((d) => [d.tag, d] as const))("%s is exactly what scripts/make-demo.ts builds: an image config with the label and one WebAssembly layer", async (tag, demo) => {
+    const built = buildDemoWasmImage(demo);
+    const listed = (await source.index()).find((d) => d.annotations?.["org.opencontainers.image.ref.name"] === tag);
+    expect(listed?.digest).toBe(built.digest);
+    const m = parseImageManifest((await source.manifest("any", built.digest)).bytes, MEDIA_TYPE.ociManifest);
+    expect(m.config.mediaType).toBe(MEDIA_TYPE.ociConfig);
+    const config = JSON.parse(Buffer.from(await source.blob("any", m.config.digest, 1 << 20)).toString("utf8")) as { config: { Labels: Record<string, string> } };
+    expect(config.config.Labels[MANIFEST_LABEL]).toBe(built.label);
+    expect(m.layers.map((l) => l.mediaType)).toEqual([WASM_LAYER_MEDIA_TYPE]);
+  });
+
+  it("carries the committed module, its layer digest the module's lowercase hex SHA-256", async () => {
+    const p = asPlugin(resource("plugins/ecb-fx.yaml"));
+    const m = parseImageManifest((await source.manifest("any", imageOf(p).digest)).bytes, MEDIA_TYPE.ociManifest);
+    expect(m.layers[0]?.digest).toBe(`sha256:${moduleHex}`);
+    expect(m.layers[0]?.size).toBe(module.length);
+    expect(Buffer.from(await source.blob("any", `sha256:${moduleHex}`, 16 << 20)).equals(module)).toBe(true);
+    expect(readFileSync(join(ROOT, "plugins/ecb-fx/build/ecb-fx.wasm.sha256"), "utf8")).toBe(`${moduleHex}  ecb-fx.wasm\n`);
+  });
+
+  it("asks for exactly plugins/ecb-fx/manifest.json, and its grant approves www.ecb.europa.eu:443 and nothing more", () => {
+    const p = asPlugin(resource("plugins/ecb-fx.yaml"));
+    const manifest = JSON.parse(readFileSync(join(ROOT, "plugins/ecb-fx/manifest.json"), "utf8")) as unknown;
+    expect(manifestEqual(must(parseManifestLabel(JSON.stringify(manifest))), p.spec.manifest)).toBe(true);
+    const e = must(effective(p.spec.manifest, asGrant(resource("plugins/ecb-fx-grant.yaml")).spec));
+    expect(e.egress.map(formatHostPort)).toEqual(["www.ecb.europa.eu:443"]);
+    expect(e.capabilities).toEqual(["connector"]);
+  });
+});
+
 describe("the upgrade to nbp-fx v2", () => {
   const v1 = asPlugin(resource("plugins/nbp-fx.yaml"));
   const v2 = asPlugin(resource("upgrade/nbp-fx-v2.yaml"));
@@ -239,7 +279,7 @@ describe("scripts/make-demo.ts", () => {
     }
     // A rerun replaces the old signatures instead of piling them up.
     const source = new OciLayoutSource(join(out, "oci"));
-    expect(await source.index()).toHaveLength(6);
+    expect(await source.index()).toHaveLength(INDEX_ENTRIES);
     const p = asPlugin(resource("plugins/nbp-fx.yaml"));
     const verdict = await checkImage({ image: imageOf(p), source, trustedRoot, policy: newTrustPolicy(shippedCatalog(), ownerSigners(out)), declared: p.spec.manifest });
     expect(verdict.outcome).toBe("unverified");

@@ -56,13 +56,14 @@ afterAll(async () => {
 });
 
 describe("the plugin lifecycle through the CLI", () => {
-  it("runs both demo plugins on first install, with their objects and allow-lists written", async () => {
+  it("runs the demo plugins on first install, with their objects and allow-lists written", async () => {
     const r = await rows();
     expect(r.get("nbp-fx")).toMatchObject({ verdict: "unverified", pending: [] });
     expect(r.get("nbp-fx")?.running).toContain(V1);
     expect(r.get("ledger-view")?.running).toContain("c525d5ae");
-    expect((await readdir(join(dir, "cluster", "plugins"))).sort()).toEqual(["ledger-view.yaml", "nbp-fx.yaml"]);
-    expect(await allowList()).toEqual({ "ledger-view": "", "nbp-fx": "api.nbp.pl:443\n" });
+    expect(r.get("ecb-fx")).toMatchObject({ verdict: "unverified", pending: [] });
+    expect((await readdir(join(dir, "cluster", "plugins"))).sort()).toEqual(["ecb-fx.yaml", "ledger-view.yaml", "nbp-fx.yaml"]);
+    expect(await allowList()).toEqual({ "ecb-fx": "www.ecb.europa.eu:443\n", "ledger-view": "", "nbp-fx": "api.nbp.pl:443\n" });
   });
 
   it("holds back an upgrade that asks for a new host, with exactly that host pending", async () => {
@@ -135,8 +136,8 @@ describe("the plugin lifecycle through the CLI", () => {
     const before = (await ok(["log", "--plugin", "nbp-fx", "--json", ...data])).trim().split("\n").length;
     await ok(["delete", "plugin", "nbp-fx", ...data]);
     await ok(["reconcile", ...data]);
-    expect(await readdir(join(dir, "cluster", "plugins"))).toEqual(["ledger-view.yaml"]);
-    expect(await allowList()).toEqual({ "ledger-view": "" });
+    expect((await readdir(join(dir, "cluster", "plugins"))).sort()).toEqual(["ecb-fx.yaml", "ledger-view.yaml"]);
+    expect(await allowList()).toEqual({ "ecb-fx": "www.ecb.europa.eu:443\n", "ledger-view": "" });
     expect((await rows()).get("nbp-fx")).toMatchObject({ running: null, deleted: true });
     const after = (await ok(["log", "--plugin", "nbp-fx", "--json", ...data])).trim().split("\n");
     expect(after.length).toBeGreaterThan(before);

@@ -52,12 +52,12 @@ afterAll(async () => {
 
 describe("restart safety", () => {
   it("records each step of an uninterrupted reconcile exactly once", () => {
-    for (const plugin of ["ledger-view", "nbp-fx"]) {
+    for (const plugin of ["ecb-fx", "ledger-view", "nbp-fx"]) {
       for (const type of ["config.verdict", "rollout.decided", "workload.desired", "workload.applied"]) {
         expect(reference.counts[`plugin/${plugin} ${type}`], `${plugin} ${type}`).toBe(1);
       }
     }
-    expect(reference.counts["trust signature.verdict"]).toBe(2);
+    expect(reference.counts["trust signature.verdict"]).toBe(3);
   });
 
   it.each([1, 2, 3, 5, 6, 8, 9])("converges to the same state after a kill right after append %i", async (n) => {

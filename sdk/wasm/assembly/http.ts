@@ -1,0 +1,167 @@
+// HTTP through the host (docs/abi.md, host_call "http"): the host sends the request through the
+// egress proxy with the plugin's own identity, only to the call's approved origins, and returns
+// the answer, a redirect included (never followed). Failures are values with the guest's codes.
+import { decodeBase64, encodeBase64 } from "./base64";
+import { ByteWriter, isUtf8 } from "./bytes";
+import { JSONLimits, JSONObject, parseJSONBytes, writeJSON } from "./json";
+import { takePinned } from "./pinned";
+import { Code, Result } from "./result";
+
+// @ts-ignore: decorator
+@external("openfief", "host_call")
+declare function host_call(ptr: usize, len: usize): i64;
+
+/** The largest response body a request accepts unless it says otherwise (4 MiB). */
+export const DEFAULT_MAX_BODY_BYTES: i32 = 4 << 20;
+
+const ANSWER_LIMITS = new JSONLimits(8, 10_000);
+
+/** One HTTP request. */
+export class HttpRequest {
+  /** Request headers, by name. */
+  headers: Map<string, string> = new Map<string, string>();
+  /** The body, when there is one. */
+  body: Uint8Array | null = null;
+  /** A larger response body fails the request with http_failed, before anything reads it. */
+  maxBodyBytes: i32 = DEFAULT_MAX_BODY_BYTES;
+
+  constructor(
+    /** GET, POST, … */
+    public method: string,
+    /** `https://host[:port]/path?query`: only https, and only an approved origin. */
+    public url: string,
+  ) {}
+
+  /** Sets a header; returns this request. */
+  header(name: string, value: string): HttpRequest {
+    this.headers.set(name, value);
+    return this;
+  }
+}
+
+/** An HTTP response, a redirect included. */
+export class HttpResponse {
+  constructor(
+    public status: i32,
+    /** Response headers, names in lower case. */
+    public headers: Map<string, string>,
+    public body: Uint8Array,
+  ) {}
+
+  /** The header's value (the name in any case), or null. */
+  header(name: string): string | null {
+    const key = name.toLowerCase();
+    return this.headers.has(key) ? this.headers.get(key) : null;
+  }
+
+  /** The body as text, or null when it is not UTF-8. */
+  text(): string | null {
+    if (!isUtf8(this.body)) return null;
+    return String.UTF8.decodeUnsafe(this.body.dataStart, <usize>this.body.length);
+  }
+}
+
+function requestBytes(req: HttpRequest): ArrayBuffer {
+  const params = new JSONObject();
+  params.setString("method", req.method);
+  params.setString("url", req.url);
+  const headers = new JSONObject();
+  const names = req.headers.keys();
+  for (let i = 0; i < names.length; i++) headers.setString(names[i], req.headers.get(names[i]));
+  params.set("headers", headers);
+  const body = req.body;
+  if (body !== null) {
+    if (isUtf8(body)) params.setString("body", String.UTF8.decodeUnsafe(body.dataStart, <usize>body.length));
+    else params.setString("bodyBase64", encodeBase64(body));
+  }
+  const envelope = new JSONObject();
+  envelope.setString("method", "http");
+  envelope.set("params", params);
+  const w = new ByteWriter();
+  writeJSON(w, envelope);
+  return w.toArrayBuffer();
+}
+
+/** The host's error codes, as the guest reports them on. */
+function guestCode(hostCode: string): string {
+  if (hostCode == Code.ORIGIN_NOT_APPROVED) return Code.ORIGIN_NOT_APPROVED;
+  // The host found the request malformed: a bug in the plugin or the SDK, not the network's fault.
+  if (hostCode == Code.INVALID_REQUEST) return Code.INTERNAL;
+  return Code.HTTP_FAILED;
+}
+
+function failed(message: string): Result<HttpResponse> {
+  return Result.err<HttpResponse>(Code.HTTP_FAILED, message);
+}
+
+/**
+ * Sends `req` through the host. The answer's envelope is checked before it is used: in memory the
+ * guest allocated, UTF-8, strict JSON, a status 100–599, string headers, a body of at most
+ * `req.maxBodyBytes`.
+ */
+export function request(req: HttpRequest): Result<HttpResponse> {
+  const out = requestBytes(req);
+  const packed = host_call(changetype<usize>(out), <usize>out.byteLength);
+  const ptr = <usize>(<u64>packed >>> 32);
+  const len = <i32>(<u32>(packed & 0xffffffff));
+  const answer = takePinned(ptr, len);
+  if (answer === null) return Result.err<HttpResponse>(Code.INTERNAL, "the host answered outside memory openfief_alloc returned");
+  const parsed = parseJSONBytes(answer, ANSWER_LIMITS);
+  if (!parsed.ok) return Result.err<HttpResponse>(Code.INTERNAL, "the host's answer is not JSON: " + parsed.error.message);
+  const o = parsed.value.asObject();
+  if (o === null) return Result.err<HttpResponse>(Code.INTERNAL, "the host's answer is not an object");
+  const err = o.get("error");
+  if (err !== null) {
+    const e = err.asObject();
+    let code: string | null = null;
+    let message: string | null = null;
+    if (e !== null) {
+      code = e.getString("code");
+      message = e.getString("message");
+    }
+    return Result.err<HttpResponse>(guestCode(code === null ? Code.HTTP_FAILED : code), message === null ? "" : message);
+  }
+  const r = o.getObject("result");
+  if (r === null) return Result.err<HttpResponse>(Code.INTERNAL, "the host's answer has neither result nor error");
+  const status = r.getNumber("status");
+  if (status === null || !status.isSafeInteger() || status.toI64() < 100 || status.toI64() > 599) return failed("the answer has no valid status");
+  const headers = new Map<string, string>();
+  const hv = r.get("headers");
+  if (hv !== null) {
+    const h = hv.asObject();
+    if (h === null) return failed("the answer's headers are not an object");
+    for (let i = 0; i < h.keys.length; i++) {
+      const s = h.values[i].asString();
+      if (s === null) return failed("the answer's header " + h.keys[i] + " is not a string");
+      headers.set(h.keys[i].toLowerCase(), s.value);
+    }
+  }
+  const text = r.get("body");
+  const b64 = r.get("bodyBase64");
+  if (text !== null && b64 !== null) return failed("the answer has both body and bodyBase64");
+  let body = new Uint8Array(0);
+  if (text !== null) {
+    const s = text.asString();
+    if (s === null) return failed("the answer's body is not a string");
+    // The UTF-8 length without encoding: the cap holds before a copy is made.
+    if (<i64>String.UTF8.byteLength(s.value) > <i64>req.maxBodyBytes) return failed("the answer's body is over the cap of " + req.maxBodyBytes.toString() + " bytes");
+    body = Uint8Array.wrap(String.UTF8.encode(s.value));
+  } else if (b64 !== null) {
+    const s = b64.asString();
+    if (s === null) return failed("the answer's bodyBase64 is not a string");
+    if ((s.value.length / 4) * 3 - 2 > req.maxBodyBytes) return failed("the answer's body is over the cap of " + req.maxBodyBytes.toString() + " bytes");
+    const decoded = decodeBase64(s.value);
+    if (!decoded.ok) return failed("the answer's bodyBase64 is not base64");
+    body = decoded.value;
+    if (body.length > req.maxBodyBytes) return failed("the answer's body is over the cap of " + req.maxBodyBytes.toString() + " bytes");
+  }
+  return Result.ok<HttpResponse>(new HttpResponse(<i32>status.toI64(), headers, body));
+}
+
+/** A GET of `url` with optional headers and body cap. */
+export function get(url: string, headers: Map<string, string> | null = null, maxBodyBytes: i32 = DEFAULT_MAX_BODY_BYTES): Result<HttpResponse> {
+  const req = new HttpRequest("GET", url);
+  if (headers !== null) req.headers = headers;
+  req.maxBodyBytes = maxBodyBytes;
+  return request(req);
+}
