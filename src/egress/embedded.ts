@@ -5,11 +5,13 @@
  */
 import { connect as netConnect, type NetConnectOpts } from "node:net";
 import { pino, type Logger } from "pino";
+import type { Registry } from "prom-client";
 import { PROXY_PORT } from "../plugins/index.js";
 import type { AllowListSource } from "./allowlist-source.js";
 import { CachingTokenReviewer } from "./caching-reviewer.js";
 import { EMBEDDED_ISSUER, ensureEmbeddedKey, readEmbeddedJwks } from "./embedded-key.js";
 import { JwksTokenReviewer } from "./jwks-reviewer.js";
+import { EgressMetrics } from "./metrics.js";
 import { createEgressProxy, TUNNEL_HIGH_WATER_MARK, type ConnectFn, type EgressProxy, type EgressProxyOptions } from "./proxy.js";
 import { StoreDecisionRecorder, type EventAppender } from "./recorder.js";
 import { DnsResolver, type Resolver } from "./resolver.js";
@@ -27,6 +29,8 @@ export interface EmbeddedEgressOptions {
   readonly connect?: ConnectFn;
   readonly options?: EgressProxyOptions;
   readonly env?: Readonly<Record<string, string | undefined>>;
+  /** The registry the proxy's counters join (the control plane's `/metrics`); none kept without it. */
+  readonly registry?: Registry;
 }
 
 /**
@@ -43,18 +47,21 @@ export const dialTcp: ConnectFn = (addr) => {
 export async function startEmbeddedEgress(opts: EmbeddedEgressOptions): Promise<{ proxy: EgressProxy; host: string; port: number }> {
   await ensureEmbeddedKey(opts.dataDir);
   const logger = opts.logger ?? pino({ name: "egress" });
+  const metrics = opts.registry !== undefined ? new EgressMetrics(opts.registry) : undefined;
   const reviewer = new CachingTokenReviewer(
     // Re-read on every review the cache misses, so a key rotated in the data folder takes effect.
     new JwksTokenReviewer({ jwks: () => readEmbeddedJwks(opts.dataDir), issuer: EMBEDDED_ISSUER }),
+    metrics !== undefined ? { onLookup: metrics.tokenLookup } : {},
   );
   const dnsTimeoutMs = opts.options?.dnsTimeoutMs ?? 5000;
   const proxy = createEgressProxy({
     reviewer,
     allowLists: opts.allowLists,
-    resolver: opts.resolver ?? new DnsResolver({ ...(opts.dnsServers !== undefined ? { servers: opts.dnsServers } : {}), timeoutMs: dnsTimeoutMs }),
+    resolver: opts.resolver ?? new DnsResolver({ ...(opts.dnsServers !== undefined ? { servers: opts.dnsServers } : {}), timeoutMs: dnsTimeoutMs, ...(metrics !== undefined ? { onLookup: metrics.dnsLookup } : {}) }),
     connect: opts.connect ?? dialTcp,
-    recorder: new StoreDecisionRecorder(opts.store),
+    recorder: new StoreDecisionRecorder(opts.store, (err) => logger.error({ err: err instanceof Error ? err.message : String(err) }, "egress refusal could not be recorded")),
     logger,
+    ...(metrics !== undefined ? { metrics } : {}),
     options: { host: "127.0.0.1", port: PROXY_PORT, ...(opts.options ?? {}) },
     ...(opts.env !== undefined ? { env: opts.env } : {}),
   });

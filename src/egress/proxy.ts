@@ -16,16 +16,19 @@ import { networkInterfaces } from "node:os";
 import type { Duplex } from "node:stream";
 import type { Socket } from "node:net";
 import type { Logger } from "pino";
+import type { Registry } from "prom-client";
 import { PROXY_PORT } from "../plugins/index.js";
 import { AddressPolicy } from "./address.js";
 import { answerRefusal } from "./answer.js";
 import type { AllowListSource } from "./allowlist-source.js";
+import { AnonymousRefusalLimit, type AnonymousLimitOptions } from "./anonymous-limit.js";
 import { afterResolution, decideAddresses, decideListed, type DestinationDecision } from "./decide.js";
-import type { EgressDecisionRecord } from "./decision.js";
+import { decisionRecord, type EgressDecisionRecord } from "./decision.js";
 import { withTimeout } from "./deadline.js";
 import { dial, type ConnectFn } from "./dial.js";
 import { identify, readHandshake } from "./handshake.js";
 import { decisionLine, refused, refusalDetail, type ConnectFacts, type ConnectOutcome } from "./outcome.js";
+import { parserRejection, type EgressMetrics, type ParserRejection } from "./metrics.js";
 import type { DecisionRecorder } from "./recorder.js";
 import { REFUSALS } from "./refusals.js";
 import type { ResolveOutcome, Resolver } from "./resolver.js";
@@ -76,6 +79,12 @@ export interface EgressProxyPorts {
   readonly env?: Readonly<Record<string, string | undefined>>;
   /** Extra addresses of this proxy (beyond its interfaces and listen address). */
   readonly ownAddresses?: readonly string[];
+  /** The proxy's counters; none are kept without it. */
+  readonly metrics?: EgressMetrics;
+  /** When set, `GET /metrics` on the proxy's own port serves this registry (cluster mode). */
+  readonly metricsRegistry?: Registry;
+  /** The rate limit on recording refusals before identity (ADR 0031's defaults otherwise). */
+  readonly anonymousLimits?: Omit<AnonymousLimitOptions, "clock">;
 }
 
 /** A built proxy. `listen` opens the port; `close` drains. */
@@ -132,13 +141,6 @@ export function refuseUpstreamProxyEnv(env: Readonly<Record<string, string | und
   }
 }
 
-/** The record of a destination decision (the `egress.decision` event's data). */
-function decisionRecord(plugin: string, host: string, port: number, d: DestinationDecision): EgressDecisionRecord {
-  return d.allowed
-    ? { plugin, host, port, allowed: true, reason: d.reason, address: d.dial.address }
-    : { plugin, host, port, allowed: false, reason: d.reason };
-}
-
 /** A decided CONNECT: its outcome, and the connected upstream when it is a tunnel. */
 type Decided = { readonly outcome: ConnectOutcome; readonly upstream?: Socket };
 
@@ -163,7 +165,9 @@ export function createEgressProxy(ports: EgressProxyPorts): EgressProxy {
 
   let listening = false;
   let draining = false;
-  const tunnels = new Tunnels({ maxTunnels: o.maxTunnels, idleMs: o.idleMs });
+  const metrics = ports.metrics;
+  const tunnels = new Tunnels({ maxTunnels: o.maxTunnels, idleMs: o.idleMs, ...(metrics !== undefined ? { onOpenChange: (n: number) => metrics.openTunnels.set(n) } : {}) });
+  const anonymous = new AnonymousRefusalLimit({ ...(ports.anonymousLimits ?? {}), clock });
   const connections = new Set<Socket>();
 
   const server = createServer({
@@ -172,7 +176,17 @@ export function createEgressProxy(ports: EgressProxyPorts): EgressProxy {
     requestTimeout: o.headTimeoutMs,
     connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(o.headTimeoutMs / 4))),
     keepAliveTimeout: 5000,
+    // The missing Host of a plain request is refused by the handler below, which logs and counts
+    // it; Node's own check would answer 400 without telling anyone.
+    requireHostHeader: false,
   });
+
+  /** A request refused before the proxy's checks: one log line and one count each, never its bytes. */
+  function parserRejected(kind: ParserRejection, code: string | undefined, socket: Duplex): void {
+    metrics?.parserRejections.inc({ kind });
+    // Never the raw packet: it may hold a Proxy-Authorization header.
+    logger.warn({ status: 400, kind, code, remote: (socket as Socket).remoteAddress }, "egress request rejected by the HTTP parser");
+  }
 
   server.on("connection", (socket: Socket) => {
     connections.add(socket);
@@ -181,7 +195,9 @@ export function createEgressProxy(ports: EgressProxyPorts): EgressProxy {
     socket.setTimeout(o.headTimeoutMs, () => socket.destroy());
   });
 
-  server.on("clientError", (_err: Error, socket: Duplex) => {
+  server.on("clientError", (err: NodeJS.ErrnoException, socket: Duplex) => {
+    // A reset by the peer is not a request the parser refused.
+    if (err.code !== "ECONNRESET") parserRejected(parserRejection(err.code), err.code, socket);
     if (socket.writable) socket.end(`HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
     else socket.destroy();
   });
@@ -189,8 +205,21 @@ export function createEgressProxy(ports: EgressProxyPorts): EgressProxy {
   server.on("request", (req: IncomingMessage, res: ServerResponse) => {
     (req.socket as Socket).setTimeout(0);
     res.shouldKeepAlive = false;
+    if (req.httpVersionMajor === 1 && req.httpVersionMinor === 1 && req.headers.host === undefined) {
+      parserRejected("missing_host", undefined, req.socket);
+      res.writeHead(400, { Connection: "close" }).end();
+      return;
+    }
     if ((req.method === "GET" || req.method === "HEAD") && req.url === "/healthcheck") {
       res.writeHead(draining || !listening ? 503 : 204).end();
+      return;
+    }
+    const registry = ports.metricsRegistry;
+    if (registry !== undefined && req.method === "GET" && req.url === "/metrics") {
+      void registry.metrics().then(
+        (text) => res.writeHead(200, { "Content-Type": registry.contentType }).end(text),
+        () => res.writeHead(500).end(),
+      );
       return;
     }
     // Anything but CONNECT would show the proxy the whole request, and let it change it.
@@ -200,7 +229,9 @@ export function createEgressProxy(ports: EgressProxyPorts): EgressProxy {
 
   function logDecision(out: ConnectOutcome, started: number): void {
     const status = out.kind === "tunnel" ? 200 : REFUSALS[out.code].status;
-    const line = { decision: decisionLine(out, status), ms: clock.now() - started };
+    const ms = clock.now() - started;
+    metrics?.outcome(out, ms / 1000);
+    const line = { decision: decisionLine(out, status), ms };
     if (out.kind === "tunnel") logger.info(line, "egress decision");
     else logger.warn(line, "egress decision");
   }
@@ -285,8 +316,26 @@ export function createEgressProxy(ports: EgressProxyPorts): EgressProxy {
     else if (out.kind === "refused") {
       answerRefusal(slot.client, out.code, refusalDetail(out), out.headers);
       tunnels.release(slot);
+      if (REFUSALS[out.code].recorded === "anonymous") recordAnonymous(out, (slot.client as Socket).remoteAddress);
     }
     logDecision(out, started);
+  }
+
+  /** A refusal before identity, recorded in `egress/-` within the rate limit (ADR 0031). */
+  function recordAnonymous(out: ConnectOutcome & { kind: "refused" }, source: string | undefined): void {
+    const recorder = ports.recorder;
+    if (recorder.recordRefusal === undefined) return;
+    const from = source ?? "unknown";
+    const admitted = anonymous.admit(from);
+    if (!admitted.record) {
+      metrics?.anonymousDropped.inc();
+      return;
+    }
+    metrics?.anonymousRecorded.inc();
+    recorder.recordRefusal({
+      code: out.code, source: from, dropped: admitted.dropped,
+      ...(out.host !== undefined ? { host: out.host } : {}), ...(out.port !== undefined ? { port: out.port } : {}),
+    });
   }
 
   async function handleConnect(req: IncomingMessage, client: Duplex, head: Buffer): Promise<void> {

@@ -43,6 +43,8 @@ export interface DnsResolverOptions {
   readonly cacheMaxNames?: number;
   /** Time source of the cache (tests move it). */
   readonly clock?: Clock;
+  /** Told of every lookup: hit (answered from the cache) or miss (the metrics' counter). */
+  readonly onLookup?: (hit: boolean) => void;
 }
 
 type FamilyAnswer = RecordWithTtl[] | ResolveError;
@@ -81,6 +83,7 @@ export class DnsResolver implements Resolver {
   readonly #maxNames: number;
   readonly #clock: Clock;
   readonly #cache = new Map<string, CacheEntry>();
+  readonly #onLookup: ((hit: boolean) => void) | undefined;
 
   constructor(options: DnsResolverOptions = {}) {
     // Two tries within the budget (c-ares doubles the wait on the retry): a lost UDP datagram
@@ -97,6 +100,7 @@ export class DnsResolver implements Resolver {
     this.#maxTtlMs = maxTtl;
     this.#maxNames = maxNames;
     this.#clock = options.clock ?? systemClock;
+    this.#onLookup = options.onLookup;
   }
 
   /** How many names are cached now (expired ones included until they are asked for or evicted). */
@@ -109,9 +113,13 @@ export class DnsResolver implements Resolver {
     const name = (host.endsWith(".") ? host.slice(0, -1) : host).replace(/[A-Z]+/g, (s) => s.toLowerCase());
     const hit = this.#cache.get(name);
     if (hit !== undefined) {
-      if (this.#clock.now() < hit.expiresAt) return hit.outcome;
+      if (this.#clock.now() < hit.expiresAt) {
+        this.#onLookup?.(true);
+        return hit.outcome;
+      }
       this.#cache.delete(name);
     }
+    this.#onLookup?.(false);
     return this.#ask(name);
   }
 
