@@ -11,15 +11,25 @@ import type { AllowListSource } from "./allowlist-source.js";
 import { CachingTokenReviewer } from "./caching-reviewer.js";
 import { EMBEDDED_ISSUER, ensureEmbeddedKey, readEmbeddedJwks } from "./embedded-key.js";
 import { JwksTokenReviewer } from "./jwks-reviewer.js";
+import { bufferedLog } from "./decision-log.js";
 import { EgressMetrics } from "./metrics.js";
 import { createEgressProxy, TUNNEL_HIGH_WATER_MARK, type ConnectFn, type EgressProxy, type EgressProxyOptions } from "./proxy.js";
-import { StoreDecisionRecorder, type EventAppender } from "./recorder.js";
+import { StoreDecisionRecorder, type DecisionRecorder, type EventAppender } from "./recorder.js";
+import { WorkerDecisionRecorder } from "./writer.js";
+import type { KnownEvent } from "../events/index.js";
 import { DnsResolver, type Resolver } from "./resolver.js";
 
 /** Options of {@link startEmbeddedEgress}. */
 export interface EmbeddedEgressOptions {
   readonly dataDir: string;
-  readonly store: EventAppender;
+  /**
+   * The event store. When it names its file, decisions are committed by a worker thread with its
+   * own connection (issue 17) and announced to the store's in-process subscribers; otherwise (a
+   * test's in-memory appender) they are appended in-process.
+   */
+  readonly store: EventAppender & { readonly file?: string; announce?(events: readonly KnownEvent[]): void };
+  /** The longest a decision waits for its commit before its CONNECT is refused (503). */
+  readonly commitTimeoutMs?: number;
   readonly allowLists: AllowListSource;
   readonly logger?: Logger;
   readonly dnsServers?: readonly string[];
@@ -46,7 +56,9 @@ export const dialTcp: ConnectFn = (addr) => {
 /** Builds and starts the embedded proxy; resolves once it listens. */
 export async function startEmbeddedEgress(opts: EmbeddedEgressOptions): Promise<{ proxy: EgressProxy; host: string; port: number }> {
   await ensureEmbeddedKey(opts.dataDir);
-  const logger = opts.logger ?? pino({ name: "egress" });
+  // Without a logger of the caller's, the decision lines go to a buffered stdout (ADR 0033).
+  const buffered = opts.logger === undefined ? bufferedLog({ dest: 1, pino: { name: "egress" } }) : undefined;
+  const logger = opts.logger ?? buffered?.logger ?? pino({ name: "egress" });
   const metrics = opts.registry !== undefined ? new EgressMetrics(opts.registry) : undefined;
   const reviewer = new CachingTokenReviewer(
     // Re-read on every review the cache misses, so a key rotated in the data folder takes effect.
@@ -54,17 +66,34 @@ export async function startEmbeddedEgress(opts: EmbeddedEgressOptions): Promise<
     metrics !== undefined ? { onLookup: metrics.tokenLookup } : {},
   );
   const dnsTimeoutMs = opts.options?.dnsTimeoutMs ?? 5000;
-  const proxy = createEgressProxy({
-    reviewer,
-    allowLists: opts.allowLists,
-    resolver: opts.resolver ?? new DnsResolver({ ...(opts.dnsServers !== undefined ? { servers: opts.dnsServers } : {}), timeoutMs: dnsTimeoutMs, ...(metrics !== undefined ? { onLookup: metrics.dnsLookup } : {}) }),
-    connect: opts.connect ?? dialTcp,
-    recorder: new StoreDecisionRecorder(opts.store, (err) => logger.error({ err: err instanceof Error ? err.message : String(err) }, "egress refusal could not be recorded")),
-    logger,
-    ...(metrics !== undefined ? { metrics } : {}),
-    options: { host: "127.0.0.1", port: PROXY_PORT, ...(opts.options ?? {}) },
-    ...(opts.env !== undefined ? { env: opts.env } : {}),
-  });
+  const onError = (err: unknown): void => logger.error({ err: err instanceof Error ? err.message : String(err) }, "egress recording failed");
+  const store = opts.store;
+  const recorder: DecisionRecorder = store.file !== undefined
+    ? await WorkerDecisionRecorder.open({
+        file: store.file,
+        onError,
+        ...(opts.commitTimeoutMs !== undefined ? { commitTimeoutMs: opts.commitTimeoutMs } : {}),
+        ...(store.announce !== undefined ? { onCommitted: (events: readonly KnownEvent[]) => store.announce?.(events) } : {}),
+      })
+    : new StoreDecisionRecorder(store, onError);
+  let proxy: EgressProxy;
+  try {
+    proxy = createEgressProxy({
+      reviewer,
+      allowLists: opts.allowLists,
+      resolver: opts.resolver ?? new DnsResolver({ ...(opts.dnsServers !== undefined ? { servers: opts.dnsServers } : {}), timeoutMs: dnsTimeoutMs, ...(metrics !== undefined ? { onLookup: metrics.dnsLookup } : {}) }),
+      connect: opts.connect ?? dialTcp,
+      recorder,
+      logger,
+      ...(buffered !== undefined ? { flushLog: () => buffered.close() } : {}),
+      ...(metrics !== undefined ? { metrics } : {}),
+      options: { host: "127.0.0.1", port: PROXY_PORT, ...(opts.options ?? {}) },
+      ...(opts.env !== undefined ? { env: opts.env } : {}),
+    });
+  } catch (err) {
+    await recorder.close?.();
+    throw err;
+  }
   const bound = await proxy.listen();
   return { proxy, ...bound };
 }

@@ -13,6 +13,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { networkInterfaces } from "node:os";
+import { performance } from "node:perf_hooks";
 import type { Duplex } from "node:stream";
 import type { Socket } from "node:net";
 import type { Logger } from "pino";
@@ -30,6 +31,7 @@ import { identify, readHandshake } from "./handshake.js";
 import { decisionLine, refused, refusalDetail, type ConnectFacts, type ConnectOutcome } from "./outcome.js";
 import { parserRejection, type EgressMetrics, type ParserRejection } from "./metrics.js";
 import type { DecisionRecorder } from "./recorder.js";
+import { CommitError } from "./writer.js";
 import { REFUSALS } from "./refusals.js";
 import type { ResolveOutcome, Resolver } from "./resolver.js";
 import { systemClock, type Clock, type TokenReviewer } from "./reviewer.js";
@@ -83,6 +85,8 @@ export interface EgressProxyPorts {
   readonly metrics?: EgressMetrics;
   /** When set, `GET /metrics` on the proxy's own port serves this registry (cluster mode). */
   readonly metricsRegistry?: Registry;
+  /** Flushes a buffered log (`bufferedLog`); called at the end of `close`, after the last line. */
+  readonly flushLog?: () => void;
   /** The rate limit on recording refusals before identity (ADR 0031's defaults otherwise). */
   readonly anonymousLimits?: Omit<AnonymousLimitOptions, "clock">;
 }
@@ -170,10 +174,14 @@ export function createEgressProxy(ports: EgressProxyPorts): EgressProxy {
   const anonymous = new AnonymousRefusalLimit({ ...(ports.anonymousLimits ?? {}), clock });
   const connections = new Set<Socket>();
 
+  const headSweepMs = Math.max(10, Math.min(1000, Math.floor(o.headTimeoutMs / 4)));
+  // Node's own head timeouts are a backstop behind the sweep below, which cuts a slow head off
+  // without an answer; were Node's to fire first, its 400 could sit unread in a silent client.
+  const nodeHeadTimeoutMs = o.headTimeoutMs + 2 * headSweepMs;
   const server = createServer({
     highWaterMark: o.highWaterMark,
-    headersTimeout: o.headTimeoutMs,
-    requestTimeout: o.headTimeoutMs,
+    headersTimeout: nodeHeadTimeoutMs,
+    requestTimeout: nodeHeadTimeoutMs,
     connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(o.headTimeoutMs / 4))),
     keepAliveTimeout: 5000,
     // The missing Host of a plain request is refused by the handler below, which logs and counts
@@ -188,11 +196,36 @@ export function createEgressProxy(ports: EgressProxyPorts): EgressProxy {
     logger.warn({ status: 400, kind, code, remote: (socket as Socket).remoteAddress }, "egress request rejected by the HTTP parser");
   }
 
+  // A client that never finishes its head is cut off even if no byte ever arrives: one sweep over
+  // the connections still waiting for a head, instead of a timer armed on every socket.
+  const awaitingHead = new Map<Socket, number>();
+  let headSweeper: NodeJS.Timeout | undefined;
+  function sweepHeads(): void {
+    const cutoff = performance.now() - o.headTimeoutMs;
+    for (const [socket, since] of awaitingHead) {
+      // Map order is arrival order: the rest arrived later.
+      if (since > cutoff) break;
+      awaitingHead.delete(socket);
+      socket.destroy();
+    }
+    if (awaitingHead.size === 0 && headSweeper !== undefined) {
+      clearInterval(headSweeper);
+      headSweeper = undefined;
+    }
+  }
+  const headArrived = (socket: Socket): void => void awaitingHead.delete(socket);
+
   server.on("connection", (socket: Socket) => {
     connections.add(socket);
-    socket.on("close", () => connections.delete(socket));
-    // A client that never finishes its head is cut off even if no byte ever arrives.
-    socket.setTimeout(o.headTimeoutMs, () => socket.destroy());
+    awaitingHead.set(socket, performance.now());
+    socket.on("close", () => {
+      connections.delete(socket);
+      awaitingHead.delete(socket);
+    });
+    if (headSweeper === undefined) {
+      headSweeper = setInterval(sweepHeads, headSweepMs);
+      headSweeper.unref();
+    }
   });
 
   server.on("clientError", (err: NodeJS.ErrnoException, socket: Duplex) => {
@@ -203,7 +236,7 @@ export function createEgressProxy(ports: EgressProxyPorts): EgressProxy {
   });
 
   server.on("request", (req: IncomingMessage, res: ServerResponse) => {
-    (req.socket as Socket).setTimeout(0);
+    headArrived(req.socket);
     res.shouldKeepAlive = false;
     if (req.httpVersionMajor === 1 && req.httpVersionMinor === 1 && req.headers.host === undefined) {
       parserRejected("missing_host", undefined, req.socket);
@@ -236,14 +269,14 @@ export function createEgressProxy(ports: EgressProxyPorts): EgressProxy {
     else logger.warn(line, "egress decision");
   }
 
-  /** Commits a decision; false (and an error line) when it cannot be. */
-  async function record(d: EgressDecisionRecord): Promise<boolean> {
+  /** Commits a decision; the refusal (and an error line) when it cannot be. */
+  async function record(d: EgressDecisionRecord): Promise<true | "record_failed" | "commit_timeout"> {
     try {
       await ports.recorder.record(d);
       return true;
     } catch (err) {
       logger.error({ err: err instanceof Error ? err.message : String(err), plugin: d.plugin }, "egress decision could not be recorded");
-      return false;
+      return err instanceof CommitError && err.code === "commit_timeout" ? "commit_timeout" : "record_failed";
     }
   }
 
@@ -294,9 +327,9 @@ export function createEgressProxy(ports: EgressProxyPorts): EgressProxy {
     // The address is chosen; its commit and its dial start together. The client stays paused and
     // nothing is written upstream until both have finished: no record, no tunnel.
     const [committed, dialed] = await Promise.all([record(decisionRecord(plugin, host, port, destination)), dial(ports.connect, destination.dial, o.connectTimeoutMs)]);
-    if (!committed) {
+    if (committed !== true) {
       if (dialed.ok) dialed.socket.destroy();
-      return { outcome: refused("record_failed", facts) };
+      return { outcome: refused(committed, facts) };
     }
     const address = destination.dial.address;
     if (!dialed.ok) return { outcome: refused(dialed.code, facts, { address }) };
@@ -340,7 +373,7 @@ export function createEgressProxy(ports: EgressProxyPorts): EgressProxy {
 
   async function handleConnect(req: IncomingMessage, client: Duplex, head: Buffer): Promise<void> {
     const started = clock.now();
-    (client as Socket).setTimeout(0);
+    headArrived(client as Socket);
     client.pause();
     client.on("error", () => client.destroy());
     if (draining) {
@@ -405,8 +438,12 @@ export function createEgressProxy(ports: EgressProxyPorts): EgressProxy {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       tunnels.destroyAll();
       for (const s of connections) s.destroy();
+      if (headSweeper !== undefined) clearInterval(headSweeper);
+      headSweeper = undefined;
       await closed;
+      await ports.recorder.close?.().catch((err: unknown) => logger.error({ err: err instanceof Error ? err.message : String(err) }, "egress recorder did not close cleanly"));
       logger.info("egress proxy closed");
+      ports.flushLog?.();
     },
   };
 }

@@ -15,6 +15,8 @@ export interface DecisionRecorder {
    * such refusals are counted and logged, not recorded.
    */
   recordRefusal?(refusal: AnonymousRefusalRecord): void;
+  /** Commits what is queued and lets go of its resources; the proxy calls it at the end of `close`. */
+  close?(): Promise<void>;
 }
 
 /**

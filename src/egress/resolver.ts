@@ -66,6 +66,22 @@ function mapError(code: unknown): ResolveError | "nodata" {
   }
 }
 
+/**
+ * DNS names are ASCII-case-insensitive and one trailing dot changes nothing: the name as a cache
+ * key, allocating only when it has to change (the usual lower-case name is returned as it is).
+ * Only ASCII is folded (non-ASCII never gets this far).
+ */
+function cacheKey(host: string): string {
+  const end = host.charCodeAt(host.length - 1) === 0x2e ? host.length - 1 : host.length;
+  let upper = false;
+  for (let i = 0; i < end && !upper; i++) {
+    const c = host.charCodeAt(i);
+    upper = c >= 0x41 && c <= 0x5a;
+  }
+  if (!upper) return end === host.length ? host : host.slice(0, end);
+  return host.slice(0, end).replace(/[A-Z]+/g, (s) => s.toLowerCase());
+}
+
 interface CacheEntry {
   readonly outcome: ResolveOutcome;
   readonly expiresAt: number;
@@ -109,8 +125,7 @@ export class DnsResolver implements Resolver {
   }
 
   resolve(host: string): Promise<ResolveOutcome> | ResolveOutcome {
-    // DNS names are ASCII-case-insensitive; only ASCII is folded (non-ASCII never gets this far).
-    const name = (host.endsWith(".") ? host.slice(0, -1) : host).replace(/[A-Z]+/g, (s) => s.toLowerCase());
+    const name = cacheKey(host);
     const hit = this.#cache.get(name);
     if (hit !== undefined) {
       if (this.#clock.now() < hit.expiresAt) {

@@ -1,0 +1,27 @@
+/**
+ * The messages between the egress writer (main thread) and its worker thread, which owns its
+ * own connection to the event store's file. Plain data: structured-cloned both ways.
+ */
+import type { KnownEvent } from "../events/index.js";
+import type { AnonymousRefusalRecord, EgressDecisionRecord } from "./decision.js";
+
+/** What the worker is started with. */
+export interface WriterWorkerData {
+  readonly entry: string;
+  readonly file: string;
+}
+
+/** A batch to commit in one transaction. `deadline` (epoch ms): past it, refuse rather than wait. */
+export type WriteRequest =
+  | { readonly id: number; readonly kind: "decisions"; readonly items: readonly EgressDecisionRecord[]; readonly deadline: number }
+  | { readonly id: number; readonly kind: "refusals"; readonly items: readonly AnonymousRefusalRecord[]; readonly deadline: number };
+
+/** Why a batch was not committed: the lock was not had in time, or anything else. */
+export type WriteFailure = "busy" | "failed";
+
+/** The worker's answers. */
+export type WriterReply =
+  | { readonly ready: true }
+  | { readonly ready: false; readonly error: string }
+  | { readonly id: number; readonly ok: true; readonly events: readonly KnownEvent[] }
+  | { readonly id: number; readonly ok: false; readonly failure: WriteFailure; readonly error: string };
