@@ -22,3 +22,7 @@ export { Batcher, BatchingDecisionRecorder, StoreDecisionRecorder, type Decision
 export { DNS_CACHE_MAX_NAMES, DNS_CACHE_MAX_TTL_MS, DnsResolver, type DnsResolverOptions, type ResolveOutcome, type Resolver } from "./resolver.js";
 export { reviewWithin, systemClock, type Clock, type ReviewResult, type TokenReviewer } from "./reviewer.js";
 export { parseConnectTarget, type ConnectTarget } from "./target.js";
+/** Decisions committed by a worker thread with its own connection (ADR 0033). */
+export { CommitError, DEFAULT_COMMIT_TIMEOUT_MS, WorkerDecisionRecorder, type WorkerRecorderOptions } from "./writer.js";
+/** A buffered pino destination for the decision log, flushed on a timer and at close (ADR 0033). */
+export { bufferedLog, LOG_BUFFER, type BufferedLog, type BufferedLogOptions } from "./decision-log.js";
