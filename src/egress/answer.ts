@@ -9,8 +9,8 @@ import { REFUSALS, type RefusalCode } from "./refusals.js";
 /** The realm of every 407's `Proxy-Authenticate`. */
 export const PROXY_REALM = "openfief-egress";
 
-/** The 200 that opens a tunnel. */
-export const ESTABLISHED = "HTTP/1.1 200 Connection Established\r\n\r\n";
+/** The 200 that opens a tunnel (bytes made once: no string encoding per CONNECT). */
+export const ESTABLISHED: Buffer = Buffer.from("HTTP/1.1 200 Connection Established\r\n\r\n", "latin1");
 
 const STATUS_TEXT: Readonly<Record<number, string>> = {
   400: "Bad Request",

@@ -2,7 +2,6 @@
  * The messages between the egress writer (main thread) and its worker thread, which owns its
  * own connection to the event store's file. Plain data: structured-cloned both ways.
  */
-import type { KnownEvent } from "../events/index.js";
 import type { AnonymousRefusalRecord, EgressDecisionRecord } from "./decision.js";
 
 /** What the worker is started with. */
@@ -16,6 +15,19 @@ export type WriteRequest =
   | { readonly id: number; readonly kind: "decisions"; readonly items: readonly EgressDecisionRecord[]; readonly deadline: number }
   | { readonly id: number; readonly kind: "refusals"; readonly items: readonly AnonymousRefusalRecord[]; readonly deadline: number };
 
+/**
+ * Where a committed batch went: consecutive seqs from `seq`, one time, each event's stream version
+ * and hash (the chain: each event's prevHash is the hash before it). The data is what was sent.
+ */
+export interface CommittedBatch {
+  readonly seq: number;
+  readonly time: string;
+  readonly schemaVersion: number;
+  readonly versions: readonly number[];
+  readonly hashes: readonly string[];
+  readonly prevHash: string;
+}
+
 /** Why a batch was not committed: the lock was not had in time, or anything else. */
 export type WriteFailure = "busy" | "failed";
 
@@ -23,5 +35,5 @@ export type WriteFailure = "busy" | "failed";
 export type WriterReply =
   | { readonly ready: true }
   | { readonly ready: false; readonly error: string }
-  | { readonly id: number; readonly ok: true; readonly events: readonly KnownEvent[] }
+  | { readonly id: number; readonly ok: true; readonly committed: CommittedBatch | null }
   | { readonly id: number; readonly ok: false; readonly failure: WriteFailure; readonly error: string };

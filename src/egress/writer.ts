@@ -15,7 +15,9 @@ import type { KnownEvent } from "../events/index.js";
 import type { AnonymousRefusalRecord, EgressDecisionRecord } from "./decision.js";
 import type { DecisionRecorder } from "./recorder.js";
 import { workerModule } from "./worker-bundle.js";
-import type { WriteFailure, WriteRequest, WriterReply, WriterWorkerData } from "./writer-protocol.js";
+import { egressDecisionEvent, egressRefusedEvent } from "./decision.js";
+import { EGRESS_ACTOR } from "./recorder.js";
+import type { CommittedBatch, WriteFailure, WriteRequest, WriterReply, WriterWorkerData } from "./writer-protocol.js";
 
 /** The longest a decision waits for its commit by default: the store's own busy timeout. */
 export const DEFAULT_COMMIT_TIMEOUT_MS = 5000;
@@ -51,7 +53,7 @@ interface Waiting {
 
 type InFlight =
   | { readonly id: number; readonly kind: "decisions"; readonly items: readonly Waiting[]; readonly deadline: number }
-  | { readonly id: number; readonly kind: "refusals"; readonly count: number; readonly deadline: number };
+  | { readonly id: number; readonly kind: "refusals"; readonly items: readonly AnonymousRefusalRecord[]; readonly deadline: number };
 
 /** How long past a batch's deadline a silent worker is given before its batch is written off. */
 const WORKER_GRACE_MS = 1000;
@@ -164,7 +166,7 @@ export class WorkerDecisionRecorder implements DecisionRecorder {
       const items = this.#refusals;
       this.#refusals = [];
       const deadline = Date.now() + this.#o.commitTimeoutMs;
-      this.#inFlight = { id, kind: "refusals", count: items.length, deadline };
+      this.#inFlight = { id, kind: "refusals", items, deadline };
       const req: WriteRequest = { id, kind: "refusals", items, deadline };
       worker.postMessage(req);
     }
@@ -175,10 +177,7 @@ export class WorkerDecisionRecorder implements DecisionRecorder {
     const batch = this.#inFlight;
     if (batch === undefined || batch.id !== r.id) {
       // A batch written off by the sweep: its callers were answered already.
-      if (r.ok) {
-        this.#o.onError?.(new Error(`an egress batch of ${r.events.length} events committed after its wait had ended`));
-        this.#o.onCommitted?.(r.events);
-      }
+      if (r.ok) this.#o.onError?.(new Error("an egress batch committed after its wait had ended"));
       return;
     }
     this.#inFlight = undefined;
@@ -188,10 +187,13 @@ export class WorkerDecisionRecorder implements DecisionRecorder {
         this.#committedDecisions += batch.items.length;
         for (const w of batch.items) w.resolve();
       }
-      try {
-        this.#o.onCommitted?.(r.events);
-      } catch {
-        // A listener's failure must not undo a commit.
+      const onCommitted = this.#o.onCommitted;
+      if (onCommitted !== undefined && r.committed !== null) {
+        try {
+          onCommitted(storedEvents(batch, r.committed));
+        } catch {
+          // A listener's failure must not undo a commit.
+        }
       }
     } else if (batch.kind === "decisions") {
       const err = failure(r.failure, r.error);
@@ -275,6 +277,23 @@ export class WorkerDecisionRecorder implements DecisionRecorder {
     }
     if (this.#inFlight === undefined && this.#decisions.length === 0 && this.#refusals.length === 0) this.#stopSweeper();
   }
+}
+
+/** The stored events of a committed batch, from what was sent and where the worker put it. */
+function storedEvents(batch: InFlight, c: CommittedBatch): KnownEvent[] {
+  const sent = batch.kind === "decisions" ? batch.items.map((w) => egressDecisionEvent(w.record, EGRESS_ACTOR)) : batch.items.map((r) => egressRefusedEvent(r, EGRESS_ACTOR));
+  const out: KnownEvent[] = [];
+  let prevHash = c.prevHash;
+  for (let i = 0; i < sent.length; i++) {
+    const e = sent[i];
+    const hash = c.hashes[i];
+    const version = c.versions[i];
+    if (e === undefined || hash === undefined || version === undefined) break;
+    // The store validated each against its type's schema before committing it.
+    out.push({ seq: c.seq + i, stream: e.stream, version, type: e.type, schemaVersion: c.schemaVersion, time: c.time, actor: e.actor, causedBy: null, data: e.data, prevHash, hash } as KnownEvent);
+    prevHash = hash;
+  }
+  return out;
 }
 
 function failure(f: WriteFailure, error: string): CommitError {
