@@ -1,18 +1,17 @@
 /**
- * `npm run bench:egress`: the egress proxy side by side with direct TCP (the limit) and Squid
- * (Debian's `squid`, CONNECT-only, allow-list by `dstdomain -n`) on this machine.
+ * `npm run bench:egress`: the egress proxy side by side with direct TCP (the limit), Squid
+ * (Debian's `squid`, CONNECT-only, allow-list by `dstdomain -n`) and a bare `node:net` relay (no
+ * checks: the floor of a Node relay) on this machine. See `bench/README.md` for what it prints.
  *
- * Prints, for each: CONNECT handshakes/s and p50/p99 time-to-200 at 1, 16 and 256 concurrent
- * clients; the throughput of a 256 MiB tunnelled transfer; each the median of several rounds and
- * a ratio to Squid. Then the proxy's memory over 100,000 CONNECTs. Figures, not a timed test:
- * every loop is bounded and the run stops by itself.
+ * Every figure is the median of rounds interleaved across the targets. Figures, not a timed test:
+ * every loop is bounded and the run stops by itself; everything stays on 127.0.0.1.
  *
- * Roles (same file): the parent drives clients; `--role upstream` is the destination server;
- * `--role proxy` is this proxy with every check on (Basic token → caching JWKS review → allow-list
- * → DNS over UDP from a real server, answers cached for their TTL → address check on every CONNECT
- * → decision committed to a SQLite event store while the dial runs → 200), logging one JSON
- * decision line per CONNECT to a file. `BENCH_DNS_TTL` sets the TTL of the DNS answers (default
- * 60 s, so the proxy reuses them for 30 s; 0 makes it ask DNS on every CONNECT).
+ * Roles (same file): the parent drives clients; `--role upstream` is the destination server (a
+ * byte counter, an echo server and a DNS server); `--role relay` the bare relay; `--role proxy`
+ * this proxy with every check on (Basic token → caching JWKS review → allow-list → DNS over UDP,
+ * answers cached for their TTL → address check on every CONNECT → decision committed by the
+ * writer thread while the dial runs → 200), logging one buffered JSON line per CONNECT to a file;
+ * `--role lock` holds the proxy's store's write lock for a while, from another process.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync, chmodSync, existsSync, readFileSync } from "node:fs";
