@@ -5,7 +5,7 @@
  * again over what a decision event recorded.
  */
 import { decideEgress, type AllowLists } from "../plugins/index.js";
-import type { AddressRefusal, AddressVerdict } from "./address.js";
+import { checkAddress, type AddressRefusal, type AddressVerdict } from "./address.js";
 import type { ListRefusal } from "./refusals.js";
 import type { ResolveError, ResolveOutcome } from "./resolver.js";
 
@@ -95,4 +95,22 @@ export function afterResolution(d: AddressDecision, port: number): DestinationDe
   if (d.ok) return { allowed: true, reason: "listed", dial: { address: d.dial.address, family: d.dial.family, port }, addresses: d.addresses };
   if (d.code === "forbidden_address") return { allowed: false, reason: d.code, addresses: d.addresses, refusedAddress: d.refusedAddress, addressRefusal: d.addressRefusal };
   return { allowed: false, reason: d.code, addresses: d.addresses };
+}
+
+/** The seed's fixed ranges alone: what every proxy refuses, whatever its deployment adds. */
+const FIXED_RANGES: AddressChecker = { check: (a) => checkAddress(a) };
+
+/**
+ * Step 2 again over recorded addresses, with the fixed ranges only (the deployment's deny CIDRs
+ * and own addresses are not in the log): the re-decider's address step (`check-decisions`,
+ * ADR 0032). The first address to dial, or the first refused one and why.
+ */
+export function recheckAddresses(addresses: readonly string[]):
+  | { readonly ok: true; readonly address: string }
+  | { readonly ok: false; readonly code: "forbidden_address"; readonly refusedAddress: string; readonly addressRefusal: AddressRefusal }
+  | { readonly ok: false; readonly code: "dns_no_addresses" } {
+  const d = decideAddresses(FIXED_RANGES, { ok: true, addresses });
+  if (d.ok) return { ok: true, address: d.dial.address };
+  if (d.code === "forbidden_address") return { ok: false, code: d.code, refusedAddress: d.refusedAddress, addressRefusal: d.addressRefusal };
+  return { ok: false, code: "dns_no_addresses" };
 }

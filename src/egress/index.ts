@@ -15,7 +15,7 @@ export { KubeTokenReviewer } from "./kube-reviewer.js";
 export { basicProxyAuthorization, proxyToken, type ProxyAuthError } from "./proxy-auth.js";
 export { createEgressProxy, EgressConfigError, PROXY_REALM, refuseUpstreamProxyEnv, TUNNEL_HIGH_WATER_MARK, type ConnectFn, type DialAddress, type EgressProxy, type EgressProxyOptions, type EgressProxyPorts } from "./proxy.js";
 /** The pure egress decision: allow-list, then every resolved address (what `check-egress` re-runs). */
-export { afterResolution, decideAddresses, decideDestination, decideListed, type AddressChecker, type AddressDecision, type DestinationDecision, type DestinationInputs, type ListVerdict } from "./decide.js";
+export { afterResolution, decideAddresses, decideDestination, decideListed, recheckAddresses, type AddressChecker, type AddressDecision, type DestinationDecision, type DestinationInputs, type ListVerdict } from "./decide.js";
 /** The one refusal table: code → status, reason text, where it is recorded, counter label. */
 export { REFUSALS, refusal, type Recording, type Refusal, type RefusalCode } from "./refusals.js";
 export { Batcher, BatchingDecisionRecorder, StoreDecisionRecorder, type DecisionRecorder, type EventAppender } from "./recorder.js";

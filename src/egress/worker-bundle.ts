@@ -36,8 +36,16 @@ export function workerModule(entry: URL): Promise<string> {
 async function bundle(file: string): Promise<string> {
   const esbuild = await import("esbuild");
   const out = await esbuild.build({
-    entryPoints: [file], bundle: true, platform: "node", format: "esm", target: "node20", packages: "external",
+    entryPoints: [file], bundle: true, platform: "node", format: "esm", target: "node20",
     write: false, logLevel: "silent", legalComments: "none",
+    plugins: [{
+      name: "packages-external",
+      setup(b) {
+        // Packages load from node_modules as they are; a package's JSON file (imported `with
+        // { type: "json" }`, which an external import would lose) is bundled in.
+        b.onResolve({ filter: /^[^./]/ }, (args) => (args.path.endsWith(".json") ? undefined : { path: args.path, external: true }));
+      },
+    }],
   });
   const text = out.outputFiles[0]?.text;
   if (text === undefined) throw new Error(`esbuild produced nothing for ${file}`);

@@ -11,7 +11,7 @@
  * the records whose wait passed its bound.
  */
 import { Worker } from "node:worker_threads";
-import type { KnownEvent } from "../events/index.js";
+import type { EventOf, KnownEvent } from "../events/index.js";
 import type { AnonymousRefusalRecord, EgressDecisionRecord } from "./decision.js";
 import type { DecisionRecorder } from "./recorder.js";
 import { workerModule } from "./worker-bundle.js";
@@ -279,19 +279,41 @@ export class WorkerDecisionRecorder implements DecisionRecorder {
   }
 }
 
-/** The stored events of a committed batch, from what was sent and where the worker put it. */
+/** Where the i-th event of a committed batch went, or undefined past its end. */
+function placed(c: CommittedBatch, i: number, prevHash: string): { seq: number; version: number; time: string; schemaVersion: number; prevHash: string; hash: string } | undefined {
+  const hash = c.hashes[i];
+  const version = c.versions[i];
+  if (hash === undefined || version === undefined) return undefined;
+  return { seq: c.seq + i, version, time: c.time, schemaVersion: c.schemaVersion, prevHash, hash };
+}
+
+/**
+ * The stored events of a committed batch, from what was sent and where the worker put it: the
+ * data is what the store validated (it canonicalises, and a record is already plain JSON).
+ */
 function storedEvents(batch: InFlight, c: CommittedBatch): KnownEvent[] {
-  const sent = batch.kind === "decisions" ? batch.items.map((w) => egressDecisionEvent(w.record, EGRESS_ACTOR)) : batch.items.map((r) => egressRefusedEvent(r, EGRESS_ACTOR));
   const out: KnownEvent[] = [];
-  let prevHash = c.prevHash;
-  for (let i = 0; i < sent.length; i++) {
-    const e = sent[i];
-    const hash = c.hashes[i];
-    const version = c.versions[i];
-    if (e === undefined || hash === undefined || version === undefined) break;
-    // The store validated each against its type's schema before committing it.
-    out.push({ seq: c.seq + i, stream: e.stream, version, type: e.type, schemaVersion: c.schemaVersion, time: c.time, actor: e.actor, causedBy: null, data: e.data, prevHash, hash } as KnownEvent);
-    prevHash = hash;
+  let prev = c.prevHash;
+  if (batch.kind === "decisions") {
+    for (let i = 0; i < batch.items.length; i++) {
+      const w = batch.items[i];
+      const at = placed(c, i, prev);
+      if (w === undefined || at === undefined) break;
+      const e = egressDecisionEvent(w.record, EGRESS_ACTOR);
+      const stored: EventOf<"egress.decision"> = { ...at, stream: e.stream, type: "egress.decision", actor: e.actor, causedBy: null, data: e.data };
+      out.push(stored);
+      prev = at.hash;
+    }
+    return out;
+  }
+  for (let i = 0; i < batch.items.length; i++) {
+    const r = batch.items[i];
+    const at = placed(c, i, prev);
+    if (r === undefined || at === undefined) break;
+    const e = egressRefusedEvent(r, EGRESS_ACTOR);
+    const stored: EventOf<"egress.refused"> = { ...at, stream: e.stream, type: "egress.refused", actor: e.actor, causedBy: null, data: e.data };
+    out.push(stored);
+    prev = at.hash;
   }
   return out;
 }

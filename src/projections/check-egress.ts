@@ -3,10 +3,14 @@
  * each `egress.decision` recorded — the allow-list in force (folded from this log's
  * `workload.desired`/`plugin.deleted`), the plugin, the destination and the recorded addresses —
  * and report every decision the inputs do not reproduce, like rollout divergences (ADR 0032).
+ *
+ * The allow-list step is the pure model's `decideEgress`, the one the proxy runs. The address
+ * step is the proxy's own (`src/egress`), which this room may not import (DESIGN.md's arrows): the
+ * caller passes it in as an {@link AddressRecheck} (`recheckAddresses` from `src/egress`); without
+ * one, only the allow-list is re-decided and the rest is counted.
  */
-import { checkAddress, decideAddresses, decideListed, type AddressChecker } from "../egress/index.js";
 import type { EgressDecision, EventStore, KnownEvent } from "../events/index.js";
-import { allowListFromHosts, type AllowLists, type EgressAllowList } from "../plugins/index.js";
+import { allowListFromHosts, decideEgress, type AllowLists, type EgressAllowList } from "../plugins/index.js";
 import { entryToHost } from "./allowlists.js";
 import { evolveAllowList, type AllowListState } from "./folds.js";
 
@@ -20,6 +24,15 @@ export interface EgressDivergence {
   readonly expected: unknown;
 }
 
+/**
+ * The proxy's address step over recorded addresses, with the seed's fixed ranges only: the first
+ * address to dial, or the first refused one and why (`src/egress`'s `recheckAddresses`).
+ */
+export type AddressRecheck = (addresses: readonly string[]) =>
+  | { readonly ok: true; readonly address: string }
+  | { readonly ok: false; readonly code: "forbidden_address"; readonly refusedAddress: string; readonly addressRefusal: string }
+  | { readonly ok: false; readonly code: "dns_no_addresses" };
+
 /** The outcome of an egress check. */
 export interface EgressCheckResult {
   /** Decisions compared. */
@@ -27,15 +40,13 @@ export interface EgressCheckResult {
   readonly divergences: readonly EgressDivergence[];
   /** Decisions whose allow-list this log does not hold (a proxy's own log): addresses only. */
   readonly listsUnknown: number;
-  /** Version-1 decisions, which recorded no addresses: allow-list only. */
-  readonly addressesUnrecorded: number;
+  /** Decisions whose addresses were not re-checked: version-1 rows (none recorded), or no {@link AddressRecheck} given. */
+  readonly addressesUnchecked: number;
 }
 
 /** The event types the egress re-decider reads. */
 export const EGRESS_CHECK_EVENT_TYPES: readonly string[] = ["workload.desired", "plugin.deleted", "egress.decision"];
 
-/** The seed's fixed ranges alone: what any proxy refuses, whatever its deployment adds. */
-const FIXED: AddressChecker = { check: (a) => checkAddress(a) };
 /** Address refusals that depend on the deployment (its deny CIDRs, its own addresses). */
 const DEPLOYMENT_REFUSALS: ReadonlySet<string> = new Set(["denied_cidr", "own_address"]);
 const LIST_REFUSALS: ReadonlySet<string> = new Set(["not_listed", "no_allow_list"]);
@@ -49,7 +60,12 @@ export class EgressChecker {
   #listsKnown = false;
   #checked = 0;
   #listsUnknown = 0;
-  #addressesUnrecorded = 0;
+  #addressesUnchecked = 0;
+  readonly #recheck: AddressRecheck | undefined;
+
+  constructor(recheck?: AddressRecheck) {
+    this.#recheck = recheck;
+  }
 
   /** Folds one event (checking it first when it is an egress decision). */
   feed(e: KnownEvent): void {
@@ -76,7 +92,7 @@ export class EgressChecker {
 
   /** What was found so far. */
   result(): EgressCheckResult {
-    return { checked: this.#checked, divergences: [...this.#divergences], listsUnknown: this.#listsUnknown, addressesUnrecorded: this.#addressesUnrecorded };
+    return { checked: this.#checked, divergences: [...this.#divergences], listsUnknown: this.#listsUnknown, addressesUnchecked: this.#addressesUnchecked };
   }
 
   #check(seq: number, d: EgressDecision): void {
@@ -84,18 +100,18 @@ export class EgressChecker {
     if (this.#listsKnown) this.#checkList(seq, d);
     else this.#listsUnknown++;
     if (LIST_REFUSALS.has(d.reason)) return;
-    if (d.addresses === undefined) {
-      this.#addressesUnrecorded++;
+    if (d.addresses === undefined || this.#recheck === undefined) {
+      this.#addressesUnchecked++;
       return;
     }
-    this.#checkAddresses(seq, d, d.addresses);
+    this.#checkAddresses(seq, d, d.addresses, this.#recheck);
   }
 
   #checkList(seq: number, d: EgressDecision): void {
     const recorded = LIST_REFUSALS.has(d.reason) ? d.reason : "listed";
     const answer = (s: AllowListState | undefined): string => {
-      const v = decideListed(listsOf(d.plugin, s), d.plugin, d.host, d.port);
-      return v.listed ? "listed" : v.code;
+      const v = decideEgress(listsOf(d.plugin, s), d.plugin, d.host, d.port);
+      return v.allowed ? "listed" : v.reason;
     };
     const expected = answer(this.#states.get(d.plugin));
     if (expected === recorded) return;
@@ -103,15 +119,15 @@ export class EgressChecker {
     this.#divergences.push({ seq, plugin: d.plugin, field: "list", recorded, expected });
   }
 
-  #checkAddresses(seq: number, d: EgressDecision, addresses: readonly string[]): void {
-    const again = decideAddresses(FIXED, { ok: true, addresses });
+  #checkAddresses(seq: number, d: EgressDecision, addresses: readonly string[], recheck: AddressRecheck): void {
+    const again = recheck(addresses);
     const diverge = (field: EgressDivergence["field"], recorded: unknown, expected: unknown): void => {
       this.#divergences.push({ seq, plugin: d.plugin, field, recorded, expected });
     };
     if (d.allowed) {
       // Every address passed the proxy's policy, so each passes the fixed ranges; the first is dialed.
       if (!again.ok) diverge("refusal", null, again.code === "forbidden_address" ? { refusedAddress: again.refusedAddress, addressRefusal: again.addressRefusal } : again.code);
-      else if (again.dial.address !== d.address) diverge("address", d.address ?? null, again.dial.address);
+      else if (again.address !== d.address) diverge("address", d.address ?? null, again.address);
       return;
     }
     if (d.reason === "forbidden_address") {
@@ -121,7 +137,7 @@ export class EgressChecker {
       if (DEPLOYMENT_REFUSALS.has(d.addressRefusal ?? "")) {
         // The deployment's own ranges are not in the log; the addresses before the refused one
         // passed the proxy's whole policy, so they pass the fixed ranges too.
-        const before = decideAddresses(FIXED, { ok: true, addresses: addresses.slice(0, at) });
+        const before = recheck(addresses.slice(0, at));
         if (!before.ok && before.code === "forbidden_address") diverge("refusal", recorded, { refusedAddress: before.refusedAddress, addressRefusal: before.addressRefusal });
         return;
       }
@@ -144,8 +160,8 @@ function listsOf(plugin: string, s: AllowListState | undefined): AllowLists {
 }
 
 /** Re-decides every recorded egress decision in the store (up to `toSeq` when given). */
-export function checkEgress(store: EventStore, opts: { toSeq?: number; pageSize?: number } = {}): EgressCheckResult {
-  const checker = new EgressChecker();
+export function checkEgress(store: EventStore, opts: { toSeq?: number; pageSize?: number; recheck?: AddressRecheck } = {}): EgressCheckResult {
+  const checker = new EgressChecker(opts.recheck);
   const toSeq = opts.toSeq ?? store.head();
   const pageSize = opts.pageSize ?? 20_000;
   let cursor = 0;

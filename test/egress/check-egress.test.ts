@@ -2,9 +2,10 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { openStore, type EgressDecision, type EventStore } from "../events/index.js";
-import { checkDecisions } from "./check-decisions.js";
-import { checkEgress } from "./check-egress.js";
+/** The egress re-decider over a real store: the allow-list in force and the recorded addresses. */
+import { recheckAddresses } from "../../src/egress/index.js";
+import { openStore, type EgressDecision, type EventStore } from "../../src/events/index.js";
+import { checkDecisions, checkEgress } from "../../src/projections/index.js";
 
 let store: EventStore | undefined;
 let dir: string | undefined;
@@ -48,21 +49,28 @@ describe("checkEgress", () => {
     ["accepts a decision that raced one swap of the list", [LIST, { desired: [] }, allowed("8.8.4.4", ["8.8.4.4"])], []],
   ])("%s", async (_what, events, expected) => {
     const s = await logOf(events);
-    const r = checkEgress(s);
+    const r = checkEgress(s, { recheck: recheckAddresses });
     expect(r.checked).toBe(1);
     expect(r.divergences.map((d) => ({ field: d.field, recorded: d.recorded }))).toEqual(expected);
   });
 
   it("re-decides only the addresses when the log holds no allow-list (a proxy's own log)", async () => {
     const s = await logOf([allowed("8.8.4.4", ["8.8.4.4"]), allowed("8.8.4.4", ["10.0.0.1"])]);
-    const r = checkEgress(s);
+    const r = checkEgress(s, { recheck: recheckAddresses });
     expect(r).toMatchObject({ checked: 2, listsUnknown: 2 });
     expect(r.divergences.map((d) => d.seq)).toEqual([2]);
   });
 
+  it("re-decides only the allow-list without the proxy's address step, and counts the rest", async () => {
+    const s = await logOf([LIST, allowed("8.8.4.4", ["10.0.0.1"]), { ...base, host: "x.example.com", allowed: true, reason: "listed", address: "8.8.4.4", addresses: ["8.8.4.4"] }]);
+    const r = checkEgress(s);
+    expect(r).toMatchObject({ checked: 2, addressesUnchecked: 2 });
+    expect(r.divergences.map((d) => [d.seq, d.field])).toEqual([[3, "list"]]);
+  });
+
   it("is part of check-decisions, each divergence named egress.<part>", async () => {
     const s = await logOf([LIST, allowed("8.8.4.4", ["8.8.4.4"]), { ...base, host: "x.example.com", allowed: true, reason: "listed", address: "8.8.4.4", addresses: ["8.8.4.4"] }]);
-    const r = checkDecisions(s);
+    const r = checkDecisions(s, { egressAddresses: recheckAddresses });
     expect(r.checked).toBe(2);
     expect(r.divergences.map((d) => [d.seq, d.name, d.field])).toEqual([[3, "alpha", "egress.list"]]);
   });
