@@ -6,7 +6,6 @@ import type { AnonymousRefusalRecord, EgressDecisionRecord } from "./decision.js
 
 /** What the worker is started with. */
 export interface WriterWorkerData {
-  readonly entry: string;
   readonly file: string;
 }
 

@@ -210,9 +210,9 @@ export class WorkerDecisionRecorder implements DecisionRecorder {
     return this.#starting;
   }
 
-  #spawn(entry: string): Promise<Worker> {
-    const workerData: WriterWorkerData = { entry, file: this.#o.file };
-    const w = new Worker(new URL(entry), { workerData });
+  #spawn(entry: URL): Promise<Worker> {
+    const workerData: WriterWorkerData = { file: this.#o.file };
+    const w = new Worker(entry, { workerData });
     return new Promise<Worker>((resolve, reject) => {
       const onFirst = (r: WriterReply): void => {
         if (!("ready" in r)) return;
