@@ -10,6 +10,7 @@
  * one, so under load a commit carries many decisions. One sweep timer (not one per record) ends
  * the records whose wait passed its bound.
  */
+import { existsSync } from "node:fs";
 import { Worker } from "node:worker_threads";
 import type { EventOf, KnownEvent } from "../events/index.js";
 import type { AnonymousRefusalRecord, EgressDecisionRecord } from "./decision.js";
@@ -59,10 +60,23 @@ type InFlight =
 const WORKER_GRACE_MS = 1000;
 const SWEEP_MS = 50;
 
+/**
+ * The worker's module: beside this one as TypeScript or compiled JavaScript, or, when this module
+ * was bundled into the CLI (`dist/`, where no such file exists), the source in `src/egress/` of
+ * the package this bundle belongs to (bundled again by `worker-bundle.ts`).
+ */
 function entryUrl(): URL {
-  // The worker's module beside this one, as TypeScript or as compiled JavaScript.
-  const ext = import.meta.url.endsWith(".ts") ? ".ts" : ".js";
-  return new URL(`./writer-worker${ext}`, import.meta.url);
+  for (const name of ["./writer-worker.ts", "./writer-worker.js"]) {
+    const beside = new URL(name, import.meta.url);
+    if (existsSync(beside)) return beside;
+  }
+  for (let dir = new URL("./", import.meta.url); ; ) {
+    const source = new URL("src/egress/writer-worker.ts", dir);
+    if (existsSync(source)) return source;
+    const up = new URL("../", dir);
+    if (up.href === dir.href) throw new Error("the egress writer's worker module was not found");
+    dir = up;
+  }
 }
 
 /** A {@link DecisionRecorder} whose commits run on a worker thread. */
