@@ -37,7 +37,7 @@ describe("decideDestination", () => {
       { allowed: false, reason: "forbidden_address", addresses: ["::ffff:10.0.0.1"], refusedAddress: "::ffff:10.0.0.1", addressRefusal: "forbidden_range" }],
     ["refuses a name with no addresses", LISTS, "alpha", "api.example.com", 443, resolved(), { allowed: false, reason: "dns_no_addresses", addresses: [] }],
     ["passes a DNS failure on", LISTS, "alpha", "api.example.com", 443, { ok: false, code: "dns_timeout" }, { allowed: false, reason: "dns_timeout", addresses: [] }],
-  ])("%s", (_what, l, plugin, host, port, resolution, expected) => {
+  ])("%s", (...[, l, plugin, host, port, resolution, expected]) => {
     expect(decideDestination({ lists: l, plugin, host, port, resolution, checker: policy })).toEqual(expected);
   });
 });

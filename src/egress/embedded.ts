@@ -53,6 +53,32 @@ export const dialTcp: ConnectFn = (addr) => {
   return netConnect(options);
 };
 
+/**
+ * The recorder of the embedded proxy: a writer thread on the store's file, its commits announced
+ * to the store's subscribers; in-process for an appender that names no file (tests).
+ */
+function recorderFor(opts: EmbeddedEgressOptions, onError: (err: unknown) => void): Promise<DecisionRecorder> | DecisionRecorder {
+  const store = opts.store;
+  if (store.file === undefined) return new StoreDecisionRecorder(store, onError);
+  const announce = store.announce?.bind(store);
+  return WorkerDecisionRecorder.open({
+    file: store.file,
+    onError,
+    ...(opts.commitTimeoutMs !== undefined ? { commitTimeoutMs: opts.commitTimeoutMs } : {}),
+    ...(announce !== undefined ? { onCommitted: (events: readonly KnownEvent[]) => announce(events) } : {}),
+  });
+}
+
+/** The default resolver: DNS over UDP with its answer cache, counted when there are metrics. */
+function resolverFor(opts: EmbeddedEgressOptions, metrics: EgressMetrics | undefined): Resolver {
+  if (opts.resolver !== undefined) return opts.resolver;
+  return new DnsResolver({
+    ...(opts.dnsServers !== undefined ? { servers: opts.dnsServers } : {}),
+    timeoutMs: opts.options?.dnsTimeoutMs ?? 5000,
+    ...(metrics !== undefined ? { onLookup: metrics.dnsLookup } : {}),
+  });
+}
+
 /** Builds and starts the embedded proxy; resolves once it listens. */
 export async function startEmbeddedEgress(opts: EmbeddedEgressOptions): Promise<{ proxy: EgressProxy; host: string; port: number }> {
   await ensureEmbeddedKey(opts.dataDir);
@@ -65,23 +91,14 @@ export async function startEmbeddedEgress(opts: EmbeddedEgressOptions): Promise<
     new JwksTokenReviewer({ jwks: () => readEmbeddedJwks(opts.dataDir), issuer: EMBEDDED_ISSUER }),
     metrics !== undefined ? { onLookup: metrics.tokenLookup } : {},
   );
-  const dnsTimeoutMs = opts.options?.dnsTimeoutMs ?? 5000;
   const onError = (err: unknown): void => logger.error({ err: err instanceof Error ? err.message : String(err) }, "egress recording failed");
-  const store = opts.store;
-  const recorder: DecisionRecorder = store.file !== undefined
-    ? await WorkerDecisionRecorder.open({
-        file: store.file,
-        onError,
-        ...(opts.commitTimeoutMs !== undefined ? { commitTimeoutMs: opts.commitTimeoutMs } : {}),
-        ...(store.announce !== undefined ? { onCommitted: (events: readonly KnownEvent[]) => store.announce?.(events) } : {}),
-      })
-    : new StoreDecisionRecorder(store, onError);
+  const recorder = await recorderFor(opts, onError);
   let proxy: EgressProxy;
   try {
     proxy = createEgressProxy({
       reviewer,
       allowLists: opts.allowLists,
-      resolver: opts.resolver ?? new DnsResolver({ ...(opts.dnsServers !== undefined ? { servers: opts.dnsServers } : {}), timeoutMs: dnsTimeoutMs, ...(metrics !== undefined ? { onLookup: metrics.dnsLookup } : {}) }),
+      resolver: resolverFor(opts, metrics),
       connect: opts.connect ?? dialTcp,
       recorder,
       logger,
