@@ -1,18 +1,17 @@
 /**
- * `npm run bench:egress`: the egress proxy side by side with direct TCP (the limit) and Squid
- * (Debian's `squid`, CONNECT-only, allow-list by `dstdomain -n`) on this machine.
+ * `npm run bench:egress`: the egress proxy side by side with direct TCP (the limit), Squid
+ * (Debian's `squid`, CONNECT-only, allow-list by `dstdomain -n`) and a bare `node:net` relay (no
+ * checks: the floor of a Node relay) on this machine. See `bench/README.md` for what it prints.
  *
- * Prints, for each: CONNECT handshakes/s and p50/p99 time-to-200 at 1, 16 and 256 concurrent
- * clients; the throughput of a 256 MiB tunnelled transfer; each the median of several rounds and
- * a ratio to Squid. Then the proxy's memory over 100,000 CONNECTs. Figures, not a timed test:
- * every loop is bounded and the run stops by itself.
+ * Every figure is the median of rounds interleaved across the targets. Figures, not a timed test:
+ * every loop is bounded and the run stops by itself; everything stays on 127.0.0.1.
  *
- * Roles (same file): the parent drives clients; `--role upstream` is the destination server;
- * `--role proxy` is this proxy with every check on (Basic token → caching JWKS review → allow-list
- * → DNS over UDP from a real server, answers cached for their TTL → address check on every CONNECT
- * → decision committed to a SQLite event store while the dial runs → 200), logging one JSON
- * decision line per CONNECT to a file. `BENCH_DNS_TTL` sets the TTL of the DNS answers (default
- * 60 s, so the proxy reuses them for 30 s; 0 makes it ask DNS on every CONNECT).
+ * Roles (same file): the parent drives clients; `--role upstream` is the destination server (a
+ * byte counter, an echo server and a DNS server); `--role relay` the bare relay; `--role proxy`
+ * this proxy with every check on (Basic token → caching JWKS review → allow-list → DNS over UDP,
+ * answers cached for their TTL → address check on every CONNECT → decision committed by the
+ * writer thread while the dial runs → 200), logging one buffered JSON line per CONNECT to a file;
+ * `--role lock` holds the proxy's store's write lock for a while, from another process.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync, chmodSync, existsSync, readFileSync } from "node:fs";
@@ -33,6 +32,9 @@ const CONNECTS_PER_ROUND: Record<number, number> = { 1: 400, 16: 2000, 256: 4000
 const MEMORY_CONNECTS = Number(process.env.BENCH_MEMORY_CONNECTS ?? 100_000);
 const ROUND_DEADLINE_MS = 120_000;
 const DNS_TTL = Number(process.env.BENCH_DNS_TTL ?? 60);
+const LOCK_HOLD_MS = Number(process.env.BENCH_LOCK_HOLD_MS ?? 3000);
+/** glibc's heap trimming off (ADR 0034): freed read buffers stay mapped instead of being faulted in again. */
+const MALLOC_TUNABLES = "glibc.malloc.trim_threshold=268435456";
 
 function arg(name: string): string | undefined {
   const i = process.argv.indexOf(name);
@@ -67,32 +69,76 @@ async function roleUpstream(): Promise<void> {
     });
     s.on("error", () => s.destroy());
   });
+  // Echoes every byte back: the round trips measured while the store's write lock is held.
+  const echo = createServer((s) => s.on("data", (d: Buffer) => s.write(d)).on("error", () => s.destroy()));
+  await new Promise<void>((r) => echo.listen(0, "127.0.0.1", () => r()));
   process.on("disconnect", () => process.exit(0));
-  server.listen(0, "127.0.0.1", () => process.send?.({ port: (server.address() as AddressInfo).port, dnsPort: dnsAddr.udp.port }));
+  server.listen(0, "127.0.0.1", () => process.send?.({ port: (server.address() as AddressInfo).port, echoPort: (echo.address() as AddressInfo).port, dnsPort: dnsAddr.udp.port }));
+}
+
+/**
+ * The bare relay: CONNECT on `node:net` with no checks at all (no token, no list, no DNS, no
+ * record, no log); reads the head up to the blank line and pipes both ways. The floor of a Node
+ * relay on this machine.
+ */
+async function roleRelay(): Promise<void> {
+  const upstreamPort = Number(arg("--upstream"));
+  const server = createServer((c) => {
+    let head = "";
+    const onData = (d: Buffer): void => {
+      head += d.toString("latin1");
+      const end = head.indexOf("\r\n\r\n");
+      if (end < 0) return;
+      c.off("data", onData);
+      c.pause();
+      const rest = Buffer.from(head.slice(end + 4), "latin1");
+      const target = /^CONNECT [^:]+:(\d+) /.exec(head);
+      const u = netConnect({ host: "127.0.0.1", port: target?.[1] === undefined ? upstreamPort : Number(target[1]) }, () => {
+        c.write("HTTP/1.1 200 Connection Established\r\n\r\n");
+        if (rest.length > 0) u.write(rest);
+        c.pipe(u);
+        u.pipe(c);
+      });
+      u.on("error", () => c.destroy());
+      c.on("close", () => u.destroy());
+    };
+    c.on("data", onData);
+    c.on("error", () => c.destroy());
+  });
+  process.on("disconnect", () => process.exit(0));
+  server.listen(0, "127.0.0.1", () => process.send?.({ port: (server.address() as AddressInfo).port }));
 }
 
 async function roleProxy(): Promise<void> {
   const upstreamPort = Number(arg("--upstream"));
+  const echoPort = Number(arg("--echo"));
   const dir = mkdtempSync(join(tmpdir(), "bench-egress-"));
   const dnsPort = Number(arg("--dns"));
-  const [{ pino }, store, egress] = await Promise.all([
-    import("pino"),
+  const [store, egress] = await Promise.all([
     import("../src/events/index.js").then((m) => m.openStore({ file: join(dir, "events.db") })),
     import("../src/egress/index.js"),
   ]);
   const { token } = await egress.mintEgressToken(dir, "bench", { ttlSeconds: 3600 });
   const allowLists = new egress.MemoryAllowListSource();
-  if (!allowLists.setData({ bench: `${HOST}:${upstreamPort}\n` })) throw new Error("allow-list");
-  const logger = pino({}, pino.destination({ dest: join(dir, "decisions.log"), sync: false }));
+  // The codec wants its lines sorted (and unique).
+  const lines = [...new Set([`${HOST}:${upstreamPort}`, `${HOST}:${echoPort}`])].sort();
+  if (!allowLists.setData({ bench: lines.map((l) => `${l}\n`).join("") })) throw new Error("allow-list");
+  // One JSON decision line per CONNECT to a file, buffered (ADR 0033).
+  const log = egress.bufferedLog({ dest: join(dir, "decisions.log") });
+  // BENCH_RECORDER=inline: the former synchronous append on the event loop, for comparison.
+  const recorder = process.env.BENCH_RECORDER === "inline"
+    ? new egress.StoreDecisionRecorder(store)
+    : await egress.WorkerDecisionRecorder.open({ file: store.file, onCommitted: (events) => store.announce(events) });
   const proxy = egress.createEgressProxy({
     reviewer: new egress.CachingTokenReviewer(new egress.JwksTokenReviewer({ jwks: egress.readEmbeddedJwks(dir), issuer: egress.EMBEDDED_ISSUER })),
     allowLists,
     resolver: new egress.DnsResolver({ servers: [`127.0.0.1:${dnsPort}`] }),
-    // The checked public answer is mapped to the local upstream (with the production dialer's
-    // options): nothing leaves the machine.
-    connect: (a) => (a.address === "8.8.4.4" ? egress.dialTcp({ address: "127.0.0.1", family: 4, port: upstreamPort }) : new Socket()),
-    recorder: new egress.StoreDecisionRecorder(store),
-    logger,
+    // The checked public answer is mapped to the local upstream on the CONNECT's port (with the
+    // production dialer's options): nothing leaves the machine.
+    connect: (a) => (a.address === "8.8.4.4" ? egress.dialTcp({ address: "127.0.0.1", family: 4, port: a.port }) : new Socket()),
+    recorder,
+    logger: log.logger,
+    flushLog: () => log.close(),
     env: {},
     options: { host: "127.0.0.1", port: 0, maxTunnels: 100_000 },
   });
@@ -111,14 +157,28 @@ async function roleProxy(): Promise<void> {
       process.exit(0);
     });
   });
-  process.send?.({ port, token });
+  process.send?.({ port, token, store: store.file });
+}
+
+/** Holds the store's write lock (BEGIN IMMEDIATE) for `--hold` ms, from another process. */
+async function roleLock(): Promise<void> {
+  const { default: Database } = await import("better-sqlite3");
+  const db = new Database(arg("--file") ?? "");
+  db.pragma("busy_timeout = 10000");
+  db.exec("BEGIN IMMEDIATE");
+  process.send?.({ locked: true });
+  await new Promise((r) => setTimeout(r, Number(arg("--hold"))));
+  db.exec("COMMIT");
+  db.close();
+  process.send?.({ released: true });
+  process.disconnect?.();
 }
 
 // ───────────────────────────── helpers ─────────────────────────────
 
-function startChild(role: string, extra: string[] = []): Promise<{ child: ChildProcess; msg: Record<string, unknown> }> {
+function startChild(role: string, extra: string[] = [], env: Record<string, string> = {}): Promise<{ child: ChildProcess; msg: Record<string, unknown> }> {
   const prof = process.env.BENCH_CPU_PROFILE_DIR !== undefined && role === "proxy" ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROFILE_DIR}`] : [];
-  const child = spawn(process.execPath, [...prof, "--expose-gc", "--import", "tsx", SELF, "--role", role, ...extra], { stdio: ["ignore", "inherit", "inherit", "ipc"] });
+  const child = spawn(process.execPath, [...prof, "--expose-gc", "--import", "tsx", SELF, "--role", role, ...extra], { stdio: ["ignore", "inherit", "inherit", "ipc"], env: { ...process.env, ...env } });
   return new Promise((resolve, reject) => {
     child.once("message", (msg) => resolve({ child, msg: msg as Record<string, unknown> }));
     child.once("exit", (code) => reject(new Error(`${role} exited ${code}`)));
@@ -136,6 +196,8 @@ interface Target {
   name: string;
   /** The process in the middle (the proxy), whose CPU time is read from /proc. */
   pid?: number;
+  /** Whether the main thread's own CPU time is worth a column (a Node process with other threads). */
+  node?: boolean;
   /** Opens a tunnel (or a direct connection) and resolves with the socket once usable. */
   open(): Promise<Socket>;
 }
@@ -174,21 +236,89 @@ function directTarget(upstreamPort: number): Target {
   };
 }
 
-function proxyTarget(name: string, port: number, upstreamPort: number, pid: number | undefined, auth?: string): Target {
+function proxyTarget(name: string, port: number, upstreamPort: number, pid: number | undefined, auth?: string, node = false): Target {
   const head = `CONNECT ${HOST}:${upstreamPort} HTTP/1.1\r\nHost: ${HOST}:${upstreamPort}\r\n${auth !== undefined ? `Proxy-Authorization: ${auth}\r\n` : ""}\r\n`;
-  return { name, ...(pid !== undefined ? { pid } : {}), open: () => connectThrough(port, head) };
+  return { name, node, ...(pid !== undefined ? { pid } : {}), open: () => connectThrough(port, head) };
 }
 
-/** CPU seconds (user + system) a process has used so far, from /proc; NaN when unreadable. */
-function cpuSeconds(pid: number | undefined): number {
-  if (pid === undefined) return Number.NaN;
+/**
+ * With another process holding the store's write lock for `holdMs`: the worst echo round trip of
+ * `tunnels` open tunnels (each pinging in a loop), and what CONNECTs made meanwhile got.
+ */
+async function lockHeld(port: number, echoPort: number, auth: string, storeFile: string, holdMs: number, tunnels = 8): Promise<{ worstMs: number; worstOutsideMs: number; echoes: number; connects: string[] }> {
+  const open = await Promise.all(Array.from({ length: tunnels }, () => proxyTarget("echo", port, echoPort, undefined, auth).open()));
+  let held = false;
+  let stop = false;
+  let worstMs = 0;
+  let worstOutsideMs = 0;
+  let echoes = 0;
+  const ping = async (s: Socket): Promise<void> => {
+    while (!stop) {
+      const t0 = performance.now();
+      const wasHeld = held;
+      await new Promise<void>((resolve) => {
+        s.once("data", () => resolve());
+        s.write("ping-0123456789\n");
+      });
+      const ms = performance.now() - t0;
+      if (wasHeld || held) {
+        worstMs = Math.max(worstMs, ms);
+        echoes++;
+      } else worstOutsideMs = Math.max(worstOutsideMs, ms);
+      await new Promise((r) => setTimeout(r, 5));
+    }
+  };
+  const loops = open.map(ping);
+  await new Promise((r) => setTimeout(r, 300));
+  const lock = spawn(process.execPath, ["--import", "tsx", SELF, "--role", "lock", "--file", storeFile, "--hold", String(holdMs)], { stdio: ["ignore", "inherit", "inherit", "ipc"] });
+  const released = new Promise<void>((resolve) => lock.on("message", (m: { released?: boolean }) => m.released === true && resolve()));
+  await new Promise<void>((resolve) => lock.on("message", (m: { locked?: boolean }) => m.locked === true && resolve()));
+  held = true;
+  const connects: string[] = [];
+  const during = (async () => {
+    for (let i = 0; i < 3; i++) {
+      const t0 = performance.now();
+      const answer = await proxyTarget("new", port, echoPort, undefined, auth).open().then((s) => {
+        s.destroy();
+        return "200";
+      }, (err: unknown) => (err instanceof Error ? err.message.replace(/^CONNECT refused: HTTP\/1\.1 /, "").slice(0, 28) : "error"));
+      connects.push(`${answer} after ${(performance.now() - t0).toFixed(0)} ms`);
+    }
+  })();
+  await released;
+  held = false;
+  await during;
+  await new Promise((r) => setTimeout(r, 300));
+  stop = true;
+  await Promise.all(loops);
+  for (const s of open) s.destroy();
+  return { worstMs, worstOutsideMs, echoes, connects };
+}
+
+/** user + system CPU seconds and minor page faults, from a /proc stat line. */
+function statOf(path: string): { cpu: number; minflt: number } {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const stat = readFileSync(path, "utf8");
     const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return (Number(fields[11]) + Number(fields[12])) / 100; // utime + stime, in USER_HZ (100)
+    return { cpu: (Number(fields[11]) + Number(fields[12])) / 100, minflt: Number(fields[7]) }; // utime + stime in USER_HZ (100)
   } catch {
-    return Number.NaN;
+    return { cpu: Number.NaN, minflt: Number.NaN };
   }
+}
+
+/** CPU seconds a process has used so far, all threads; NaN when unreadable. */
+function cpuSeconds(pid: number | undefined): number {
+  return pid === undefined ? Number.NaN : statOf(`/proc/${pid}/stat`).cpu;
+}
+
+/** CPU seconds of a process's main thread (its event loop: the thread whose id is the pid). */
+function loopCpuSeconds(pid: number | undefined): number {
+  return pid === undefined ? Number.NaN : statOf(`/proc/${pid}/task/${pid}/stat`).cpu;
+}
+
+/** Minor page faults of a process so far, all threads. */
+function pageFaults(pid: number | undefined): number {
+  return pid === undefined ? Number.NaN : statOf(`/proc/${pid}/stat`).minflt;
 }
 
 function percentile(sorted: number[], p: number): number {
@@ -203,9 +333,12 @@ function median(xs: number[]): number {
 
 const failures = new Map<string, number>();
 
-async function handshakes(t: Target, concurrency: number, total: number): Promise<{ perSecond: number; p50: number; p99: number; failed: number; cpuUs: number }> {
+interface Handshakes { perSecond: number; p50: number; p99: number; failed: number; cpuUs: number; loopUs: number }
+
+async function handshakes(t: Target, concurrency: number, total: number): Promise<Handshakes> {
   const times: number[] = [];
   const cpu0 = cpuSeconds(t.pid);
+  const loop0 = loopCpuSeconds(t.pid);
   let next = 0;
   let failed = 0;
   const deadline = performance.now() + ROUND_DEADLINE_MS;
@@ -229,12 +362,14 @@ async function handshakes(t: Target, concurrency: number, total: number): Promis
   const elapsed = (performance.now() - start) / 1000;
   times.sort((a, b) => a - b);
   const cpuUs = ((cpuSeconds(t.pid) - cpu0) * 1e6) / Math.max(1, times.length);
-  return { perSecond: times.length / elapsed, p50: percentile(times, 50), p99: percentile(times, 99), failed, cpuUs };
+  const loopUs = ((loopCpuSeconds(t.pid) - loop0) * 1e6) / Math.max(1, times.length);
+  return { perSecond: times.length / elapsed, p50: percentile(times, 50), p99: percentile(times, 99), failed, cpuUs, loopUs };
 }
 
-async function transfer(t: Target): Promise<{ mibPerSecond: number; cpuSeconds: number }> {
+async function transfer(t: Target): Promise<{ mibPerSecond: number; cpuSeconds: number; faults: number }> {
   const s = await t.open();
   const cpu0 = cpuSeconds(t.pid);
+  const faults0 = pageFaults(t.pid);
   const chunk = Buffer.alloc(256 * 1024, 0x61);
   const t0 = performance.now();
   const done = new Promise<void>((resolve, reject) => {
@@ -251,7 +386,7 @@ async function transfer(t: Target): Promise<{ mibPerSecond: number; cpuSeconds: 
   await done;
   const seconds = (performance.now() - t0) / 1000;
   s.destroy();
-  return { mibPerSecond: TRANSFER_BYTES / (1024 * 1024) / seconds, cpuSeconds: cpuSeconds(t.pid) - cpu0 };
+  return { mibPerSecond: TRANSFER_BYTES / (1024 * 1024) / seconds, cpuSeconds: cpuSeconds(t.pid) - cpu0, faults: pageFaults(t.pid) - faults0 };
 }
 
 async function freePort(): Promise<number> {
@@ -346,84 +481,116 @@ async function main(): Promise<void> {
   const role = arg("--role");
   if (role === "upstream") return roleUpstream();
   if (role === "proxy") return roleProxy();
+  if (role === "relay") return roleRelay();
+  if (role === "lock") return roleLock();
 
   const progress = (what: string): void => void process.stderr.write(`[bench] ${what}\n`);
   progress("starting upstream");
   const up = await startChild("upstream");
   const upstreamPort = up.msg.port as number;
+  const echoPort = up.msg.echoPort as number;
   progress("starting dnsmasq");
   const dnsmasq = await startDnsmasq();
   process.on("exit", () => dnsmasq?.stop());
   if (dnsmasq !== undefined) await waitForDns(dnsmasq.port);
-  progress("starting the proxy");
+  progress("starting the proxies and the bare relay");
   const dnsPort = dnsmasq?.port ?? (up.msg.dnsPort as number);
-  const px = await startChild("proxy", ["--upstream", String(upstreamPort), "--dns", String(dnsPort)]);
+  const proxyArgs = ["--upstream", String(upstreamPort), "--echo", String(echoPort), "--dns", String(dnsPort)];
+  const px = await startChild("proxy", proxyArgs);
   const proxyPort = px.msg.port as number;
   const token = px.msg.token as string;
+  const auth = `Basic ${Buffer.from(`plugin:${token}`).toString("base64")}`;
+  const relay = await startChild("relay", ["--upstream", String(upstreamPort)]);
   progress("starting squid");
   const squid = await startSquid(upstreamPort);
   process.on("exit", () => squid?.stop());
   if (squid !== undefined) await waitForPort(squid.port);
   progress("measuring");
 
+  const ours = proxyTarget("openfief egress", proxyPort, upstreamPort, px.child.pid, auth, true);
   const targets: Target[] = [directTarget(upstreamPort)];
   if (squid !== undefined) targets.push(proxyTarget("squid", squid.port, upstreamPort, squid.pid));
-  targets.push(proxyTarget("openfief egress", proxyPort, upstreamPort, px.child.pid, `Basic ${Buffer.from(`plugin:${token}`).toString("base64")}`));
+  targets.push(proxyTarget("bare node:net relay", relay.msg.port as number, upstreamPort, relay.child.pid));
+  targets.push(ours);
+  const active = targets.filter((t) => !SKIP.has(t.name));
 
-  console.log(`egress benchmark: ${ROUNDS} rounds, medians; 2-core machine, noisy. Squid: ${squid === undefined ? "not installed" : "5.x (names from a hosts file)"}; the proxy asks ${dnsmasq === undefined ? "dns2 (JavaScript)" : "dnsmasq"} over UDP, answers with TTL ${DNS_TTL} s (reused for min(TTL, 30 s), every address checked on every CONNECT)`);
-  const results: Record<string, Record<string, { perSecond: number; p50: number; p99: number; cpuUs: number }>> = {};
+  console.log(`egress benchmark: ${ROUNDS} interleaved rounds, medians; 2-core machine, noisy. Squid: ${squid === undefined ? "not installed" : "5.x (names from a hosts file)"}; the proxy asks ${dnsmasq === undefined ? "dns2 (JavaScript)" : "dnsmasq"} over UDP, answers with TTL ${DNS_TTL} s (reused for min(TTL, 30 s), every address checked on every CONNECT); decisions committed by ${process.env.BENCH_RECORDER === "inline" ? "the event loop (BENCH_RECORDER=inline)" : "the writer thread"}`);
+  const results: Record<string, Record<string, Handshakes>> = {};
   for (const c of CONCURRENCY) {
-    for (const t of targets) {
-      if (SKIP.has(t.name)) continue;
-      await handshakes(t, Math.min(c, 16), 50); // warm-up
-      const rounds = [];
-      for (let r = 0; r < ROUNDS; r++) rounds.push(await handshakes(t, c, CONNECTS_PER_ROUND[c] ?? 1000));
-      const failed = rounds.reduce((n, x) => n + x.failed, 0);
-      (results[t.name] ??= {})[String(c)] = { perSecond: median(rounds.map((x) => x.perSecond)), p50: median(rounds.map((x) => x.p50)), p99: median(rounds.map((x) => x.p99)), cpuUs: median(rounds.map((x) => x.cpuUs)) };
+    for (const t of active) await handshakes(t, Math.min(c, 16), 50); // warm-up
+    // Rounds interleaved across targets, so that a burst of load elsewhere on the machine falls on all of them.
+    const rounds: Record<string, Handshakes[]> = {};
+    for (let r = 0; r < ROUNDS; r++) for (const t of active) (rounds[t.name] ??= []).push(await handshakes(t, c, CONNECTS_PER_ROUND[c] ?? 1000));
+    for (const t of active) {
+      const rs = rounds[t.name] ?? [];
+      const failed = rs.reduce((n, x) => n + x.failed, 0);
+      (results[t.name] ??= {})[String(c)] = {
+        perSecond: median(rs.map((x) => x.perSecond)), p50: median(rs.map((x) => x.p50)), p99: median(rs.map((x) => x.p99)),
+        cpuUs: median(rs.map((x) => x.cpuUs)), loopUs: median(rs.map((x) => x.loopUs)), failed,
+      };
       if (failed > 0) console.log(`  (${t.name} c=${c}: ${failed} failed CONNECTs)`);
     }
   }
   for (const [why, n] of failures) console.log(`  failed ${n}× ${why}`);
-  console.log("\nCONNECT handshakes (time to 200; direct TCP = time to connect)");
-  console.log("| target | clients | handshakes/s | p50 ms | p99 ms | /s vs squid | proxy CPU µs/CONNECT |");
-  console.log("|---|---:|---:|---:|---:|---:|---:|");
+  console.log("\nCONNECT handshakes (time to 200; direct TCP = time to connect); CPU of the process in the middle per CONNECT");
+  console.log("| target | clients | handshakes/s | p50 ms | p99 ms | /s vs squid | CPU µs/CONNECT, all threads | of which event loop |");
+  console.log("|---|---:|---:|---:|---:|---:|---:|---:|");
   for (const c of CONCURRENCY) {
-    for (const t of targets) {
+    for (const t of active) {
       const r = results[t.name]?.[String(c)];
       const sq = results.squid?.[String(c)];
       if (r === undefined) continue;
-      console.log(`| ${t.name} | ${c} | ${r.perSecond.toFixed(0)} | ${r.p50.toFixed(2)} | ${r.p99.toFixed(2)} | ${sq !== undefined ? (r.perSecond / sq.perSecond).toFixed(2) : "-"} | ${Number.isNaN(r.cpuUs) ? "-" : r.cpuUs.toFixed(0)} |`);
+      const cpu = Number.isNaN(r.cpuUs) ? "-" : r.cpuUs.toFixed(0);
+      const loop = t.node === true && !Number.isNaN(r.loopUs) ? r.loopUs.toFixed(0) : "-";
+      console.log(`| ${t.name} | ${c} | ${r.perSecond.toFixed(0)} | ${r.p50.toFixed(2)} | ${r.p99.toFixed(2)} | ${sq !== undefined ? (r.perSecond / sq.perSecond).toFixed(2) : "-"} | ${cpu} | ${loop} |`);
     }
   }
 
   if (!SKIP.has("transfer")) {
-  console.log("\n256 MiB tunnelled transfer");
-  console.log("| target | MiB/s | vs direct | vs squid | proxy CPU s |");
-  console.log("|---|---:|---:|---:|---:|");
-  const tput: Record<string, number> = {};
-  const tcpu: Record<string, number> = {};
-  for (const t of targets) {
-    const rounds = [];
-    for (let r = 0; r < ROUNDS; r++) rounds.push(await transfer(t));
-    tput[t.name] = median(rounds.map((x) => x.mibPerSecond));
-    tcpu[t.name] = median(rounds.map((x) => x.cpuSeconds));
-  }
-  for (const t of targets) {
-    const v = tput[t.name] ?? Number.NaN;
-    const c = tcpu[t.name] ?? Number.NaN;
-    console.log(`| ${t.name} | ${v.toFixed(0)} | ${(v / (tput["direct TCP"] ?? Number.NaN)).toFixed(2)} | ${tput.squid !== undefined ? (v / tput.squid).toFixed(2) : "-"} | ${Number.isNaN(c) ? "-" : c.toFixed(2)} |`);
-  }
+    // The same proxy with glibc's heap trimming off (ADR 0034): the page faults of the tunnel.
+    const untrimmed = await startChild("proxy", proxyArgs, { GLIBC_TUNABLES: MALLOC_TUNABLES });
+    const tt: Target[] = [...active, proxyTarget("openfief egress, GLIBC_TUNABLES trim off", untrimmed.msg.port as number, upstreamPort, untrimmed.child.pid, `Basic ${Buffer.from(`plugin:${untrimmed.msg.token as string}`).toString("base64")}`, true)];
+    console.log("\n256 MiB tunnelled transfer (client to upstream)");
+    console.log("| target | MiB/s | vs direct | vs squid | CPU s in the middle | minor page faults |");
+    console.log("|---|---:|---:|---:|---:|---:|");
+    const rounds: Record<string, { mibPerSecond: number; cpuSeconds: number; faults: number }[]> = {};
+    for (let r = 0; r < ROUNDS; r++) for (const t of tt) (rounds[t.name] ??= []).push(await transfer(t));
+    const tput = (name: string): number => median((rounds[name] ?? []).map((x) => x.mibPerSecond));
+    for (const t of tt) {
+      const rs = rounds[t.name] ?? [];
+      const v = tput(t.name);
+      const c = median(rs.map((x) => x.cpuSeconds));
+      const f = median(rs.map((x) => x.faults));
+      console.log(`| ${t.name} | ${v.toFixed(0)} | ${(v / tput("direct TCP")).toFixed(2)} | ${rounds.squid !== undefined ? (v / tput("squid")).toFixed(2) : "-"} | ${Number.isNaN(c) ? "-" : c.toFixed(2)} | ${Number.isNaN(f) ? "-" : f.toFixed(0)} |`);
+    }
+    untrimmed.child.disconnect();
   }
 
-  console.log(`\nmemory of the proxy over ${MEMORY_CONNECTS} CONNECTs (64 clients; after GC)`);
-  console.log("| CONNECTs | rss MiB | heap MiB |");
-  console.log("|---:|---:|---:|");
-  const ours = targets[targets.length - 1] as Target;
-  const step = Math.max(1, Math.floor(MEMORY_CONNECTS / 10));
-  for (let done = 0; done <= MEMORY_CONNECTS && !SKIP.has("memory"); done += step) {
-    if (done > 0) await handshakes(ours, 64, step);
-    const m = await ask<{ rss: number; heapUsed: number }>(px.child, { mem: true });
-    console.log(`| ${done} | ${(m.rss / 2 ** 20).toFixed(1)} | ${(m.heapUsed / 2 ** 20).toFixed(1)} |`);
+  if (!SKIP.has("lock")) {
+    console.log(`\nwhile another process holds the store's write lock for ${LOCK_HOLD_MS / 1000} s: 8 open tunnels echo 16 bytes in a loop; 3 new CONNECTs are made one after another`);
+    console.log("| recorder | worst round trip while held | worst round trip otherwise | echoes while held | the new CONNECTs |");
+    console.log("|---|---:|---:|---:|---|");
+    const held = await lockHeld(proxyPort, echoPort, auth, px.msg.store as string, LOCK_HOLD_MS);
+    console.log(`| writer thread | ${held.worstMs.toFixed(1)} ms | ${held.worstOutsideMs.toFixed(1)} ms | ${held.echoes} | ${held.connects.join("; ")} |`);
+    if (!SKIP.has("inline")) {
+      const inline = await startChild("proxy", proxyArgs, { BENCH_RECORDER: "inline" });
+      const inlineAuth = `Basic ${Buffer.from(`plugin:${inline.msg.token as string}`).toString("base64")}`;
+      const before = await lockHeld(inline.msg.port as number, echoPort, inlineAuth, inline.msg.store as string, LOCK_HOLD_MS);
+      console.log(`| on the event loop (before) | ${before.worstMs.toFixed(1)} ms | ${before.worstOutsideMs.toFixed(1)} ms | ${before.echoes} | ${before.connects.join("; ")} |`);
+      inline.child.disconnect();
+    }
+  }
+
+  if (!SKIP.has("memory")) {
+    console.log(`\nmemory of the proxy over ${MEMORY_CONNECTS} CONNECTs (64 clients; after GC)`);
+    console.log("| CONNECTs | rss MiB | heap MiB |");
+    console.log("|---:|---:|---:|");
+    const step = Math.max(1, Math.floor(MEMORY_CONNECTS / 10));
+    for (let done = 0; done <= MEMORY_CONNECTS; done += step) {
+      if (done > 0) await handshakes(ours, 64, step);
+      const m = await ask<{ rss: number; heapUsed: number }>(px.child, { mem: true });
+      console.log(`| ${done} | ${(m.rss / 2 ** 20).toFixed(1)} | ${(m.heapUsed / 2 ** 20).toFixed(1)} |`);
+    }
   }
   const ev = await ask<{ events: number }>(px.child, { events: true });
   console.log(`\ndecisions committed in the proxy's event store: ${ev.events}`);
@@ -431,6 +598,7 @@ async function main(): Promise<void> {
   squid?.stop();
   dnsmasq?.stop();
   px.child.disconnect();
+  relay.child.disconnect();
   up.child.kill();
 }
 

@@ -3,6 +3,7 @@
  * and checks the guards; `up` and `reconcile` walk what was appended since the last verified point
  * and check the guards before every pass, and refuse to act on a log that does not hold.
  */
+import { recheckAddresses } from "../egress/index.js";
 import type { EventStore, GuardsResult, VerifyResult } from "../events/index.js";
 import { checkDecisions } from "../projections/index.js";
 import type { CheckResult } from "../projections/index.js";
@@ -44,7 +45,8 @@ export function assertLogHolds(store: EventStore, opts: { full?: boolean } = {})
 
 /** Re-runs the deciders over the log and compares with every recorded decision. */
 export function checkLogDecisions(store: EventStore): CheckResult & { readonly diverged: number } {
-  const r = checkDecisions(store);
+  // Egress decisions are re-decided too; their address step is the proxy's own (ADR 0032).
+  const r = checkDecisions(store, { egressAddresses: recheckAddresses });
   // A decision whose inputs and plan both differ is one decision that does not reproduce.
   return { ...r, diverged: new Set(r.divergences.map((d) => d.seq)).size };
 }

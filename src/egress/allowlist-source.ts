@@ -4,7 +4,7 @@
  * set; `null` means "no lists at all", under which every CONNECT is refused (no_allow_list).
  */
 import type { Logger } from "pino";
-import { type AllowLists, decodeAllowLists, formatErrors } from "../plugins/index.js";
+import { decodeAllowLists, formatErrors, type AllowLists } from "../plugins/index.js";
 
 /** What the proxy asks for on every CONNECT: the current complete set of lists, or null. */
 export interface AllowListSource {

@@ -19,6 +19,8 @@ export interface CachingTokenReviewerOptions {
   readonly ttlMs?: number;
   readonly clock?: Clock;
   readonly maxEntries?: number;
+  /** Told of every lookup: hit (answered from the cache) or miss (the metrics' counter). */
+  readonly onLookup?: (hit: boolean) => void;
 }
 
 /** Thrown by the constructor for a TTL that is not positive or not below a projected token's lifetime. */
@@ -31,7 +33,8 @@ export class InvalidCacheTtlError extends Error {
 }
 
 interface Entry {
-  readonly username: string;
+  /** The answer itself, frozen: a hit allocates nothing. */
+  readonly answer: ReviewResult;
   readonly expiresAt: number;
 }
 
@@ -52,6 +55,7 @@ export class CachingTokenReviewer implements TokenReviewer {
   readonly #clock: Clock;
   readonly #max: number;
   readonly #entries = new Map<string, Entry>();
+  readonly #onLookup: ((hit: boolean) => void) | undefined;
 
   constructor(inner: TokenReviewer, options: CachingTokenReviewerOptions = {}) {
     const ttl = options.ttlMs ?? DEFAULT_TOKEN_CACHE_TTL_MS;
@@ -60,6 +64,7 @@ export class CachingTokenReviewer implements TokenReviewer {
     this.#ttlMs = ttl;
     this.#clock = options.clock ?? systemClock;
     this.#max = options.maxEntries ?? TOKEN_CACHE_MAX_ENTRIES;
+    this.#onLookup = options.onLookup;
   }
 
   /** How many tokens are cached now (expired ones included until dropped). */
@@ -72,9 +77,13 @@ export class CachingTokenReviewer implements TokenReviewer {
     const key = hash("sha256", token, "base64");
     const hit = this.#entries.get(key);
     if (hit !== undefined) {
-      if (this.#clock.now() < hit.expiresAt) return { ok: true, username: hit.username };
+      if (this.#clock.now() < hit.expiresAt) {
+        this.#onLookup?.(true);
+        return hit.answer;
+      }
       this.#entries.delete(key);
     }
+    this.#onLookup?.(false);
     return this.#miss(token, key);
   }
 
@@ -91,7 +100,7 @@ export class CachingTokenReviewer implements TokenReviewer {
       // Nothing freed: stop caching until an entry expires, rather than evict a live one.
       if (this.#entries.size >= this.#max) return answer;
     }
-    this.#entries.set(key, { username: answer.username, expiresAt });
+    this.#entries.set(key, { answer: Object.freeze({ ok: true, username: answer.username }), expiresAt });
     return answer;
   }
 }

@@ -5,8 +5,7 @@
  */
 import { CoreV1Api, ListWatch, Watch, type KubeConfig, type V1ConfigMap } from "@kubernetes/client-node";
 import type { Logger } from "pino";
-import type { AllowLists } from "../plugins/index.js";
-import { ALLOWLIST_CONFIGMAP, NAMESPACE } from "../plugins/index.js";
+import { ALLOWLIST_CONFIGMAP, NAMESPACE, type AllowLists } from "../plugins/index.js";
 import { ErrNotSynced, MemoryAllowListSource, type AllowListSource } from "./allowlist-source.js";
 import { withTimeout } from "./deadline.js";
 

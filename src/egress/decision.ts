@@ -2,24 +2,50 @@
  * The shape of one recorded egress decision: the `egress.decision` event's data, and the fields
  * of the pino decision line. Never holds the token.
  */
-import type { EgressDecision } from "../events/index.js";
-import { egressStream } from "../events/index.js";
+import { EGRESS_ANONYMOUS_STREAM, egressStream, type EgressDecision, type EgressRefused } from "../events/index.js";
+import type { DestinationDecision } from "./decide.js";
 
 /** The event type of a decision. */
 export const EGRESS_DECISION_TYPE = "egress.decision";
+/** The event type of a refusal before identity. */
+export const EGRESS_REFUSED_TYPE = "egress.refused";
 
 /**
  * One decision of an identified plugin: the catalog's `egress.decision` data. `reason` is the
  * allow-list's reason (`listed`, `not_listed`, `no_allow_list`) or, when a listed host is refused
  * later, why (`forbidden_address`, `dns_nxdomain`, `dns_timeout`, …). `address` is the checked
- * address the proxy dials.
+ * address the proxy dials; `addresses` every address DNS gave for a listed host.
  */
 export type EgressDecisionRecord = Readonly<EgressDecision>;
 
+/** One refusal before identity: the catalog's `egress.refused` data. */
+export type AnonymousRefusalRecord = Readonly<EgressRefused>;
+
+/** The record of a destination decision: what the decision used, field by field. */
+export function decisionRecord(plugin: string, host: string, port: number, d: DestinationDecision): EgressDecisionRecord {
+  if (d.allowed) return { plugin, host, port, allowed: true, reason: d.reason, address: d.dial.address, addresses: [...d.addresses] };
+  if (!("addresses" in d)) return { plugin, host, port, allowed: false, reason: d.reason };
+  if (d.reason === "forbidden_address") {
+    return { plugin, host, port, allowed: false, reason: d.reason, addresses: [...d.addresses], refusedAddress: d.refusedAddress, addressRefusal: d.addressRefusal };
+  }
+  return { plugin, host, port, allowed: false, reason: d.reason, addresses: [...d.addresses] };
+}
+
 /** The event to append for a decision, in the plugin's `egress/<plugin>` stream. */
 export function egressDecisionEvent(d: EgressDecisionRecord, actor: string): { stream: string; type: string; data: EgressDecisionRecord; actor: string } {
-  const data: EgressDecisionRecord = d.address === undefined
-    ? { plugin: d.plugin, host: d.host, port: d.port, allowed: d.allowed, reason: d.reason }
-    : { plugin: d.plugin, host: d.host, port: d.port, allowed: d.allowed, reason: d.reason, address: d.address };
+  // Copied field by field: a caller's extra members never reach the log.
+  const data: EgressDecision = { plugin: d.plugin, host: d.host, port: d.port, allowed: d.allowed, reason: d.reason };
+  if (d.address !== undefined) data.address = d.address;
+  if (d.addresses !== undefined) data.addresses = [...d.addresses];
+  if (d.refusedAddress !== undefined) data.refusedAddress = d.refusedAddress;
+  if (d.addressRefusal !== undefined) data.addressRefusal = d.addressRefusal;
   return { stream: egressStream(d.plugin), type: EGRESS_DECISION_TYPE, data, actor };
+}
+
+/** The event to append for a refusal before identity, in `egress/-`. */
+export function egressRefusedEvent(r: AnonymousRefusalRecord, actor: string): { stream: string; type: string; data: AnonymousRefusalRecord; actor: string } {
+  const data: EgressRefused = { code: r.code, source: r.source, dropped: r.dropped };
+  if (r.host !== undefined) data.host = r.host;
+  if (r.port !== undefined) data.port = r.port;
+  return { stream: EGRESS_ANONYMOUS_STREAM, type: EGRESS_REFUSED_TYPE, data, actor };
 }

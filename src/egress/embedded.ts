@@ -5,19 +5,31 @@
  */
 import { connect as netConnect, type NetConnectOpts } from "node:net";
 import { pino, type Logger } from "pino";
+import type { Registry } from "prom-client";
 import { PROXY_PORT } from "../plugins/index.js";
 import type { AllowListSource } from "./allowlist-source.js";
 import { CachingTokenReviewer } from "./caching-reviewer.js";
 import { EMBEDDED_ISSUER, ensureEmbeddedKey, readEmbeddedJwks } from "./embedded-key.js";
 import { JwksTokenReviewer } from "./jwks-reviewer.js";
+import { bufferedLog } from "./decision-log.js";
+import { EgressMetrics } from "./metrics.js";
 import { createEgressProxy, TUNNEL_HIGH_WATER_MARK, type ConnectFn, type EgressProxy, type EgressProxyOptions } from "./proxy.js";
-import { StoreDecisionRecorder, type EventAppender } from "./recorder.js";
+import { StoreDecisionRecorder, type DecisionRecorder, type EventAppender } from "./recorder.js";
+import { WorkerDecisionRecorder } from "./writer.js";
+import type { KnownEvent } from "../events/index.js";
 import { DnsResolver, type Resolver } from "./resolver.js";
 
 /** Options of {@link startEmbeddedEgress}. */
 export interface EmbeddedEgressOptions {
   readonly dataDir: string;
-  readonly store: EventAppender;
+  /**
+   * The event store. When it names its file, decisions are committed by a worker thread with its
+   * own connection (issue 17) and announced to the store's in-process subscribers; otherwise (a
+   * test's in-memory appender) they are appended in-process.
+   */
+  readonly store: EventAppender & { readonly file?: string; announce?(events: readonly KnownEvent[]): void };
+  /** The longest a decision waits for its commit before its CONNECT is refused (503). */
+  readonly commitTimeoutMs?: number;
   readonly allowLists: AllowListSource;
   readonly logger?: Logger;
   readonly dnsServers?: readonly string[];
@@ -27,6 +39,8 @@ export interface EmbeddedEgressOptions {
   readonly connect?: ConnectFn;
   readonly options?: EgressProxyOptions;
   readonly env?: Readonly<Record<string, string | undefined>>;
+  /** The registry the proxy's counters join (the control plane's `/metrics`); none kept without it. */
+  readonly registry?: Registry;
 }
 
 /**
@@ -39,25 +53,64 @@ export const dialTcp: ConnectFn = (addr) => {
   return netConnect(options);
 };
 
+/**
+ * The recorder of the embedded proxy: a writer thread on the store's file, its commits announced
+ * to the store's subscribers; in-process for an appender that names no file (tests).
+ */
+function recorderFor(opts: EmbeddedEgressOptions, onError: (err: unknown) => void): Promise<DecisionRecorder> | DecisionRecorder {
+  const store = opts.store;
+  if (store.file === undefined) return new StoreDecisionRecorder(store, onError);
+  const announce = store.announce?.bind(store);
+  return WorkerDecisionRecorder.open({
+    file: store.file,
+    onError,
+    ...(opts.commitTimeoutMs !== undefined ? { commitTimeoutMs: opts.commitTimeoutMs } : {}),
+    ...(announce !== undefined ? { onCommitted: (events: readonly KnownEvent[]) => announce(events) } : {}),
+  });
+}
+
+/** The default resolver: DNS over UDP with its answer cache, counted when there are metrics. */
+function resolverFor(opts: EmbeddedEgressOptions, metrics: EgressMetrics | undefined): Resolver {
+  if (opts.resolver !== undefined) return opts.resolver;
+  return new DnsResolver({
+    ...(opts.dnsServers !== undefined ? { servers: opts.dnsServers } : {}),
+    timeoutMs: opts.options?.dnsTimeoutMs ?? 5000,
+    ...(metrics !== undefined ? { onLookup: metrics.dnsLookup } : {}),
+  });
+}
+
 /** Builds and starts the embedded proxy; resolves once it listens. */
 export async function startEmbeddedEgress(opts: EmbeddedEgressOptions): Promise<{ proxy: EgressProxy; host: string; port: number }> {
   await ensureEmbeddedKey(opts.dataDir);
-  const logger = opts.logger ?? pino({ name: "egress" });
+  // Without a logger of the caller's, the decision lines go to a buffered stdout (ADR 0033).
+  const buffered = opts.logger === undefined ? bufferedLog({ dest: 1, pino: { name: "egress" } }) : undefined;
+  const logger = opts.logger ?? buffered?.logger ?? pino({ name: "egress" });
+  const metrics = opts.registry !== undefined ? new EgressMetrics(opts.registry) : undefined;
   const reviewer = new CachingTokenReviewer(
     // Re-read on every review the cache misses, so a key rotated in the data folder takes effect.
     new JwksTokenReviewer({ jwks: () => readEmbeddedJwks(opts.dataDir), issuer: EMBEDDED_ISSUER }),
+    metrics !== undefined ? { onLookup: metrics.tokenLookup } : {},
   );
-  const dnsTimeoutMs = opts.options?.dnsTimeoutMs ?? 5000;
-  const proxy = createEgressProxy({
-    reviewer,
-    allowLists: opts.allowLists,
-    resolver: opts.resolver ?? new DnsResolver({ ...(opts.dnsServers !== undefined ? { servers: opts.dnsServers } : {}), timeoutMs: dnsTimeoutMs }),
-    connect: opts.connect ?? dialTcp,
-    recorder: new StoreDecisionRecorder(opts.store),
-    logger,
-    options: { host: "127.0.0.1", port: PROXY_PORT, ...(opts.options ?? {}) },
-    ...(opts.env !== undefined ? { env: opts.env } : {}),
-  });
+  const onError = (err: unknown): void => logger.error({ err: err instanceof Error ? err.message : String(err) }, "egress recording failed");
+  const recorder = await recorderFor(opts, onError);
+  let proxy: EgressProxy;
+  try {
+    proxy = createEgressProxy({
+      reviewer,
+      allowLists: opts.allowLists,
+      resolver: resolverFor(opts, metrics),
+      connect: opts.connect ?? dialTcp,
+      recorder,
+      logger,
+      ...(buffered !== undefined ? { flushLog: () => buffered.close() } : {}),
+      ...(metrics !== undefined ? { metrics } : {}),
+      options: { host: "127.0.0.1", port: PROXY_PORT, ...(opts.options ?? {}) },
+      ...(opts.env !== undefined ? { env: opts.env } : {}),
+    });
+  } catch (err) {
+    await recorder.close?.();
+    throw err;
+  }
   const bound = await proxy.listen();
   return { proxy, ...bound };
 }

@@ -3,14 +3,26 @@ export { AddressPolicy, checkAddress, embeddedIPv4, FORBIDDEN_IPV4, FORBIDDEN_IP
 export { ALLOWLISTS_REFUSED_MESSAGE, ErrNotSynced, MemoryAllowListSource, type AllowListSource } from "./allowlist-source.js";
 export { CachingTokenReviewer, DEFAULT_TOKEN_CACHE_TTL_MS, InvalidCacheTtlError, TOKEN_CACHE_MAX_ENTRIES } from "./caching-reviewer.js";
 export { watchAllowLists, type ConfigMapAllowListSource } from "./configmap-source.js";
-export { EGRESS_DECISION_TYPE, egressDecisionEvent, type EgressDecisionRecord } from "./decision.js";
+export { decisionRecord, EGRESS_DECISION_TYPE, EGRESS_REFUSED_TYPE, egressDecisionEvent, egressRefusedEvent, type AnonymousRefusalRecord, type EgressDecisionRecord } from "./decision.js";
+/** The proxy's prom-client counters, registered in a registry the caller passes in. */
+export { EgressMetrics, parserRejection, type CacheLookup, type ParserRejection } from "./metrics.js";
+/** The rate limit on recording refusals before identity (ADR 0031). */
+export { ANONYMOUS_LIMITS, AnonymousRefusalLimit, type AnonymousLimitOptions } from "./anonymous-limit.js";
 export { dialTcp, startEmbeddedEgress, type EmbeddedEgressOptions } from "./embedded.js";
 export { DEFAULT_TOKEN_TTL_SECONDS, EGRESS_KEY_FILE, EMBEDDED_ISSUER, ensureEmbeddedKey, mintEgressToken, readEmbeddedJwks, type MintedToken } from "./embedded-key.js";
 export { JwksTokenReviewer } from "./jwks-reviewer.js";
 export { KubeTokenReviewer } from "./kube-reviewer.js";
 export { basicProxyAuthorization, proxyToken, type ProxyAuthError } from "./proxy-auth.js";
 export { createEgressProxy, EgressConfigError, PROXY_REALM, refuseUpstreamProxyEnv, TUNNEL_HIGH_WATER_MARK, type ConnectFn, type DialAddress, type EgressProxy, type EgressProxyOptions, type EgressProxyPorts } from "./proxy.js";
-export { BatchingDecisionRecorder, StoreDecisionRecorder, type DecisionRecorder, type EventAppender } from "./recorder.js";
+/** The pure egress decision: allow-list, then every resolved address (what `check-egress` re-runs). */
+export { afterResolution, decideAddresses, decideDestination, decideListed, recheckAddresses, type AddressChecker, type AddressDecision, type DestinationDecision, type DestinationInputs, type ListVerdict } from "./decide.js";
+/** The one refusal table: code → status, reason text, where it is recorded, counter label. */
+export { REFUSALS, refusal, type Recording, type Refusal, type RefusalCode } from "./refusals.js";
+export { Batcher, BatchingDecisionRecorder, StoreDecisionRecorder, type DecisionRecorder, type EventAppender } from "./recorder.js";
 export { DNS_CACHE_MAX_NAMES, DNS_CACHE_MAX_TTL_MS, DnsResolver, type DnsResolverOptions, type ResolveOutcome, type Resolver } from "./resolver.js";
 export { reviewWithin, systemClock, type Clock, type ReviewResult, type TokenReviewer } from "./reviewer.js";
 export { parseConnectTarget, type ConnectTarget } from "./target.js";
+/** Decisions committed by a worker thread with its own connection (ADR 0033). */
+export { CommitError, DEFAULT_COMMIT_TIMEOUT_MS, WorkerDecisionRecorder, type WorkerRecorderOptions } from "./writer.js";
+/** A buffered pino destination for the decision log, flushed on a timer and at close (ADR 0033). */
+export { bufferedLog, LOG_BUFFER, type BufferedLog, type BufferedLogOptions } from "./decision-log.js";

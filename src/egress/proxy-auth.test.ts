@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import fc from "fast-check";
 import { basicProxyAuthorization, decodeStrictBase64, proxyToken } from "./proxy-auth.js";
 
 const JWT = "eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJ4In0.c2ln";
@@ -70,5 +71,22 @@ describe("decodeStrictBase64", () => {
   });
   it("round-trips the header a client builds", () => {
     expect(proxyToken(raw(basicProxyAuthorization("plugin", JWT)))).toEqual({ ok: true, token: JWT });
+  });
+});
+
+describe("decodeStrictBase64 without a regex", () => {
+  // The former definition: the canonical-base64 regex, then a round trip.
+  const STRICT = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+  const reference = (t: string): string | undefined => {
+    if (t.length === 0 || !STRICT.test(t)) return undefined;
+    const b = Buffer.from(t, "base64");
+    return b.toString("base64") === t ? b.toString("hex") : undefined;
+  };
+  const alphabet = fc.constantFrom(..."ABCXYZabcxyz0189+/=!-_ \u00e9".split(""));
+
+  it("accepts and refuses exactly what the regex and a round trip did", () => {
+    fc.assert(fc.property(fc.oneof(fc.string({ unit: alphabet, maxLength: 24 }), fc.uint8Array({ maxLength: 18 }).map((b) => Buffer.from(b).toString("base64"))), (t) => {
+      expect(decodeStrictBase64(t)?.toString("hex")).toBe(reference(t));
+    }), { numRuns: 2000 });
   });
 });

@@ -34,9 +34,18 @@ export const PROXY_AUTH_MESSAGES: Readonly<Record<ProxyAuthError, string>> = {
 /** The token, or why there is none. */
 export type ProxyTokenResult = { readonly ok: true; readonly token: string } | { readonly ok: false; readonly code: ProxyAuthError };
 
-// Canonical base64 with padding (RFC 4648 §4). Node's decoder skips characters outside the
-// alphabet and ignores missing padding, so "a!b" decodes to something: never rely on it.
-const STRICT_BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+// Canonical base64 with padding (RFC 4648 §4), checked character by character: Node's decoder
+// skips characters outside the alphabet and ignores missing padding, so "a!b" decodes to
+// something: never rely on it alone.
+const B64 = new Int8Array(128).fill(-1);
+for (let i = 0; i < 64; i++) B64["ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".charCodeAt(i)] = i;
+const EQ = 0x3d;
+
+/** The value of a base64 character, or -1. */
+function b64(c: number): number {
+  return c < 128 ? (B64[c] ?? -1) : -1;
+}
+
 // A JWT-looking user name with an empty password: the classic mistake of `http://TOKEN@proxy`.
 const LOOKS_LIKE_JWT = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
 // Whitespace and every other character a token never holds (controls, DEL, non-ASCII spaces).
@@ -46,10 +55,15 @@ const STRICT_UTF8 = new TextDecoder("utf-8", { fatal: true });
 
 /** Strictly decodes canonical base64 (padding required, no stray characters, zero trailing bits). */
 export function decodeStrictBase64(text: string): Buffer | undefined {
-  if (text.length === 0 || !STRICT_BASE64.test(text)) return undefined;
-  const bytes = Buffer.from(text, "base64");
-  if (bytes.toString("base64") !== text) return undefined;
-  return bytes;
+  const n = text.length;
+  if (n === 0 || n % 4 !== 0) return undefined;
+  const pad = text.charCodeAt(n - 1) === EQ ? (text.charCodeAt(n - 2) === EQ ? 2 : 1) : 0;
+  const body = n - pad;
+  for (let i = 0; i < body; i++) if (b64(text.charCodeAt(i)) < 0) return undefined;
+  // The bits after the last whole byte must be zero, or two texts would decode alike.
+  if (pad === 2 && (b64(text.charCodeAt(body - 1)) & 0x0f) !== 0) return undefined;
+  if (pad === 1 && (b64(text.charCodeAt(body - 1)) & 0x03) !== 0) return undefined;
+  return Buffer.from(text, "base64");
 }
 
 /**

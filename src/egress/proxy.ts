@@ -1,6 +1,9 @@
 /**
  * The egress proxy (seed 004, issue 6): an HTTP CONNECT proxy on node:http that lets each plugin
- * reach only the `host:port`s of its allow-list, and never a private address.
+ * reach only the `host:port`s of its allow-list, and never a private address. This module is the
+ * server and its lifecycle; the steps of a CONNECT are values from `handshake.ts` (target and
+ * identity), `decide.ts` (allow-list and addresses), `dial.ts`, `answer.ts` and `tunnel.ts`, and
+ * every refusal is a row of `refusals.ts`.
  *
  * Order of a CONNECT, as Smokescreen's checkIfRequestShouldBeProxied: target → identity →
  * allow-list → resolve → check every address → choose the address → (record ∥ dial) → 200. An
@@ -14,29 +17,29 @@ import { performance } from "node:perf_hooks";
 import type { Duplex } from "node:stream";
 import type { Socket } from "node:net";
 import type { Logger } from "pino";
-import { decideEgress, pluginForServiceAccount, PROXY_PORT } from "../plugins/index.js";
+import type { Registry } from "prom-client";
+import { PROXY_PORT } from "../plugins/index.js";
 import { AddressPolicy } from "./address.js";
-import { withTimeout } from "./deadline.js";
+import { answerRefusal } from "./answer.js";
 import type { AllowListSource } from "./allowlist-source.js";
-import type { EgressDecisionRecord } from "./decision.js";
-import { proxyToken, PROXY_AUTH_MESSAGES } from "./proxy-auth.js";
+import { AnonymousRefusalLimit, type AnonymousLimitOptions } from "./anonymous-limit.js";
+import { afterResolution, decideAddresses, decideListed, type DestinationDecision } from "./decide.js";
+import { decisionRecord, type EgressDecisionRecord } from "./decision.js";
+import { withTimeout } from "./deadline.js";
+import { dial, type ConnectFn } from "./dial.js";
+import { identify, readHandshake } from "./handshake.js";
+import { decisionLine, refused, refusalDetail, type ConnectFacts, type ConnectOutcome } from "./outcome.js";
+import { parserRejection, type EgressMetrics, type ParserRejection } from "./metrics.js";
 import type { DecisionRecorder } from "./recorder.js";
+import { CommitError } from "./writer.js";
+import { REFUSALS } from "./refusals.js";
 import type { ResolveOutcome, Resolver } from "./resolver.js";
-import { reviewWithin, systemClock, type Clock, type TokenReviewer } from "./reviewer.js";
-import { parseConnectTarget } from "./target.js";
+import { systemClock, type Clock, type TokenReviewer } from "./reviewer.js";
+import { Tunnels, type Slot } from "./tunnel.js";
 
-/** The realm of every 407's `Proxy-Authenticate`. */
-export const PROXY_REALM = "openfief-egress";
-
-/** The address the proxy dials: always one it checked. */
-export interface DialAddress {
-  readonly address: string;
-  readonly family: 4 | 6;
-  readonly port: number;
-}
-
-/** Opens the upstream connection; tests map "public" addresses to local listeners here. */
-export type ConnectFn = (addr: DialAddress) => Socket | Promise<Socket>;
+export { PROXY_REALM } from "./answer.js";
+export type { DialAddress } from "./decide.js";
+export type { ConnectFn } from "./dial.js";
 
 /** Tunables; every one has the issue's default. */
 export interface EgressProxyOptions {
@@ -78,6 +81,14 @@ export interface EgressProxyPorts {
   readonly env?: Readonly<Record<string, string | undefined>>;
   /** Extra addresses of this proxy (beyond its interfaces and listen address). */
   readonly ownAddresses?: readonly string[];
+  /** The proxy's counters; none are kept without it. */
+  readonly metrics?: EgressMetrics;
+  /** When set, `GET /metrics` on the proxy's own port serves this registry (cluster mode). */
+  readonly metricsRegistry?: Registry;
+  /** Flushes a buffered log (`bufferedLog`); called at the end of `close`, after the last line. */
+  readonly flushLog?: () => void;
+  /** The rate limit on recording refusals before identity (ADR 0031's defaults otherwise). */
+  readonly anonymousLimits?: Omit<AnonymousLimitOptions, "clock">;
 }
 
 /** A built proxy. `listen` opens the port; `close` drains. */
@@ -117,39 +128,6 @@ const DEFAULTS = {
   highWaterMark: TUNNEL_HIGH_WATER_MARK,
 } as const;
 
-const STATUS_TEXT: Record<number, string> = {
-  200: "Connection Established",
-  400: "Bad Request",
-  405: "Method Not Allowed",
-  407: "Proxy Authentication Required",
-  429: "Too Many Requests",
-  502: "Bad Gateway",
-  503: "Service Unavailable",
-  504: "Gateway Timeout",
-};
-
-/** What one CONNECT came to; one pino line per CONNECT carries it. */
-interface Outcome {
-  status: number;
-  code: string;
-  plugin?: string;
-  host?: string;
-  port?: number;
-  reason?: string;
-  address?: string;
-  refusedAddress?: string;
-  allowed: boolean;
-}
-
-/** An open tunnel; `seen`/`activeAt` are the idle sweep's last reading. */
-interface Tunnel {
-  readonly client: Socket;
-  readonly upstream: Socket;
-  seen: number;
-  activeAt: number;
-  readonly end: () => void;
-}
-
 function localAddresses(): string[] {
   const out: string[] = [];
   for (const list of Object.values(networkInterfaces())) for (const i of list ?? []) out.push(i.address);
@@ -167,6 +145,9 @@ export function refuseUpstreamProxyEnv(env: Readonly<Record<string, string | und
   }
 }
 
+/** A decided CONNECT: its outcome, and the connected upstream when it is a tunnel. */
+type Decided = { readonly outcome: ConnectOutcome; readonly upstream?: Socket };
+
 /**
  * Builds the proxy from its ports. Refuses to build when HTTPS_PROXY/https_proxy is set (CONNECTs
  * could be chained past the address check) or without an allow-list source (never allow-all).
@@ -182,40 +163,96 @@ export function createEgressProxy(ports: EgressProxyPorts): EgressProxy {
   }
   const logger = ports.logger;
   const clock = ports.clock ?? systemClock;
-  let policy = new AddressPolicy({ extraDenyCidrs: o.extraDenyCidrs ?? [], ownAddresses: [...localAddresses(), ...(ports.ownAddresses ?? [])] });
+  const policyFor = (extra: readonly string[]): AddressPolicy =>
+    new AddressPolicy({ extraDenyCidrs: o.extraDenyCidrs ?? [], ownAddresses: [...localAddresses(), ...(ports.ownAddresses ?? []), ...extra] });
+  let policy = policyFor([]);
 
   let listening = false;
   let draining = false;
-  let active = 0;
-  const tunnels = new Set<Tunnel>();
-  const pendingSockets = new Set<Duplex>();
+  const metrics = ports.metrics;
+  const tunnels = new Tunnels({ maxTunnels: o.maxTunnels, idleMs: o.idleMs, ...(metrics !== undefined ? { onOpenChange: (n: number) => metrics.openTunnels.set(n) } : {}) });
+  const anonymous = new AnonymousRefusalLimit({ ...(ports.anonymousLimits ?? {}), clock });
   const connections = new Set<Socket>();
 
+  const headSweepMs = Math.max(10, Math.min(1000, Math.floor(o.headTimeoutMs / 4)));
+  // Node's own head timeouts are a backstop behind the sweep below, which cuts a slow head off
+  // without an answer; were Node's to fire first, its 400 could sit unread in a silent client.
+  const nodeHeadTimeoutMs = o.headTimeoutMs + 2 * headSweepMs;
   const server = createServer({
     highWaterMark: o.highWaterMark,
-    headersTimeout: o.headTimeoutMs,
-    requestTimeout: o.headTimeoutMs,
+    headersTimeout: nodeHeadTimeoutMs,
+    requestTimeout: nodeHeadTimeoutMs,
     connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(o.headTimeoutMs / 4))),
     keepAliveTimeout: 5000,
+    // The missing Host of a plain request is refused by the handler below, which logs and counts
+    // it; Node's own check would answer 400 without telling anyone.
+    requireHostHeader: false,
   });
+
+  /** A request refused before the proxy's checks: one log line and one count each, never its bytes. */
+  function parserRejected(kind: ParserRejection, code: string | undefined, socket: Duplex): void {
+    metrics?.parserRejections.inc({ kind });
+    // Never the raw packet: it may hold a Proxy-Authorization header.
+    logger.warn({ status: 400, kind, code, remote: (socket as Socket).remoteAddress }, "egress request rejected by the HTTP parser");
+  }
+
+  // A client that never finishes its head is cut off even if no byte ever arrives: one sweep over
+  // the connections still waiting for a head, instead of a timer armed on every socket.
+  const awaitingHead = new Map<Socket, number>();
+  let headSweeper: NodeJS.Timeout | undefined;
+  function sweepHeads(): void {
+    const cutoff = performance.now() - o.headTimeoutMs;
+    for (const [socket, since] of awaitingHead) {
+      // Map order is arrival order: the rest arrived later.
+      if (since > cutoff) break;
+      awaitingHead.delete(socket);
+      socket.destroy();
+    }
+    if (awaitingHead.size === 0 && headSweeper !== undefined) {
+      clearInterval(headSweeper);
+      headSweeper = undefined;
+    }
+  }
+  const headArrived = (socket: Socket): void => void awaitingHead.delete(socket);
 
   server.on("connection", (socket: Socket) => {
     connections.add(socket);
-    socket.on("close", () => connections.delete(socket));
-    // A client that never finishes its head is cut off even if no byte ever arrives.
-    socket.setTimeout(o.headTimeoutMs, () => socket.destroy());
+    awaitingHead.set(socket, performance.now());
+    socket.on("close", () => {
+      connections.delete(socket);
+      awaitingHead.delete(socket);
+    });
+    if (headSweeper === undefined) {
+      headSweeper = setInterval(sweepHeads, headSweepMs);
+      headSweeper.unref();
+    }
   });
 
-  server.on("clientError", (_err: Error, socket: Duplex) => {
+  server.on("clientError", (err: NodeJS.ErrnoException, socket: Duplex) => {
+    // A reset by the peer is not a request the parser refused.
+    if (err.code !== "ECONNRESET") parserRejected(parserRejection(err.code), err.code, socket);
     if (socket.writable) socket.end(`HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
     else socket.destroy();
   });
 
   server.on("request", (req: IncomingMessage, res: ServerResponse) => {
-    (req.socket as Socket).setTimeout(0);
+    headArrived(req.socket);
     res.shouldKeepAlive = false;
+    if (req.httpVersionMajor === 1 && req.httpVersionMinor === 1 && req.headers.host === undefined) {
+      parserRejected("missing_host", undefined, req.socket);
+      res.writeHead(400, { Connection: "close" }).end();
+      return;
+    }
     if ((req.method === "GET" || req.method === "HEAD") && req.url === "/healthcheck") {
       res.writeHead(draining || !listening ? 503 : 204).end();
+      return;
+    }
+    const registry = ports.metricsRegistry;
+    if (registry !== undefined && req.method === "GET" && req.url === "/metrics") {
+      void registry.metrics().then(
+        (text) => res.writeHead(200, { "Content-Type": registry.contentType }).end(text),
+        () => res.writeHead(500).end(),
+      );
       return;
     }
     // Anything but CONNECT would show the proxy the whole request, and let it change it.
@@ -223,222 +260,24 @@ export function createEgressProxy(ports: EgressProxyPorts): EgressProxy {
     logger.info({ status: 405, code: "method_not_allowed", method: req.method }, "egress refused");
   });
 
-  function answer(socket: Duplex, status: number, code: string, extra: Record<string, string> = {}): void {
-    const explained = (PROXY_AUTH_MESSAGES as Record<string, string>)[code];
-    const body = explained === undefined ? `${code}\n` : `${code}: ${explained}\n`;
-    const headers: Record<string, string> = { "Content-Type": "text/plain", "Content-Length": String(Buffer.byteLength(body)), Connection: "close", ...extra };
-    if (status === 407) headers["Proxy-Authenticate"] = `Basic realm="${PROXY_REALM}"`;
-    let head = `HTTP/1.1 ${status} ${STATUS_TEXT[status] ?? ""}\r\n`;
-    for (const [k, v] of Object.entries(headers)) head += `${k}: ${v}\r\n`;
-    if (!socket.destroyed) socket.end(`${head}\r\n${body}`);
-  }
-
-  function logDecision(out: Outcome, started: number): void {
-    // Built field by field (no spreads): this runs once per CONNECT.
-    const decision: Record<string, unknown> = { allowed: out.allowed, status: out.status, code: out.code };
-    if (out.plugin !== undefined) decision.plugin = out.plugin;
-    if (out.host !== undefined) decision.host = out.host;
-    if (out.port !== undefined) decision.port = out.port;
-    if (out.reason !== undefined) decision.reason = out.reason;
-    if (out.address !== undefined) decision.address = out.address;
-    if (out.refusedAddress !== undefined) decision.refusedAddress = out.refusedAddress;
-    const line = { decision, ms: clock.now() - started };
-    if (out.allowed) logger.info(line, "egress decision");
+  function logDecision(out: ConnectOutcome, started: number): void {
+    const status = out.kind === "tunnel" ? 200 : REFUSALS[out.code].status;
+    const ms = clock.now() - started;
+    metrics?.outcome(out, ms / 1000);
+    const line = { decision: decisionLine(out, status), ms };
+    if (out.kind === "tunnel") logger.info(line, "egress decision");
     else logger.warn(line, "egress decision");
   }
 
-  /**
-   * A connected upstream may wait for the decision's commit: an error in that window must destroy
-   * it (the tunnel then sees it destroyed) rather than go unhandled.
-   */
-  function guarded(socket: Socket): Socket {
-    socket.on("error", () => socket.destroy());
-    return socket;
-  }
-
-  async function dial(target: DialAddress): Promise<{ ok: true; socket: Socket } | { ok: false; status: 502 | 504; code: string }> {
-    let socket: Socket;
+  /** Commits a decision; the refusal (and an error line) when it cannot be. */
+  async function record(d: EgressDecisionRecord): Promise<true | "record_failed" | "commit_timeout"> {
     try {
-      socket = await ports.connect(target);
-    } catch {
-      return { ok: false, status: 502, code: "dial_failed" };
-    }
-    // Already connected (a connect function may hand back an open socket). A fresh, never
-    // connected Socket also reads as "open", so look for a peer instead.
-    if (!socket.connecting && socket.remoteAddress !== undefined && !socket.destroyed) return { ok: true, socket: guarded(socket) };
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        cleanup();
-        socket.destroy();
-        resolve({ ok: false, status: 504, code: "connect_timeout" });
-      }, o.connectTimeoutMs);
-      const onConnect = (): void => {
-        cleanup();
-        resolve({ ok: true, socket: guarded(socket) });
-      };
-      const onError = (): void => {
-        cleanup();
-        socket.destroy();
-        resolve({ ok: false, status: 502, code: "dial_failed" });
-      };
-      const cleanup = (): void => {
-        clearTimeout(timer);
-        socket.off("connect", onConnect);
-        socket.off("error", onError);
-      };
-      socket.once("connect", onConnect);
-      socket.once("error", onError);
-    });
-  }
-
-  async function handleConnect(req: IncomingMessage, client: Duplex, head: Buffer): Promise<void> {
-    const started = clock.now();
-    const sock = client as Socket;
-    sock.setTimeout(0);
-    client.pause();
-    client.on("error", () => client.destroy());
-    const out: Outcome = { status: 0, code: "", allowed: false };
-    const refuse = (status: number, code: string, extra: Record<string, string> = {}): void => {
-      out.status = status;
-      out.code = code;
-      answer(client, status, code, extra);
-    };
-
-    if (draining) {
-      refuse(503, "draining");
-      logDecision(out, started);
-      return;
-    }
-    if (active >= o.maxTunnels) {
-      refuse(429, "too_many_tunnels", { "Retry-After": String(o.retryAfterSeconds) });
-      logDecision(out, started);
-      return;
-    }
-    active++;
-    pendingSockets.add(client);
-    let counted = true;
-    const release = (): void => {
-      if (counted) {
-        counted = false;
-        active--;
-      }
-      pendingSockets.delete(client);
-    };
-    client.once("close", release);
-
-    try {
-      await decideAndTunnel(req, client, head, out, refuse);
+      await ports.recorder.record(d);
+      return true;
     } catch (err) {
-      logger.error({ err: err instanceof Error ? err.message : String(err) }, "egress internal error");
-      if (out.status === 0) refuse(502, "internal_error");
-    } finally {
-      pendingSockets.delete(client);
-      if (out.status !== 200) release();
-      logDecision(out, started);
+      logger.error({ err: err instanceof Error ? err.message : String(err), plugin: d.plugin }, "egress decision could not be recorded");
+      return err instanceof CommitError && err.code === "commit_timeout" ? "commit_timeout" : "record_failed";
     }
-  }
-
-  async function decideAndTunnel(
-    req: IncomingMessage,
-    client: Duplex,
-    head: Buffer,
-    out: Outcome,
-    refuse: (status: number, code: string, extra?: Record<string, string>) => void,
-  ): Promise<void> {
-    const target = parseConnectTarget(req.url ?? "");
-    if (!target.ok) return refuse(400, target.code);
-    const { host, port } = target.value;
-    out.host = host;
-    out.port = port;
-
-    for (let i = 0; i < req.rawHeaders.length; i += 2) {
-      if ((req.rawHeaders[i] ?? "").toLowerCase() === "x-upstream-https-proxy") return refuse(407, "upstream_proxy_refused");
-    }
-
-    // Identity. The token lives only in this scope: never in `out`, a log line or an answer.
-    const tok = proxyToken(req.rawHeaders);
-    if (!tok.ok) return refuse(407, tok.code);
-    const reviewing = reviewWithin(ports.reviewer, tok.token, o.reviewTimeoutMs);
-    const review = reviewing instanceof Promise ? await reviewing : reviewing;
-    if (!review.ok) return refuse(407, review.code);
-    const who = pluginForServiceAccount(review.username);
-    if (!who.ok) return refuse(407, "not_a_plugin");
-    const plugin = who.value;
-    out.plugin = plugin;
-
-    // Decisions of an identified plugin are recorded; a refusal without identity has no valid
-    // stream (`egress/<plugin>` needs a plugin name), so it is only logged.
-    const record = async (d: EgressDecisionRecord): Promise<boolean> => {
-      try {
-        await ports.recorder.record(d);
-        return true;
-      } catch (err) {
-        logger.error({ err: err instanceof Error ? err.message : String(err), plugin }, "egress decision could not be recorded");
-        return false;
-      }
-    };
-
-    const verdict = decideEgress(ports.allowLists.current(), plugin, host, port);
-    out.reason = verdict.reason;
-    if (!verdict.allowed) {
-      await record({ plugin, host, port, allowed: false, reason: verdict.reason });
-      return refuse(407, verdict.reason);
-    }
-
-    const resolved = await resolveWithin(host);
-    if (!resolved.ok) {
-      out.reason = resolved.code;
-      await record({ plugin, host, port, allowed: false, reason: resolved.code });
-      return refuse(resolved.code === "dns_timeout" ? 504 : 502, resolved.code);
-    }
-    // Every address must pass, or the whole name is refused rather than dialed at a public one.
-    let chosen: { address: string; family: 4 | 6 } | undefined;
-    for (const a of resolved.addresses) {
-      const v = policy.check(a);
-      if (!v.ok) {
-        out.reason = "forbidden_address";
-        out.refusedAddress = a;
-        await record({ plugin, host, port, allowed: false, reason: "forbidden_address" });
-        return refuse(502, `forbidden_address:${v.code}`);
-      }
-      chosen ??= { address: v.address, family: v.family };
-    }
-    if (chosen === undefined) {
-      out.reason = "dns_no_addresses";
-      await record({ plugin, host, port, allowed: false, reason: "dns_no_addresses" });
-      return refuse(502, "dns_no_addresses");
-    }
-
-    if (draining) return refuse(503, "draining");
-    if (client.destroyed) {
-      out.status = 499;
-      out.code = "client_gone";
-      return;
-    }
-    // The address is chosen; its commit and its dial start together. The client stays paused and
-    // nothing is written upstream until both have finished: no record, no tunnel.
-    const [committed, dialed] = await Promise.all([
-      record({ plugin, host, port, allowed: true, reason: verdict.reason, address: chosen.address }),
-      dial({ ...chosen, port }),
-    ]);
-    if (!committed) {
-      if (dialed.ok) dialed.socket.destroy();
-      return refuse(503, "record_failed");
-    }
-    out.address = chosen.address;
-    if (!dialed.ok) return refuse(dialed.status, dialed.code);
-    const upstream = dialed.socket;
-    if (upstream.destroyed) return refuse(502, "dial_failed");
-    if (client.destroyed) {
-      upstream.destroy();
-      out.status = 499;
-      out.code = "client_gone";
-      return;
-    }
-    out.status = 200;
-    out.code = "tunnel";
-    out.allowed = true;
-    startTunnel(client, upstream, head);
   }
 
   /** The resolver under the DNS deadline; a synchronous answer (a cache hit) needs no timer. */
@@ -457,53 +296,105 @@ export function createEgressProxy(ports: EgressProxyPorts): EgressProxy {
     );
   }
 
-  // Idle tunnels: one sweep over every tunnel reads the client socket's byte counters (both
-  // directions pass through it), instead of re-arming a timer on every chunk.
-  const sweepEveryMs = Math.max(10, Math.min(5000, Math.floor(o.idleMs / 8)));
-  let sweeper: NodeJS.Timeout | undefined;
-  function sweepIdle(): void {
-    const now = performance.now();
-    for (const t of tunnels) {
-      const seen = t.client.bytesRead + t.client.bytesWritten;
-      if (seen !== t.seen) {
-        t.seen = seen;
-        t.activeAt = now;
-      } else if (now - t.activeAt >= o.idleMs) t.end();
+  /** Every step of one admitted CONNECT, up to its outcome. Answers nothing itself. */
+  async function decide(req: IncomingMessage, client: Duplex): Promise<Decided> {
+    const hs = readHandshake(req.url ?? "", req.rawHeaders);
+    if (!hs.ok) return { outcome: refused(hs.code, hs.target) };
+    const { host, port, token } = hs.value;
+    // Identity. The token lives only in this scope: never in an outcome, a log line or an answer.
+    const identifying = identify(ports.reviewer, token, o.reviewTimeoutMs);
+    const who = identifying instanceof Promise ? await identifying : identifying;
+    if (!who.ok) return { outcome: refused(who.code, { host, port }) };
+    const plugin = who.plugin;
+
+    const listed = decideListed(ports.allowLists.current(), plugin, host, port);
+    if (!listed.listed) {
+      const destination: DestinationDecision = { allowed: false, reason: listed.code };
+      await record(decisionRecord(plugin, host, port, destination));
+      return { outcome: refused(listed.code, { host, port, plugin, destination }) };
     }
-    if (tunnels.size === 0 && sweeper !== undefined) {
-      clearInterval(sweeper);
-      sweeper = undefined;
+    const resolving = resolveWithin(host);
+    const resolution = resolving instanceof Promise ? await resolving : resolving;
+    const destination = afterResolution(decideAddresses(policy, resolution), port);
+    const facts: ConnectFacts = { host, port, plugin, destination };
+    if (!destination.allowed) {
+      await record(decisionRecord(plugin, host, port, destination));
+      return { outcome: refused(destination.reason, facts) };
     }
+
+    if (draining) return { outcome: refused("draining", facts) };
+    if (client.destroyed) return { outcome: refused("client_gone", facts) };
+    // The address is chosen; its commit and its dial start together. The client stays paused and
+    // nothing is written upstream until both have finished: no record, no tunnel.
+    const [committed, dialed] = await Promise.all([record(decisionRecord(plugin, host, port, destination)), dial(ports.connect, destination.dial, o.connectTimeoutMs)]);
+    if (committed !== true) {
+      if (dialed.ok) dialed.socket.destroy();
+      return { outcome: refused(committed, facts) };
+    }
+    const address = destination.dial.address;
+    if (!dialed.ok) return { outcome: refused(dialed.code, facts, { address }) };
+    const upstream = dialed.socket;
+    if (upstream.destroyed) return { outcome: refused("dial_failed", facts, { address }) };
+    if (client.destroyed) {
+      upstream.destroy();
+      return { outcome: refused("client_gone", facts, { address }) };
+    }
+    return { outcome: { ...facts, kind: "tunnel", plugin, host, port, address }, upstream };
   }
 
-  function startTunnel(client: Duplex, upstream: Socket, head: Buffer): void {
-    const sock = client as Socket;
-    const entry: Tunnel = {
-      client: sock,
-      upstream,
-      seen: -1,
-      activeAt: performance.now(),
-      end: () => {
-        client.destroy();
-        upstream.destroy();
-        tunnels.delete(entry);
-      },
-    };
-    tunnels.add(entry);
-    upstream.setNoDelay(true);
-    sock.setNoDelay?.(true);
-    upstream.on("error", entry.end);
-    client.on("error", entry.end);
-    upstream.on("close", entry.end);
-    client.on("close", entry.end);
-    if (sweeper === undefined) {
-      sweeper = setInterval(sweepIdle, sweepEveryMs);
-      sweeper.unref();
+  /** Answers, opens or frees the slot, and logs: the one place an outcome takes effect. */
+  function settle(slot: Slot, head: Buffer, d: Decided, started: number): void {
+    const out = d.outcome;
+    if (out.kind === "tunnel" && d.upstream !== undefined) tunnels.start(slot, d.upstream, head);
+    else if (out.kind === "refused") {
+      answerRefusal(slot.client, out.code, refusalDetail(out), out.headers);
+      tunnels.release(slot);
+      if (REFUSALS[out.code].recorded === "anonymous") recordAnonymous(out, (slot.client as Socket).remoteAddress);
     }
-    client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
-    if (head.length > 0) upstream.write(head);
-    client.pipe(upstream);
-    upstream.pipe(client);
+    logDecision(out, started);
+  }
+
+  /** A refusal before identity, recorded in `egress/-` within the rate limit (ADR 0031). */
+  function recordAnonymous(out: ConnectOutcome & { kind: "refused" }, source: string | undefined): void {
+    const recorder = ports.recorder;
+    if (recorder.recordRefusal === undefined) return;
+    const from = source ?? "unknown";
+    const admitted = anonymous.admit(from);
+    if (!admitted.record) {
+      metrics?.anonymousDropped.inc();
+      return;
+    }
+    metrics?.anonymousRecorded.inc();
+    recorder.recordRefusal({
+      code: out.code, source: from, dropped: admitted.dropped,
+      ...(out.host !== undefined ? { host: out.host } : {}), ...(out.port !== undefined ? { port: out.port } : {}),
+    });
+  }
+
+  async function handleConnect(req: IncomingMessage, client: Duplex, head: Buffer): Promise<void> {
+    const started = clock.now();
+    headArrived(client as Socket);
+    client.pause();
+    client.on("error", () => client.destroy());
+    if (draining) {
+      const out = refused("draining");
+      answerRefusal(client, "draining");
+      return logDecision(out, started);
+    }
+    const slot = tunnels.admit(client);
+    if (slot === undefined) {
+      const out = refused("too_many_tunnels", {}, { headers: { "Retry-After": String(o.retryAfterSeconds) } });
+      answerRefusal(client, "too_many_tunnels", undefined, { "Retry-After": String(o.retryAfterSeconds) });
+      return logDecision(out, started);
+    }
+    let decided: Decided;
+    try {
+      decided = await decide(req, client);
+    } catch (err) {
+      logger.error({ err: err instanceof Error ? err.message : String(err) }, "egress internal error");
+      decided = { outcome: refused("internal_error") };
+    }
+    settle(slot, head, decided, started);
   }
 
   server.on("connect", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
@@ -516,7 +407,7 @@ export function createEgressProxy(ports: EgressProxyPorts): EgressProxy {
       return listening && !draining;
     },
     get activeTunnels() {
-      return active;
+      return tunnels.active;
     },
     listen: () =>
       new Promise((resolve, reject) => {
@@ -526,7 +417,7 @@ export function createEgressProxy(ports: EgressProxyPorts): EgressProxy {
           const addr = server.address();
           const bound = typeof addr === "object" && addr !== null ? { host: addr.address, port: addr.port } : { host: o.host, port: o.port };
           // The listen address joins the refused own addresses (every interface is already there).
-          policy = new AddressPolicy({ extraDenyCidrs: o.extraDenyCidrs ?? [], ownAddresses: [...localAddresses(), ...(ports.ownAddresses ?? []), bound.host] });
+          policy = policyFor([bound.host]);
           listening = true;
           logger.info({ host: bound.host, port: bound.port }, "egress proxy listening");
           resolve(bound);
@@ -535,26 +426,24 @@ export function createEgressProxy(ports: EgressProxyPorts): EgressProxy {
     close: async () => {
       if (draining) return;
       draining = true;
-      logger.info({ tunnels: tunnels.size }, "egress proxy draining");
+      logger.info({ tunnels: tunnels.open }, "egress proxy draining");
       // The port stays open while draining so that /healthcheck can answer 503 (not ready) and a
       // late CONNECT gets a clear 503 rather than a refused connection; it closes after the drain.
       server.closeIdleConnections();
       // Wall time, not the injected clock: a frozen test clock must not make draining endless.
       const deadline = Date.now() + o.drainMs;
-      while ((tunnels.size > 0 || pendingSockets.size > 0) && Date.now() < deadline) {
+      while (tunnels.busy && Date.now() < deadline) {
         await new Promise((r) => setTimeout(r, Math.min(100, o.drainMs)));
       }
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      for (const t of tunnels) {
-        t.client.destroy();
-        t.upstream.destroy();
-      }
-      if (sweeper !== undefined) clearInterval(sweeper);
-      sweeper = undefined;
-      for (const s of pendingSockets) s.destroy();
+      tunnels.destroyAll();
       for (const s of connections) s.destroy();
+      if (headSweeper !== undefined) clearInterval(headSweeper);
+      headSweeper = undefined;
       await closed;
+      await ports.recorder.close?.().catch((err: unknown) => logger.error({ err: err instanceof Error ? err.message : String(err) }, "egress recorder did not close cleanly"));
       logger.info("egress proxy closed");
+      ports.flushLog?.();
     },
   };
 }

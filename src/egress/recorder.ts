@@ -4,29 +4,37 @@
  * CONNECTs are gathered for one tick and written in one transaction, so recording costs one
  * commit per burst rather than one per CONNECT.
  */
-import { egressDecisionEvent, type EgressDecisionRecord } from "./decision.js";
+import { egressDecisionEvent, egressRefusedEvent, type AnonymousRefusalRecord, type EgressDecisionRecord } from "./decision.js";
 
 /** Durably records one decision; resolves only once it is committed, rejects if it cannot be. */
 export interface DecisionRecorder {
   record(decision: EgressDecisionRecord): Promise<void>;
+  /**
+   * Records a refusal before identity, best effort: the answer never waits for it (the CONNECT is
+   * refused either way) and a failure is only reported to the recorder's error callback. Absent:
+   * such refusals are counted and logged, not recorded.
+   */
+  recordRefusal?(refusal: AnonymousRefusalRecord): void;
+  /** Commits what is queued and lets go of its resources; the proxy calls it at the end of `close`. */
+  close?(): Promise<void>;
 }
 
 /**
- * Collects records until the current tick ends, hands them to `write` in one call, then settles
+ * Gathers items until the current tick ends, hands them to `write` in one call, then settles
  * every caller: all resolve when the write succeeds, all reject when it throws.
  */
-export class BatchingDecisionRecorder implements DecisionRecorder {
-  readonly #write: (batch: readonly EgressDecisionRecord[]) => void | Promise<void>;
-  #pending: { decision: EgressDecisionRecord; resolve: () => void; reject: (err: unknown) => void }[] = [];
+export class Batcher<T> {
+  readonly #write: (batch: readonly T[]) => void | Promise<void>;
+  #pending: { item: T; resolve: () => void; reject: (err: unknown) => void }[] = [];
   #scheduled = false;
 
-  constructor(write: (batch: readonly EgressDecisionRecord[]) => void | Promise<void>) {
+  constructor(write: (batch: readonly T[]) => void | Promise<void>) {
     this.#write = write;
   }
 
-  record(decision: EgressDecisionRecord): Promise<void> {
+  add(item: T): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      this.#pending.push({ decision, resolve, reject });
+      this.#pending.push({ item, resolve, reject });
       if (!this.#scheduled) {
         this.#scheduled = true;
         setImmediate(() => void this.#flush());
@@ -39,11 +47,24 @@ export class BatchingDecisionRecorder implements DecisionRecorder {
     this.#pending = [];
     this.#scheduled = false;
     try {
-      await this.#write(batch.map((p) => p.decision));
+      await this.#write(batch.map((p) => p.item));
       for (const p of batch) p.resolve();
     } catch (err) {
       for (const p of batch) p.reject(err);
     }
+  }
+}
+
+/** A recorder of decisions batched per tick (see {@link Batcher}). */
+export class BatchingDecisionRecorder implements DecisionRecorder {
+  readonly #batcher: Batcher<EgressDecisionRecord>;
+
+  constructor(write: (batch: readonly EgressDecisionRecord[]) => void | Promise<void>) {
+    this.#batcher = new Batcher(write);
+  }
+
+  record(decision: EgressDecisionRecord): Promise<void> {
+    return this.#batcher.add(decision);
   }
 }
 
@@ -55,14 +76,26 @@ export interface EventAppender {
 /** The actor of every egress decision event. */
 export const EGRESS_ACTOR = "egress-proxy";
 
-/** Records decisions as `egress.decision` events, one transaction per batch. */
+function settled(result: unknown): void | Promise<void> {
+  return result instanceof Promise ? result.then(() => undefined) : undefined;
+}
+
+/**
+ * Records decisions as `egress.decision` events, one transaction per batch, and refusals before
+ * identity as `egress.refused` events (batched the same way, never awaited by the proxy).
+ */
 export class StoreDecisionRecorder extends BatchingDecisionRecorder {
-  constructor(store: EventAppender) {
-    super((batch) => {
-      // The store's append is one transaction: either the whole batch commits or none of it.
-      const result = store.append(batch.map((d) => egressDecisionEvent(d, EGRESS_ACTOR)));
-      if (result instanceof Promise) return result.then(() => undefined);
-      return undefined;
-    });
+  readonly #refusals: Batcher<AnonymousRefusalRecord>;
+  readonly #onError: (err: unknown) => void;
+
+  constructor(store: EventAppender, onError: (err: unknown) => void = () => undefined) {
+    // The store's append is one transaction: either the whole batch commits or none of it.
+    super((batch) => settled(store.append(batch.map((d) => egressDecisionEvent(d, EGRESS_ACTOR)))));
+    this.#refusals = new Batcher((batch) => settled(store.append(batch.map((r) => egressRefusedEvent(r, EGRESS_ACTOR)))));
+    this.#onError = onError;
+  }
+
+  recordRefusal(refusal: AnonymousRefusalRecord): void {
+    this.#refusals.add(refusal).catch(this.#onError);
   }
 }

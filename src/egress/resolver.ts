@@ -43,6 +43,8 @@ export interface DnsResolverOptions {
   readonly cacheMaxNames?: number;
   /** Time source of the cache (tests move it). */
   readonly clock?: Clock;
+  /** Told of every lookup: hit (answered from the cache) or miss (the metrics' counter). */
+  readonly onLookup?: (hit: boolean) => void;
 }
 
 type FamilyAnswer = RecordWithTtl[] | ResolveError;
@@ -64,6 +66,22 @@ function mapError(code: unknown): ResolveError | "nodata" {
   }
 }
 
+/**
+ * DNS names are ASCII-case-insensitive and one trailing dot changes nothing: the name as a cache
+ * key, allocating only when it has to change (the usual lower-case name is returned as it is).
+ * Only ASCII is folded (non-ASCII never gets this far).
+ */
+function cacheKey(host: string): string {
+  const end = host.charCodeAt(host.length - 1) === 0x2e ? host.length - 1 : host.length;
+  let upper = false;
+  for (let i = 0; i < end && !upper; i++) {
+    const c = host.charCodeAt(i);
+    upper = c >= 0x41 && c <= 0x5a;
+  }
+  if (!upper) return end === host.length ? host : host.slice(0, end);
+  return host.slice(0, end).replace(/[A-Z]+/g, (s) => s.toLowerCase());
+}
+
 interface CacheEntry {
   readonly outcome: ResolveOutcome;
   readonly expiresAt: number;
@@ -81,6 +99,7 @@ export class DnsResolver implements Resolver {
   readonly #maxNames: number;
   readonly #clock: Clock;
   readonly #cache = new Map<string, CacheEntry>();
+  readonly #onLookup: ((hit: boolean) => void) | undefined;
 
   constructor(options: DnsResolverOptions = {}) {
     // Two tries within the budget (c-ares doubles the wait on the retry): a lost UDP datagram
@@ -97,6 +116,7 @@ export class DnsResolver implements Resolver {
     this.#maxTtlMs = maxTtl;
     this.#maxNames = maxNames;
     this.#clock = options.clock ?? systemClock;
+    this.#onLookup = options.onLookup;
   }
 
   /** How many names are cached now (expired ones included until they are asked for or evicted). */
@@ -105,13 +125,16 @@ export class DnsResolver implements Resolver {
   }
 
   resolve(host: string): Promise<ResolveOutcome> | ResolveOutcome {
-    // DNS names are ASCII-case-insensitive; only ASCII is folded (non-ASCII never gets this far).
-    const name = (host.endsWith(".") ? host.slice(0, -1) : host).replace(/[A-Z]+/g, (s) => s.toLowerCase());
+    const name = cacheKey(host);
     const hit = this.#cache.get(name);
     if (hit !== undefined) {
-      if (this.#clock.now() < hit.expiresAt) return hit.outcome;
+      if (this.#clock.now() < hit.expiresAt) {
+        this.#onLookup?.(true);
+        return hit.outcome;
+      }
       this.#cache.delete(name);
     }
+    this.#onLookup?.(false);
     return this.#ask(name);
   }
 

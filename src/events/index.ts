@@ -11,3 +11,5 @@ export type * from "./catalog.js";
 export { isEventOf, manifestDigest, verdictKey } from "./catalog.js";
 export { GENESIS_HASH, rowHash } from "./hash.js";
 export { pluginStream, egressStream, parseStream, isPluginName, SINGLETON_STREAMS } from "./streams.js";
+/** `egress/-`: the egress proxy's refusals before identity. */
+export { EGRESS_ANONYMOUS_STREAM } from "./streams.js";

@@ -97,6 +97,11 @@ export interface EventStore {
   restoreGuards(): string[];
   /** Registers a listener; returns the function that removes it. Listeners must not throw. */
   subscribe(fn: EventListener): () => void;
+  /**
+   * Tells this process's listeners of events another connection to the same file has committed
+   * (the egress proxy's writer thread), as if this store had appended them.
+   */
+  announce(events: readonly KnownEvent[]): void;
   close(): Promise<void>;
 }
 
@@ -374,6 +379,10 @@ class SqliteEventStore implements EventStore {
       this.#kysely = new K<StoreTables>({ dialect: new SqliteDialect({ database: this.database }) });
     }
     return this.#kysely;
+  }
+
+  announce(events: readonly KnownEvent[]): void {
+    this.#notify(events);
   }
 
   async close(): Promise<void> {

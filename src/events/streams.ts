@@ -1,14 +1,17 @@
 /**
  * Stream names. A stream groups the events of one subject and carries its own version for
- * optimistic concurrency: `plugin/<name>`, `egress/<name>`, and the singletons `trust`, `owner`
- * and `system`.
+ * optimistic concurrency: `plugin/<name>`, `egress/<name>`, and the singletons `trust`, `owner`,
+ * `system` and `egress/-`.
  */
 import { MAX_PLUGIN_NAME } from "../plugins/index.js";
 
 const NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 
+/** The egress proxy's stream for refusals before identity (no plugin to name the stream after). */
+export const EGRESS_ANONYMOUS_STREAM = "egress/-";
+
 /** The singleton streams. */
-export const SINGLETON_STREAMS: readonly string[] = ["trust", "owner", "system"];
+export const SINGLETON_STREAMS: readonly string[] = ["trust", "owner", "system", EGRESS_ANONYMOUS_STREAM];
 
 /** Kinds of stream that hold one subject named after the slash. */
 export type StreamKind = "plugin" | "egress";

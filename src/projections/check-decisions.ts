@@ -8,13 +8,14 @@ import { verdictKey } from "../events/index.js";
 import type { EventOf, EventStore, EventTypeName, KnownEvent, VerdictOutcome } from "../events/index.js";
 import { decideRollout, emptyFacts, evolveFacts } from "./decide-rollout.js";
 import type { PluginFacts } from "./decide-rollout.js";
+import { checkEgress, type AddressRecheck } from "./check-egress.js";
 
 /** One recorded decision that the decider does not reproduce. */
 export interface Divergence {
   readonly seq: number;
   readonly name: string;
-  /** Which part differs. */
-  readonly field: "inputs" | "plan";
+  /** Which part differs (`egress.*`: an egress decision, re-decided by `check-egress.ts`). */
+  readonly field: "inputs" | "plan" | "egress.list" | "egress.address" | "egress.refusal";
   readonly recorded: unknown;
   readonly expected: unknown;
 }
@@ -71,7 +72,7 @@ export class DecisionChecker {
 }
 
 /** Checks every recorded rollout decision in the store (up to `toSeq` when given). */
-export function checkDecisions(store: EventStore, opts: { toSeq?: number; pageSize?: number } = {}): CheckResult {
+export function checkDecisions(store: EventStore, opts: { toSeq?: number; pageSize?: number; egressAddresses?: AddressRecheck } = {}): CheckResult {
   const checker = new DecisionChecker();
   const toSeq = opts.toSeq ?? store.head();
   const pageSize = opts.pageSize ?? 20_000;
@@ -83,5 +84,9 @@ export function checkDecisions(store: EventStore, opts: { toSeq?: number; pageSi
     if (last === undefined || page.length < pageSize) break;
     cursor = last.seq;
   }
-  return checker.result();
+  const rollouts = checker.result();
+  // Egress decisions too (ADR 0032); their address step is the proxy's, passed in by the caller.
+  const egress = checkEgress(store, { toSeq, pageSize, ...(opts.egressAddresses !== undefined ? { recheck: opts.egressAddresses } : {}) });
+  const more = egress.divergences.map((d): Divergence => ({ seq: d.seq, name: d.plugin, field: `egress.${d.field}`, recorded: d.recorded, expected: d.expected }));
+  return { checked: rollouts.checked + egress.checked, divergences: [...rollouts.divergences, ...more].sort((a, b) => a.seq - b.seq) };
 }

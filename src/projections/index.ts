@@ -20,6 +20,8 @@ export { decideRollout, rolloutInputsFrom, evolveFacts, emptyFacts, deployedBy, 
 export type { DeciderState, PluginFacts, RecordedInputs } from "./decide-rollout.js";
 export { checkDecisions, DecisionChecker, DECIDER_EVENT_TYPES } from "./check-decisions.js";
 export type { CheckResult, Divergence } from "./check-decisions.js";
+/** The egress re-decider (ADR 0032): egress decisions re-run over their recorded inputs. */
+export { checkEgress, EgressChecker, EGRESS_CHECK_EVENT_TYPES, type AddressRecheck, type EgressCheckResult, type EgressDivergence } from "./check-egress.js";
 export { viewPlan, isNothingPending } from "./plan-view.js";
 export type { PlanView } from "./plan-view.js";
 export { allowListConfigData, entryToHost } from "./allowlists.js";

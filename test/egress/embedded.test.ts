@@ -69,7 +69,7 @@ describe("the embedded egress proxy", () => {
     expect(refused.status).toBe(407);
     const events = store.read({ stream: "egress/alpha" });
     expect(events.map((e) => [e.type, e.actor, e.data])).toEqual([
-      ["egress.decision", "egress-proxy", { plugin: "alpha", host: "api.example.com", port: 443, allowed: true, reason: "listed", address: "8.8.4.4" }],
+      ["egress.decision", "egress-proxy", { plugin: "alpha", host: "api.example.com", port: 443, allowed: true, reason: "listed", address: "8.8.4.4", addresses: ["8.8.4.4"] }],
       ["egress.decision", "egress-proxy", { plugin: "alpha", host: "unlisted.example.com", port: 443, allowed: false, reason: "not_listed" }],
     ]);
     expect(store.verify().ok).toBe(true);

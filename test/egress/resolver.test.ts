@@ -137,6 +137,15 @@ describe("DnsResolver's answer cache", () => {
     expect(again).toEqual({ ok: true, addresses: ["8.8.4.4"] });
   });
 
+  it("tells its lookup counter of every hit and miss", async () => {
+    const seen: boolean[] = [];
+    const r = new DnsResolver({ servers: [dns.server], timeoutMs: 300, onLookup: (hit) => seen.push(hit) });
+    await r.resolve("n3.test");
+    await r.resolve("n3.test");
+    await r.resolve("ttl0.test");
+    expect(seen).toEqual([false, true, false]);
+  });
+
   it("is off with cacheMaxTtlMs 0", async () => {
     const r = new DnsResolver({ servers: [dns.server], timeoutMs: 300, clock, cacheMaxTtlMs: 0 });
     const before = asked("ttl10.test");

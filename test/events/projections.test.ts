@@ -184,14 +184,15 @@ describe("projections and queries", () => {
   it("finds no divergence in an honest log, and reports a forged decision", () => {
     upgradeStory(store, "echo");
     upgradeStory(store, "other");
-    expect(checkDecisions(store)).toEqual({ checked: 6, divergences: [] });
+    // 6 rollout decisions and the story's 4 egress decisions, re-decided since ADR 0032.
+    expect(checkDecisions(store)).toEqual({ checked: 10, divergences: [] });
     const honest = decideRollout(loadDeciderState(store, "echo").state);
     const forgedPlan = { ...(honest.plan as object), outcome: "current", reasons: [] };
     const [forged] = store.append([{ stream: "plugin/echo", type: "rollout.decided", actor: "mallory", data: { ...honest, plan: forgedPlan } }]);
     const forgedInputs = { ...honest, inputs: { ...honest.inputs, currentDeployable: false } };
     const [forged2] = store.append([{ stream: "plugin/other", type: "rollout.decided", actor: "mallory", data: { ...forgedInputs, name: "other" } }]);
     const result = checkDecisions(store);
-    expect(result.checked).toBe(8);
+    expect(result.checked).toBe(12);
     expect(result.divergences.map((d) => [d.seq, d.name, d.field])).toEqual([
       [forged?.seq, "echo", "plan"],
       [forged2?.seq, "other", "inputs"],

@@ -1,19 +1,69 @@
-/** The egress proxy's decisions. Stream `egress/<plugin>`. */
+/** The egress proxy's decisions. Streams `egress/<plugin>`, and `egress/-` before identity. */
 import type { EventRegistry } from "../registry.js";
-import { boolean, definer, inNamedStream, name, nonEmpty, opt, port, req, str } from "./schema.js";
+import { EGRESS_ANONYMOUS_STREAM } from "../streams.js";
+import { boolean, definer, inNamedStream, inStream, name, nonEmpty, opt, port, req, shape, str } from "./schema.js";
 
-/** `egress.decision`: one allow or deny of the egress proxy. */
-export interface EgressDecision { plugin: string; host: string; port: number; allowed: boolean; reason: string; address?: string }
+/**
+ * `egress.decision`: one allow or deny of the egress proxy for an identified plugin, with what
+ * the decision used (version 2, issue 11): every address DNS gave for a listed host (`addresses`,
+ * empty when it gave none), and for a forbidden address which one was refused (`refusedAddress`)
+ * and why (`addressRefusal`, an address-check code). A version-1 row has none of them.
+ */
+export interface EgressDecision {
+  plugin: string;
+  host: string;
+  port: number;
+  allowed: boolean;
+  reason: string;
+  /** The checked address dialed (allowed decisions). */
+  address?: string;
+  addresses?: string[];
+  refusedAddress?: string;
+  addressRefusal?: string;
+}
+
+/** `egress.decision` as version 1 stored it. */
+interface EgressDecisionV1 { plugin: string; host: string; port: number; allowed: boolean; reason: string; address?: string }
+
+/**
+ * `egress.refused`: a refusal before the plugin was identified (no token, a bad token, a failed
+ * review, a malformed target), in `egress/-`, rate-limited per source address; `dropped` counts
+ * the refusals from this source that the limit left unrecorded since its last recorded one.
+ */
+export interface EgressRefused {
+  code: string;
+  /** The client's address (a pod's IP), never a token. */
+  source: string;
+  host?: string;
+  port?: number;
+  dropped: number;
+}
 
 /** Data type of each egress event type. */
 export interface EgressEventData {
   "egress.decision": EgressDecision;
+  "egress.refused": EgressRefused;
 }
+
+/** At most this many addresses per decision (a DNS answer over UDP holds far fewer). */
+const MAX_ADDRESSES = 512;
+const addressList = { type: "array", items: { type: "string", minLength: 1, maxLength: 64 }, maxItems: MAX_ADDRESSES } as const;
+const count = { type: "integer", minimum: 0 } as const;
 
 export function defineEgressEvents(r: EventRegistry): void {
   const define = definer<EgressEventData>(r);
+  const v1 = shape<EgressDecisionV1>({ plugin: req(name), host: req(nonEmpty), port: req(port), allowed: req(boolean), reason: req(str), address: opt(str) });
   define({
-    type: "egress.decision", version: 1, stream: inNamedStream("egress", "plugin"),
-    fields: { plugin: req(name), host: req(nonEmpty), port: req(port), allowed: req(boolean), reason: req(str), address: opt(str) },
+    type: "egress.decision", version: 2, stream: inNamedStream("egress", "plugin"),
+    fields: {
+      plugin: req(name), host: req(nonEmpty), port: req(port), allowed: req(boolean), reason: req(str), address: opt(str),
+      addresses: opt(addressList), refusedAddress: opt(str), addressRefusal: opt(str),
+    },
+    // A v1 row is a v2 row that recorded no inputs: nothing to lift, nothing invented.
+    history: [{ version: 1, schema: v1, upcast: (data) => data }],
+  });
+  define({
+    type: "egress.refused", version: 1, stream: inStream(EGRESS_ANONYMOUS_STREAM),
+    fields: { code: req(nonEmpty), source: req(str), host: opt(nonEmpty), port: opt(port), dropped: req(count) },
   });
 }

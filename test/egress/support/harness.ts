@@ -10,7 +10,7 @@ import { decodeAllowLists } from "../../../src/plugins/allowlist.js";
 import { MemoryAllowListSource } from "../../../src/egress/allowlist-source.js";
 import { BatchingDecisionRecorder, type DecisionRecorder } from "../../../src/egress/recorder.js";
 import type { EgressDecisionRecord } from "../../../src/egress/decision.js";
-import { createEgressProxy, type DialAddress, type EgressProxy, type EgressProxyOptions } from "../../../src/egress/proxy.js";
+import { createEgressProxy, type DialAddress, type EgressProxy, type EgressProxyOptions, type EgressProxyPorts } from "../../../src/egress/proxy.js";
 import { DnsResolver, type Resolver } from "../../../src/egress/resolver.js";
 import type { ReviewResult, TokenReviewer } from "../../../src/egress/reviewer.js";
 
@@ -58,6 +58,8 @@ export interface HarnessOptions {
   resolver?: Resolver;
   recorder?: DecisionRecorder;
   connect?: (addr: DialAddress) => Socket | Promise<Socket>;
+  /** More ports (metrics, the refusal limits). */
+  ports?: Partial<Pick<EgressProxyPorts, "metrics" | "metricsRegistry" | "anonymousLimits" | "reviewer" | "clock">>;
 }
 
 export async function startHarness(h: HarnessOptions): Promise<Harness> {
@@ -110,6 +112,7 @@ export async function startHarness(h: HarnessOptions): Promise<Harness> {
     logger,
     env: {},
     options: { host: "127.0.0.1", port: 0, ...(h.options ?? {}) },
+    ...(h.ports ?? {}),
   });
   const { port } = await proxy.listen();
   return {

@@ -1,0 +1,85 @@
+/**
+ * The proxy's counters (issue 11, "Egress recording"; issue 17): prom-client metrics registered in
+ * a registry the caller passes in, so the control plane's `/metrics` serves them (and the proxy's
+ * own port can, in cluster mode). Labels are bounded sets: outcome, the refusal table's labels,
+ * parser error kinds; never a plugin, a host or an address.
+ */
+import { Counter, Gauge, Histogram, type Registry } from "prom-client";
+import type { ConnectOutcome } from "./outcome.js";
+import { REFUSALS } from "./refusals.js";
+
+/** The kinds of request Node's HTTP parser rejects before the proxy sees them. */
+export type ParserRejection = "invalid_method" | "invalid_target" | "header_overflow" | "invalid_header" | "missing_host" | "timeout" | "other";
+
+/** The parser's error codes, by the label they count under. */
+const PARSER_CODES: Readonly<Record<string, ParserRejection>> = {
+  HPE_INVALID_METHOD: "invalid_method",
+  HPE_INVALID_URL: "invalid_target",
+  HPE_HEADER_OVERFLOW: "header_overflow",
+  HPE_INVALID_HEADER_TOKEN: "invalid_header",
+  HPE_INVALID_CONSTANT: "invalid_header",
+  HPE_INVALID_VERSION: "invalid_header",
+  HPE_LF_EXPECTED: "invalid_header",
+  HPE_CR_EXPECTED: "invalid_header",
+  HPE_INVALID_TRANSFER_ENCODING: "invalid_header",
+  HPE_INVALID_CONTENT_LENGTH: "invalid_header",
+  HPE_UNEXPECTED_CONTENT_LENGTH: "invalid_header",
+  HPE_HEADERS_TIMEOUT: "timeout",
+  ERR_HTTP_REQUEST_TIMEOUT: "timeout",
+};
+
+/** The label of a parser error code (an unknown code counts as `other`). */
+export function parserRejection(code: unknown): ParserRejection {
+  return (typeof code === "string" ? PARSER_CODES[code] : undefined) ?? "other";
+}
+
+/** A cache's answer to one lookup. */
+export type CacheLookup = (hit: boolean) => void;
+
+/** The metrics of one proxy. */
+export class EgressMetrics {
+  readonly decisions: Counter<"outcome" | "reason">;
+  readonly openTunnels: Gauge;
+  readonly connectSeconds: Histogram<"outcome">;
+  readonly tokenCache: Counter<"result">;
+  readonly dnsCache: Counter<"result">;
+  readonly parserRejections: Counter<"kind">;
+  readonly anonymousDropped: Counter;
+  readonly anonymousRecorded: Counter;
+  readonly commitQueue: Gauge;
+
+  constructor(registry: Registry, prefix = "openfief_egress_") {
+    const registers = [registry];
+    this.decisions = new Counter({ name: `${prefix}decisions_total`, help: "CONNECTs decided, by outcome and reason (the refusal table's label, or listed)", labelNames: ["outcome", "reason"], registers });
+    this.openTunnels = new Gauge({ name: `${prefix}open_tunnels`, help: "tunnels open now", registers });
+    this.connectSeconds = new Histogram({
+      name: `${prefix}connect_seconds`, help: "time from a CONNECT's head to its answer", labelNames: ["outcome"], registers,
+      buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    });
+    this.tokenCache = new Counter({ name: `${prefix}token_review_cache_total`, help: "token reviews answered by the cache (hit) or asked of the reviewer (miss)", labelNames: ["result"], registers });
+    this.dnsCache = new Counter({ name: `${prefix}dns_cache_total`, help: "name resolutions answered by the cache (hit) or asked of DNS (miss)", labelNames: ["result"], registers });
+    this.parserRejections = new Counter({ name: `${prefix}parser_rejections_total`, help: "requests Node's HTTP parser rejected before the proxy's handler, by kind", labelNames: ["kind"], registers });
+    this.anonymousRecorded = new Counter({ name: `${prefix}anonymous_refusals_recorded_total`, help: "refusals before identity recorded in egress/-", registers });
+    this.anonymousDropped = new Counter({ name: `${prefix}anonymous_refusals_dropped_total`, help: "refusals before identity not recorded because their source (or all sources) exceeded the rate limit", registers });
+    this.commitQueue = new Gauge({ name: `${prefix}commits_waiting`, help: "decisions waiting for their commit", registers });
+    // Every label of the table exists from the start, so a rate() over a refusal never sees a gap.
+    for (const code of Object.keys(REFUSALS) as (keyof typeof REFUSALS)[]) this.decisions.inc({ outcome: "refused", reason: REFUSALS[code].label }, 0);
+    this.decisions.inc({ outcome: "allowed", reason: "listed" }, 0);
+  }
+
+  /** Counts one CONNECT's outcome and its latency. */
+  outcome(o: ConnectOutcome, seconds: number): void {
+    if (o.kind === "tunnel") {
+      this.decisions.inc({ outcome: "allowed", reason: "listed" });
+      this.connectSeconds.observe({ outcome: "allowed" }, seconds);
+    } else {
+      this.decisions.inc({ outcome: "refused", reason: REFUSALS[o.code].label });
+      this.connectSeconds.observe({ outcome: "refused" }, seconds);
+    }
+  }
+
+  /** A lookup counter for the token cache. */
+  readonly tokenLookup: CacheLookup = (hit) => this.tokenCache.inc({ result: hit ? "hit" : "miss" });
+  /** A lookup counter for the DNS cache. */
+  readonly dnsLookup: CacheLookup = (hit) => this.dnsCache.inc({ result: hit ? "hit" : "miss" });
+}

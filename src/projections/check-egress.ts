@@ -1,0 +1,176 @@
+/**
+ * The egress re-decider (issue 11, "Egress recording"): re-run the proxy's pure decision over what
+ * each `egress.decision` recorded — the allow-list in force (folded from this log's
+ * `workload.desired`/`plugin.deleted`), the plugin, the destination and the recorded addresses —
+ * and report every decision the inputs do not reproduce, like rollout divergences (ADR 0032).
+ *
+ * The allow-list step is the pure model's `decideEgress`, the one the proxy runs. The address
+ * step is the proxy's own (`src/egress`), which this room may not import (DESIGN.md's arrows): the
+ * caller passes it in as an {@link AddressRecheck} (`recheckAddresses` from `src/egress`); without
+ * one, only the allow-list is re-decided and the rest is counted.
+ */
+import type { EgressDecision, EventStore, KnownEvent } from "../events/index.js";
+import { allowListFromHosts, decideEgress, type AllowLists, type EgressAllowList } from "../plugins/index.js";
+import { entryToHost } from "./allowlists.js";
+import { evolveAllowList, type AllowListState } from "./folds.js";
+
+/** One recorded egress decision its inputs do not reproduce. */
+export interface EgressDivergence {
+  readonly seq: number;
+  readonly plugin: string;
+  /** Which part differs: the allow-list's answer, the dialed address, or the address refusal. */
+  readonly field: "list" | "address" | "refusal";
+  readonly recorded: unknown;
+  readonly expected: unknown;
+}
+
+/**
+ * The proxy's address step over recorded addresses, with the seed's fixed ranges only: the first
+ * address to dial, or the first refused one and why (`src/egress`'s `recheckAddresses`).
+ */
+export type AddressRecheck = (addresses: readonly string[]) =>
+  | { readonly ok: true; readonly address: string }
+  | { readonly ok: false; readonly code: "forbidden_address"; readonly refusedAddress: string; readonly addressRefusal: string }
+  | { readonly ok: false; readonly code: "dns_no_addresses" };
+
+/** The outcome of an egress check. */
+export interface EgressCheckResult {
+  /** Decisions compared. */
+  readonly checked: number;
+  readonly divergences: readonly EgressDivergence[];
+  /** Decisions whose allow-list this log does not hold (a proxy's own log): addresses only. */
+  readonly listsUnknown: number;
+  /** Decisions whose addresses were not re-checked: version-1 rows (none recorded), or no {@link AddressRecheck} given. */
+  readonly addressesUnchecked: number;
+}
+
+/** The event types the egress re-decider reads. */
+export const EGRESS_CHECK_EVENT_TYPES: readonly string[] = ["workload.desired", "plugin.deleted", "egress.decision"];
+
+/** Address refusals that depend on the deployment (its deny CIDRs, its own addresses). */
+const DEPLOYMENT_REFUSALS: ReadonlySet<string> = new Set(["denied_cidr", "own_address"]);
+const LIST_REFUSALS: ReadonlySet<string> = new Set(["not_listed", "no_allow_list"]);
+
+/** Feeds events in seq order; checks each egress decision against the state before it. Pure. */
+export class EgressChecker {
+  readonly #states = new Map<string, AllowListState>();
+  /** The list each plugin had before its latest change: a decision may race one swap (ADR 0032). */
+  readonly #previous = new Map<string, AllowListState | undefined>();
+  readonly #divergences: EgressDivergence[] = [];
+  #listsKnown = false;
+  #checked = 0;
+  #listsUnknown = 0;
+  #addressesUnchecked = 0;
+  readonly #recheck: AddressRecheck | undefined;
+
+  constructor(recheck?: AddressRecheck) {
+    this.#recheck = recheck;
+  }
+
+  /** Folds one event (checking it first when it is an egress decision). */
+  feed(e: KnownEvent): void {
+    switch (e.type) {
+      case "egress.decision":
+        this.#check(e.seq, e.data);
+        return;
+      case "workload.desired":
+      case "plugin.deleted": {
+        this.#listsKnown = true;
+        const name = e.data.name;
+        const before = this.#states.get(name);
+        const next = evolveAllowList(before, e);
+        if (next === before) return;
+        this.#previous.set(name, before);
+        if (next === undefined) this.#states.delete(name);
+        else this.#states.set(name, next);
+        return;
+      }
+      default:
+        return;
+    }
+  }
+
+  /** What was found so far. */
+  result(): EgressCheckResult {
+    return { checked: this.#checked, divergences: [...this.#divergences], listsUnknown: this.#listsUnknown, addressesUnchecked: this.#addressesUnchecked };
+  }
+
+  #check(seq: number, d: EgressDecision): void {
+    this.#checked++;
+    if (this.#listsKnown) this.#checkList(seq, d);
+    else this.#listsUnknown++;
+    if (LIST_REFUSALS.has(d.reason)) return;
+    if (d.addresses === undefined || this.#recheck === undefined) {
+      this.#addressesUnchecked++;
+      return;
+    }
+    this.#checkAddresses(seq, d, d.addresses, this.#recheck);
+  }
+
+  #checkList(seq: number, d: EgressDecision): void {
+    const recorded = LIST_REFUSALS.has(d.reason) ? d.reason : "listed";
+    const answer = (s: AllowListState | undefined): string => {
+      const v = decideEgress(listsOf(d.plugin, s), d.plugin, d.host, d.port);
+      return v.allowed ? "listed" : v.reason;
+    };
+    const expected = answer(this.#states.get(d.plugin));
+    if (expected === recorded) return;
+    if (this.#previous.has(d.plugin) && answer(this.#previous.get(d.plugin)) === recorded) return;
+    this.#divergences.push({ seq, plugin: d.plugin, field: "list", recorded, expected });
+  }
+
+  #checkAddresses(seq: number, d: EgressDecision, addresses: readonly string[], recheck: AddressRecheck): void {
+    const again = recheck(addresses);
+    const diverge = (field: EgressDivergence["field"], recorded: unknown, expected: unknown): void => {
+      this.#divergences.push({ seq, plugin: d.plugin, field, recorded, expected });
+    };
+    if (d.allowed) {
+      // Every address passed the proxy's policy, so each passes the fixed ranges; the first is dialed.
+      if (!again.ok) diverge("refusal", null, again.code === "forbidden_address" ? { refusedAddress: again.refusedAddress, addressRefusal: again.addressRefusal } : again.code);
+      else if (again.address !== d.address) diverge("address", d.address ?? null, again.address);
+      return;
+    }
+    if (d.reason === "forbidden_address") {
+      const recorded = { refusedAddress: d.refusedAddress ?? null, addressRefusal: d.addressRefusal ?? null };
+      const at = d.refusedAddress === undefined ? -1 : addresses.indexOf(d.refusedAddress);
+      if (at < 0) return diverge("refusal", recorded, "an address among the recorded ones");
+      if (DEPLOYMENT_REFUSALS.has(d.addressRefusal ?? "")) {
+        // The deployment's own ranges are not in the log; the addresses before the refused one
+        // passed the proxy's whole policy, so they pass the fixed ranges too.
+        const before = recheck(addresses.slice(0, at));
+        if (!before.ok && before.code === "forbidden_address") diverge("refusal", recorded, { refusedAddress: before.refusedAddress, addressRefusal: before.addressRefusal });
+        return;
+      }
+      const expected = again.ok || again.code !== "forbidden_address" ? null : { refusedAddress: again.refusedAddress, addressRefusal: again.addressRefusal };
+      if (expected === null || expected.refusedAddress !== recorded.refusedAddress || expected.addressRefusal !== recorded.addressRefusal) diverge("refusal", recorded, expected);
+      return;
+    }
+    // Refused by DNS: it gave no address the proxy could use.
+    if (addresses.length !== 0) diverge("refusal", d.reason, again.ok ? "listed" : again.code);
+  }
+}
+
+function listsOf(plugin: string, s: AllowListState | undefined): AllowLists {
+  const lists = new Map<string, EgressAllowList>();
+  if (s === undefined) return lists;
+  const list = allowListFromHosts(s.entries.map(entryToHost));
+  // An entry the codec refuses was never on any proxy's list: the plugin then has none.
+  if (list.ok) lists.set(plugin, list.value);
+  return lists;
+}
+
+/** Re-decides every recorded egress decision in the store (up to `toSeq` when given). */
+export function checkEgress(store: EventStore, opts: { toSeq?: number; pageSize?: number; recheck?: AddressRecheck } = {}): EgressCheckResult {
+  const checker = new EgressChecker(opts.recheck);
+  const toSeq = opts.toSeq ?? store.head();
+  const pageSize = opts.pageSize ?? 20_000;
+  let cursor = 0;
+  for (;;) {
+    const page = store.read({ afterSeq: cursor, toSeq, type: EGRESS_CHECK_EVENT_TYPES, limit: pageSize });
+    for (const e of page) checker.feed(e);
+    const last = page[page.length - 1];
+    if (last === undefined || page.length < pageSize) break;
+    cursor = last.seq;
+  }
+  return checker.result();
+}
