@@ -6,6 +6,7 @@
  * for a pass under way, without polling), the proxy (draining its tunnels), the store, the lock.
  */
 import type { Logger } from "pino";
+import { Registry } from "prom-client";
 import { MemoryAllowListSource, startEmbeddedEgress } from "../egress/index.js";
 import type { EgressProxy } from "../egress/index.js";
 import type { PluginResult } from "../reconciler/index.js";
@@ -50,6 +51,8 @@ export interface ControlPlane {
   readonly egress: { readonly host: string; readonly port: number } | null;
   /** The WebAssembly plugins this process runs, when the host is on. */
   readonly hosted: HostedPlugins | null;
+  /** The control plane's metrics (the egress proxy's among them), for `/metrics`. */
+  readonly metrics: Registry;
   /** Runs a reconcile pass now (after the one under way, if any) and resolves with its results. */
   pass(): Promise<PluginResult[]>;
   /** Stops everything, in order. Idempotent. */
@@ -62,6 +65,7 @@ const DEFAULT_FULL_PASS_MS = 60_000;
 /** Starts a control plane on a data folder; refuses (`conflict`) a folder another `up` holds and (`log_broken`) a log that does not hold. */
 export async function startControlPlane(o: ControlPlaneOptions): Promise<ControlPlane> {
   const lock = lockDataDir(o.dataDir, o.clock);
+  const metrics = new Registry();
   let rt: Runtime | null = null;
   let proxy: EgressProxy | null = null;
   try {
@@ -86,6 +90,7 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
         store: rt.store,
         allowLists,
         logger: o.logger.child({ component: "egress" }),
+        registry: metrics,
         ...(o.egress.dnsServers !== undefined ? { dnsServers: o.egress.dnsServers } : {}),
         options: { host: "127.0.0.1", port: o.egress.port },
       });
@@ -100,7 +105,7 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
       egressUrl: egress === null ? null : `http://${egress.host}:${egress.port}`,
       ...(unconfinedDir === undefined ? {} : { unconfinedDir }),
     });
-    return new Loop(o, { lock, runtime: rt, proxy, egress, hosted, feedAllowLists });
+    return new Loop(o, { lock, runtime: rt, proxy, egress, hosted, feedAllowLists, metrics });
   } catch (err) {
     await proxy?.close();
     await rt?.close();
@@ -118,6 +123,7 @@ interface Parts {
   readonly egress: { readonly host: string; readonly port: number } | null;
   readonly hosted: HostedPlugins | null;
   readonly feedAllowLists: () => void;
+  readonly metrics: Registry;
 }
 
 class Loop implements ControlPlane {
@@ -125,6 +131,7 @@ class Loop implements ControlPlane {
   readonly runtime: Runtime;
   readonly egress: { readonly host: string; readonly port: number } | null;
   readonly hosted: HostedPlugins | null;
+  readonly metrics: Registry;
   #chain: Promise<PluginResult[]> = Promise.resolve([]);
   #seen = -1;
   #timer: NodeJS.Timeout | null = null;
@@ -139,6 +146,7 @@ class Loop implements ControlPlane {
     this.runtime = parts.runtime;
     this.egress = parts.egress;
     this.hosted = parts.hosted;
+    this.metrics = parts.metrics;
     const interval = o.intervalMs ?? DEFAULT_INTERVAL_MS;
     const tick = () => {
       this.#timer = null;

@@ -3,7 +3,7 @@
  * in namespace `openfief` (seed 004, "Following the allow-lists"). The proxy's Role can read
  * nothing else, so the watch is limited to that name by a field selector.
  */
-import { CoreV1Api, ListWatch, Watch, type KubeConfig, type V1ConfigMap } from "@kubernetes/client-node";
+import type { KubeConfig, V1ConfigMap } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { ALLOWLIST_CONFIGMAP, NAMESPACE, type AllowLists } from "../plugins/index.js";
 import { ErrNotSynced, MemoryAllowListSource, type AllowListSource } from "./allowlist-source.js";
@@ -35,6 +35,8 @@ export async function watchAllowLists(kc: KubeConfig, options: WatchAllowListsOp
   const name = options.name ?? ALLOWLIST_CONFIGMAP;
   const logger = options.logger;
   const memory = new MemoryAllowListSource(null, logger);
+  // Loaded here, not at the top: the client is heavy, and only cluster mode needs it.
+  const { CoreV1Api, ListWatch, Watch } = await import("@kubernetes/client-node");
   const core = kc.makeApiClient(CoreV1Api);
   const fieldSelector = `metadata.name=${name}`;
   const informer = new ListWatch<V1ConfigMap>(

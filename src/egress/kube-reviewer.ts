@@ -3,7 +3,7 @@
  * when the API server says the token is authenticated AND lists that audience, so a plugin's
  * core token (audience openfief-core) is refused here.
  */
-import { AuthenticationV1Api, type KubeConfig } from "@kubernetes/client-node";
+import type { KubeConfig } from "@kubernetes/client-node";
 import { EGRESS_AUDIENCE } from "../plugins/index.js";
 import type { ReviewResult, TokenReviewer } from "./reviewer.js";
 
@@ -24,8 +24,9 @@ export class KubeTokenReviewer implements TokenReviewer {
     this.#audience = audience;
   }
 
-  /** Builds the adapter on client-node's AuthenticationV1Api. */
-  static fromKubeConfig(kc: KubeConfig, audience: string = EGRESS_AUDIENCE): KubeTokenReviewer {
+  /** Builds the adapter on client-node's AuthenticationV1Api (loaded now: the client is heavy, and only cluster mode needs it). */
+  static async fromKubeConfig(kc: KubeConfig, audience: string = EGRESS_AUDIENCE): Promise<KubeTokenReviewer> {
+    const { AuthenticationV1Api } = await import("@kubernetes/client-node");
     return new KubeTokenReviewer(kc.makeApiClient(AuthenticationV1Api) as unknown as TokenReviewApi, audience);
   }
 

@@ -61,8 +61,10 @@ describe("the plugin lifecycle through the CLI", () => {
     expect(r.get("nbp-fx")).toMatchObject({ verdict: "unverified", pending: [] });
     expect(r.get("nbp-fx")?.running).toContain(V1);
     expect(r.get("ledger-view")?.running).toContain("c525d5ae");
-    expect(r.get("ecb-fx")).toMatchObject({ verdict: "unverified", pending: [] });
-    expect((await readdir(join(dir, "cluster", "plugins"))).sort()).toEqual(["ecb-fx.yaml", "ledger-view.yaml", "nbp-fx.yaml"]);
+    // The WebAssembly plugin runs in the plugin host: no objects of its own, an allow-list all the same.
+    expect(r.get("ecb-fx")).toMatchObject({ verdict: "unverified", pending: [], runtime: "wasm", module: "1750a4f19745c2f4db091a42c7340371be133ebc5470ab0ea806263453d10b3c" });
+    expect(r.get("nbp-fx")).toMatchObject({ runtime: "container", module: null });
+    expect((await readdir(join(dir, "cluster", "plugins"))).sort()).toEqual(["ledger-view.yaml", "nbp-fx.yaml"]);
     expect(await allowList()).toEqual({ "ecb-fx": "www.ecb.europa.eu:443\n", "ledger-view": "", "nbp-fx": "api.nbp.pl:443\n" });
   });
 
@@ -136,7 +138,7 @@ describe("the plugin lifecycle through the CLI", () => {
     const before = (await ok(["log", "--plugin", "nbp-fx", "--json", ...data])).trim().split("\n").length;
     await ok(["delete", "plugin", "nbp-fx", ...data]);
     await ok(["reconcile", ...data]);
-    expect((await readdir(join(dir, "cluster", "plugins"))).sort()).toEqual(["ecb-fx.yaml", "ledger-view.yaml"]);
+    expect((await readdir(join(dir, "cluster", "plugins"))).sort()).toEqual(["ledger-view.yaml"]);
     expect(await allowList()).toEqual({ "ecb-fx": "www.ecb.europa.eu:443\n", "ledger-view": "" });
     expect((await rows()).get("nbp-fx")).toMatchObject({ running: null, deleted: true });
     const after = (await ok(["log", "--plugin", "nbp-fx", "--json", ...data])).trim().split("\n");

@@ -100,7 +100,7 @@ describe("KubeTokenReviewer", () => {
     ["bad", { ok: false, code: "token_refused" }],
     ["boom", { ok: false, code: "review_failed" }],
   ])("answers the token %s with %j", async (token, expected) => {
-    const r = KubeTokenReviewer.fromKubeConfig(kc);
+    const r = await KubeTokenReviewer.fromKubeConfig(kc);
     expect(await r.review(token)).toEqual(expected);
     expect(api.reviews.at(-1)).toEqual({ token, audiences: ["openfief-egress"] });
   });
@@ -108,7 +108,7 @@ describe("KubeTokenReviewer", () => {
   it("is a refusal when the API server cannot be reached", async () => {
     const dead = new KubeConfig();
     dead.loadFromOptions({ clusters: [{ name: "d", server: "http://127.0.0.1:1" }], users: [{ name: "u" }], contexts: [{ name: "d", cluster: "d", user: "u" }], currentContext: "d" });
-    expect(await KubeTokenReviewer.fromKubeConfig(dead).review("good")).toEqual({ ok: false, code: "review_failed" });
+    expect(await (await KubeTokenReviewer.fromKubeConfig(dead)).review("good")).toEqual({ ok: false, code: "review_failed" });
   });
 });
 

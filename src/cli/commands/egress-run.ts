@@ -3,9 +3,9 @@
  * Kubernetes client, which is heavy to load and which no other command needs.
  */
 import { KubeConfig } from "@kubernetes/client-node";
-import { pino } from "pino";
+import { Registry } from "prom-client";
 import { CliError } from "../cli-error.js";
-import { BatchingDecisionRecorder, CachingTokenReviewer, createEgressProxy, type DecisionRecorder, dialTcp, DnsResolver, ErrNotSynced, KubeTokenReviewer, refuseUpstreamProxyEnv, StoreDecisionRecorder, watchAllowLists } from "../../egress/index.js";
+import { BatchingDecisionRecorder, bufferedLog, CachingTokenReviewer, createEgressProxy, type DecisionRecorder, dialTcp, DnsResolver, EgressMetrics, ErrNotSynced, KubeTokenReviewer, refuseUpstreamProxyEnv, watchAllowLists, WorkerDecisionRecorder } from "../../egress/index.js";
 import { openStore, type EventStore } from "../../events/index.js";
 import { parseListen, type EgressOptions as Options } from "./egress.js";
 
@@ -20,7 +20,11 @@ export async function runEgress(opts: Options): Promise<void> {
       } catch (err) {
         throw new CliError((err as Error).message, 1);
       }
-      const logger = pino({ name: "egress", redact: ["req.headers.proxy-authorization", "headers.proxy-authorization"] });
+      // One JSON line per decision, buffered (flushed on a short timer and at shutdown, ADR 0033).
+      const log = bufferedLog({ dest: 1, pino: { name: "egress", redact: ["req.headers.proxy-authorization", "headers.proxy-authorization"] } });
+      const logger = log.logger;
+      const registry = new Registry();
+      const metrics = new EgressMetrics(registry);
       const kc = new KubeConfig();
       if (opts.kubeconfig !== undefined) kc.loadFromFile(opts.kubeconfig);
       else kc.loadFromCluster();
@@ -35,8 +39,10 @@ export async function runEgress(opts: Options): Promise<void> {
       let store: EventStore | undefined;
       let recorder: DecisionRecorder;
       if (opts.store !== undefined) {
+        // Migrated by this connection; decisions are then committed by a writer thread of their own.
         store = await openStore({ file: opts.store });
-        recorder = new StoreDecisionRecorder(store);
+        const announce = store.announce.bind(store);
+        recorder = await WorkerDecisionRecorder.open({ file: opts.store, onCommitted: (events) => announce(events), onError: (err) => logger.error({ err: err.message }, "egress recording failed") });
       } else {
         // Without a store the pino decision line (one per CONNECT, JSON) is the only record.
         recorder = new BatchingDecisionRecorder(() => undefined);
@@ -44,12 +50,16 @@ export async function runEgress(opts: Options): Promise<void> {
       let proxy;
       try {
         proxy = createEgressProxy({
-          reviewer: new CachingTokenReviewer(KubeTokenReviewer.fromKubeConfig(kc)),
+          reviewer: new CachingTokenReviewer(await KubeTokenReviewer.fromKubeConfig(kc), { onLookup: metrics.tokenLookup }),
           allowLists: source,
-          resolver: new DnsResolver(opts.dnsServer.length > 0 ? { servers: opts.dnsServer } : {}),
+          resolver: new DnsResolver({ ...(opts.dnsServer.length > 0 ? { servers: opts.dnsServer } : {}), onLookup: metrics.dnsLookup }),
           connect: dialTcp,
           recorder,
           logger,
+          metrics,
+          // /metrics on the proxy's own port, for the cluster's Prometheus.
+          metricsRegistry: registry,
+          flushLog: () => log.close(),
           options: { host: listen.host, port: listen.port, extraDenyCidrs: opts.denyCidr, ...(maxTunnels !== undefined ? { maxTunnels } : {}) },
         });
       } catch (err) {
