@@ -14,7 +14,7 @@ import { mintEgressToken } from "../egress/index.js";
 import type { EventStore } from "../events/index.js";
 import { pluginStream } from "../events/index.js";
 import { createPluginHost, hostError, HostErrorCode, originsOf, proxyHttp } from "../host/index.js";
-import type { CallResult, PluginHost } from "../host/index.js";
+import type { CallResult, HttpCapability, PluginHost } from "../host/index.js";
 import { parseImageRef, parseManifest } from "../plugins/index.js";
 import type { EgressHost, JsonValue } from "../plugins/index.js";
 import { Projector } from "../projections/index.js";
@@ -43,6 +43,12 @@ export interface HostedPlugins {
   close(): Promise<void>;
 }
 
+/** The HTTP capability when no egress proxy runs (`up --no-egress`, or `call` with no `up`). */
+const NO_EGRESS: HttpCapability = {
+  send: () => Promise.resolve({ ok: false, message: "no egress proxy runs for this data folder (start openfief up, without --no-egress)" }),
+  close: () => Promise.resolve(),
+};
+
 /** The running WebAssembly workload of a plugin, or null. */
 function runningWasm(projector: Projector, name: string): WorkloadState | null {
   projector.catchUp();
@@ -65,8 +71,9 @@ export function startHostedPlugins(rt: Runtime, o: HostedPluginsOptions): Hosted
   };
   const host = createPluginHost({
     store: rt.store,
-    logger: o.logger.child({ component: "host" }),
-    ...(o.egressUrl === null ? {} : { http: proxyHttp({ proxyUrl: o.egressUrl }) }),
+    logger: o.logger,
+    // Without a proxy there is no way out: a request fails (and is recorded) rather than being "not granted".
+    http: o.egressUrl === null ? NO_EGRESS : proxyHttp({ proxyUrl: o.egressUrl }),
     ...(o.unconfinedDir === undefined ? {} : { unconfinedDir: o.unconfinedDir }),
     pinned: (digest) => running().some((w) => w.module === digest),
   });
@@ -109,8 +116,8 @@ export function startHostedPlugins(rt: Runtime, o: HostedPluginsOptions): Hosted
       }
       if (!host.modules().some((m) => m.digest === w.module)) await install(w);
       const origins = originsOf(effectiveEgress(rt.store, name));
-      const token = o.egressUrl === null ? undefined : (await mintEgressToken(o.dataDir, name)).token;
-      return host.call(name, w.module, { method, params, origins, ...(token === undefined ? {} : { egressToken: token }) });
+      const { token } = await mintEgressToken(o.dataDir, name);
+      return host.call(name, w.module, { method, params, origins, egressToken: token });
     },
     close: () => host.close(),
   };

@@ -110,8 +110,12 @@ function reasonSentences(a: WhyAnswer): string[] {
 /** `why`'s answer as plain sentences. */
 export function whySentences(a: WhyAnswer): string[] {
   const out = [outcomeSentence(a), ...reasonSentences(a)];
-  const pendingText = describePending(a.decision.data.plan.pending);
+  const pending = a.decision.data.plan.pending;
+  const pendingText = describePending(pending);
   if (pendingText !== "nothing") out.push(`Pending approval: ${pendingText}. Run \`openfief approve ${a.plugin}\` to grant exactly that.`);
+  // A WebAssembly plugin reaches its origins only once each is approved (seed 003's wording).
+  if (a.askedWasm) for (const h of pending.egress) out.push(`It waits: origin https://${h.host}${h.port === 443 ? "" : `:${h.port}`} is pending approval.`);
+  for (const f of a.failedCalls) out.push(`Its calls ${f.code === "plugin_not_approved" ? "were refused" : "failed"} with ${f.code}${f.source === "plugin" ? " (reported by the plugin)" : ""} ${f.count === 1 ? "once" : `${f.count} times`} in the last hour (last at ${f.last}).`);
   const current = a.inputs.current?.image;
   if (!a.deployable.ok && current !== undefined) for (const b of a.deployable.because) out.push(`${current} could not run: ${blockerText(b)}.`);
   // A grant has the shape of what can be pending: capabilities, egress, Secret names, data tiers.

@@ -9,7 +9,7 @@ export { timeline } from "./timeline.js";
 export type { TimelineOptions } from "./timeline.js";
 /** `why`: the latest decision in codes and facts (the faces word them). */
 export { why } from "./why.js";
-export type { Blocker, WhyAnswer } from "./why.js";
+export type { Blocker, FailedCalls, WhyAnswer } from "./why.js";
 /** Replay: the projected state as of a seq or a time. */
 export { stateAt } from "./state-at.js";
 export type { ProjectedState } from "./state-at.js";

@@ -45,13 +45,42 @@ export interface WhyAnswer {
   readonly chain: readonly KnownEvent[];
   /** Whether re-deciding from the log before the decision gives the same answer. */
   readonly replays: boolean;
+  /** A WebAssembly plugin's calls that failed or were refused in the hour before `now`, by code. */
+  readonly failedCalls: readonly FailedCalls[];
+  /** What runs the decided version: `wasm` (the plugin host) or `container`; null when nothing runs. */
+  readonly runtime: "container" | "wasm" | null;
+  /** Whether the version asked for is a WebAssembly plugin (its verdict names a module). */
+  readonly askedWasm: boolean;
+}
+
+/** How often calls failed with one code (and whose code it was), and when last. */
+export interface FailedCalls {
+  readonly code: string;
+  readonly source: "host" | "plugin";
+  readonly count: number;
+  readonly last: string;
+}
+
+const HOUR_MS = 3_600_000;
+
+/** The failed or refused calls of a plugin since `since`, by code, most frequent first. */
+function failedCallsSince(store: EventStore, name: string, since: Date): FailedCalls[] {
+  const byCode = new Map<string, { code: string; source: "host" | "plugin"; count: number; last: string }>();
+  for (const e of store.read({ stream: pluginStream(name), type: "plugin.call", since })) {
+    const key = `${e.data.source} ${e.data.code}`;
+    const entry = byCode.get(key) ?? { code: e.data.code, source: e.data.source, count: 0, last: e.time };
+    entry.count++;
+    entry.last = e.time;
+    byCode.set(key, entry);
+  }
+  return [...byCode.values()].sort((a, b) => b.count - a.count || (a.code < b.code ? -1 : 1));
 }
 
 /** The most causes `why` follows back. */
 const MAX_CHAIN = 100;
 
 /** Explains the latest rollout decision of a plugin; null when none was recorded. */
-export function why(store: EventStore, name: string): WhyAnswer | null {
+export function why(store: EventStore, name: string, now: Date = new Date()): WhyAnswer | null {
   const decision = store.last(pluginStream(name), "rollout.decided");
   if (decision === null) return null;
   const { state, sources } = loadDeciderState(store, name, decision.seq);
@@ -75,7 +104,17 @@ export function why(store: EventStore, name: string): WhyAnswer | null {
     fed: sources,
     chain,
     replays: canonicalize(decideRollout(state)) === canonicalize(decision.data),
+    failedCalls: failedCallsSince(store, name, new Date(now.getTime() - HOUR_MS)),
+    runtime: runtimeOf(store, name),
+    askedWasm: sources.currentVerdict?.data.module !== undefined,
   };
+}
+
+/** What the latest desired workload runs on, or null when it runs nothing. */
+function runtimeOf(store: EventStore, name: string): "container" | "wasm" | null {
+  const w = store.last(pluginStream(name), "workload.desired");
+  if (w === null || !w.data.running) return null;
+  return w.data.runtime ?? "container";
 }
 
 /** What kept the version asked for from being deployable, from the facts that fed the decision. */

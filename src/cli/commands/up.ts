@@ -135,6 +135,20 @@ export function register(program: Command): void {
     });
 }
 
+/** Calls the demo's WebAssembly connector once and says what came of it (without internet: the refusal). */
+async function callEcb(cp: ControlPlane, say: (line?: string) => void): Promise<void> {
+  if (cp.hosted === null) return;
+  const r = await cp.hosted.call("ecb-fx", "sync", { batchId: "demo-1", watermark: "" });
+  say("");
+  if (r.ok) {
+    const rates = (r.result as { delivery?: { fxRates?: unknown[] } } | null)?.delivery?.fxRates?.length ?? 0;
+    say(`Called ecb-fx (WebAssembly, in the plugin host): sync delivered ${rates} euro reference rate(s) from the ECB.`);
+  } else {
+    say(`Called ecb-fx (WebAssembly, in the plugin host): sync failed with ${r.error.code}: ${r.error.message}`);
+    say("  Its HTTP goes only through the egress proxy, to www.ecb.europa.eu:443; without internet that fails, and both the proxy's decision and the failed call are recorded (openfief log --plugin ecb-fx).");
+  }
+}
+
 async function runDemo(cp: ControlPlane, dir: string, fresh: boolean, say: (line?: string) => void): Promise<void> {
   const { store } = cp.runtime;
   const d = `--data ${dir}`;
@@ -150,6 +164,7 @@ async function runDemo(cp: ControlPlane, dir: string, fresh: boolean, say: (line
   say("");
   say("Installed the demo plugins (examples/plugins):");
   say(pluginsTable(listPlugins(store)));
+  await callEcb(cp, say);
   applyDemoFolder(store, "upgrade");
   await cp.pass();
   say("");
@@ -162,6 +177,7 @@ async function runDemo(cp: ControlPlane, dir: string, fresh: boolean, say: (line
   say(`  npx openfief get plugins ${d}`);
   say(`  npx openfief log --plugin nbp-fx ${d}`);
   say(`  npx openfief verify-log ${d} && npx openfief check-decisions ${d}`);
+  say(`  npx openfief call ecb-fx sync ${d}    # the WebAssembly connector, through the egress proxy`);
   say(`  npx openfief verify --plugin examples/plugins/nbp-fx.yaml --oci-layout examples/oci --trusted-signers examples/trusted-signers.json`);
   say("");
 }
