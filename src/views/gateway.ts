@@ -281,6 +281,7 @@ export function createGateway(o: GatewayOptions): Gateway {
       refuse(r, headers) {
         const body = JSON.stringify(statusBody(r.status, r.message));
         const extra = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join("");
+        socket.once("finish", () => socket.destroy());
         socket.end(`HTTP/1.1 ${r.status} ${statusBody(r.status, "").reason as string}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n${extra}\r\n${body}`);
       },
     };

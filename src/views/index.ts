@@ -50,7 +50,7 @@ export type { Upstream, Review, ForwardContext } from "./upstream.js";
 export { WEBSOCKET_TOKEN_PROTOCOL } from "./upstream.js";
 export { KubeUpstream, SA_TOKEN_SECONDS, accessReviewSpec, defaultUserSubject, serviceAccountSubject } from "./kube-upstream.js";
 export type { KubeUpstreamOptions, KubeSubject } from "./kube-upstream.js";
-export { EmbeddedUpstream } from "./embedded-upstream.js";
+export { EmbeddedUpstream, DISCOVERY_RULES } from "./embedded-upstream.js";
 export { EmbeddedApi, EVENTS_PAGE } from "./embedded-api.js";
 export type { UpstreamEndpoint } from "./proxy.js";
 export { createInstallationRoutes, installationStatus } from "./installation-routes.js";

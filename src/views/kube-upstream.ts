@@ -206,6 +206,7 @@ export class KubeUpstream implements Upstream {
         if (head.length > 0) upSocket.write(head);
         upSocket.pipe(socket);
         socket.pipe(upSocket);
+        // Upgraded sockets are half-open capable; either side ending ends the tunnel.
         const close = (): void => {
           upSocket.destroy();
           socket.destroy();
@@ -215,19 +216,20 @@ export class KubeUpstream implements Upstream {
         socket.on("error", close);
         upSocket.on("close", close);
         socket.on("close", close);
+        upSocket.on("end", close);
+        socket.on("end", close);
       });
       up.on("response", (upRes) => {
         clearTimeout(timer);
         // The API server refused to upgrade: its answer goes back as it is.
         socket.write(head1(upRes.statusCode ?? 502, upRes.statusMessage ?? "", upRes.headers, false));
+        socket.once("finish", () => socket.destroy());
         upRes.pipe(socket);
-        upRes.on("end", () => {
-          socket.end();
-          resolve();
-        });
+        upRes.on("end", resolve);
       });
       up.on("error", () => {
         clearTimeout(timer);
+        socket.once("finish", () => socket.destroy());
         socket.end("HTTP/1.1 502 Bad Gateway\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
         resolve();
       });
