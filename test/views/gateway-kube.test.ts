@@ -85,7 +85,6 @@ async function pluginToken(over: Partial<PluginTokenClaims> = {}): Promise<strin
 
 const CONFIGMAPS = "/clusters/c1/api/v1/namespaces/openfief/configmaps";
 const lastDecision = (): Record<string, unknown> | undefined => store.last(gatewayStream(PLUGIN), "gateway.decision")?.data as Record<string, unknown> | undefined;
-const reviews = (): Array<Record<string, unknown>> => fake.requestsTo("POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews").map((r) => (r.body as { spec: Record<string, unknown> }).spec);
 
 describe("a request both halves allow", () => {
   it("is reviewed for the user, then for the plugin's ServiceAccount, then sent with that ServiceAccount's own token", async () => {
