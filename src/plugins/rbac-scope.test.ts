@@ -59,6 +59,20 @@ describe("uncoveredRules", () => {
     expect(ruleCovered(rule, grant, 1_000)).toBe(true);
     expect(ruleCovered(rule, grant, 1)).toBe(false);
   });
+
+  it("shares one budget among all the rules of a manifest, so adding rules cannot multiply the work", () => {
+    const grant = [res(["get"], [""], ["pods", "secrets"]), res(["list"], [""], ["pods", "secrets"])];
+    const a = res(["get", "list"], [""], ["pods"]);
+    const b = res(["get", "list"], [""], ["secrets"]);
+    const plenty = uncoveredRules([a, b], grant);
+    expect(plenty).toEqual([]);
+    // Enough cells for one rule's search, not for two: the second counts as pending.
+    let enough = 1;
+    while (uncoveredRules([a], grant, enough).length > 0) enough++;
+    expect(uncoveredRules([a, b], grant, enough)).toHaveLength(1);
+    // A rule one grant rule covers alone needs no search at all.
+    expect(uncoveredRules([res(["get"], [""], ["pods"])], grant, 0)).toEqual([]);
+  });
 });
 
 const IMAGE = (() => {

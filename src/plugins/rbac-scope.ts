@@ -13,22 +13,17 @@
  * Coverage ("does the grant allow everything this rule allows?") is decided cell by cell: each
  * factor of the rule is split into the classes of values that the grant's patterns cannot tell
  * apart, and each cell must be allowed by some grant rule. The work is bounded
- * ({@link COVERAGE_BUDGET}); past the bound a rule counts as not covered, so it waits for the
- * owner's approval (fail closed) rather than stalling the planner.
+ * ({@link COVERAGE_BUDGET} cells per call); past the bound a rule counts as not covered, so it
+ * waits for the owner's approval (fail closed) rather than stalling the planner.
  */
-import {
-  WILDCARD,
-  apiGroupMatches,
-  nonResourceURLMatches,
-  resourceMatches,
-  resourceNameMatches,
-  sortRules,
-  verbMatches,
-} from "./rbac.js";
+import { WILDCARD, nonResourceURLMatches, resourceMatches, sortRules } from "./rbac.js";
 import type { PolicyRule } from "./rbac.js";
 
-/** The most cells {@link uncoveredRules} examines for one requested rule before refusing to decide. */
-export const COVERAGE_BUDGET = 100_000;
+/**
+ * The most cells one call of {@link uncoveredRules} examines, over all its rules, before counting
+ * the rules it has not decided as not covered: a vendor cannot multiply the work by adding rules.
+ */
+export const COVERAGE_BUDGET = 20_000;
 
 const EMPTY: readonly string[] = Object.freeze([]);
 
@@ -70,29 +65,60 @@ function literalPair(value: string): [string, string] | null {
   return null;
 }
 
-function meetResource(p: string, q: string): string | null {
-  const a = resourcePattern(p);
-  const b = resourcePattern(q);
-  if (a.kind === "none" || b.kind === "none") return null;
-  if (a.kind === "all") return q;
-  if (b.kind === "all") return p;
-  if (a.kind === "sub" && b.kind === "sub") return a.sub === b.sub ? p : null;
-  if (a.kind === "literal" && b.kind === "literal") return a.value === b.value ? p : null;
-  const sub = a.kind === "sub" ? a.sub : (b as { sub: string }).sub;
-  const literal = a.kind === "literal" ? a.value : (b as { value: string }).value;
-  return literalPair(literal)?.[1] === sub ? literal : null;
+/** A resource list by kind of pattern: `*`, the subresources of `*\/s`, the literals. */
+interface ResourceSet {
+  readonly all: boolean;
+  readonly subs: ReadonlySet<string>;
+  readonly literals: ReadonlySet<string>;
 }
 
-/** Resources: every pairwise intersection, with patterns another one already covers dropped. */
-function meetResources(a: readonly string[], b: readonly string[]): string[] {
-  const out = new Set<string>();
-  for (const p of a) for (const q of b) {
-    const m = meetResource(p, q);
-    if (m !== null) out.add(m);
+const resourceSets = new WeakMap<readonly string[], ResourceSet>();
+
+/** The subresource a literal names ("" for none), or undefined when no request can have it. */
+function subOf(x: string): string | undefined {
+  const i = x.indexOf("/");
+  if (i < 0) return "";
+  if (x.indexOf("/", i + 1) >= 0 || i === x.length - 1) return undefined;
+  return x.slice(i + 1);
+}
+
+function resourceSet(list: readonly string[]): ResourceSet {
+  const hit = resourceSets.get(list);
+  if (hit !== undefined) return hit;
+  let all = false;
+  const subs = new Set<string>();
+  const literals = new Set<string>();
+  for (const p of list) {
+    const pat = resourcePattern(p);
+    if (pat.kind === "all") all = true;
+    else if (pat.kind === "sub") subs.add(pat.sub);
+    else if (pat.kind === "literal") literals.add(pat.value);
   }
-  if (out.has(WILDCARD)) return [WILDCARD];
-  const subs = new Set([...out].filter((p) => p.startsWith("*/")).map((p) => p.slice(2)));
-  return [...out].filter((p) => p.startsWith("*/") || !subs.has(literalPair(p)?.[1] ?? "\u0000"));
+  const set = { all, subs, literals };
+  resourceSets.set(list, set);
+  return set;
+}
+
+function patternsOf(r: ResourceSet): string[] {
+  return r.all ? [WILDCARD] : [...[...r.subs].map((s) => `*/${s}`), ...r.literals];
+}
+
+/**
+ * Resources: the union of every pairwise intersection, in linear time: `*` meets anything as that
+ * thing; `*\/s` meets `*\/s`, and any literal `x/s`; a literal meets itself. Literals a `*\/s` of
+ * the result already covers are dropped.
+ */
+function meetResources(a: readonly string[], b: readonly string[]): string[] {
+  const A = resourceSet(a);
+  const B = resourceSet(b);
+  if (A.all) return patternsOf(B);
+  if (B.all) return patternsOf(A);
+  const subs = new Set([...A.subs].filter((s) => B.subs.has(s)));
+  const literals = new Set<string>();
+  const sub = subOf;
+  for (const x of A.literals) if (B.literals.has(x) || B.subs.has(sub(x) ?? "\u0000")) literals.add(x);
+  for (const x of B.literals) if (A.subs.has(sub(x) ?? "\u0000")) literals.add(x);
+  return [...[...subs].map((s) => `*/${s}`), ...[...literals].filter((x) => !subs.has(sub(x) ?? "\u0000"))];
 }
 
 function urlPrefix(u: string): string | null {
@@ -156,14 +182,41 @@ export function intersectRule(a: PolicyRule, b: PolicyRule): PolicyRule[] {
   return out;
 }
 
+const flatSets = new WeakMap<readonly string[], ReadonlySet<string>>();
+
+function flatSet(list: readonly string[]): ReadonlySet<string> {
+  let set = flatSets.get(list);
+  if (set === undefined) {
+    set = new Set(list);
+    flatSets.set(list, set);
+  }
+  return set;
+}
+
+/** Whether every resource `inner` names, `outer` names too. */
+function resourcesWithin(outer: readonly string[], inner: readonly string[]): boolean {
+  const o = resourceSet(outer);
+  if (o.all) return true;
+  const i = resourceSet(inner);
+  if (i.all) return false;
+  for (const s of i.subs) if (!o.subs.has(s)) return false;
+  for (const x of i.literals) if (!o.literals.has(x) && !o.subs.has(subOf(x) || "\u0000")) return false;
+  return true;
+}
+
 /** Whether `outer` alone allows every request `inner` allows (a cheap, factor-wise test). */
 function subsumes(outer: PolicyRule, inner: PolicyRule): boolean {
-  const flat = (o: readonly string[], i: readonly string[]): boolean => o.includes(WILDCARD) || i.every((x) => x !== WILDCARD && o.includes(x));
+  const flat = (o: readonly string[], i: readonly string[]): boolean => {
+    const os = flatSet(o);
+    return os.has(WILDCARD) || i.every((x) => x !== WILDCARD && os.has(x));
+  };
   if (!flat(outer.verbs, inner.verbs)) return false;
   if (inner.resources.length > 0) {
     if (!flat(outer.apiGroups, inner.apiGroups)) return false;
-    if (!inner.resources.every((r) => outer.resources.some((o) => meetResource(o, r) === r))) return false;
-    if (outer.resourceNames.length > 0 && (inner.resourceNames.length === 0 || !inner.resourceNames.every((n) => outer.resourceNames.includes(n)))) return false;
+    if (!resourcesWithin(outer.resources, inner.resources)) return false;
+    // Names have no wildcard: `*` in resourceNames is a name like any other.
+    const names = flatSet(outer.resourceNames);
+    if (outer.resourceNames.length > 0 && (inner.resourceNames.length === 0 || !inner.resourceNames.every((n) => names.has(n)))) return false;
   }
   if (inner.nonResourceURLs.length > 0 && !inner.nonResourceURLs.every((u) => outer.nonResourceURLs.some((o) => meetURL(o, u) === u))) return false;
   return true;
@@ -208,14 +261,16 @@ function flatDimension(field: "verbs" | "apiGroups", matcher: (r: PolicyRule, v:
       if (!r[field].includes(WILDCARD)) return [...r[field]];
       const literals = new Set<string>();
       for (const g of against) for (const v of g[field]) if (v !== WILDCARD) literals.add(v);
-      return [...literals, fresh];
+      // "Anything else" first: it is the cell a grant without a wildcard fails at once.
+      return [fresh, ...literals];
     },
     matches: (r, cell) => matcher(r, cell as string),
   };
 }
 
-const verbs = flatDimension("verbs", verbMatches);
-const apiGroups = flatDimension("apiGroups", apiGroupMatches);
+// Set lookups (cached per list) instead of the list scans of verbMatches and apiGroupMatches: same answers.
+const verbs = flatDimension("verbs", (r, v) => { const s = flatSet(r.verbs); return s.has(WILDCARD) || s.has(v); });
+const apiGroups = flatDimension("apiGroups", (r, v) => { const s = flatSet(r.apiGroups); return s.has(WILDCARD) || s.has(v); });
 
 const resources: Dimension = {
   cells(r, against, fresh) {
@@ -235,13 +290,13 @@ const resources: Dimension = {
     for (const p of r.resources) {
       const pat = resourcePattern(p);
       if (pat.kind === "all") {
-        for (const l of literals) add(l);
-        for (const s of subs) add([fresh, s]);
         add([fresh, ""]);
         add([fresh, fresh]);
+        for (const s of subs) add([fresh, s]);
+        for (const l of literals) add(l);
       } else if (pat.kind === "sub") {
-        for (const l of literals) if (l[1] === pat.sub) add(l);
         add([fresh, pat.sub]);
+        for (const l of literals) if (l[1] === pat.sub) add(l);
       } else if (pat.kind === "literal") {
         const pair = literalPair(pat.value);
         if (pair !== null) add(pair);
@@ -257,9 +312,9 @@ const resourceNames: Dimension = {
     if (r.resourceNames.length > 0) return [...r.resourceNames];
     const names = new Set<string>();
     for (const g of against) for (const n of g.resourceNames) names.add(n);
-    return [...names, fresh];
+    return [fresh, ...names];
   },
-  matches: (r, cell) => resourceNameMatches(r, cell as string),
+  matches: (r, cell) => r.resourceNames.length === 0 || flatSet(r.resourceNames).has(cell as string),
 };
 
 const urls: Dimension = {
@@ -287,9 +342,14 @@ const urls: Dimension = {
   matches: (r, cell) => nonResourceURLMatches(r, cell as string),
 };
 
+/** The work left to a coverage question, shared by every rule of one {@link uncoveredRules} call. */
+export interface CoverageBudget {
+  left: number;
+}
+
 /** What one coverage question shares across its cells: the work left, memoized answers, rule ids. */
 interface Search {
-  left: number;
+  readonly budget: CoverageBudget;
   readonly memo: Map<string, boolean>;
   readonly ids: Map<PolicyRule, number>;
   readonly fresh: string;
@@ -301,7 +361,7 @@ function coveredFrom(rule: PolicyRule, dims: readonly Dimension[], from: number,
   if (from === dims.length) return true;
   const dim = dims[from] as Dimension;
   for (const cell of dim.cells(rule, candidates, s.fresh)) {
-    if (--s.left < 0) return false;
+    if (--s.budget.left < 0) return false;
     const next = candidates.filter((g) => dim.matches(g, cell));
     // The rest of the search depends only on the level and the rules still standing.
     const key = `${from}:${next.map((g) => s.ids.get(g)).join(",")}`;
@@ -315,24 +375,24 @@ function coveredFrom(rule: PolicyRule, dims: readonly Dimension[], from: number,
   return true;
 }
 
-/** Whether the `granted` rules allow every request `rule` allows (false, fail closed, past `budget` cells). */
-export function ruleCovered(rule: PolicyRule, granted: readonly PolicyRule[], budget = COVERAGE_BUDGET): boolean {
+/**
+ * Whether the `granted` rules allow every request `rule` allows. False, failing closed, once the
+ * budget (a number of cells, or one shared with other questions) runs out.
+ */
+export function ruleCovered(rule: PolicyRule, granted: readonly PolicyRule[], budget: number | CoverageBudget = COVERAGE_BUDGET): boolean {
   if (granted.some((g) => subsumes(g, rule))) return true;
   const ids = new Map(granted.map((g, i) => [g, i] as const));
   const fresh = freshValue([rule, ...granted]);
-  let left = budget;
-  const ask = (dims: readonly Dimension[], candidates: readonly PolicyRule[]): boolean => {
-    const s: Search = { left, memo: new Map(), ids, fresh };
-    const ok = coveredFrom(rule, dims, 0, candidates, s);
-    left = s.left;
-    return ok;
-  };
+  const shared = typeof budget === "number" ? { left: budget } : budget;
+  const ask = (dims: readonly Dimension[], candidates: readonly PolicyRule[]): boolean =>
+    coveredFrom(rule, dims, 0, candidates, { budget: shared, memo: new Map(), ids, fresh });
   if (rule.resources.length > 0 && !ask([verbs, apiGroups, resources, resourceNames], granted.filter((g) => g.resources.length > 0))) return false;
   if (rule.nonResourceURLs.length > 0 && !ask([verbs, urls], granted.filter((g) => g.nonResourceURLs.length > 0))) return false;
   return true;
 }
 
 /** The requested rules the grant does not wholly allow: what waits for the owner's approval, sorted. */
-export function uncoveredRules(requested: readonly PolicyRule[], granted: readonly PolicyRule[]): PolicyRule[] {
-  return sortRules(requested.filter((r) => !ruleCovered(r, granted)));
+export function uncoveredRules(requested: readonly PolicyRule[], granted: readonly PolicyRule[], cells = COVERAGE_BUDGET): PolicyRule[] {
+  const budget: CoverageBudget = { left: cells };
+  return sortRules(requested.filter((r) => !ruleCovered(r, granted, budget)));
 }

@@ -38,10 +38,10 @@ export interface PolicyRuleJSON {
 
 /** Caps checked before any other check, each a field error with its path (never a crash). */
 export const RBAC_LIMITS = {
-  /** Rules in one manifest or grant. */
-  rules: 64,
+  /** Rules in one manifest or grant (Kubernetes' own roles rarely pass a dozen). */
+  rules: 32,
   /** Entries in one list of one rule. */
-  entries: 64,
+  entries: 32,
   /** Characters of a verb. */
   verb: 63,
   /** Characters of an API group, resource or resource name (a DNS subdomain's 253). */
@@ -222,7 +222,11 @@ export function parsePolicyRules(value: unknown, path: string, errors: FieldErro
 
 /** A stable text key of a rule (its lists sorted), for sets and sorting. */
 export function ruleKey(rule: PolicyRule): string {
-  return JSON.stringify(RULE_FIELDS.map((f) => [...rule[f]].sort(compareStrings)));
+  return normalizedKey(normalizeRule(rule));
+}
+
+function normalizedKey(rule: PolicyRule): string {
+  return JSON.stringify(RULE_FIELDS.map((f) => rule[f]));
 }
 
 /** A rule with every list sorted and deduplicated: fresh arrays. */
@@ -242,7 +246,7 @@ export function sortRules(rules: Iterable<PolicyRule>): PolicyRule[] {
   const byKey = new Map<string, PolicyRule>();
   for (const r of rules) {
     const n = normalizeRule(r);
-    byKey.set(ruleKey(n), n);
+    byKey.set(normalizedKey(n), n);
   }
   return [...byKey.entries()].sort(([a], [b]) => compareStrings(a, b)).map(([, r]) => r);
 }
