@@ -157,7 +157,12 @@ export function createGateway(o: GatewayOptions): Gateway {
     });
     let installation: Installation | null = null;
     let attributes: RequestAttributes | null = null;
-    let path = route.kind === "kube" ? route.target.split("?")[0] ?? "" : route.rest.split("?")[0] ?? "";
+    const rawPath = route.kind === "kube" ? route.target.split("?")[0] ?? "" : route.rest.split("?")[0] ?? "";
+    const decoded = goUnescape(rawPath, false);
+    let path = decoded.ok ? decoded.value : rawPath;
+    // The gate being passed, so that a failure is recorded where it happened.
+    let stage: GatewayGate = "origin";
+    let allowed = false;
 
     const deny = (r: Refusal): void => {
       const d: GatewayDecision = { ...base(installation, attributes, path), decision: "deny", gate: r.gate, status: r.status, reason: r.reason };
@@ -176,6 +181,7 @@ export function createGateway(o: GatewayOptions): Gateway {
       if (verdict.kind === "foreign") return deny({ status: 403, gate: "origin", reason: "foreign_origin", message: "requests from this origin are not allowed" });
 
       // Gate 2: the binding to the cluster (data path) or the installation (its routes).
+      stage = route.kind === "kube" ? "cluster" : "installation";
       if (route.kind === "kube") {
         if (route.cluster !== claims.cluster_id) return deny({ status: 403, gate: "cluster", reason: "cluster_mismatch", message: "the token is bound to another cluster" });
         if (route.cluster !== o.clusterId) return deny({ status: 404, gate: "cluster", reason: "unknown_cluster", message: "this gateway fronts no such cluster" });
@@ -184,24 +190,29 @@ export function createGateway(o: GatewayOptions): Gateway {
       }
 
       // Gate 3: can_view, evaluated again on every request.
+      stage = "can_view";
       if (!(await o.access.canView(claims.sub, { id: claims.installation_id, name: claims.installation_name }))) {
         return deny({ status: 403, gate: "can_view", reason: "can_view", message: "you may no longer view this plugin" });
       }
 
+      stage = "installation";
       installation = await o.installations.get(claims.installation_id);
       if (installation === null) return deny({ status: 404, gate: "installation", reason: "no_installation", message: "the installation no longer exists" });
       if (installation.state === "deleting") return deny({ status: 409, gate: "installation", reason: "deleting", message: "the installation is being deleted" });
       if (installation.state !== "ready") return deny({ status: 403, gate: "installation", reason: "view_not_running", message: "no view of this installation runs" });
 
       if (route.kind === "installation") {
+        stage = "upstream";
         const d: GatewayDecision = { ...base(installation, null, path), decision: "allow", gate: "upstream", status: null };
         o.recorder.record(d);
+        allowed = true;
         o.metrics?.decisions.inc({ route: routeName, decision: "allow", gate: "upstream" });
         await installationForward(installation, route.route, route.rest, headers);
         return;
       }
 
       // Gate 4: the request's Kubernetes attributes, exactly as kube-apiserver derives them.
+      stage = "request";
       const t = parseRequestTarget(route.target);
       if (!t.ok) return deny({ status: 400, gate: "request", reason: t.problem, message: "the request target cannot be read" });
       path = t.value.path;
@@ -211,6 +222,7 @@ export function createGateway(o: GatewayOptions): Gateway {
       if (Object.keys(req.headers).some(isImpersonation)) return deny({ status: 400, gate: "request", reason: "impersonation", message: "impersonation is not allowed through the gateway" });
 
       // Gate 5: the user's access review. A WebSocket GET of exec, attach or port-forward also needs create.
+      stage = "user";
       const reviews: RequestAttributes[] = [attributes];
       if (upgrade && attributes.kind === "resource" && attributes.verb === "get" && STREAMING_SUBRESOURCES.has(attributes.subresource)) reviews.push({ ...attributes, verb: "create" });
       for (const a of reviews) {
@@ -225,6 +237,7 @@ export function createGateway(o: GatewayOptions): Gateway {
       }
 
       // Gate 6: the plugin's rules (its ServiceAccount's RBAC).
+      stage = "plugin";
       for (const a of reviews) {
         let plugin;
         try {
@@ -237,12 +250,17 @@ export function createGateway(o: GatewayOptions): Gateway {
       }
 
       // Recorded before it goes anywhere: an allow that cannot be recorded is not forwarded.
+      stage = "upstream";
       o.recorder.record({ ...base(installation, attributes, path), decision: "allow", gate: "upstream", status: null });
+      allowed = true;
       o.metrics?.decisions.inc({ route: routeName, decision: "allow", gate: "upstream" });
       await forward({ installation, attributes, target: route.target, responseHeaders: headers });
     } catch (err) {
-      log?.error({ err: err instanceof Error ? err.message : String(err) }, "gateway: request failed");
-      answer.refuse({ status: 503, gate: "upstream", reason: "unavailable", message: "the gateway could not complete the request" }, headers);
+      log?.error({ err: err instanceof Error ? err.message : String(err), gate: stage }, "gateway: request failed");
+      const r: Refusal = { status: 503, gate: stage, reason: "unavailable", message: "the gateway could not complete the request" };
+      // A failure before the allow was recorded is a refusal at its gate; after it, only an answer.
+      if (allowed) answer.refuse(r, headers);
+      else deny(r);
     }
   }
 
