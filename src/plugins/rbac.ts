@@ -166,20 +166,34 @@ export function parsePolicyRule(value: unknown, path: string, errors: FieldError
   for (const key of Object.keys(value)) {
     if (!(RULE_FIELDS as readonly string[]).includes(key)) errors.push(fieldError(ErrorCode.UnknownField, join(path, key), `unknown field "${key.slice(0, 64)}"`));
   }
-  const lists = {} as Record<RuleField, string[] | null>;
-  for (const f of RULE_FIELDS) lists[f] = readList(value, f, path, errors);
-  const { apiGroups, resources, verbs, resourceNames, nonResourceURLs } = lists;
-  if (verbs !== null && verbs.length === 0) errors.push(fieldError(ErrorCode.Required, join(path, "verbs"), "a rule needs at least one verb"));
-  if (nonResourceURLs !== null && nonResourceURLs.length > 0) {
-    if ((apiGroups?.length ?? 0) > 0 || (resources?.length ?? 0) > 0 || (resourceNames?.length ?? 0) > 0) {
-      errors.push(fieldError(ErrorCode.InvalidRbacRule, join(path, "nonResourceURLs"), "a rule applies to resources or to non-resource URLs, not both"));
-    }
-  } else {
-    if (apiGroups !== null && apiGroups.length === 0) errors.push(fieldError(ErrorCode.Required, join(path, "apiGroups"), "a resource rule needs at least one API group (\"\" is the core group)"));
-    if (resources !== null && resources.length === 0) errors.push(fieldError(ErrorCode.Required, join(path, "resources"), "a resource rule needs at least one resource"));
+  const lists: Partial<Record<RuleField, string[]>> = {};
+  for (const f of RULE_FIELDS) {
+    const list = readList(value, f, path, errors);
+    if (list !== null) lists[f] = list;
   }
-  if (errors.length > before || apiGroups === null || resources === null || verbs === null || resourceNames === null || nonResourceURLs === null) return null;
+  errors.push(...ruleShapeProblems(lists, path));
+  const { apiGroups, resources, verbs, resourceNames, nonResourceURLs } = lists;
+  if (errors.length > before || apiGroups === undefined || resources === undefined || verbs === undefined || resourceNames === undefined || nonResourceURLs === undefined) return null;
   return { apiGroups, resources, verbs, resourceNames, nonResourceURLs };
+}
+
+/** Kubernetes' rule shape, over the lists that read well (a list that did not is already an error). */
+function ruleShapeProblems(lists: Partial<Record<RuleField, string[]>>, path: string): FieldError[] {
+  const out: FieldError[] = [];
+  const empty = (f: RuleField): boolean => lists[f]?.length === 0;
+  const some = (f: RuleField): boolean => (lists[f]?.length ?? 0) > 0;
+  if (empty("verbs")) out.push(fieldError(ErrorCode.Required, join(path, "verbs"), "a rule needs at least one verb"));
+  // Unreadable URLs: which kind of rule it meant to be is unknown, so nothing more is said.
+  if (lists.nonResourceURLs === undefined) return out;
+  if (some("nonResourceURLs")) {
+    if (some("apiGroups") || some("resources") || some("resourceNames")) {
+      out.push(fieldError(ErrorCode.InvalidRbacRule, join(path, "nonResourceURLs"), "a rule applies to resources or to non-resource URLs, not both"));
+    }
+    return out;
+  }
+  if (empty("apiGroups")) out.push(fieldError(ErrorCode.Required, join(path, "apiGroups"), "a resource rule needs at least one API group (\"\" is the core group)"));
+  if (empty("resources")) out.push(fieldError(ErrorCode.Required, join(path, "resources"), "a resource rule needs at least one resource"));
+  return out;
 }
 
 /**

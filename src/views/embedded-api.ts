@@ -10,7 +10,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { pluginStream } from "../events/index.js";
 import type { EventStore, KnownEvent } from "../events/index.js";
 import { API_GROUP, API_VERSION, NAMESPACE } from "../plugins/index.js";
-import type { JsonValue } from "../plugins/index.js";
+import type { RolloutPlanJSON } from "../plugins/index.js";
 import { goParseInt64, parseRequestTarget } from "./go-url.js";
 import { sendJson, statusBody } from "./http.js";
 import { LogInstallations } from "./installations.js";
@@ -46,6 +46,35 @@ function notFound(kind: Kind, name: string): Record<string, unknown> {
   return { ...statusBody(404, `${kind.plural}.${API_GROUP} "${name}" not found`), details: { name, group: API_GROUP, kind: kind.plural } };
 }
 
+/** The kind a request names, or the status that refuses it (404 not served here, 405 not read-only). */
+function kindOf(a: ResourceAttributes): Kind | 404 | 405 {
+  if (a.apiPrefix !== "apis" || a.apiGroup !== API_GROUP || a.apiVersion !== API_VERSION) return 404;
+  const kind = KINDS.find((k) => k.plural === a.resource);
+  if (kind === undefined || a.subresource !== "" || a.parts.length > 2) return 404;
+  return a.verb === "get" || a.verb === "list" || a.verb === "watch" ? kind : 405;
+}
+
+/** A list's page from `limit` and `continue`, or why they do not read. */
+function pageOf(limitText: string | undefined, cont: string | undefined): { after: number; limit: number | null } | string {
+  const limit = limitText === undefined ? null : goParseInt64(limitText);
+  if (limitText !== undefined && limit === null) return "limit must be an integer";
+  const after = cont === undefined || cont === "" ? 0 : Number(cont);
+  if (!Number.isSafeInteger(after) || after < 0) return "continue is not one this server gave";
+  const capped = limit === null || limit <= 0n ? null : Number(limit < BigInt(EVENTS_PAGE) ? limit : BigInt(EVENTS_PAGE));
+  return { after, limit: capped };
+}
+
+/** One watch to serve. */
+interface WatchRequest {
+  readonly kind: Kind;
+  readonly match: (o: Obj) => boolean;
+  readonly rv: string | undefined;
+  readonly timeout: string | undefined;
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  readonly headers: Readonly<Record<string, string>>;
+}
+
 /** Serves the embedded resources to requests that passed the gateway's gates. */
 export class EmbeddedApi {
   readonly #store: EventStore;
@@ -68,20 +97,13 @@ export class EmbeddedApi {
         res.end();
       } else sendJson(res, status, body, { ...headers });
     };
-    if (a.kind === "nonResource") {
-      if (a.verb !== "get" && a.verb !== "head") return send(405, statusBody(405, "the embedded API is read-only"));
-      const doc = this.#discovery(a.path.replace(/\/+$/, ""));
-      return doc === null ? send(404, statusBody(404, `the server could not find the requested resource`)) : send(200, doc);
-    }
-    if (a.apiPrefix !== "apis" || a.apiGroup !== API_GROUP || a.apiVersion !== API_VERSION) return send(404, statusBody(404, "the server could not find the requested resource"));
-    const kind = KINDS.find((k) => k.plural === a.resource);
-    if (kind === undefined || a.subresource !== "" || a.parts.length > 2) return send(404, statusBody(404, "the server could not find the requested resource"));
-    if (a.verb !== "get" && a.verb !== "list" && a.verb !== "watch") return send(405, statusBody(405, `the embedded API is read-only: ${a.verb} is not served`));
+    if (a.kind === "nonResource") return this.#nonResource(a.verb, a.path, send);
+    const kind = kindOf(a);
+    if (typeof kind === "number") return send(kind, statusBody(kind, kind === 405 ? `the embedded API is read-only: ${a.verb} is not served` : "the server could not find the requested resource"));
     const t = parseRequestTarget(target);
     if (!t.ok) return send(400, statusBody(400, "the request target cannot be read"));
     const q = t.value.query;
     const first = (k: string): string | undefined => q.get(k)?.[0];
-
     // A named get (the path names the object); a watch or list may name it too, in a field selector.
     if (a.verb === "get") {
       const obj = a.namespace === "" || a.namespace === NAMESPACE ? await this.#get(kind, a.name) : null;
@@ -89,20 +111,20 @@ export class EmbeddedApi {
     }
     const filter = this.#filter(first("fieldSelector"), first("labelSelector"), a);
     if (!filter.ok) return send(400, statusBody(400, filter.message));
-    if (a.verb === "watch") return this.#watch(kind, filter.match, first("resourceVersion"), first("timeoutSeconds"), req, res, headers);
-
-    const limitText = first("limit");
-    const limit = limitText === undefined ? null : goParseInt64(limitText);
-    if (limitText !== undefined && limit === null) return send(400, statusBody(400, "limit must be an integer"));
-    const cont = first("continue");
-    const after = cont === undefined || cont === "" ? 0 : Number(cont);
-    if (!Number.isSafeInteger(after) || after < 0) return send(400, statusBody(400, "continue is not one this server gave"));
+    if (a.verb === "watch") return this.#watch({ kind, match: filter.match, rv: first("resourceVersion"), timeout: first("timeoutSeconds"), req, res, headers });
+    const page = pageOf(first("limit"), first("continue"));
+    if (typeof page === "string") return send(400, statusBody(400, page));
     const head = this.#store.head();
-    const list = await this.#list(kind, a.namespace, after, limit === null || limit <= 0n ? null : Number(limit < BigInt(EVENTS_PAGE) ? limit : BigInt(EVENTS_PAGE)));
-    const items = list.items.filter(filter.match);
+    const list = await this.#list(kind, a.namespace, page.after, page.limit);
     const metadata: Record<string, string> = { resourceVersion: String(head) };
     if (list.continue !== null) metadata["continue"] = list.continue;
-    send(200, { apiVersion: GROUP_VERSION, kind: `${kind.kind}List`, metadata, items });
+    send(200, { apiVersion: GROUP_VERSION, kind: `${kind.kind}List`, metadata, items: list.items.filter(filter.match) });
+  }
+
+  #nonResource(verb: string, path: string, send: (status: number, body: unknown) => void): void {
+    if (verb !== "get" && verb !== "head") return send(405, statusBody(405, "the embedded API is read-only"));
+    const doc = this.#discovery(path.replace(/\/+$/, ""));
+    return doc === null ? send(404, statusBody(404, "the server could not find the requested resource")) : send(200, doc);
   }
 
   #discovery(path: string): unknown {
@@ -178,20 +200,14 @@ export class EmbeddedApi {
     const observed = this.#store.last(stream, "plugin.observed");
     const deleted = this.#store.last(stream, "plugin.deleted");
     if (observed === null || (deleted !== null && deleted.seq > observed.seq)) return null;
-    const latest = this.#store.last(stream);
-    const decision = this.#store.last(stream, "rollout.decided");
+    const latest = this.#store.last(stream)?.seq ?? observed.seq;
+    const plan = this.#store.last(stream, "rollout.decided")?.data.plan ?? null;
     const installation = await this.#installations.byName(name);
-    const plan = decision?.data.plan;
     return {
       apiVersion: GROUP_VERSION, kind: "Plugin",
-      metadata: { name, namespace: NAMESPACE, uid: installation?.id ?? "", resourceVersion: String(latest?.seq ?? observed.seq), creationTimestamp: observed.time },
+      metadata: { name, namespace: NAMESPACE, uid: installation?.id ?? "", resourceVersion: String(latest), creationTimestamp: observed.time },
       spec: observed.data.spec,
-      status: {
-        outcome: plan?.outcome ?? null,
-        deployed: plan?.run === undefined || plan.run === null ? null : { image: plan.run.image },
-        pendingApproval: (plan?.pending ?? null) as JsonValue,
-        view: installation?.state ?? "inactive",
-      },
+      status: pluginStatus(plan, installation?.state ?? "inactive"),
     };
   }
 
@@ -203,7 +219,7 @@ export class EmbeddedApi {
     return { apiVersion: GROUP_VERSION, kind: "PluginGrant", metadata: { name, namespace: NAMESPACE, resourceVersion: String(granted.seq), creationTimestamp: granted.time }, spec: granted.data.spec };
   }
 
-  #watch(kind: Kind, match: (o: Obj) => boolean, rv: string | undefined, timeout: string | undefined, req: IncomingMessage, res: ServerResponse, headers: Readonly<Record<string, string>>): void {
+  #watch({ kind, match, rv, timeout, req, res, headers }: WatchRequest): void {
     const from = rv === undefined || rv === "" || rv === "0" ? null : Number(rv);
     if (from !== null && (!Number.isSafeInteger(from) || from < 0)) {
       sendJson(res, 400, statusBody(400, "resourceVersion must be one this server gave"), { ...headers });
@@ -271,6 +287,12 @@ export class EmbeddedApi {
       }
     });
   }
+}
+
+/** A Plugin object's status: the latest decision's outcome, what it runs, what waits, the view's state. */
+function pluginStatus(plan: RolloutPlanJSON | null, view: string): Record<string, unknown> {
+  if (plan === null) return { outcome: null, deployed: null, pendingApproval: null, view };
+  return { outcome: plan.outcome, deployed: plan.run === null ? null : { image: plan.run.image }, pendingApproval: plan.pending, view };
 }
 
 function relevant(kind: Kind, type: string): boolean {

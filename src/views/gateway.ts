@@ -30,7 +30,7 @@ import type { RequestAttributes } from "./request-info.js";
 import { bearerToken } from "./tokens.js";
 import type { PluginTokenClaims, PluginTokenValidator } from "./tokens.js";
 import { WEBSOCKET_TOKEN_PROTOCOL, isImpersonation } from "./upstream.js";
-import type { ForwardContext, Upstream } from "./upstream.js";
+import type { ForwardContext, Review, Upstream } from "./upstream.js";
 
 /** The longest request target the gateway reads. */
 export const MAX_TARGET = 4096;
@@ -79,6 +79,12 @@ interface Answer {
   refuse(r: Refusal, headers: Record<string, string>): void;
 }
 
+/** How a request that passed goes on: to the upstream, or to an installation route. */
+interface Onward {
+  kube(ctx: ForwardContext): Promise<void>;
+  installation(installation: Installation, route: "runtime" | "controller", rest: string, headers: Record<string, string>): Promise<void>;
+}
+
 function routeOf(rawTarget: string): Route | null {
   const q = rawTarget.indexOf("?");
   const rawPath = q < 0 ? rawTarget : rawTarget.slice(0, q);
@@ -113,26 +119,147 @@ function presentedToken(req: IncomingMessage, upgrade: boolean): string | undefi
   if (bearer !== undefined || !upgrade) return bearer;
   const protocols = String(req.headers["sec-websocket-protocol"] ?? "").split(",").map((s) => s.trim());
   const p = protocols.find((s) => s.startsWith(WEBSOCKET_TOKEN_PROTOCOL));
-  if (p === undefined) return undefined;
-  try {
-    return Buffer.from(p.slice(WEBSOCKET_TOKEN_PROTOCOL.length), "base64url").toString("utf8");
-  } catch {
-    return undefined;
+  return p === undefined ? undefined : Buffer.from(p.slice(WEBSOCKET_TOKEN_PROTOCOL.length), "base64url").toString("utf8");
+}
+
+function errText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** One request with a valid PluginToken, through the gates; every outcome is one decision. */
+class Passage {
+  installation: Installation | null = null;
+  attributes: RequestAttributes | null = null;
+  path: string;
+  /** The gate being passed, so that a failure is recorded where it happened. */
+  stage: GatewayGate = "origin";
+  allowed = false;
+  readonly routeName: GatewayRoute;
+
+  constructor(
+    readonly o: GatewayOptions,
+    readonly req: IncomingMessage,
+    readonly claims: PluginTokenClaims,
+    readonly route: Route,
+    readonly reply: { readonly answer: Answer; readonly headers: Record<string, string> },
+  ) {
+    this.routeName = route.kind === "kube" ? "kube" : route.route;
+    const rawPath = (route.kind === "kube" ? route.target : route.rest).split("?")[0] ?? "";
+    const decoded = goUnescape(rawPath, false);
+    this.path = decoded.ok ? decoded.value : rawPath;
   }
+
+  #decision(decision: "allow" | "deny", gate: GatewayGate, status: number | null, reason?: string): GatewayDecision {
+    const c = this.claims;
+    const d: GatewayDecision = {
+      route: this.routeName, user: c.sub, installation: c.installation_id, installationName: c.installation_name, plugin: c.plugin_name,
+      version: c.plugin_version, definitionHash: c.definition_hash, pinnedHash: this.installation?.definitionHash || null, cluster: c.cluster_id,
+      method: this.req.method ?? "GET", path: this.path.slice(0, MAX_TARGET), attributes: this.attributes === null ? null : recorded(this.attributes),
+      decision, gate, status,
+    };
+    return reason === undefined ? d : { ...d, reason };
+  }
+
+  /** Records a refusal (a refusal that cannot be recorded is still refused) and answers it. */
+  deny(r: Refusal): void {
+    try {
+      this.o.recorder.record(this.#decision("deny", r.gate, r.status, r.reason));
+    } catch (err) {
+      this.o.logger?.error({ err: errText(err) }, "gateway: a refusal could not be recorded");
+    }
+    this.o.metrics?.decisions.inc({ route: this.routeName, decision: "deny", gate: r.gate });
+    this.o.logger?.info({ user: this.claims.sub, installation: this.claims.installation_id, gate: r.gate, reason: r.reason, status: r.status }, "gateway: refused");
+    this.reply.answer.refuse(r, this.reply.headers);
+  }
+
+  /** Records the allow before anything goes on; throws (so nothing is forwarded) when it cannot. */
+  allow(): void {
+    this.stage = "upstream";
+    this.o.recorder.record(this.#decision("allow", "upstream", null));
+    this.allowed = true;
+    this.o.metrics?.decisions.inc({ route: this.routeName, decision: "allow", gate: "upstream" });
+  }
+
+  /** The origin, the binding, can_view and the installation: what every route checks. */
+  async common(foreignOrigin: boolean): Promise<Refusal | null> {
+    const { o, claims, route } = this;
+    if (foreignOrigin) return { status: 403, gate: "origin", reason: "foreign_origin", message: "requests from this origin are not allowed" };
+    this.stage = route.kind === "kube" ? "cluster" : "installation";
+    if (route.kind === "kube") {
+      if (route.cluster !== claims.cluster_id) return { status: 403, gate: "cluster", reason: "cluster_mismatch", message: "the token is bound to another cluster" };
+      if (route.cluster !== o.clusterId) return { status: 404, gate: "cluster", reason: "unknown_cluster", message: "this gateway fronts no such cluster" };
+    } else if (route.id !== claims.installation_id) {
+      return { status: 403, gate: "installation", reason: "installation_mismatch", message: "the token is bound to another installation" };
+    }
+    this.stage = "can_view";
+    if (!(await o.access.canView(claims.sub, { id: claims.installation_id, name: claims.installation_name }))) {
+      return { status: 403, gate: "can_view", reason: "can_view", message: "you may no longer view this plugin" };
+    }
+    this.stage = "installation";
+    this.installation = await o.installations.get(claims.installation_id);
+    return installationRefusal(this.installation);
+  }
+
+  /** The request's attributes and the two reviews: the Kubernetes data path's own gates. */
+  async kube(target: string, upgrade: boolean): Promise<Refusal | null> {
+    this.stage = "request";
+    const t = parseRequestTarget(target);
+    if (!t.ok) return { status: 400, gate: "request", reason: t.problem, message: "the request target cannot be read" };
+    this.path = t.value.path;
+    const parsed = requestInfoFromTarget(this.req.method ?? "GET", t.value);
+    if (!parsed.ok) return { status: 400, gate: "request", reason: parsed.problem, message: "the request names no resource" };
+    const a = parsed.value;
+    this.attributes = a;
+    if (Object.keys(this.req.headers).some(isImpersonation)) return { status: 400, gate: "request", reason: "impersonation", message: "impersonation is not allowed through the gateway" };
+    // A WebSocket GET of exec, attach or port-forward is reviewed as create too.
+    const reviews = upgrade && a.kind === "resource" && a.verb === "get" && STREAMING_SUBRESOURCES.has(a.subresource) ? [a, { ...a, verb: "create" }] : [a];
+    this.stage = "user";
+    const user = await this.#review("user", reviews, (x) => this.o.upstream.reviewUser(this.claims.sub, x), "you may not make this request");
+    if (user !== null) return user;
+    this.stage = "plugin";
+    return this.#review("plugin", reviews, (x) => this.o.upstream.reviewPlugin(this.installation as Installation, x), "the plugin may not make this request");
+  }
+
+  async #review(gate: "user" | "plugin", reviews: readonly RequestAttributes[], ask: (a: RequestAttributes) => Promise<Review>, message: string): Promise<Refusal | null> {
+    for (const a of reviews) {
+      let r: Review;
+      try {
+        r = await ask(a);
+      } catch (err) {
+        this.o.logger?.error({ err: errText(err), gate }, "gateway: an access review failed");
+        return { status: 503, gate, reason: "review_failed", message: "the access review could not be made; try again" };
+      }
+      if (!r.allowed) return { status: 403, gate, reason: r.reason, message };
+    }
+    return null;
+  }
+
+  /** A failure of the gateway itself: refused at its gate if nothing was allowed yet, else only answered. */
+  failed(err: unknown): void {
+    this.o.logger?.error({ err: errText(err), gate: this.stage }, "gateway: request failed");
+    const r: Refusal = { status: 503, gate: this.stage, reason: "unavailable", message: "the gateway could not complete the request" };
+    if (this.allowed) this.reply.answer.refuse(r, this.reply.headers);
+    else this.deny(r);
+  }
+}
+
+function installationRefusal(installation: Installation | null): Refusal | null {
+  if (installation === null) return { status: 404, gate: "installation", reason: "no_installation", message: "the installation no longer exists" };
+  if (installation.state === "deleting") return { status: 409, gate: "installation", reason: "deleting", message: "the installation is being deleted" };
+  if (installation.state !== "ready") return { status: 403, gate: "installation", reason: "view_not_running", message: "no view of this installation runs" };
+  return null;
 }
 
 /** Builds the gateway. */
 export function createGateway(o: GatewayOptions): Gateway {
   const cors = new CorsPolicy(o.pluginProxyOrigin);
-  const log = o.logger;
 
   const refuseEarly = (answer: Answer, status: number, reason: string, message: string, headers: Record<string, string>): void => {
     o.metrics?.refusedRequests.inc({ reason });
     answer.refuse({ status, gate: "request", reason, message }, headers);
   };
 
-  async function run(req: IncomingMessage, answer: Answer, upgrade: boolean, forward: (ctx: ForwardContext) => Promise<void>, installationForward: (installation: Installation, route: "runtime" | "controller", rest: string, headers: Record<string, string>) => Promise<void>): Promise<void> {
-    const method = req.method ?? "GET";
+  async function run(req: IncomingMessage, answer: Answer, upgrade: boolean, onward: Onward): Promise<void> {
     const target = req.url ?? "/";
     const verdict: CorsVerdict = cors.verdict(req);
     const headers = cors.responseHeaders(verdict);
@@ -144,123 +271,20 @@ export function createGateway(o: GatewayOptions): Gateway {
     const verified = await o.tokens.verify(presentedToken(req, upgrade));
     if (!verified.ok) {
       o.metrics?.refusedTokens.inc({ problem: verified.problem });
-      log?.info({ problem: verified.problem, route: route.kind }, "gateway: PluginToken refused");
+      o.logger?.info({ problem: verified.problem, route: route.kind }, "gateway: PluginToken refused");
       answer.refuse({ status: 401, gate: "request", reason: verified.problem, message: "a valid PluginToken is required" }, { ...headers, "www-authenticate": 'Bearer realm="openfief-plugin"' });
       return;
     }
-    const claims = verified.claims;
-    const routeName: GatewayRoute = route.kind === "kube" ? "kube" : route.route;
-    const base = (installation: Installation | null, attributes: RequestAttributes | null, path: string): Omit<GatewayDecision, "decision" | "gate" | "status"> => ({
-      route: routeName, user: claims.sub, installation: claims.installation_id, installationName: claims.installation_name, plugin: claims.plugin_name,
-      version: claims.plugin_version, definitionHash: claims.definition_hash, pinnedHash: installation?.definitionHash || null, cluster: claims.cluster_id,
-      method, path: path.slice(0, MAX_TARGET), attributes: attributes === null ? null : recorded(attributes),
-    });
-    let installation: Installation | null = null;
-    let attributes: RequestAttributes | null = null;
-    const rawPath = route.kind === "kube" ? route.target.split("?")[0] ?? "" : route.rest.split("?")[0] ?? "";
-    const decoded = goUnescape(rawPath, false);
-    let path = decoded.ok ? decoded.value : rawPath;
-    // The gate being passed, so that a failure is recorded where it happened.
-    let stage: GatewayGate = "origin";
-    let allowed = false;
-
-    const deny = (r: Refusal): void => {
-      const d: GatewayDecision = { ...base(installation, attributes, path), decision: "deny", gate: r.gate, status: r.status, reason: r.reason };
-      try {
-        o.recorder.record(d);
-      } catch (err) {
-        log?.error({ err: err instanceof Error ? err.message : String(err) }, "gateway: a refusal could not be recorded");
-      }
-      o.metrics?.decisions.inc({ route: routeName, decision: "deny", gate: r.gate });
-      log?.info({ user: claims.sub, installation: claims.installation_id, gate: r.gate, reason: r.reason, status: r.status }, "gateway: refused");
-      answer.refuse(r, headers);
-    };
-
+    const p = new Passage(o, req, verified.claims, route, { answer, headers });
     try {
-      // The origin: only the plugin proxy's, when a browser says where it comes from.
-      if (verdict.kind === "foreign") return deny({ status: 403, gate: "origin", reason: "foreign_origin", message: "requests from this origin are not allowed" });
-
-      // Gate 2: the binding to the cluster (data path) or the installation (its routes).
-      stage = route.kind === "kube" ? "cluster" : "installation";
-      if (route.kind === "kube") {
-        if (route.cluster !== claims.cluster_id) return deny({ status: 403, gate: "cluster", reason: "cluster_mismatch", message: "the token is bound to another cluster" });
-        if (route.cluster !== o.clusterId) return deny({ status: 404, gate: "cluster", reason: "unknown_cluster", message: "this gateway fronts no such cluster" });
-      } else if (route.id !== claims.installation_id) {
-        return deny({ status: 403, gate: "installation", reason: "installation_mismatch", message: "the token is bound to another installation" });
-      }
-
-      // Gate 3: can_view, evaluated again on every request.
-      stage = "can_view";
-      if (!(await o.access.canView(claims.sub, { id: claims.installation_id, name: claims.installation_name }))) {
-        return deny({ status: 403, gate: "can_view", reason: "can_view", message: "you may no longer view this plugin" });
-      }
-
-      stage = "installation";
-      installation = await o.installations.get(claims.installation_id);
-      if (installation === null) return deny({ status: 404, gate: "installation", reason: "no_installation", message: "the installation no longer exists" });
-      if (installation.state === "deleting") return deny({ status: 409, gate: "installation", reason: "deleting", message: "the installation is being deleted" });
-      if (installation.state !== "ready") return deny({ status: 403, gate: "installation", reason: "view_not_running", message: "no view of this installation runs" });
-
-      if (route.kind === "installation") {
-        stage = "upstream";
-        const d: GatewayDecision = { ...base(installation, null, path), decision: "allow", gate: "upstream", status: null };
-        o.recorder.record(d);
-        allowed = true;
-        o.metrics?.decisions.inc({ route: routeName, decision: "allow", gate: "upstream" });
-        await installationForward(installation, route.route, route.rest, headers);
-        return;
-      }
-
-      // Gate 4: the request's Kubernetes attributes, exactly as kube-apiserver derives them.
-      stage = "request";
-      const t = parseRequestTarget(route.target);
-      if (!t.ok) return deny({ status: 400, gate: "request", reason: t.problem, message: "the request target cannot be read" });
-      path = t.value.path;
-      const parsed = requestInfoFromTarget(method, t.value);
-      if (!parsed.ok) return deny({ status: 400, gate: "request", reason: parsed.problem, message: "the request names no resource" });
-      attributes = parsed.value;
-      if (Object.keys(req.headers).some(isImpersonation)) return deny({ status: 400, gate: "request", reason: "impersonation", message: "impersonation is not allowed through the gateway" });
-
-      // Gate 5: the user's access review. A WebSocket GET of exec, attach or port-forward also needs create.
-      stage = "user";
-      const reviews: RequestAttributes[] = [attributes];
-      if (upgrade && attributes.kind === "resource" && attributes.verb === "get" && STREAMING_SUBRESOURCES.has(attributes.subresource)) reviews.push({ ...attributes, verb: "create" });
-      for (const a of reviews) {
-        let user;
-        try {
-          user = await o.upstream.reviewUser(claims.sub, a);
-        } catch (err) {
-          log?.error({ err: err instanceof Error ? err.message : String(err) }, "gateway: the user's access review failed");
-          return deny({ status: 503, gate: "user", reason: "review_failed", message: "the access review could not be made; try again" });
-        }
-        if (!user.allowed) return deny({ status: 403, gate: "user", reason: user.reason, message: "you may not make this request" });
-      }
-
-      // Gate 6: the plugin's rules (its ServiceAccount's RBAC).
-      stage = "plugin";
-      for (const a of reviews) {
-        let plugin;
-        try {
-          plugin = await o.upstream.reviewPlugin(installation, a);
-        } catch (err) {
-          log?.error({ err: err instanceof Error ? err.message : String(err) }, "gateway: the plugin's access review failed");
-          return deny({ status: 503, gate: "plugin", reason: "review_failed", message: "the access review could not be made; try again" });
-        }
-        if (!plugin.allowed) return deny({ status: 403, gate: "plugin", reason: plugin.reason, message: "the plugin may not make this request" });
-      }
-
-      // Recorded before it goes anywhere: an allow that cannot be recorded is not forwarded.
-      stage = "upstream";
-      o.recorder.record({ ...base(installation, attributes, path), decision: "allow", gate: "upstream", status: null });
-      allowed = true;
-      o.metrics?.decisions.inc({ route: routeName, decision: "allow", gate: "upstream" });
-      await forward({ installation, attributes, target: route.target, responseHeaders: headers });
+      const refused = (await p.common(verdict.kind === "foreign")) ?? (route.kind === "kube" ? await p.kube(route.target, upgrade) : null);
+      if (refused !== null) return p.deny(refused);
+      p.allow();
+      const installation = p.installation as Installation;
+      if (route.kind === "installation") await onward.installation(installation, route.route, route.rest, headers);
+      else await onward.kube({ installation, attributes: p.attributes as RequestAttributes, target: route.target, responseHeaders: headers });
     } catch (err) {
-      log?.error({ err: err instanceof Error ? err.message : String(err), gate: stage }, "gateway: request failed");
-      const r: Refusal = { status: 503, gate: stage, reason: "unavailable", message: "the gateway could not complete the request" };
-      // A failure before the allow was recorded is a refusal at its gate; after it, only an answer.
-      if (allowed) answer.refuse(r, headers);
-      else deny(r);
+      p.failed(err);
     }
   }
 
@@ -278,19 +302,13 @@ export function createGateway(o: GatewayOptions): Gateway {
         sendJson(res, r.status, statusBody(r.status, r.message), headers);
       },
     };
-    void run(
-      req,
-      answer,
-      false,
-      (ctx) => o.upstream.forward(ctx, req, res),
-      async (installation, route, rest, headers) => {
-        if (o.installationRoutes === undefined) {
-          sendJson(res, 404, statusBody(404, "no such route"), headers);
-          return;
-        }
-        await o.installationRoutes.serve(route, installation, rest, req, res, headers);
+    void run(req, answer, false, {
+      kube: (ctx) => o.upstream.forward(ctx, req, res),
+      async installation(installation, route, rest, headers) {
+        if (o.installationRoutes === undefined) return sendJson(res, 404, statusBody(404, "no such route"), headers);
+        await o.installationRoutes.serve({ route, installation, rest, req, res, headers });
       },
-    );
+    });
   }
 
   function handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
@@ -303,16 +321,11 @@ export function createGateway(o: GatewayOptions): Gateway {
         socket.end(`HTTP/1.1 ${r.status} ${statusBody(r.status, "").reason as string}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n${extra}\r\n${body}`);
       },
     };
-    void run(
-      req,
-      answer,
-      true,
-      async (ctx) => {
-        if (o.upstream.upgrade === undefined) return answer.refuse({ status: 404, gate: "upstream", reason: "no_upgrades", message: "this upstream serves no upgraded connections" }, ctx.responseHeaders);
-        await o.upstream.upgrade(ctx, req, socket, head);
-      },
-      async (_i, _route, _rest, headers) => answer.refuse({ status: 404, gate: "upstream", reason: "no_upgrades", message: "installation routes serve no upgraded connections" }, headers),
-    );
+    const none = (headers: Readonly<Record<string, string>>): void => answer.refuse({ status: 404, gate: "upstream", reason: "no_upgrades", message: "no upgraded connections here" }, { ...headers });
+    void run(req, answer, true, {
+      kube: async (ctx) => (o.upstream.upgrade === undefined ? none(ctx.responseHeaders) : o.upstream.upgrade(ctx, req, socket, head)),
+      installation: async (_i, _route, _rest, headers) => none(headers),
+    });
   }
 
   return {

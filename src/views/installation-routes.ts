@@ -12,9 +12,21 @@ import type { Installation } from "./ports.js";
 import { forwardHttp } from "./proxy.js";
 import type { UpstreamEndpoint } from "./proxy.js";
 
+/** One request to an installation's route, as the gateway hands it on. */
+export interface InstallationRequest {
+  readonly route: "runtime" | "controller";
+  readonly installation: Installation;
+  /** The raw target after `/installations/{id}/{route}`. */
+  readonly rest: string;
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  /** Headers every answer carries (CORS). */
+  readonly headers: Readonly<Record<string, string>>;
+}
+
 /** Serves the two routes for the gateway. */
 export interface InstallationRoutes {
-  serve(route: "runtime" | "controller", installation: Installation, rest: string, req: IncomingMessage, res: ServerResponse, headers: Readonly<Record<string, string>>): Promise<void>;
+  serve(r: InstallationRequest): Promise<void>;
 }
 
 /** Where an installation's pod answers, and the core's token for it (D-59: only the core calls a plugin). */
@@ -42,7 +54,7 @@ export function installationStatus(i: Installation): Record<string, unknown> {
 /** The runtime and controller routes. */
 export function createInstallationRoutes(options: InstallationRoutesOptions = {}): InstallationRoutes {
   return {
-    async serve(route, installation, rest, req, res, headers) {
+    async serve({ route, installation, rest, req, res, headers }) {
       if (route === "controller") {
         const path = rest.split("?")[0] ?? "";
         if (path !== "/status" && path !== "/status/") return sendJson(res, 404, statusBody(404, "the controller route serves /status"), { ...headers });
@@ -54,7 +66,7 @@ export function createInstallationRoutes(options: InstallationRoutesOptions = {}
       if (endpoint === null) return sendJson(res, 503, statusBody(503, "the plugin's runtime is not reachable"), { ...headers });
       const extra: Record<string, string> = {};
       if (endpoint.token !== undefined) extra["authorization"] = `Bearer ${await endpoint.token()}`;
-      await forwardHttp(endpoint, rest === "" ? "/" : rest, req, res, extra, headers);
+      await forwardHttp({ endpoint, target: rest === "" ? "/" : rest, req, res, extraHeaders: extra, responseHeaders: headers });
     },
   };
 }

@@ -21,7 +21,7 @@ import {
   serviceAccountName,
 } from "../plugins/index.js";
 import type { GrantSpec, Manifest } from "../plugins/index.js";
-import type { Installation, InstallationState, Installations } from "./ports.js";
+import type { Installation, Installations } from "./ports.js";
 
 /** `sha256:<hex>` of a manifest's canonical JSON (RFC 8785 over its sorted form): its definition hash. */
 export function definitionHash(manifest: Manifest): string {
@@ -82,47 +82,50 @@ export class LogInstallations implements Installations {
     if (observed === null) return null;
     const deleted = store.last(stream, "plugin.deleted");
     const isDeleted = deleted !== null && deleted.seq > observed.seq;
+    if (isDeleted && !this.#tearingDown(stream, deleted.seq)) return null;
     // The installation began with the first observation after the deletion before the last one.
     const before = this.#lastDeletedBefore.get(stream, observed.seq)?.seq ?? 0;
     const start = this.#firstObservedAfter.get(stream, before)?.seq ?? observed.seq;
-    let state: InstallationState = "inactive";
-    if (isDeleted) {
-      if (!this.#tearingDown(stream, deleted.seq)) return null;
-      state = "deleting";
-    }
-
-    const decision = store.last(stream, "rollout.decided");
-    const run = decision?.data.plan.run ?? null;
-    const spec = observed.data.spec as { image?: unknown; manifest?: unknown } | null;
-    const pinnedImage = run?.image ?? (typeof spec?.image === "string" ? spec.image : "");
-    const manifest = parseManifest(run?.manifest ?? spec?.manifest);
-    const image = parseImageRef(pinnedImage);
-
-    const granted = store.last(stream, "grant.observed");
-    const revoked = store.last(stream, "grant.deleted");
-    let grant: GrantSpec = EMPTY_GRANT_SPEC;
-    if (granted !== null && (revoked === null || revoked.seq < granted.seq)) {
-      const g = parseGrant({ name, spec: granted.data.spec });
-      if (g.ok) grant = g.value.spec;
-    }
-    let rules: Installation["rules"] = [];
-    if (run !== null && manifest.ok) {
-      const e = effective(manifest.value, grant);
-      if (e.ok) {
-        rules = e.value.rbac;
-        if (!isDeleted && e.value.capabilities.includes("view")) state = "ready";
-      }
-    }
+    const pinned = this.#pinned(name, stream, observed.data.spec);
     return {
       id: `${name}.${start}`,
       name,
-      state,
+      state: isDeleted ? "deleting" : pinned.view ? "ready" : "inactive",
+      pluginName: pinned.pluginName,
+      pluginVersion: pinned.pluginVersion,
+      definitionHash: pinned.definitionHash,
+      rules: pinned.rules,
+      serviceAccount: { namespace: NAMESPACE, name: serviceAccountName(name) },
+    };
+  }
+
+  /**
+   * The pinned version (what the latest decision runs; the spec's, for names only, when nothing
+   * runs) and its effective permissions under the grant as it stands now.
+   */
+  #pinned(name: string, stream: string, spec: unknown): { pluginName: string; pluginVersion: string; definitionHash: string; rules: Installation["rules"]; view: boolean } {
+    const run = this.#store.last(stream, "rollout.decided")?.data.plan.run ?? null;
+    const asked = (spec ?? {}) as { image?: unknown; manifest?: unknown };
+    const manifest = parseManifest(run === null ? asked.manifest : run.manifest);
+    const image = parseImageRef(run === null ? asked.image : run.image);
+    const e = run !== null && manifest.ok ? effective(manifest.value, this.#grant(name, stream)) : null;
+    const granted = e !== null && e.ok ? e.value : null;
+    return {
       pluginName: image.ok ? image.value.name : "",
       pluginVersion: image.ok ? image.value.digest : "",
       definitionHash: manifest.ok ? definitionHash(manifest.value) : "",
-      rules,
-      serviceAccount: { namespace: NAMESPACE, name: serviceAccountName(name) },
+      rules: granted === null ? [] : granted.rbac,
+      view: granted !== null && granted.capabilities.includes("view"),
     };
+  }
+
+  /** The grant as it stands now (none when deleted or unreadable). */
+  #grant(name: string, stream: string): GrantSpec {
+    const granted = this.#store.last(stream, "grant.observed");
+    const revoked = this.#store.last(stream, "grant.deleted");
+    if (granted === null || (revoked !== null && revoked.seq > granted.seq)) return EMPTY_GRANT_SPEC;
+    const g = parseGrant({ name, spec: granted.data.spec });
+    return g.ok ? g.value.spec : EMPTY_GRANT_SPEC;
   }
 
   /** Whether a deleted Plugin's workload still runs or its removal is not applied yet. */

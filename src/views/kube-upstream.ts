@@ -179,7 +179,7 @@ export class KubeUpstream implements Upstream {
 
   async forward(ctx: ForwardContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
     const token = await this.serviceAccountToken(ctx.installation);
-    await forwardHttp(this.#o.endpoint, ctx.target, req, res, { authorization: `Bearer ${token}` }, ctx.responseHeaders);
+    await forwardHttp({ endpoint: this.#o.endpoint, target: ctx.target, req, res, extraHeaders: { authorization: `Bearer ${token}` }, responseHeaders: ctx.responseHeaders });
   }
 
   async upgrade(ctx: ForwardContext, req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {

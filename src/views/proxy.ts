@@ -42,8 +42,21 @@ export function requestOptions(endpoint: UpstreamEndpoint, method: string, targe
   return { https: base.protocol === "https:", options };
 }
 
+/** One request to forward. */
+export interface Forwarding {
+  readonly endpoint: UpstreamEndpoint;
+  /** The raw path and query to send, appended to the endpoint's path. */
+  readonly target: string;
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  /** Set on the upstream request (the credential). */
+  readonly extraHeaders: Readonly<Record<string, string>>;
+  /** Set on the answer (CORS). */
+  readonly responseHeaders: Readonly<Record<string, string>>;
+}
+
 /** Forwards `req` to `endpoint` + `target` with `extraHeaders` set, piping the answer to `res`. */
-export function forwardHttp(endpoint: UpstreamEndpoint, target: string, req: IncomingMessage, res: ServerResponse, extraHeaders: Record<string, string>, responseHeaders: Readonly<Record<string, string>>): Promise<void> {
+export function forwardHttp({ endpoint, target, req, res, extraHeaders, responseHeaders }: Forwarding): Promise<void> {
   return new Promise((resolve) => {
     const { https, options } = requestOptions(endpoint, req.method ?? "GET", target, { ...forwardableHeaders(req), ...extraHeaders });
     const upstream = (https ? httpsRequest : httpRequest)(options);

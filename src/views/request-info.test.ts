@@ -82,7 +82,8 @@ const MORE_CASES: Array<[string, string, string, string, string, string, string,
 ];
 
 describe("requestInfo", () => {
-  it.each([...KUBE_CASES, ...MORE_CASES])("reads %s %s as verb %s", (method, url, verb, apiPrefix, apiGroup, apiVersion, namespace, res, subresource, name, parts) => {
+  it.each([...KUBE_CASES, ...MORE_CASES])("reads %s %s as verb %s", (method, url, ...want) => {
+    const [verb, apiPrefix, apiGroup, apiVersion, namespace, res, subresource, name, parts] = want;
     const r = resource(method, url);
     expect(r).toMatchObject({ verb, apiPrefix, apiGroup, apiVersion, namespace, resource: res, subresource, name });
     expect(r.parts).toEqual(parts);

@@ -99,74 +99,65 @@ function isPathSegmentName(name: string): boolean {
   return name !== "." && name !== ".." && !name.includes("/") && !name.includes("%");
 }
 
+/** The group and version of an API path, and the parts after them; null for a non-resource path. */
+function apiOf(parts: readonly string[]): { apiPrefix: string; apiGroup: string; apiVersion: string; rest: string[] } | null {
+  if (parts.length < 3 || !API_PREFIXES.has(parts[0] as string)) return null;
+  const apiPrefix = parts[0] as string;
+  if (GROUPLESS_PREFIXES.has(apiPrefix)) return { apiPrefix, apiGroup: "", apiVersion: parts[1] as string, rest: parts.slice(2) };
+  // One part (the prefix) is consumed: "do we have four parts?"
+  if (parts.length < 4) return null;
+  return { apiPrefix, apiGroup: parts[1] as string, apiVersion: parts[2] as string, rest: parts.slice(3) };
+}
+
+/** The namespace of the parts, and the parts from the resource on (a namespace is itself the resource `namespaces`). */
+function namespaceOf(parts: string[]): { namespace: string; parts: string[] } {
+  if (parts[0] !== "namespaces" || parts.length < 2) return { namespace: "", parts };
+  // A further part that is not a namespace subresource is a resource inside the namespace.
+  const inside = parts.length > 2 && !NAMESPACE_SUBRESOURCES.has(parts[2] as string);
+  return { namespace: parts[1] as string, parts: inside ? parts.slice(2) : parts };
+}
+
+/** An unnamed get: list or watch by the watch parameter, named only by a field selector that decodes. */
+function listOrWatch(query: RequestTarget["query"]): { verb: string; name: string } {
+  const options = listOptionsDecode(query);
+  // A decoding error leaves the request unnamed; the watch parameter still counts.
+  const verb = goBool(query.get("watch")) ? "watch" : "list";
+  if (!options.ok || options.fieldSelector === undefined) return { verb, name: "" };
+  const terms = parseFieldSelector(options.fieldSelector);
+  const named = terms === null ? undefined : requiresExactMatch(terms, "metadata.name");
+  return { verb, name: named !== undefined && isPathSegmentName(named) ? named : "" };
+}
+
+/** The verb from a `/watch/` or `/proxy/` prefix, or from the method; null when the prefix names nothing. */
+function verbOf(method: string, rest: string[]): { verb: string; viaPrefix: boolean; rest: string[] } | null {
+  if (!SPECIAL_VERBS.has(rest[0] as string)) return { verb: methodVerb(method), viaPrefix: false, rest };
+  if (rest.length < 2) return null;
+  return { verb: rest[0] as string, viaPrefix: true, rest: rest.slice(1) };
+}
+
+/** The raw selectors, kept only for the verbs that honour them and never on the path-prefix verbs. */
+function selectorsOf(verb: string, viaPrefix: boolean, query: RequestTarget["query"]): { fieldSelector: string; labelSelector: string } {
+  if (viaPrefix || !VERBS_WITH_SELECTORS.has(verb)) return { fieldSelector: "", labelSelector: "" };
+  return { fieldSelector: query.get("fieldSelector")?.[0] ?? "", labelSelector: query.get("labelSelector")?.[0] ?? "" };
+}
+
 /** The attributes of an already-read target (see {@link requestInfo}). */
 export function requestInfoFromTarget(method: string, target: RequestTarget): { ok: true; value: RequestAttributes } | { ok: false; problem: RequestInfoProblem } {
   const path = target.path;
-  const nonResource = (): { ok: true; value: NonResourceAttributes } => ({ ok: true, value: { kind: "nonResource", verb: method.toLowerCase(), path } });
-  let parts = splitPath(path);
-  if (parts.length < 3 || !API_PREFIXES.has(parts[0] as string)) return nonResource();
-  const apiPrefix = parts[0] as string;
-  parts = parts.slice(1);
-  let apiGroup = "";
-  if (!GROUPLESS_PREFIXES.has(apiPrefix)) {
-    if (parts.length < 3) return nonResource();
-    apiGroup = parts[0] as string;
-    parts = parts.slice(1);
-  }
-  const apiVersion = parts[0] as string;
-  parts = parts.slice(1);
-
-  let verb: string;
-  let verbViaPathPrefix = false;
-  if (SPECIAL_VERBS.has(parts[0] as string)) {
-    if (parts.length < 2) return { ok: false, problem: "unresolvable" };
-    verb = parts[0] as string;
-    parts = parts.slice(1);
-    verbViaPathPrefix = true;
-  } else {
-    verb = methodVerb(method);
-  }
-
-  let namespace = "";
-  if (parts[0] === "namespaces") {
-    if (parts.length > 1) {
-      namespace = parts[1] as string;
-      // A further part that is not a namespace subresource is a resource inside the namespace.
-      if (parts.length > 2 && !NAMESPACE_SUBRESOURCES.has(parts[2] as string)) parts = parts.slice(2);
-    }
-  }
-
-  let resource = "";
-  let subresource = "";
-  let name = "";
-  if (parts.length >= 3 && !SPECIAL_VERBS_NO_SUBRESOURCES.has(verb)) subresource = parts[2] as string;
-  if (parts.length >= 2) name = parts[1] as string;
-  if (parts.length >= 1) resource = parts[0] as string;
-
-  if (name === "" && verb === "get") {
-    const options = listOptionsDecode(target.query);
-    // A decoding error leaves the request unnamed; the watch parameter still counts.
-    verb = goBool(target.query.get("watch")) ? "watch" : "list";
-    if (options.ok && options.fieldSelector !== undefined) {
-      const terms = parseFieldSelector(options.fieldSelector);
-      const named = terms === null ? undefined : requiresExactMatch(terms, "metadata.name");
-      if (named !== undefined && isPathSegmentName(named)) name = named;
-    }
-  }
+  const api = apiOf(splitPath(path));
+  if (api === null) return { ok: true, value: { kind: "nonResource", verb: method.toLowerCase(), path } };
+  const v = verbOf(method, api.rest);
+  if (v === null) return { ok: false, problem: "unresolvable" };
+  let verb = v.verb;
+  const { namespace, parts } = namespaceOf(v.rest);
+  // parts: resource/name/subresource/anything else, uninterpreted.
+  const resource = parts[0] ?? "";
+  let name = parts[1] ?? "";
+  const subresource = parts.length >= 3 && !SPECIAL_VERBS_NO_SUBRESOURCES.has(verb) ? (parts[2] as string) : "";
+  if (name === "" && verb === "get") ({ verb, name } = listOrWatch(target.query));
   if (name === "" && verb === "delete") verb = "deletecollection";
-
-  let fieldSelector = "";
-  let labelSelector = "";
-  // Selectors are authorized only where they are honoured: not on the deprecated path-prefix verbs.
-  if (!verbViaPathPrefix && VERBS_WITH_SELECTORS.has(verb)) {
-    fieldSelector = target.query.get("fieldSelector")?.[0] ?? "";
-    labelSelector = target.query.get("labelSelector")?.[0] ?? "";
-  }
-
-  return {
-    ok: true,
-    value: { kind: "resource", verb, apiPrefix, apiGroup, apiVersion, namespace, resource, subresource, name, parts, path, fieldSelector, labelSelector },
-  };
+  const { apiPrefix, apiGroup, apiVersion } = api;
+  return { ok: true, value: { kind: "resource", verb, apiPrefix, apiGroup, apiVersion, namespace, resource, subresource, name, parts, path, ...selectorsOf(verb, v.viaPrefix, target.query) } };
 }
 
 /**

@@ -126,10 +126,11 @@ describe("pending rules", () => {
 
   it("find a refused request whenever a rule is not covered", () => {
     // Exhaustive over the alphabet: a rule counted as uncovered has a request that shows it.
-    const all: RequestAttributes[] = [];
-    for (const verb of [...VERBS, "patch"]) for (const apiGroup of [...GROUPS, "batch"]) for (const resource of [...RES, "jobs"]) for (const subresource of ["", ...SUBS, "exec"]) for (const name of ["", ...NAMES, "d"]) {
-      all.push({ kind: "resource", verb, apiPrefix: "apis", apiGroup, apiVersion: "v1", namespace: "", resource, subresource, name, parts: [], path: "/", fieldSelector: "", labelSelector: "" });
-    }
+    const product = (lists: readonly string[][]): string[][] => lists.reduce<string[][]>((acc, xs) => acc.flatMap((a) => xs.map((x) => [...a, x])), [[]]);
+    const all: RequestAttributes[] = product([[...VERBS, "patch"], [...GROUPS, "batch"], [...RES, "jobs"], ["", ...SUBS, "exec"], ["", ...NAMES, "d"]]).map(([verb, apiGroup, resource, subresource, name]) => ({
+      kind: "resource", verb: verb as string, apiPrefix: "apis", apiGroup: apiGroup as string, apiVersion: "v1", namespace: "", resource: resource as string, subresource: subresource as string, name: name as string,
+      parts: [], path: "/", fieldSelector: "", labelSelector: "",
+    }));
     fc.assert(
       fc.property(resourceRule, fc.array(resourceRule, { maxLength: 3 }), (rule, granted) => {
         // Only rules without wildcards: a wildcard reaches values outside any finite alphabet.

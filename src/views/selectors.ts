@@ -40,60 +40,166 @@ const TOKENS: ReadonlyMap<string, Tok> = new Map<string, Tok>([
   [")", ")"], [",", ","], ["!", "!"], ["==", "=="], ["=", "="], [">", ">"], ["in", "in"], ["<", "<"], ["!=", "!="], ["notin", "notin"], ["(", "("],
 ]);
 const isSpace = (c: string): boolean => c === " " || c === "\t" || c === "\r" || c === "\n";
-const isSpecial = (c: string): boolean => "=!(),><".includes(c) && c !== "";
+const isSpecial = (c: string): boolean => c !== "" && "=!(),><".includes(c);
+const END = "\u0000";
+
+interface Item { readonly tok: Tok; readonly lit: string }
 
 /**
  * The lexer of `labels.Parse`. Go's lexer reads byte 0 as "no more input": where a token would
  * start it ends the selector, inside a token it ends that token (and is skipped).
  */
-function lex(s: string): Array<{ tok: Tok; lit: string }> {
-  let pos = 0;
-  const read = (): string => {
-    if (pos < s.length) return s[pos++] as string;
-    return "\u0000";
-  };
-  const out: Array<{ tok: Tok; lit: string }> = [];
-  for (;;) {
-    let ch = read();
-    while (isSpace(ch)) ch = read();
-    if (ch === "\u0000") {
-      out.push({ tok: "eos", lit: "" });
-      return out;
-    }
-    pos--;
-    if (isSpecial(ch)) {
-      let buffer = "";
-      let last: { tok: Tok; lit: string } | null = null;
-      for (;;) {
-        const c = read();
-        if (c === "\u0000") break;
-        if (!isSpecial(c)) {
-          pos--;
-          break;
-        }
-        buffer += c;
-        const t = TOKENS.get(buffer);
-        if (t !== undefined) last = { tok: t, lit: buffer };
-        else if (last !== null) {
-          pos--;
-          break;
-        }
+class Lexer {
+  #pos = 0;
+  constructor(private readonly s: string) {}
+
+  #read(): string {
+    return this.#pos < this.s.length ? (this.s[this.#pos++] as string) : END;
+  }
+
+  /** Operators: the longest run of special characters that is still a token. */
+  #special(): Item {
+    let buffer = "";
+    let last: Item | null = null;
+    for (let c = this.#read(); c !== END; c = this.#read()) {
+      if (!isSpecial(c)) {
+        this.#pos--;
+        break;
       }
-      out.push(last ?? { tok: "error", lit: buffer });
-    } else {
-      let buffer = "";
-      for (;;) {
-        const c = read();
-        if (c === "\u0000") break;
-        if (isSpecial(c) || isSpace(c)) {
-          pos--;
-          break;
-        }
-        buffer += c;
-      }
+      buffer += c;
       const t = TOKENS.get(buffer);
-      out.push({ tok: t === "in" || t === "notin" ? t : "id", lit: buffer });
+      if (t !== undefined) last = { tok: t, lit: buffer };
+      else if (last !== null) {
+        this.#pos--;
+        break;
+      }
     }
+    return last ?? { tok: "error", lit: buffer };
+  }
+
+  /** An identifier, or the keywords `in` and `notin`. */
+  #word(): Item {
+    let buffer = "";
+    for (let c = this.#read(); c !== END; c = this.#read()) {
+      if (isSpecial(c) || isSpace(c)) {
+        this.#pos--;
+        break;
+      }
+      buffer += c;
+    }
+    const t = TOKENS.get(buffer);
+    return { tok: t === "in" || t === "notin" ? t : "id", lit: buffer };
+  }
+
+  next(): Item {
+    let ch = this.#read();
+    while (isSpace(ch)) ch = this.#read();
+    if (ch === END) return { tok: "eos", lit: "" };
+    this.#pos--;
+    return isSpecial(ch) ? this.#special() : this.#word();
+  }
+
+  all(): Item[] {
+    const out: Item[] = [];
+    for (let item = this.next(); ; item = this.next()) {
+      out.push(item);
+      if (item.tok === "eos") return out;
+    }
+  }
+}
+
+const BINARY: Partial<Record<Tok, LabelRequirement["op"]>> = { in: "in", "=": "=", "==": "==", ">": "gt", "<": "lt", notin: "notin", "!=": "!=" };
+const INT64 = (v: string): boolean => /^[+-]?[0-9]+$/.test(v) && BigInt(v) >= -(2n ** 63n) && BigInt(v) < 2n ** 63n;
+
+/** The parser of `labels.Parse`: null for anything it refuses. */
+class Parser {
+  #i = 0;
+  constructor(private readonly items: readonly Item[]) {}
+
+  /** In a value position, `in` and `notin` are plain identifiers. */
+  peek(values: boolean): Tok {
+    const t = (this.items[this.#i] as Item).tok;
+    return values && (t === "in" || t === "notin") ? "id" : t;
+  }
+
+  take(values: boolean): Item {
+    const item = this.items[this.#i++] as Item;
+    return { tok: values && (item.tok === "in" || item.tok === "notin") ? "id" : item.tok, lit: item.lit };
+  }
+
+  selector(): LabelRequirement[] | null {
+    const reqs: LabelRequirement[] = [];
+    for (let t = this.peek(true); t !== "eos"; t = this.peek(true)) {
+      if (t !== "id" && t !== "!") return null;
+      const r = this.requirement();
+      if (r === null) return null;
+      reqs.push(r);
+      const after = this.take(true).tok;
+      if (after === "eos") break;
+      const t2 = this.peek(true);
+      if (after !== "," || (t2 !== "id" && t2 !== "!")) return null;
+    }
+    return reqs.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  }
+
+  requirement(): LabelRequirement | null {
+    let t = this.take(true);
+    const negated = t.tok === "!";
+    if (negated) t = this.take(true);
+    if (t.tok !== "id" || !isLabelKey(t.lit)) return null;
+    const key = t.lit;
+    const next = this.peek(true);
+    if (next === "eos" || next === ",") return { key, op: negated ? "!" : "exists", values: [] };
+    if (negated) return { key, op: "!", values: [] };
+    const op = BINARY[this.take(false).tok];
+    if (op === undefined) return null;
+    const values = this.valuesOf(op);
+    return values === null ? null : { key, op, values };
+  }
+
+  /** The values an operator takes, checked as NewRequirement checks them. */
+  valuesOf(op: LabelRequirement["op"]): string[] | null {
+    const values = op === "in" || op === "notin" ? this.valueSet() : this.exactValue();
+    if (values === null) return null;
+    if ((op === "gt" || op === "lt") && !values.every(INT64)) return null;
+    return values.every(isLabelValue) ? values : null;
+  }
+
+  /** `(a, b, …)`, where empty entries are the empty value. */
+  valueSet(): string[] | null {
+    if (this.take(true).tok !== "(") return null;
+    const first = this.peek(true);
+    if (first === ")") {
+      this.take(true);
+      return [""];
+    }
+    if (first !== "id" && first !== ",") return null;
+    const values = this.identifiers();
+    if (values === null || this.take(true).tok !== ")") return null;
+    return [...values];
+  }
+
+  identifiers(): Set<string> | null {
+    const values = new Set<string>();
+    for (;;) {
+      const v = this.take(true);
+      const after = this.peek(true);
+      if (v.tok === "id") {
+        values.add(v.lit);
+        if (after === ")") return values;
+        if (after !== ",") return null;
+      } else if (v.tok === ",") {
+        if (values.size === 0 || after === ")" || after === ",") values.add("");
+        if (after === ")") return values;
+      } else return null;
+    }
+  }
+
+  exactValue(): string[] | null {
+    const next = this.peek(true);
+    if (next === "eos" || next === ",") return [""];
+    const v = this.take(true);
+    return v.tok === "id" ? [v.lit] : null;
   }
 }
 
@@ -102,123 +208,34 @@ function lex(s: string): Array<{ tok: Tok; lit: string }> {
  * formats, integer values of `>` and `<`). Returns the requirements, or null when it is invalid.
  */
 export function parseLabelSelector(selector: string): LabelRequirement[] | null {
-  const items = lex(selector);
-  let i = 0;
-  // In a value position, `in` and `notin` are plain identifiers.
-  const peek = (values: boolean): Tok => {
-    const t = (items[i] as { tok: Tok }).tok;
-    return values && (t === "in" || t === "notin") ? "id" : t;
-  };
-  const take = (values: boolean): { tok: Tok; lit: string } => {
-    const item = items[i++] as { tok: Tok; lit: string };
-    return { tok: values && (item.tok === "in" || item.tok === "notin") ? "id" : item.tok, lit: item.lit };
-  };
-  const reqs: LabelRequirement[] = [];
-
-  const requirement = (): LabelRequirement | null => {
-    let op: LabelRequirement["op"] | null = null;
-    let t = take(true);
-    if (t.tok === "!") {
-      op = "!";
-      t = take(true);
-    }
-    if (t.tok !== "id" || !isLabelKey(t.lit)) return null;
-    const key = t.lit;
-    const next = peek(true);
-    if (next === "eos" || next === ",") return { key, op: op ?? "exists", values: [] };
-    if (op === "!") return { key, op, values: [] };
-    const o = take(false).tok;
-    const ops: Partial<Record<Tok, LabelRequirement["op"]>> = { in: "in", "=": "=", "==": "==", ">": "gt", "<": "lt", notin: "notin", "!=": "!=" };
-    const operator = ops[o];
-    if (operator === undefined) return null;
-    const values = new Set<string>();
-    if (operator === "in" || operator === "notin") {
-      if (take(true).tok !== "(") return null;
-      const first = peek(true);
-      if (first === ")") {
-        take(true);
-        values.add("");
-      } else if (first === "id" || first === ",") {
-        for (;;) {
-          const v = take(true);
-          if (v.tok === "id") {
-            values.add(v.lit);
-            const after = peek(true);
-            if (after === ",") continue;
-            if (after === ")") break;
-            return null;
-          }
-          if (v.tok === ",") {
-            if (values.size === 0) values.add("");
-            const after = peek(true);
-            if (after === ")") {
-              values.add("");
-              break;
-            }
-            if (after === ",") values.add("");
-            continue;
-          }
-          return null;
-        }
-        if (take(true).tok !== ")") return null;
-      } else return null;
-    } else {
-      const next2 = peek(true);
-      if (next2 === "eos" || next2 === ",") values.add("");
-      else {
-        const v = take(true);
-        if (v.tok !== "id") return null;
-        values.add(v.lit);
-      }
-    }
-    const list = [...values];
-    if ((operator === "gt" || operator === "lt") && !list.every((v) => /^[+-]?[0-9]+$/.test(v) && BigInt(v) >= -(2n ** 63n) && BigInt(v) < 2n ** 63n)) return null;
-    if (!list.every(isLabelValue)) return null;
-    return { key, op: operator, values: list };
-  };
-
-  for (;;) {
-    const t = peek(true);
-    if (t === "eos") break;
-    if (t !== "id" && t !== "!") return null;
-    const r = requirement();
-    if (r === null) return null;
-    reqs.push(r);
-    const after = take(true).tok;
-    if (after === "eos") break;
-    if (after !== ",") return null;
-    const t2 = peek(true);
-    if (t2 !== "id" && t2 !== "!") return null;
-  }
-  return reqs.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  return new Parser(new Lexer(selector).all()).selector();
 }
 
+type Labels = Readonly<Record<string, string>>;
+
+function compareInt(r: LabelRequirement, v: string | undefined): boolean {
+  if (v === undefined || !/^[+-]?[0-9]+$/.test(v)) return false;
+  const a = BigInt(v);
+  const b = BigInt(r.values[0] as string);
+  return r.op === "gt" ? a > b : a < b;
+}
+
+/** apimachinery's `Requirement.Matches`, one operator each. */
+const MATCHES: Record<LabelRequirement["op"], (r: LabelRequirement, v: string | undefined) => boolean> = {
+  in: (r, v) => v !== undefined && r.values.includes(v),
+  "=": (r, v) => v !== undefined && r.values.includes(v),
+  "==": (r, v) => v !== undefined && r.values.includes(v),
+  notin: (r, v) => v === undefined || !r.values.includes(v),
+  "!=": (r, v) => v === undefined || !r.values.includes(v),
+  exists: (_r, v) => v !== undefined,
+  "!": (_r, v) => v === undefined,
+  gt: compareInt,
+  lt: compareInt,
+};
+
 /** Whether labels satisfy every requirement (apimachinery's `Requirement.Matches`). */
-export function labelsMatch(reqs: readonly LabelRequirement[], labels: Readonly<Record<string, string>>): boolean {
-  return reqs.every((r) => {
-    const has = Object.prototype.hasOwnProperty.call(labels, r.key);
-    const v = has ? (labels[r.key] as string) : undefined;
-    switch (r.op) {
-      case "in":
-      case "=":
-      case "==":
-        return v !== undefined && r.values.includes(v);
-      case "notin":
-      case "!=":
-        return v === undefined || !r.values.includes(v);
-      case "exists":
-        return has;
-      case "!":
-        return !has;
-      case "gt":
-      case "lt": {
-        if (v === undefined || !/^[+-]?[0-9]+$/.test(v)) return false;
-        const a = BigInt(v);
-        const b = BigInt(r.values[0] as string);
-        return r.op === "gt" ? a > b : a < b;
-      }
-    }
-  });
+export function labelsMatch(reqs: readonly LabelRequirement[], labels: Labels): boolean {
+  return reqs.every((r) => MATCHES[r.op](r, Object.prototype.hasOwnProperty.call(labels, r.key) ? labels[r.key] : undefined));
 }
 
 // ---- field selectors --------------------------------------------------------------------------------

@@ -107,28 +107,20 @@ export class TokenValidator {
 
   /** Verifies `token`, returning its claims or the problem. Never throws. */
   async verify(token: string | undefined | null): Promise<Verified<JWTPayload>> {
-    if (token === undefined || token === null || token === "") return { ok: false, problem: "missing" };
-    if (typeof token !== "string" || token.length > MAX_TOKEN_BYTES) return { ok: false, problem: "too_large" };
-    let header: { alg?: unknown; kid?: unknown };
-    try {
-      header = decodeProtectedHeader(token);
-    } catch {
-      return { ok: false, problem: "malformed" };
-    }
-    if (header.alg !== TOKEN_ALGORITHM) return { ok: false, problem: "wrong_alg" };
-    if (typeof header.kid !== "string" || header.kid === "") return { ok: false, problem: "no_kid" };
+    const head = precheck(token);
+    if (typeof head === "string") return { ok: false, problem: head };
     let jwks: JSONWebKeySet;
     try {
       jwks = await this.#o.jwks();
     } catch {
       return { ok: false, problem: "keys_unavailable" };
     }
-    if (!jwks.keys.some((k) => k.kid === header.kid)) return { ok: false, problem: "unknown_kid" };
+    if (!jwks.keys.some((k) => k.kid === head.kid)) return { ok: false, problem: "unknown_kid" };
     const now = (this.#o.clock ?? Date.now)();
     const tolerance = this.#o.clockToleranceSeconds ?? 0;
     let payload: JWTPayload;
     try {
-      ({ payload } = await jwtVerify(token, createLocalJWKSet(jwks), {
+      ({ payload } = await jwtVerify(head.token, createLocalJWKSet(jwks), {
         algorithms: [TOKEN_ALGORITHM],
         issuer: this.#o.issuer ?? DEFAULT_ISSUER,
         requiredClaims: ["exp", "iat", "sub"],
@@ -138,17 +130,36 @@ export class TokenValidator {
     } catch (err) {
       return { ok: false, problem: joseProblem(err) };
     }
-    // Exactly one audience: a string, or a list of one. A token for two audiences is for neither.
+    const problem = this.#claimsProblem(payload, now / 1000 + tolerance);
+    return problem === null ? { ok: true, claims: payload, expiresAt: new Date((payload.exp as number) * 1000) } : { ok: false, problem };
+  }
+
+  /** Exactly one audience (a string, or a list of one: a token for two audiences is for neither), and a bounded life. */
+  #claimsProblem(payload: JWTPayload, latestIat: number): TokenProblem | null {
     const aud = payload.aud;
     const audiences = typeof aud === "string" ? [aud] : Array.isArray(aud) ? aud : [];
-    if (audiences.length !== 1 || audiences[0] !== this.#o.audience) return { ok: false, problem: "wrong_audience" };
+    if (audiences.length !== 1 || audiences[0] !== this.#o.audience) return "wrong_audience";
     const iat = payload.iat as number;
-    const exp = payload.exp as number;
-    if (iat > now / 1000 + tolerance) return { ok: false, problem: "issued_in_future" };
-    if (exp - iat > this.#o.maxLifetimeSeconds) return { ok: false, problem: "lifetime_too_long" };
-    if (typeof payload.sub !== "string" || payload.sub === "") return { ok: false, problem: "missing_claim" };
-    return { ok: true, claims: payload, expiresAt: new Date(exp * 1000) };
+    if (iat > latestIat) return "issued_in_future";
+    if ((payload.exp as number) - iat > this.#o.maxLifetimeSeconds) return "lifetime_too_long";
+    if (typeof payload.sub !== "string" || payload.sub === "") return "missing_claim";
+    return null;
   }
+}
+
+/** The checks before any key is looked at: present, not too large, a JWS header with ES256 and a key ID. */
+function precheck(token: string | undefined | null): TokenProblem | { token: string; kid: string } {
+  if (token === undefined || token === null || token === "") return "missing";
+  if (typeof token !== "string" || token.length > MAX_TOKEN_BYTES) return "too_large";
+  let header: { alg?: unknown; kid?: unknown };
+  try {
+    header = decodeProtectedHeader(token);
+  } catch {
+    return "malformed";
+  }
+  if (header.alg !== TOKEN_ALGORITHM) return "wrong_alg";
+  if (typeof header.kid !== "string" || header.kid === "") return "no_kid";
+  return { token, kid: header.kid };
 }
 
 function joseProblem(err: unknown): TokenProblem {
