@@ -19,7 +19,7 @@ export type { LabelRequirement, FieldTerm } from "./selectors.js";
 export { ruleAllows, rulesAllow, firstAllowing } from "./rbac-match.js";
 
 /** The signing keys: ES256 with key IDs, rotation with overlap, published as a JWKS. */
-export { KeyRing, MemoryKeyStore, FileKeyStore } from "./key-ring.js";
+export { KeyRing, MemoryKeyStore, FileKeyStore, jwksHandler } from "./key-ring.js";
 export type { KeyStore, KeyRingOptions, StoredKey } from "./key-ring.js";
 /** Tokens: the ES256 signer, the one-audience validator, PluginTokens and user sessions. */
 export {

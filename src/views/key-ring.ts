@@ -7,6 +7,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { mkdirSync, readFileSync, renameSync, writeFileSync, existsSync } from "node:fs";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import { dirname } from "node:path";
 import { exportJWK, generateKeyPair, importJWK, type CryptoKey, type JSONWebKeySet, type JWK } from "jose";
 
@@ -158,4 +159,22 @@ export class KeyRing {
     if (k === undefined) throw new Error("the key ring has no signing key");
     return k;
   }
+}
+
+/**
+ * Publishes the ring's public keys (`GET` or `HEAD`, `application/jwk-set+json`), cacheable for a
+ * minute: well inside the overlap a rotation keeps, so a cached copy always holds the signer's key
+ * or the key of any token still valid.
+ */
+export function jwksHandler(ring: KeyRing): (req: IncomingMessage, res: ServerResponse) => void {
+  return (req, res) => {
+    if (req.method !== "GET" && req.method !== "HEAD") {
+      res.writeHead(405, { allow: "GET, HEAD", "content-length": "0" });
+      res.end();
+      return;
+    }
+    const body = JSON.stringify(ring.jwks());
+    res.writeHead(200, { "content-type": "application/jwk-set+json", "cache-control": "public, max-age=60", "content-length": String(Buffer.byteLength(body)) });
+    res.end(req.method === "HEAD" ? undefined : body);
+  };
 }

@@ -16,7 +16,7 @@ import { TokenService } from "../gen/openfief/auth/v1/token_pb.js";
 import { readBody, sendJson } from "./http.js";
 import type { ViewMetrics } from "./metrics.js";
 import type { Installation, Installations, ViewAccess } from "./ports.js";
-import { bearerToken, signPluginToken } from "./tokens.js";
+import { PLUGIN_TOKEN_TTL_SECONDS, bearerToken, signPluginToken } from "./tokens.js";
 import type { TokenProblem, TokenSigner, UserTokenValidator } from "./tokens.js";
 
 /** Stable error codes of the mint, each with its HTTP status (JSON route) and Connect code. */
@@ -54,6 +54,8 @@ export interface MintDeps {
   readonly signer: TokenSigner;
   /** This control plane's cluster, bound into every token. */
   readonly clusterId: string;
+  /** A PluginToken's lifetime: 900 seconds (FUN-17), or less (a browser test of refreshing). Never more. */
+  readonly ttlSeconds?: number;
   readonly logger?: Logger;
   readonly metrics?: ViewMetrics;
 }
@@ -98,6 +100,7 @@ async function mint(deps: MintDeps, req: MintRequest): Promise<{ ok: true; value
   if (installation === null) return refuse("not_found", "no_installation", "no such installation");
   if (installation.state === "deleting") return refuse("failed_precondition", "deleting", "the installation is being deleted");
   if (installation.state !== "ready") return refuse("failed_precondition", "view_not_running", "no view of this installation runs: it is not granted the view capability, or nothing of it runs");
+  const ttl = Math.min(PLUGIN_TOKEN_TTL_SECONDS, Math.max(1, Math.floor(deps.ttlSeconds ?? PLUGIN_TOKEN_TTL_SECONDS)));
   const { token, expiresAt } = await signPluginToken(deps.signer, {
     sub: user,
     installation_id: installation.id,
@@ -106,7 +109,7 @@ async function mint(deps: MintDeps, req: MintRequest): Promise<{ ok: true; value
     plugin_version: installation.pluginVersion,
     definition_hash: installation.definitionHash,
     installation_name: installation.name,
-  });
+  }, ttl);
   return { ok: true, value: { token, expiresAt, installation } };
 }
 

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { pluginStream } from "../../src/events/index.js";
 import type { EventStore } from "../../src/events/index.js";
 import { TokenService } from "../../src/gen/openfief/auth/v1/token_pb.js";
-import { LogInstallations, MINT_ERRORS, PLUGIN_AUDIENCE, USER_AUDIENCE, definitionHash, mintJsonHandler, mintRoutes, signPluginToken } from "../../src/views/index.js";
+import { LogInstallations, MINT_ERRORS, PLUGIN_AUDIENCE, PluginTokenValidator, USER_AUDIENCE, definitionHash, jwksHandler, mintJsonHandler, mintRoutes, signPluginToken } from "../../src/views/index.js";
 import { parseManifest } from "../../src/plugins/index.js";
 import { IMAGE, MANIFEST, PLUGIN, call, capturedLogger, installView, mintDeps, serve, tempStore, tokens } from "./support.js";
 
@@ -101,6 +101,24 @@ describe("the mint's JSON route", () => {
     expect(r.status).toBe(413);
   });
 
+  it("mints shorter tokens when configured to, never longer than 15 minutes", async () => {
+    const short = await serve(mintJsonHandler({ ...deps, ttlSeconds: 30 }));
+    const long = await serve(mintJsonHandler({ ...deps, ttlSeconds: 3600 }));
+    const session = `Bearer ${await t.session("alice")}`;
+    const body = JSON.stringify({ installationId: id });
+    const a = await call(short.url, "POST", "/x", { "content-type": "application/json", authorization: session }, body);
+    const b = await call(long.url, "POST", "/x", { "content-type": "application/json", authorization: session }, body);
+    await short.close();
+    await long.close();
+    const life = async (r: typeof a): Promise<number> => {
+      const v = await t.plugins.verify(String(r.json()["token"]));
+      if (!v.ok) throw new Error(v.problem);
+      return (v.claims as unknown as { exp: number; iat: number }).exp - (v.claims as unknown as { iat: number }).iat;
+    };
+    expect(await life(a)).toBe(30);
+    expect(await life(b)).toBe(900);
+  });
+
   it("never logs a token", async () => {
     await mint("Bearer abc.def.ghi");
     const text = JSON.stringify(log.lines());
@@ -112,6 +130,20 @@ describe("the mint's JSON route", () => {
     const text = await deps.registry.metrics();
     expect(text).toMatch(/openfief_plugin_token_mints_total\{outcome="ok"\} [1-9]/);
     expect(text).toMatch(/openfief_plugin_token_mints_total\{outcome="unauthenticated"\} [1-9]/);
+  });
+});
+
+describe("the published keys", () => {
+  it("let a verifier that holds only the JWKS (fetched over HTTP) check a minted token", async () => {
+    const keys = await serve(jwksHandler(t.ring));
+    const r = await call(keys.url, "GET", "/.well-known/jwks.json");
+    await keys.close();
+    expect(r.headers["content-type"]).toBe("application/jwk-set+json");
+    const jwks = r.json() as unknown as { keys: Array<Record<string, unknown>> };
+    expect(jwks.keys.every((k) => k["d"] === undefined)).toBe(true);
+    const minted = await mint(`Bearer ${await t.session("alice")}`);
+    const remote = new PluginTokenValidator({ jwks: () => jwks as never });
+    expect((await remote.verify(String(minted.json()["token"]))).ok).toBe(true);
   });
 });
 
