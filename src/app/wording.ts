@@ -104,6 +104,7 @@ const DESCRIBE: { readonly [T in KnownEvent["type"]]: (e: Extract<KnownEvent, { 
   "plugin.call": (e) => `a call of ${e.data.method} failed with ${e.data.code}${e.data.source === "plugin" ? " (reported by the plugin)" : ""}: ${e.data.message}`,
   "plugin.calls": (e) => `${e.data.succeeded} call(s) of ${e.data.runtime === "wasm" ? "module" : "executable"} ${e.data.digest} succeeded between ${e.data.from} and ${e.data.to}`,
   "executable.permitted": (e) => `the unconfined executable ${e.data.executable} (${e.data.digest}) was permitted by ${e.actor}`,
+  "gateway.decision": (e) => `the gateway ${e.data.decision === "allow" ? "allowed" : `refused at ${e.data.gate} (${e.data.status ?? "?"})`} ${e.data.user}'s ${e.data.method} ${e.data.path} through ${e.data.installationName}`,
 };
 
 /** One sentence about an event, for the cause chain and the log. */
