@@ -5,7 +5,8 @@
 //      default HEAD~1). Skipped, with a notice, when there is no such commit (a fresh repository or
 //      a shallow clone) or when the contract did not exist in it yet: never a false failure;
 //   3. regenerating the TypeScript into a temporary directory must give exactly the committed
-//      sdk/src/gen.
+//      sdk/src/gen (buf.gen.yaml: the contracts of the SDK) and src/gen (buf.gen.core.yaml: the
+//      control plane's own services).
 // Only local inputs: buf and protoc-gen-es come from node_modules/.bin.
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, existsSync } from "node:fs";
@@ -16,7 +17,11 @@ import { fileURLToPath } from "node:url";
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const bin = join(root, "node_modules", ".bin");
 const env = { ...process.env, PATH: `${bin}${delimiter}${process.env.PATH ?? ""}` };
-const GEN_DIR = join("sdk", "src", "gen");
+// Each template and the directory it generates into.
+const TEMPLATES = [
+  { template: "buf.gen.yaml", dir: join("sdk", "src", "gen") },
+  { template: "buf.gen.core.yaml", dir: join("src", "gen") },
+];
 
 let failed = false;
 
@@ -103,28 +108,30 @@ function listFiles(dir) {
   return out.sort();
 }
 
-const out = mkdtempSync(join(tmpdir(), "check-proto-gen-"));
-try {
-  if (step("buf generate (into a temporary directory)", run("buf", ["generate", "--output", out]))) {
-    const fresh = join(out, GEN_DIR);
-    const committed = join(root, GEN_DIR);
-    const a = listFiles(fresh);
-    const b = listFiles(committed);
-    const stale = [];
-    for (const f of new Set([...a, ...b])) {
-      const x = existsSync(join(fresh, f)) ? readFileSync(join(fresh, f)) : null;
-      const y = existsSync(join(committed, f)) ? readFileSync(join(committed, f)) : null;
-      if (x === null || y === null || !x.equals(y)) stale.push(join(GEN_DIR, f));
+for (const { template, dir: GEN_DIR } of TEMPLATES) {
+  const out = mkdtempSync(join(tmpdir(), "check-proto-gen-"));
+  try {
+    if (step(`buf generate --template ${template} (into a temporary directory)`, run("buf", ["generate", "--template", template, "--output", out]))) {
+      const fresh = join(out, GEN_DIR);
+      const committed = join(root, GEN_DIR);
+      const a = listFiles(fresh);
+      const b = listFiles(committed);
+      const stale = [];
+      for (const f of new Set([...a, ...b])) {
+        const x = existsSync(join(fresh, f)) ? readFileSync(join(fresh, f)) : null;
+        const y = existsSync(join(committed, f)) ? readFileSync(join(committed, f)) : null;
+        if (x === null || y === null || !x.equals(y)) stale.push(join(GEN_DIR, f));
+      }
+      if (stale.length > 0) {
+        console.error(`check-proto: generated code is not up to date (run \`npm run gen:proto\`): ${stale.join(", ")}`);
+        failed = true;
+      } else {
+        console.log(`check-proto: ${GEN_DIR} is up to date`);
+      }
     }
-    if (stale.length > 0) {
-      console.error(`check-proto: generated code is not up to date (run \`npm run gen:proto\`): ${stale.join(", ")}`);
-      failed = true;
-    } else {
-      console.log("check-proto: generated code is up to date");
-    }
+  } finally {
+    rmSync(out, { recursive: true, force: true });
   }
-} finally {
-  rmSync(out, { recursive: true, force: true });
 }
 
 process.exit(failed ? 1 : 0);

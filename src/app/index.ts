@@ -9,7 +9,8 @@ export type { Runtime, RuntimeOptions } from "./runtime.js";
 /** Cluster mode: the reconciler driven by Plugin and PluginGrant resources, status written back. */
 export { CLUSTER_ACTOR, clusterReconcilerFactory, kubeChange, observe, observePrevious, recordKubeChanges, signatureState, topologyFromEnv } from "./cluster.js";
 /** The words the faces share: `why`'s codes, events and pending permissions as sentences. */
-export { blockerText, describeEvent, describePending, hostPort, reasonText, whySentences } from "./wording.js";
+export { blockerText, describeEvent, describePending, describeRule, hostPort, reasonText, viewDecisionSentences, whySentences } from "./wording.js";
+export type { PendingLike } from "./wording.js";
 export { lastCallText, problemText, runtimeText, statusText } from "./wording.js";
 /** Errors: one type, one code registry, each code with its exit code and HTTP status. */
 export { APP_ERRORS, AppError, toAppError } from "./errors.js";

@@ -9,7 +9,7 @@
  */
 import { pluginStream, StoreError } from "../events/index.js";
 import type { EventStore } from "../events/index.js";
-import { EMPTY_GRANT_SPEC, isEmptyPending, needsApproval, parseGrant, parsePlugin, validateConfig } from "../plugins/index.js";
+import { EMPTY_GRANT_SPEC, isEmptyPending, needsApproval, parseGrant, parsePlugin, sortRules, validateConfig } from "../plugins/index.js";
 import type { FieldError, GrantSpec, JsonValue, Pending } from "../plugins/index.js";
 import type { Actor } from "./actor.js";
 import { AppError } from "./errors.js";
@@ -87,11 +87,13 @@ export interface Approved {
 
 /** The grant with the pending permissions added: the grant's lists in their order, then the new entries. */
 export function grantWithPending(grant: GrantSpec, pending: Pending): GrantSpec {
+  const rules = [...(grant.rbac ?? []), ...(pending.rbac ?? [])];
   return {
     capabilities: [...grant.capabilities, ...pending.capabilities],
     egress: [...grant.egress, ...pending.egress],
     secrets: [...grant.secrets, ...pending.secrets],
     dataTiers: [...grant.dataTiers, ...pending.dataTiers],
+    ...(rules.length === 0 ? {} : { rbac: sortRules(rules) }),
   };
 }
 

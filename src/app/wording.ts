@@ -5,19 +5,46 @@
  */
 import type { KnownEvent } from "../events/index.js";
 import { EMPTY_PENDING, formatErrors, formatHostPort } from "../plugins/index.js";
-import type { Pending, RolloutReason } from "../plugins/index.js";
+import type { Pending, PolicyRule, PolicyRuleJSON, RolloutReason } from "../plugins/index.js";
+import { describeDecision, summarizeDecisions } from "../views/index.js";
+import type { EventOf } from "../events/index.js";
 import type { Blocker, WhyAnswer } from "../projections/index.js";
 import type { LastCallView, PluginProblem, PluginStatus } from "./plugins.js";
 
+/** A PolicyRule as a phrase: "rule get,list plugins of openfief.io named a,b", "rule get /healthz". */
+export function describeRule(r: PolicyRule | PolicyRuleJSON): string {
+  const urls = r.nonResourceURLs ?? [];
+  const verbs = r.verbs.join(",");
+  if (urls.length > 0) return `rule ${verbs} ${urls.join(",")}`;
+  const groups = (r.apiGroups ?? []).map((g) => (g === "" ? "core" : g)).join(",");
+  const names = r.resourceNames ?? [];
+  return `rule ${verbs} ${(r.resources ?? []).join(",")} of ${groups}${names.length === 0 ? "" : ` named ${names.join(",")}`}`;
+}
+
+/** What can be pending, from a plan (rules in Kubernetes' JSON) or from the model (rules as values). */
+export type PendingLike = Omit<Pending, "rbac"> & { readonly rbac?: readonly (PolicyRule | PolicyRuleJSON)[] };
+
 /** One line naming every pending permission ("nothing" when there is none). */
-export function describePending(p: Pending): string {
+export function describePending(p: PendingLike): string {
   const parts = [
     ...p.capabilities.map((c) => `capability ${c}`),
     ...p.egress.map((h) => `egress ${formatHostPort(h)}`),
     ...p.secrets.map((s) => `Secret ${s}`),
     ...p.dataTiers.map((t) => `data tier ${t}`),
+    ...(p.rbac ?? []).map(describeRule),
   ];
   return parts.length === 0 ? "nothing" : parts.join(", ");
+}
+
+/** A view's recent gateway decisions as lines for `why`: a summary, then one line each, newest first. */
+export function viewDecisionSentences(recent: readonly EventOf<"gateway.decision">[]): string[] {
+  if (recent.length === 0) return [];
+  const s = summarizeDecisions(recent);
+  const by = Object.entries(s.deniedBy).map(([gate, n]) => `${n} at ${gate}`).join(", ");
+  return [
+    `Its view's latest ${recent.length} gateway decisions: ${s.allowed} allowed, ${s.denied} denied${by === "" ? "" : ` (${by})`}:`,
+    ...recent.map((e) => `  - ${describeDecision(e)}`),
+  ];
 }
 
 const REASON_TEXT: Record<RolloutReason, string> = {
@@ -77,6 +104,7 @@ const DESCRIBE: { readonly [T in KnownEvent["type"]]: (e: Extract<KnownEvent, { 
   "plugin.call": (e) => `a call of ${e.data.method} failed with ${e.data.code}${e.data.source === "plugin" ? " (reported by the plugin)" : ""}: ${e.data.message}`,
   "plugin.calls": (e) => `${e.data.succeeded} call(s) of ${e.data.runtime === "wasm" ? "module" : "executable"} ${e.data.digest} succeeded between ${e.data.from} and ${e.data.to}`,
   "executable.permitted": (e) => `the unconfined executable ${e.data.executable} (${e.data.digest}) was permitted by ${e.actor}`,
+  "gateway.decision": (e) => `the gateway ${e.data.decision === "allow" ? "allowed" : `refused at ${e.data.gate} (${e.data.status ?? "?"})`} ${e.data.user}'s ${e.data.method} ${e.data.path} through ${e.data.installationName}`,
 };
 
 /** One sentence about an event, for the cause chain and the log. */
@@ -119,7 +147,7 @@ export function whySentences(a: WhyAnswer): string[] {
   const current = a.inputs.current?.image;
   if (!a.deployable.ok && current !== undefined) for (const b of a.deployable.because) out.push(`${current} could not run: ${blockerText(b)}.`);
   // A grant has the shape of what can be pending: capabilities, egress, Secret names, data tiers.
-  out.push(`The grant approved: ${describePending({ ...EMPTY_PENDING, ...(a.inputs.grant as Partial<Pending>) })}.`);
+  out.push(`The grant approved: ${describePending({ ...EMPTY_PENDING, ...(a.inputs.grant as Partial<PendingLike>) })}.`);
   if (a.chain.length > 0) {
     out.push("It was caused by:");
     for (const e of a.chain) out.push(`  - event ${e.seq} (${e.time}): ${describeEvent(e)}`);

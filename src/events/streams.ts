@@ -1,7 +1,7 @@
 /**
  * Stream names. A stream groups the events of one subject and carries its own version for
- * optimistic concurrency: `plugin/<name>`, `egress/<name>`, and the singletons `trust`, `owner`,
- * `system` and `egress/-`.
+ * optimistic concurrency: `plugin/<name>`, `egress/<name>`, `gateway/<name>` (a view's gateway
+ * decisions), and the singletons `trust`, `owner`, `system` and `egress/-`.
  */
 import { MAX_PLUGIN_NAME } from "../plugins/index.js";
 
@@ -14,7 +14,7 @@ export const EGRESS_ANONYMOUS_STREAM = "egress/-";
 export const SINGLETON_STREAMS: readonly string[] = ["trust", "owner", "system", EGRESS_ANONYMOUS_STREAM];
 
 /** Kinds of stream that hold one subject named after the slash. */
-export type StreamKind = "plugin" | "egress";
+export type StreamKind = "plugin" | "egress" | "gateway";
 
 /** True for a valid plugin name (a DNS-1123 label short enough for `plugin-<name>`). */
 export function isPluginName(name: string): boolean {
@@ -31,6 +31,11 @@ export function egressStream(name: string): string {
   return `egress/${name}`;
 }
 
+/** `gateway/<name>`: the gateway's decisions for the view of plugin `<name>`. */
+export function gatewayStream(name: string): string {
+  return `gateway/${name}`;
+}
+
 /** Splits a stream into its kind and subject; null when the stream name is not valid. */
 export function parseStream(stream: string): { kind: StreamKind; name: string } | { kind: "singleton"; name: string } | null {
   if (SINGLETON_STREAMS.includes(stream)) return { kind: "singleton", name: stream };
@@ -38,6 +43,6 @@ export function parseStream(stream: string): { kind: StreamKind; name: string } 
   if (slash < 0) return null;
   const kind = stream.slice(0, slash);
   const name = stream.slice(slash + 1);
-  if ((kind === "plugin" || kind === "egress") && isPluginName(name)) return { kind, name };
+  if ((kind === "plugin" || kind === "egress" || kind === "gateway") && isPluginName(name)) return { kind, name };
   return null;
 }

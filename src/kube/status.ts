@@ -7,8 +7,8 @@
 import { CustomObjectsApi, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import { canonicalize } from "json-canonicalize";
 import type { KubeConfig } from "@kubernetes/client-node";
-import { API_GROUP, API_VERSION, NAMESPACE } from "../plugins/index.js";
-import type { EgressHost, JsonValue, Pending } from "../plugins/index.js";
+import { API_GROUP, API_VERSION, NAMESPACE, rulesToJSON } from "../plugins/index.js";
+import type { EgressHost, JsonValue, Pending, PolicyRuleJSON } from "../plugins/index.js";
 import { apiError } from "./errors.js";
 import { OPERATOR_FIELD_MANAGER } from "./target.js";
 
@@ -51,6 +51,8 @@ export interface PendingApprovalStatus {
   readonly egress: Array<{ host: string; port: number }>;
   readonly secrets: string[];
   readonly dataTiers: string[];
+  /** The view's PolicyRules pending approval (Kubernetes' rule JSON); absent when none. */
+  readonly rbac?: PolicyRuleJSON[];
 }
 
 /** The Plugin's `status`. */
@@ -102,13 +104,15 @@ function deployedStatus(d: DeployedVersion): DeployedVersion {
 type Draft = Omit<Condition, "lastTransitionTime" | "observedGeneration">;
 
 function pendingStatus(p: Pending): PendingApprovalStatus | null {
-  const empty = p.capabilities.length + p.egress.length + p.secrets.length + p.dataTiers.length === 0;
+  const rules = p.rbac ?? [];
+  const empty = p.capabilities.length + p.egress.length + p.secrets.length + p.dataTiers.length + rules.length === 0;
   if (empty) return null;
   return {
     capabilities: [...p.capabilities],
     egress: p.egress.map((h: EgressHost) => ({ host: h.host, port: h.port })),
     secrets: [...p.secrets],
     dataTiers: [...p.dataTiers],
+    ...(rules.length === 0 ? {} : { rbac: rulesToJSON(rules) }),
   };
 }
 
@@ -119,6 +123,7 @@ function approvalCondition(p: PendingApprovalStatus | null): Draft {
   if (p.egress.length > 0) parts.push(`egress ${p.egress.map((h) => `${h.host}:${h.port}`).join(", ")}`);
   if (p.secrets.length > 0) parts.push(`secrets ${p.secrets.join(", ")}`);
   if (p.dataTiers.length > 0) parts.push(`data tiers ${p.dataTiers.join(", ")}`);
+  if (p.rbac !== undefined && p.rbac.length > 0) parts.push(`${p.rbac.length} rbac rule(s)`);
   return { type: "ApprovalRequired", status: "True", reason: "PendingApproval", message: `awaiting approval in the PluginGrant: ${parts.join("; ")}` };
 }
 

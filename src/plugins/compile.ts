@@ -23,6 +23,7 @@ import type { EffectivePermissions } from "./effective.js";
 import { ErrorCode, fail, fieldError, join, ok } from "./errors.js";
 import type { FieldError, Result } from "./errors.js";
 import type { ImageRef } from "./image-ref.js";
+import type { PolicyRule } from "./rbac.js";
 import { SA_JWKS_CONFIGMAP, SA_JWKS_DIR, SA_JWKS_ITEMS, SA_JWKS_VOLUME, coreSubjectProblems } from "./jwks.js";
 import type { Capability, EgressHost, JsonValue, SecretMount } from "./types.js";
 
@@ -145,6 +146,7 @@ interface WorkloadData {
   allowList: EgressHost[];
   capabilities: Capability[];
   dataTiers: string[];
+  rbac: PolicyRule[];
 }
 
 let construct: (d: WorkloadData) => Workload;
@@ -249,6 +251,10 @@ export class Workload {
   get dataTiers(): string[] {
     return [...this.#d.dataTiers];
   }
+  /** The effective PolicyRules, sorted: the ClusterRole `plugin-<name>-scope` holds them (none: no ClusterRole). */
+  get rbac(): PolicyRule[] {
+    return this.#d.rbac.map((r) => ({ ...r }));
+  }
 
   /** Plain JSON form, with the image as its reference string; byte-stable for equal workloads. */
   toJSON(): Record<string, unknown> {
@@ -271,6 +277,7 @@ export class Workload {
       allowList: this.allowList,
       capabilities: this.capabilities,
       dataTiers: this.dataTiers,
+      ...(this.#d.rbac.length > 0 ? { rbac: this.rbac } : {}),
     };
   }
 }
@@ -519,6 +526,7 @@ export function compile(plugin: CompileInput, e: EffectivePermissions, topology:
       allowList,
       capabilities: e.capabilities,
       dataTiers: e.dataTiers,
+      rbac: e.rbac,
     }),
   );
 }

@@ -6,6 +6,9 @@
 import { egressKey } from "./egress-host.js";
 import { ErrorCode, fail, fieldError, ok } from "./errors.js";
 import type { Result } from "./errors.js";
+import { rulesToJSON } from "./rbac.js";
+import type { PolicyRule, PolicyRuleJSON } from "./rbac.js";
+import { intersectRules, uncoveredRules } from "./rbac-scope.js";
 import type { Capability, EgressHost, GrantSpec, Manifest, SecretMount } from "./types.js";
 
 /** Code-unit order: the same on every machine and locale, unlike localeCompare. */
@@ -37,6 +40,7 @@ let construct: (
   egress: EgressHost[],
   secrets: SecretMount[],
   dataTiers: string[],
+  rbac: PolicyRule[],
 ) => EffectivePermissions;
 
 /**
@@ -49,16 +53,18 @@ export class EffectivePermissions {
   readonly #egress: readonly EgressHost[];
   readonly #secrets: readonly SecretMount[];
   readonly #dataTiers: readonly string[];
+  readonly #rbac: readonly PolicyRule[];
 
-  private constructor(capabilities: Capability[], egress: EgressHost[], secrets: SecretMount[], dataTiers: string[]) {
+  private constructor(capabilities: Capability[], egress: EgressHost[], secrets: SecretMount[], dataTiers: string[], rbac: PolicyRule[]) {
     this.#capabilities = capabilities;
     this.#egress = egress;
     this.#secrets = secrets;
     this.#dataTiers = dataTiers;
+    this.#rbac = rbac;
   }
 
   static {
-    construct = (c, e, s, d) => new EffectivePermissions(c, e, s, d);
+    construct = (c, e, s, d, r) => new EffectivePermissions(c, e, s, d, r);
   }
 
   /** Granted capabilities, sorted; never empty. */
@@ -81,14 +87,23 @@ export class EffectivePermissions {
     return [...this.#dataTiers];
   }
 
+  /**
+   * The effective PolicyRules (docs/adr/0021): requested ∩ granted, and none unless the view
+   * capability is granted. What the plugin's ClusterRole holds and the gateway enforces.
+   */
+  get rbac(): PolicyRule[] {
+    return this.#rbac.map((r) => ({ ...r, apiGroups: [...r.apiGroups], resources: [...r.resources], verbs: [...r.verbs], resourceNames: [...r.resourceNames], nonResourceURLs: [...r.nonResourceURLs] }));
+  }
+
   /** Whether any egress host is granted: only then does a plugin get the egress token and proxy. */
   get hasEgress(): boolean {
     return this.#egress.length > 0;
   }
 
-  /** Plain, sorted JSON form, for events and comparisons. */
-  toJSON(): { capabilities: Capability[]; egress: EgressHost[]; secrets: SecretMount[]; dataTiers: string[] } {
-    return { capabilities: this.capabilities, egress: this.egress, secrets: this.secrets, dataTiers: this.dataTiers };
+  /** Plain, sorted JSON form, for events and comparisons; `rbac` only when some rule is effective. */
+  toJSON(): { capabilities: Capability[]; egress: EgressHost[]; secrets: SecretMount[]; dataTiers: string[]; rbac?: PolicyRuleJSON[] } {
+    const out = { capabilities: this.capabilities, egress: this.egress, secrets: this.secrets, dataTiers: this.dataTiers };
+    return this.#rbac.length === 0 ? out : { ...out, rbac: rulesToJSON(this.#rbac) };
   }
 
   /** Same permissions, list for list. */
@@ -115,7 +130,9 @@ export function effective(manifest: Manifest, grant: GrantSpec): Result<Effectiv
   const secrets = sortedSecrets(manifest.secrets.filter((s) => grantedSecrets.has(s.name)));
   const grantedTiers = new Set(grant.dataTiers);
   const dataTiers = sortedUnique(manifest.dataTiers.filter((t) => grantedTiers.has(t)));
-  return ok(construct(capabilities, egress, secrets, dataTiers));
+  // Rules serve only the view: without it granted, no rule is (docs/adr/0021).
+  const rbac = capabilities.includes("view") ? intersectRules(manifest.rbac ?? [], grant.rbac ?? []) : [];
+  return ok(construct(capabilities, egress, secrets, dataTiers, rbac));
 }
 
 /** What a manifest requests beyond its grant: the difference the owner must approve. Every list sorted. */
@@ -125,6 +142,8 @@ export interface Pending {
   /** Secret names, since a grant approves Secrets by name. */
   readonly secrets: readonly string[];
   readonly dataTiers: readonly string[];
+  /** The requested PolicyRules the grant's rules do not wholly allow; absent when none. */
+  readonly rbac?: readonly PolicyRule[];
 }
 
 /** Nothing pending. */
@@ -141,15 +160,17 @@ export function needsApproval(manifest: Manifest, grant: GrantSpec): Pending {
   const grantedHosts = new Set(grant.egress.map(egressKey));
   const grantedSecrets = new Set(grant.secrets);
   const grantedTiers = new Set(grant.dataTiers);
+  const rbac = uncoveredRules(manifest.rbac ?? [], grant.rbac ?? []);
   return {
     capabilities: sortedUnique(manifest.capabilities.filter((c) => !grantedCaps.has(c))),
     egress: sortedEgress(manifest.egress.filter((h) => !grantedHosts.has(egressKey(h)))),
     secrets: sortedUnique(manifest.secrets.map((s) => s.name).filter((n) => !grantedSecrets.has(n))),
     dataTiers: sortedUnique(manifest.dataTiers.filter((t) => !grantedTiers.has(t))),
+    ...(rbac.length > 0 ? { rbac } : {}),
   };
 }
 
 /** Whether nothing is pending approval. */
 export function isEmptyPending(p: Pending): boolean {
-  return p.capabilities.length === 0 && p.egress.length === 0 && p.secrets.length === 0 && p.dataTiers.length === 0;
+  return p.capabilities.length === 0 && p.egress.length === 0 && p.secrets.length === 0 && p.dataTiers.length === 0 && (p.rbac === undefined || p.rbac.length === 0);
 }

@@ -49,6 +49,11 @@ export const ErrorCode = {
   NotAPlugin: "not_a_plugin",
   // topology
   InvalidTopology: "invalid_topology",
+  // views: PolicyRules and the UI bundle
+  InvalidRbacRule: "invalid_rbac_rule",
+  RbacLimitExceeded: "rbac_limit_exceeded",
+  ViewRequired: "view_required",
+  InvalidUiBundle: "invalid_ui_bundle",
 } as const;
 
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];

@@ -61,3 +61,17 @@ export type { AllowLists, EgressDecision, EgressReason } from "./allowlist.js";
 
 /** ServiceAccount names of plugins, both ways. */
 export { serviceAccountName, serviceAccountUsername, pluginForServiceAccount } from "./service-account.js";
+
+/** PolicyRules of view plugins (seed 002): strict parsing with caps, Kubernetes' field matchers. */
+export {
+  parsePolicyRules, parsePolicyRule, sortRules, sameRules, normalizeRule, ruleKey, ruleToJSON, rulesToJSON,
+  verbMatches, apiGroupMatches, resourceMatches, resourceNameMatches, nonResourceURLMatches, RBAC_LIMITS, WILDCARD,
+} from "./rbac.js";
+export type { PolicyRule, PolicyRuleJSON } from "./rbac.js";
+/** The scope algebra: effective rules as the exact intersection, and the rules pending approval. */
+export { intersectRules, intersectRule, uncoveredRules, ruleCovered, COVERAGE_BUDGET } from "./rbac-scope.js";
+/** The UI bundle a view plugin ships, named by digest. */
+export { parseUiBundle, DEFAULT_UI_ENTRY, MAX_UI_ENTRY } from "./ui-bundle.js";
+export type { UiBundle } from "./ui-bundle.js";
+/** The plugin ServiceAccount's ClusterRole and binding, `plugin-<name>-scope`. */
+export { scopeObjects, scopeName, SCOPE_SUFFIX } from "./scope-objects.js";

@@ -2,13 +2,15 @@
  * Manifest equality (seed 000, "Manifest.Equal"): the Plugin's declared manifest must equal the
  * image's signed label (D-42), so a Plugin cannot ask for more than its vendor signed.
  */
+import { sameRules } from "./rbac.js";
 import type { JsonValue, Manifest } from "./types.js";
 
 /**
  * True when `a` and `b` ask for the same things: capabilities, egress hosts (`host:port`), Secret
  * mounts (name and mount path) and data tiers compared as sets; config schemas compared as JSON
  * values with exact numbers (object key order ignored, array order kept; an absent schema differs
- * from `{}` and from `true`).
+ * from `{}` and from `true`); PolicyRules compared as sets of rules whose lists are sets; the UI
+ * bundle's digest and entry exactly.
  */
 export function manifestEqual(a: Manifest, b: Manifest): boolean {
   return (
@@ -17,7 +19,10 @@ export function manifestEqual(a: Manifest, b: Manifest): boolean {
     // A mount path never contains NUL, so it separates the pair unambiguously.
     sameSet(a.secrets, b.secrets, (s) => `${s.name}\u0000${s.mountPath}`) &&
     sameSet(a.dataTiers, b.dataTiers, (t) => t) &&
-    sameSchema(a.configSchema, b.configSchema)
+    sameSchema(a.configSchema, b.configSchema) &&
+    sameRules(a.rbac, b.rbac) &&
+    a.ui?.bundle === b.ui?.bundle &&
+    a.ui?.entry === b.ui?.entry
   );
 }
 

@@ -9,7 +9,7 @@ import { isJsonObject, own, parseStrictJson, unknownFields } from "./strict-json
 import type { Manifest } from "./types.js";
 import { parseManifest } from "./validate.js";
 
-const MANIFEST_FIELDS = ["capabilities", "egress", "secrets", "dataTiers", "configSchema"] as const;
+const MANIFEST_FIELDS = ["capabilities", "egress", "secrets", "dataTiers", "configSchema", "rbac", "ui"] as const;
 const EGRESS_FIELDS = ["host", "port"] as const;
 const SECRET_FIELDS = ["name", "mountPath"] as const;
 

@@ -4,6 +4,8 @@
  * built in a fixed key order, so equal workloads give byte-identical JSON.
  */
 import type {
+  V1ClusterRole,
+  V1ClusterRoleBinding,
   V1ConfigMap,
   V1Container,
   V1Deployment,
@@ -19,6 +21,7 @@ import type {
 import { PLUGIN_LABEL } from "./compile.js";
 import type { NetworkRule, Workload } from "./compile.js";
 import { compareStrings } from "./effective.js";
+import { scopeObjects } from "./scope-objects.js";
 
 /** The single container's name. */
 export const CONTAINER_NAME = "plugin";
@@ -44,10 +47,14 @@ export interface PluginObjects {
   readonly networkPolicy: V1NetworkPolicy;
   readonly service: V1Service;
   readonly deployment: V1Deployment;
+  /** Only with effective PolicyRules: the ClusterRole `plugin-<name>-scope` holding them (cluster-scoped). */
+  readonly clusterRole?: V1ClusterRole;
+  /** Only with effective PolicyRules: binds the ClusterRole to the ServiceAccount `plugin-<name>`. */
+  readonly clusterRoleBinding?: V1ClusterRoleBinding;
 }
 
 /** One of a plugin's objects. */
-export type PluginObject = V1ServiceAccount | V1ConfigMap | V1NetworkPolicy | V1Service | V1Deployment;
+export type PluginObject = V1ServiceAccount | V1ConfigMap | V1NetworkPolicy | V1Service | V1Deployment | V1ClusterRole | V1ClusterRoleBinding;
 
 /**
  * FNV-1a, 64 bits, over the UTF-16 code units: a change detector for the pod template, not a
@@ -205,7 +212,7 @@ export function buildObjects(w: Workload): PluginObjects {
     },
   };
 
-  return { serviceAccount, configMap, networkPolicy, service, deployment };
+  return { serviceAccount, configMap, networkPolicy, service, deployment, ...scopeObjects(w) };
 }
 
 /**
@@ -213,7 +220,8 @@ export function buildObjects(w: Workload): PluginObjects {
  * that selects or runs the pod, so the pod is never up without its confinement.
  */
 export function listObjects(o: PluginObjects): PluginObject[] {
-  return [o.serviceAccount, o.configMap, o.networkPolicy, o.service, o.deployment];
+  const scope = o.clusterRole !== undefined && o.clusterRoleBinding !== undefined ? [o.clusterRole, o.clusterRoleBinding] : [];
+  return [o.serviceAccount, ...scope, o.configMap, o.networkPolicy, o.service, o.deployment];
 }
 
 /** Kubernetes' own JSON form of one object (`from`, not `_from`): what a directory target writes. */

@@ -17,7 +17,10 @@ import {
 } from "./effective.js";
 import type { EffectivePermissions, Pending } from "./effective.js";
 import type { ImageRef } from "./image-ref.js";
+import { rulesToJSON } from "./rbac.js";
+import type { PolicyRuleJSON } from "./rbac.js";
 import type { Capability, EgressHost, GrantSpec, JsonValue, Manifest, SecretMount } from "./types.js";
+import type { UiBundle } from "./ui-bundle.js";
 
 /** One version of a plugin: its image pinned by digest, the manifest it declares, its config. */
 export interface PluginVersion {
@@ -121,6 +124,8 @@ export interface ManifestJSON {
   secrets: SecretMount[];
   dataTiers: string[];
   configSchema?: JsonValue;
+  rbac?: PolicyRuleJSON[];
+  ui?: UiBundle;
 }
 
 /** The pure JSON form of a plan, for an event's payload. */
@@ -130,13 +135,14 @@ export interface RolloutPlanJSON {
     image: string;
     manifest: ManifestJSON;
     config?: JsonValue;
-    permissions: { capabilities: Capability[]; egress: EgressHost[]; secrets: SecretMount[]; dataTiers: string[] };
+    permissions: { capabilities: Capability[]; egress: EgressHost[]; secrets: SecretMount[]; dataTiers: string[]; rbac?: PolicyRuleJSON[] };
   } | null;
-  pending: { capabilities: Capability[]; egress: EgressHost[]; secrets: string[]; dataTiers: string[] };
+  /** `rbac` only when some rule is pending, so plans of plugins without rules read as they always did. */
+  pending: { capabilities: Capability[]; egress: EgressHost[]; secrets: string[]; dataTiers: string[]; rbac?: PolicyRuleJSON[] };
   reasons: RolloutReason[];
 }
 
-/** A manifest with every list sorted and deduplicated: equal for manifests that ask for the same. */
+/** A manifest with every list sorted and deduplicated (the view fields only when present): equal for manifests that ask for the same. */
 export function manifestToJSON(m: Manifest): ManifestJSON {
   const out: ManifestJSON = {
     capabilities: sortedUnique(m.capabilities),
@@ -145,6 +151,8 @@ export function manifestToJSON(m: Manifest): ManifestJSON {
     dataTiers: sortedUnique(m.dataTiers),
   };
   if (m.configSchema !== undefined) out.configSchema = m.configSchema;
+  if (m.rbac !== undefined && m.rbac.length > 0) out.rbac = rulesToJSON(m.rbac);
+  if (m.ui !== undefined) out.ui = { bundle: m.ui.bundle, entry: m.ui.entry };
   return out;
 }
 
@@ -167,6 +175,7 @@ export function rolloutPlanToJSON(p: RolloutPlan): RolloutPlanJSON {
       egress: sortedEgress(p.pending.egress),
       secrets: sortedUnique(p.pending.secrets),
       dataTiers: sortedUnique(p.pending.dataTiers),
+      ...(p.pending.rbac !== undefined && p.pending.rbac.length > 0 ? { rbac: rulesToJSON(p.pending.rbac) } : {}),
     },
     reasons: [...p.reasons].sort((a, b) => REASON_ORDER.indexOf(a) - REASON_ORDER.indexOf(b) || compareStrings(a, b)),
   };

@@ -4,6 +4,8 @@
  * `validate*` / `parse*`; the types that can only hold valid values (ImageRef,
  * EffectivePermissions, Workload) live in their own modules and have no public constructor.
  */
+import type { PolicyRule } from "./rbac.js";
+import type { UiBundle } from "./ui-bundle.js";
 
 /** Any JSON value. */
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
@@ -36,6 +38,10 @@ export interface Manifest {
   readonly dataTiers: readonly string[];
   /** A JSON Schema for the plugin's config; absent when the plugin takes none. */
   readonly configSchema?: JsonValue;
+  /** A view plugin's PolicyRules (seed 002): present only when it requests some. */
+  readonly rbac?: readonly PolicyRule[];
+  /** A view plugin's UI bundle (the view contract). */
+  readonly ui?: UiBundle;
 }
 
 /** `Plugin.spec`: the image to run (pinned by digest), its manifest, and its config. */
@@ -60,6 +66,8 @@ export interface GrantSpec {
   readonly egress: readonly EgressHost[];
   readonly secrets: readonly string[];
   readonly dataTiers: readonly string[];
+  /** The PolicyRules approved for a view plugin; absent approves none. */
+  readonly rbac?: readonly PolicyRule[];
 }
 
 export interface Grant {

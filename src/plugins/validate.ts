@@ -14,6 +14,7 @@ import { validateDataTier, validatePluginName, validateSecretName } from "./name
 import { egressKey, parseEgressHost } from "./egress-host.js";
 import { validateConfigSchema } from "./config-schema.js";
 import { parseImageRef } from "./image-ref.js";
+import { parseGrantRules, parseManifestViewFields } from "./view-fields.js";
 
 type Obj = Record<string, unknown>;
 
@@ -23,12 +24,12 @@ type Obj = Record<string, unknown>;
  */
 export const RESERVED_MOUNT_ROOTS: readonly string[] = [TOKEN_ROOT, "/run/secrets"];
 
-const MANIFEST_FIELDS = ["capabilities", "egress", "secrets", "dataTiers", "configSchema"];
+const MANIFEST_FIELDS = ["capabilities", "egress", "secrets", "dataTiers", "configSchema", "rbac", "ui"];
 const SECRET_FIELDS = ["name", "mountPath"];
 const PLUGIN_FIELDS = ["name", "spec"];
 const PLUGIN_SPEC_FIELDS = ["image", "manifest", "config"];
 const GRANT_FIELDS = ["name", "spec"];
-const GRANT_SPEC_FIELDS = ["capabilities", "egress", "secrets", "dataTiers"];
+const GRANT_SPEC_FIELDS = ["capabilities", "egress", "secrets", "dataTiers", "rbac"];
 
 function unreadable(path: string): FieldError {
   return fieldError(ErrorCode.InvalidJSON, path, "the value could not be read as JSON");
@@ -230,8 +231,9 @@ function readManifest(value: unknown, path: string, errors: FieldError[]): Manif
   const dataTiers = parseDataTiers(listAt(obj, "dataTiers", path, errors), join(path, "dataTiers"), errors);
   const schema = ownValue(obj, "configSchema");
   if (schema !== undefined) errors.push(...validateConfigSchema(schema, join(path, "configSchema")));
+  const view = parseManifestViewFields(obj, path, capabilities, errors);
   if (errors.length > before) return undefined;
-  const manifest: Manifest = { capabilities, egress, secrets, dataTiers };
+  const manifest: Manifest = { capabilities, egress, secrets, dataTiers, ...view };
   return schema === undefined ? manifest : { ...manifest, configSchema: cloneJson(schema as JsonValue) };
 }
 
@@ -304,8 +306,9 @@ export function parseGrant(value: unknown): Result<Grant> {
     const egress = parseEgressList(listAt(spec, "egress", "spec", errors), "spec.egress", errors);
     const secrets = parseSecretNames(listAt(spec, "secrets", "spec", errors), "spec.secrets", errors);
     const dataTiers = parseDataTiers(listAt(spec, "dataTiers", "spec", errors), "spec.dataTiers", errors);
+    const view = parseGrantRules(spec, "spec", errors);
     if (errors.length > 0) return fail(errors);
-    return ok({ name: name as string, spec: { capabilities, egress, secrets, dataTiers } });
+    return ok({ name: name as string, spec: { capabilities, egress, secrets, dataTiers, ...view } });
   } catch {
     return fail(unreadable(""));
   }

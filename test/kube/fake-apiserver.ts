@@ -5,6 +5,12 @@
  * with optimistic concurrency, JSON merge patch, server-side apply with a simple per-manager field
  * ownership model, the status subresource, owner-reference garbage collection, and a request log.
  *
+ * For the view gateway it also answers SubjectAccessReviews and TokenRequests, and enforces RBAC
+ * on the tokens its TokenRequests issued: the ClusterRoles and ClusterRoleBindings it stores are
+ * evaluated with Kubernetes' semantics (the gateway's own RequestInfo and matcher), plus the
+ * discovery rule real clusters bind to every authenticated user. pods/exec, attach and portforward
+ * answer an upgrade by echoing what they receive.
+ *
  * The ownership model: each manager owns a set of field paths. A path is `data.<key>` (also
  * `binaryData`, `stringData`), `metadata.labels.<key>`, `metadata.annotations.<key>`,
  * `metadata.ownerReferences`, or a whole top-level field (`spec`, `status`, ...). That is what the
@@ -16,6 +22,10 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo, Socket } from "node:net";
 import { KubeConfig } from "@kubernetes/client-node";
 import { parse as parseYaml } from "yaml";
+import { DISCOVERY_RULES, requestInfo, rulesAllow } from "../../src/views/index.js";
+import type { RequestAttributes } from "../../src/views/index.js";
+import { parsePolicyRules } from "../../src/plugins/index.js";
+import type { PolicyRule } from "../../src/plugins/index.js";
 
 /** A resource the fake serves. */
 export interface FakeResource {
@@ -40,6 +50,10 @@ export const FAKE_RESOURCES: readonly FakeResource[] = [
   { group: "networking.k8s.io", version: "v1", kind: "NetworkPolicy", plural: "networkpolicies", namespaced: true },
   { group: "coordination.k8s.io", version: "v1", kind: "Lease", plural: "leases", namespaced: true },
   { group: "authentication.k8s.io", version: "v1", kind: "TokenReview", plural: "tokenreviews", namespaced: false, verbs: ["create"] },
+  { group: "", version: "v1", kind: "Pod", plural: "pods", namespaced: true, status: true },
+  { group: "authorization.k8s.io", version: "v1", kind: "SubjectAccessReview", plural: "subjectaccessreviews", namespaced: false, verbs: ["create"] },
+  { group: "rbac.authorization.k8s.io", version: "v1", kind: "ClusterRole", plural: "clusterroles", namespaced: false },
+  { group: "rbac.authorization.k8s.io", version: "v1", kind: "ClusterRoleBinding", plural: "clusterrolebindings", namespaced: false },
   { group: "openfief.io", version: "v1alpha1", kind: "Plugin", plural: "plugins", namespaced: true, status: true },
   { group: "openfief.io", version: "v1alpha1", kind: "PluginGrant", plural: "plugingrants", namespaced: true, status: true },
 ];
@@ -53,6 +67,8 @@ export interface LoggedRequest {
   readonly body: unknown;
   /** The bearer token the client sent: tells replicas apart (each gets its own {@link FakeApiServer.kubeConfig}). */
   readonly client: string | undefined;
+  /** Every header as received. */
+  readonly headers: IncomingMessage["headers"];
 }
 
 /** What the next watch request on a resource gets instead of a normal stream. */
@@ -95,6 +111,12 @@ export class FakeApiServer {
   readonly requests: LoggedRequest[] = [];
   /** How TokenReviews are answered; the default authenticates nobody. */
   tokenReviewer: (token: string, audiences: readonly string[]) => Record<string, unknown> = () => ({ authenticated: false });
+  /** How SubjectAccessReviews are answered; the default evaluates the stored RBAC objects. */
+  accessReviewer: (spec: Record<string, unknown>) => Record<string, unknown> = (spec) => this.#reviewSpec(spec);
+  /** The clock of issued tokens' expiry (ms since the epoch). */
+  clock: () => number = Date.now;
+  /** The tokens TokenRequests issued, and whom each authenticates. */
+  readonly issuedTokens = new Map<string, { user: string; groups: string[]; expiresAt: number }>();
 
   readonly #server: Server;
   readonly #store = new Map<string, Stored>();
@@ -115,6 +137,7 @@ export class FakeApiServer {
     const server = createServer();
     const fake = new FakeApiServer(server);
     server.on("request", (req, res) => fake.#handle(req, res));
+    server.on("upgrade", (req, socket, head) => fake.#upgrade(req, socket as Socket, head));
     server.on("connection", (socket) => {
       fake.#sockets.add(socket);
       socket.on("close", () => fake.#sockets.delete(socket));
@@ -269,7 +292,9 @@ export class FakeApiServer {
       const method = req.method ?? "GET";
       const auth = req.headers.authorization;
       const client = auth?.startsWith("Bearer ") === true ? auth.slice("Bearer ".length) : undefined;
-      this.requests.push({ method, path: url.pathname, query, contentType, body, client });
+      this.requests.push({ method, path: url.pathname, query, contentType, body, client, headers: req.headers });
+      const refusal = this.#authorize(method, req.url ?? "/", client);
+      if (refusal !== null) return send(res, 403, statusBody(403, "Forbidden", refusal));
       try {
         this.#route(method, url.pathname, query, contentType, body, req, res);
       } catch (err) {
@@ -320,6 +345,7 @@ export class FakeApiServer {
     }
     const ns = resource.namespaced ? (namespace ?? "") : "";
     const name = rawName === undefined ? undefined : decodeURIComponent(rawName);
+    if (resource.plural === "serviceaccounts" && sub === "token" && name !== undefined && method === "POST") return this.#tokenRequest(ns, name, body, res);
     if (sub !== undefined && (sub !== "status" || resource.status !== true)) {
       return send(res, 404, statusBody(404, "NotFound", `no subresource ${sub}`));
     }
@@ -397,6 +423,10 @@ export class FakeApiServer {
 
   #post(res: FakeResource, ns: string, body: unknown, query: Record<string, string>, response: ServerResponse): void {
     if (!isObject(body)) return send(response, 400, statusBody(400, "BadRequest", "body must be an object"));
+    if (res.kind === "SubjectAccessReview") {
+      const spec = (body["spec"] ?? {}) as Record<string, unknown>;
+      return send(response, 201, { ...body, apiVersion: "authorization.k8s.io/v1", kind: "SubjectAccessReview", status: this.accessReviewer(spec) });
+    }
     if (res.kind === "TokenReview") {
       const spec = (body["spec"] ?? {}) as Record<string, unknown>;
       const status = this.tokenReviewer(String(spec["token"] ?? ""), (spec["audiences"] as string[] | undefined) ?? []);
@@ -530,6 +560,87 @@ export class FakeApiServer {
     }
     if (JSON.stringify(target.obj) !== before) this.#touch(target, "MODIFIED");
     send(response, 200, withManagedFields(target));
+  }
+
+  // ---- RBAC, TokenRequests, upgrades ---------------------------------------------------------------
+
+  /** Whether the stored ClusterRoleBindings give `user` (with `groups`) a rule allowing the request. */
+  rbacAllows(user: string, groups: readonly string[], attrs: RequestAttributes): boolean {
+    if (attrs.kind === "nonResource" && rulesAllow(attrs, DISCOVERY_RULES)) return true;
+    const rules: PolicyRule[] = [];
+    for (const b of this.list("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "")) {
+      const subjects = (b["subjects"] ?? []) as Array<Record<string, unknown>>;
+      const bound = subjects.some((s) =>
+        (s["kind"] === "User" && s["name"] === user) ||
+        (s["kind"] === "Group" && groups.includes(String(s["name"]))) ||
+        (s["kind"] === "ServiceAccount" && `system:serviceaccount:${String(s["namespace"])}:${String(s["name"])}` === user));
+      if (!bound) continue;
+      const ref = (b["roleRef"] ?? {}) as Record<string, unknown>;
+      const role = this.get("rbac.authorization.k8s.io/v1", "ClusterRole", "", String(ref["name"]));
+      const errors: never[] = [];
+      const parsed = parsePolicyRules(role?.["rules"] ?? [], "rules", errors);
+      if (parsed !== null) rules.push(...parsed);
+    }
+    return rulesAllow(attrs, rules);
+  }
+
+  #reviewSpec(spec: Record<string, unknown>): Record<string, unknown> {
+    const user = String(spec["user"] ?? "");
+    const groups = ((spec["groups"] ?? []) as unknown[]).map(String);
+    const ra = spec["resourceAttributes"] as Record<string, unknown> | undefined;
+    const na = spec["nonResourceAttributes"] as Record<string, unknown> | undefined;
+    let attrs: RequestAttributes;
+    if (ra !== undefined) {
+      const s = (k: string): string => String(ra[k] ?? "");
+      attrs = { kind: "resource", verb: s("verb"), apiPrefix: s("group") === "" ? "api" : "apis", apiGroup: s("group"), apiVersion: s("version"), namespace: s("namespace"), resource: s("resource"), subresource: s("subresource"), name: s("name"), parts: [], path: "", fieldSelector: "", labelSelector: "" };
+    } else if (na !== undefined) {
+      attrs = { kind: "nonResource", verb: String(na["verb"] ?? ""), path: String(na["path"] ?? "") };
+    } else return { allowed: false, reason: "no attributes" };
+    return this.rbacAllows(user, groups, attrs) ? { allowed: true, reason: "RBAC: allowed" } : { allowed: false };
+  }
+
+  /** Refuses a request made with a token this server issued when RBAC does not allow it. */
+  #authorize(method: string, target: string, token: string | undefined): string | null {
+    if (token === undefined) return null;
+    const who = this.issuedTokens.get(token);
+    if (who === undefined) return null;
+    if (who.expiresAt <= this.clock()) return "the token has expired";
+    const attrs = requestInfo(method, target);
+    if (!attrs.ok) return "unreadable request";
+    return this.rbacAllows(who.user, who.groups, attrs.value) ? null : `User "${who.user}" cannot ${attrs.value.verb} ${attrs.value.kind === "resource" ? attrs.value.resource : attrs.value.path}`;
+  }
+
+  #tokenRequest(ns: string, name: string, body: unknown, res: ServerResponse): void {
+    if (this.get("v1", "ServiceAccount", ns, name) === undefined) return send(res, 404, statusBody(404, "NotFound", `serviceaccounts "${name}" not found`));
+    const spec = (isObject(body) ? body["spec"] : undefined) as Record<string, unknown> | undefined;
+    const seconds = Number(spec?.["expirationSeconds"] ?? 3600);
+    const token = `fake-sa.${ns}.${name}.${randomUUID()}`;
+    const expiresAt = this.clock() + seconds * 1000;
+    this.issuedTokens.set(token, { user: `system:serviceaccount:${ns}:${name}`, groups: ["system:serviceaccounts", `system:serviceaccounts:${ns}`, "system:authenticated"], expiresAt });
+    send(res, 201, { apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", spec: { ...spec }, status: { token, expirationTimestamp: new Date(expiresAt).toISOString() } });
+  }
+
+  /** pods/{name}/exec, attach and portforward: a 101 and an echo, for tokens RBAC allows. */
+  #upgrade(req: IncomingMessage, socket: Socket, head: Buffer): void {
+    const auth = req.headers.authorization;
+    const client = auth?.startsWith("Bearer ") === true ? auth.slice("Bearer ".length) : undefined;
+    const url = new URL(req.url ?? "/", "http://fake");
+    const query: Record<string, string> = {};
+    for (const [k, v] of url.searchParams) query[k] = v;
+    this.requests.push({ method: req.method ?? "GET", path: url.pathname, query, contentType: req.headers["content-type"], body: undefined, client, headers: req.headers });
+    const refusal = this.#authorize(req.method ?? "GET", req.url ?? "/", client);
+    if (refusal !== null || !/\/pods\/[^/]+\/(exec|attach|portforward)$/.test(url.pathname)) {
+      const text = JSON.stringify(statusBody(403, "Forbidden", refusal ?? "no such upgrade"));
+      socket.end(`HTTP/1.1 403 Forbidden\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(text)}\r\n\r\n${text}`);
+      return;
+    }
+    const protocol = String(req.headers["sec-websocket-protocol"] ?? "").split(",")[0]?.trim();
+    socket.write(`HTTP/1.1 101 Switching Protocols\r\nupgrade: ${String(req.headers.upgrade)}\r\nconnection: Upgrade\r\n${protocol ? `sec-websocket-protocol: ${protocol}\r\n` : ""}\r\n`);
+    if (head.length > 0) socket.write(head);
+    socket.on("data", (d: Buffer) => socket.write(d));
+    socket.on("error", () => socket.destroy());
+    this.#sockets.add(socket);
+    socket.on("close", () => this.#sockets.delete(socket));
   }
 
   // ---- store -----------------------------------------------------------------------------------

@@ -1,11 +1,12 @@
 /**
  * `openfief why PLUGIN`: the latest rollout decision in plain sentences — what runs and why, what
  * waits for approval, whether the asked-for version could run and why not, the grant it was
- * decided under, and the chain of events that caused it.
+ * decided under, and the chain of events that caused it; for a view, its recent gateway decisions.
  */
 import type { Command } from "commander";
-import { whySentences } from "../../app/index.js";
+import { viewDecisionSentences, whySentences } from "../../app/index.js";
 import { why } from "../../projections/index.js";
+import { recentDecisions, summarizeDecisions } from "../../views/index.js";
 import { CliError } from "../cli-error.js";
 import { pluginArg, print, printJson, withData, withJson, withLog } from "../context.js";
 import type { DataOptions } from "../context.js";
@@ -16,9 +17,9 @@ export function register(program: Command): void {
     .argument("<plugin>", "the plugin's name")
     .action(async (name: string, o: DataOptions) => {
       pluginArg(name);
-      const answer = await withLog(o, (store) => why(store, name));
+      const { answer, recent } = await withLog(o, (store) => ({ answer: why(store, name), recent: recentDecisions(store, name, 10) }));
       if (answer === null) throw new CliError(`no decision recorded for ${name}`, 1);
-      if (o.json === true) printJson(answer);
-      else for (const line of whySentences(answer)) print(line);
+      if (o.json === true) printJson(recent.length === 0 ? answer : { ...answer, gateway: { summary: summarizeDecisions(recent), recent } });
+      else for (const line of [...whySentences(answer), ...viewDecisionSentences(recent)]) print(line);
     });
 }

@@ -7,7 +7,7 @@ import { createHash } from "node:crypto";
 import { canonicalManifest } from "../../plugins/index.js";
 import type { JsonValue, Manifest, RolloutPlanJSON } from "../../plugins/index.js";
 import type { EventRegistry } from "../registry.js";
-import { any, boolean, definer, digest, inNamedStream, inStream, name, nonEmpty, opt, req, str } from "./schema.js";
+import { any, boolean, definer, digest, inNamedStream, inStream, name, nonEmpty, opt, req, shape, str } from "./schema.js";
 
 /** `plugin.observed`: a Plugin resource as seen (its spec as given, unvalidated). */
 export interface PluginObserved { name: string; spec: JsonValue }
@@ -144,18 +144,26 @@ const version = {
 const versionValue = { ...version, type: "object" } as const;
 
 const stringList = { type: "array", items: str } as const;
-/** `rolloutPlanToJSON` output: the outcome, what runs (image, sorted manifest, permissions), what waits. */
-const plan = strict(["outcome", "run", "pending", "reasons"], {
-  outcome: { enum: ["current", "previous", "none"] },
-  run: {
-    type: ["object", "null"],
-    required: ["image", "manifest", "permissions"],
-    properties: { image: nonEmpty, manifest: { type: "object" }, config: any, permissions: { type: "object" } },
-    additionalProperties: false,
-  },
-  pending: strict(["capabilities", "egress", "secrets", "dataTiers"], { capabilities: stringList, egress: { type: "array" }, secrets: stringList, dataTiers: stringList }),
-  reasons: stringList,
-});
+/**
+ * `rolloutPlanToJSON` output: the outcome, what runs (image, sorted manifest, permissions), what
+ * waits. Version 2 adds `pending.rbac`, the PolicyRules pending approval (absent when none).
+ */
+function planSchema(version: 1 | 2): object {
+  const pendingLists: Record<string, object> = { capabilities: stringList, egress: { type: "array" }, secrets: stringList, dataTiers: stringList };
+  if (version === 2) pendingLists["rbac"] = { type: "array", items: { type: "object" } };
+  return strict(["outcome", "run", "pending", "reasons"], {
+    outcome: { enum: ["current", "previous", "none"] },
+    run: {
+      type: ["object", "null"],
+      required: ["image", "manifest", "permissions"],
+      properties: { image: nonEmpty, manifest: { type: "object" }, config: any, permissions: { type: "object" } },
+      additionalProperties: false,
+    },
+    pending: strict(["capabilities", "egress", "secrets", "dataTiers"], pendingLists),
+    reasons: stringList,
+  });
+}
+const plan = planSchema(2);
 
 /** `workload.desired` version 1: as version 2 without `runtime` and `module`. */
 const WORKLOAD_V1 = strict(["name", "running", "objects", "allowList"], {
@@ -201,8 +209,17 @@ export function definePluginEvents(r: EventRegistry): void {
       errors: req({ type: "array", items: strict(["code", "path", "message"], { code: str, path: str, message: str }) }),
     },
   });
+  const decidedFields = (p: object): object => shape<RolloutDecided>({
+    name: req(name),
+    inputs: req(strict(["current", "currentDeployable", "previous", "grant"], {
+      current: version, currentDeployable: boolean, previous: version, grant: any,
+    })),
+    plan: req(p),
+  });
   define({
-    type: "rollout.decided", version: 1, stream: inPlugin,
+    type: "rollout.decided", version: 2, stream: inPlugin,
+    // A version-1 plan is a version-2 plan with nothing pending in rbac: read as it is.
+    history: [{ version: 1, schema: decidedFields(planSchema(1)), upcast: (data) => data }],
     fields: {
       name: req(name),
       inputs: req(strict(["current", "currentDeployable", "previous", "grant"], {

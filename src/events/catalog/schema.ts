@@ -47,7 +47,7 @@ export const digest = { type: "string", pattern: "^sha256:[a-f0-9]{64}$" } as co
 export const port = { type: "integer", minimum: 0, maximum: 65535 } as const;
 
 /** A stream check: the event goes to `<prefix>/<data[field]>`, and the field is a plugin name. */
-export function inNamedStream(prefix: "plugin" | "egress", field: string) {
+export function inNamedStream(prefix: "plugin" | "egress" | "gateway", field: string) {
   return (stream: string, data: unknown): string | null => {
     const n = (data as Record<string, unknown>)[field];
     if (typeof n !== "string" || !isPluginName(n)) return `data.${field} is not a valid plugin name`;

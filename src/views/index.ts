@@ -1,0 +1,63 @@
+/**
+ * The views room (seed 002, FUN-17): plugin UIs acting as the user, limited to user ∩ plugin.
+ * Kubernetes request attributes and the RBAC matcher; the control plane's tokens (ES256, a
+ * rotating key ring, one audience per validator); minting PluginTokens; the gateway with its two
+ * upstreams; an installation's runtime and controller routes; gateway decisions in the log.
+ * Every face is a `node:http` handler or a Connect route taking its collaborators as ports.
+ */
+
+/** Kubernetes request attributes, exactly as kube-apiserver's RequestInfo derives them. */
+export { requestInfo, requestInfoFromTarget } from "./request-info.js";
+export type { RequestAttributes, ResourceAttributes, NonResourceAttributes, RequestInfoProblem } from "./request-info.js";
+/** Go's reading of a request target (path decoding, query splitting), which RequestInfo relies on. */
+export { parseRequestTarget } from "./go-url.js";
+export type { RequestTarget, TargetProblem } from "./go-url.js";
+/** Label and field selectors as apimachinery parses them. */
+export { parseLabelSelector, parseFieldSelector, labelsMatch, requiresExactMatch } from "./selectors.js";
+export type { LabelRequirement, FieldTerm } from "./selectors.js";
+/** The PolicyRule matcher with Kubernetes RBAC semantics. */
+export { ruleAllows, rulesAllow, firstAllowing } from "./rbac-match.js";
+
+/** The signing keys: ES256 with key IDs, rotation with overlap, published as a JWKS. */
+export { KeyRing, MemoryKeyStore, FileKeyStore, jwksHandler } from "./key-ring.js";
+export type { KeyStore, KeyRingOptions, StoredKey } from "./key-ring.js";
+/** Tokens: the ES256 signer, the one-audience validator, PluginTokens and user sessions. */
+export {
+  TokenSigner, TokenValidator, PluginTokenValidator, UserTokenValidator, signPluginToken, signUserToken, bearerToken,
+  USER_AUDIENCE, PLUGIN_AUDIENCE, DEFAULT_ISSUER, TOKEN_ALGORITHM, MAX_TOKEN_BYTES, PLUGIN_TOKEN_TTL_SECONDS, PLUGIN_CLAIMS,
+} from "./tokens.js";
+export type { TokenProblem, Verified, TokenValidatorOptions, PluginTokenClaims, UserIdentity } from "./tokens.js";
+
+/** The ports: installations, can_view, the users' roles. */
+export type { Installation, InstallationState, Installations, ViewAccess, UserRoles } from "./ports.js";
+/** Installations read from the event log, and the definition hash of a manifest. */
+export { LogInstallations, definitionHash, parseInstallationId } from "./installations.js";
+/** can_view as RBAC over the users' roles, and a fixed table of roles. */
+export { rbacViewAccess } from "./view-access.js";
+export { StaticUserRoles } from "./user-roles.js";
+export type { UserBindings } from "./user-roles.js";
+
+/** Minting PluginTokens: the use case, its error table, the Connect routes and the JSON route. */
+export { mintPluginToken, mintRoutes, mintJsonHandler, MINT_ERRORS } from "./mint.js";
+export type { MintDeps, MintRequest, MintError, MintErrorCode, Minted, MintJsonOptions } from "./mint.js";
+
+/** The gateway, its CORS policy, its upstreams and the installation routes. */
+export { createGateway, MAX_TARGET } from "./gateway.js";
+export type { Gateway, GatewayOptions } from "./gateway.js";
+export { CorsPolicy, CORS_METHODS, CORS_HEADERS, CORS_MAX_AGE } from "./cors.js";
+export type { CorsVerdict } from "./cors.js";
+export type { Upstream, Review, ForwardContext } from "./upstream.js";
+export { WEBSOCKET_TOKEN_PROTOCOL } from "./upstream.js";
+export { KubeUpstream, SA_TOKEN_SECONDS, accessReviewSpec, defaultUserSubject, serviceAccountSubject } from "./kube-upstream.js";
+export type { KubeUpstreamOptions, KubeSubject } from "./kube-upstream.js";
+export { EmbeddedUpstream, DISCOVERY_RULES } from "./embedded-upstream.js";
+export { EmbeddedApi, EVENTS_PAGE } from "./embedded-api.js";
+export type { UpstreamEndpoint } from "./proxy.js";
+export { createInstallationRoutes, installationStatus } from "./installation-routes.js";
+export type { InstallationRoutes, InstallationRoutesOptions, RuntimeEndpoint } from "./installation-routes.js";
+
+/** Gateway decisions: the recorder, and the query `why` and the console show. */
+export { StoreDecisionRecorder, recentDecisions, summarizeDecisions, describeDecision } from "./decisions.js";
+export type { DecisionRecorder, DecisionSummary } from "./decisions.js";
+/** The room's counters (prom-client, registry passed in). */
+export { ViewMetrics } from "./metrics.js";

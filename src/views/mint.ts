@@ -1,0 +1,173 @@
+/**
+ * Minting PluginTokens (seed 002, "Delivering the token", "Architecture"): the use case, and its
+ * two faces, the Connect RPC `openfief.auth.v1.TokenService/MintPluginToken` and the console's
+ * JSON route. Only a user's session token may mint (a PluginToken has the wrong audience, so it
+ * cannot mint another); then can_view, then the installation. Status codes per FUN-12 as FUN-17
+ * states them, from one table ({@link MINT_ERRORS}): no or invalid session 401, can_view false
+ * 403, no installation 404, an installation being deleted (or not running a view) 409 /
+ * FailedPrecondition (docs/adr/0025).
+ */
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { Code, ConnectError } from "@connectrpc/connect";
+import type { ConnectRouter, HandlerContext } from "@connectrpc/connect";
+import type { Logger } from "pino";
+import { TokenService } from "../gen/openfief/auth/v1/token_pb.js";
+import { readBody, sendJson } from "./http.js";
+import type { ViewMetrics } from "./metrics.js";
+import type { Installation, Installations, ViewAccess } from "./ports.js";
+import { PLUGIN_TOKEN_TTL_SECONDS, bearerToken, signPluginToken } from "./tokens.js";
+import type { TokenProblem, TokenSigner, UserTokenValidator } from "./tokens.js";
+
+/** Stable error codes of the mint, each with its HTTP status (JSON route) and Connect code. */
+export const MINT_ERRORS = {
+  unauthenticated: { status: 401, connect: Code.Unauthenticated },
+  invalid_argument: { status: 400, connect: Code.InvalidArgument },
+  permission_denied: { status: 403, connect: Code.PermissionDenied },
+  not_found: { status: 404, connect: Code.NotFound },
+  failed_precondition: { status: 409, connect: Code.FailedPrecondition },
+  unavailable: { status: 503, connect: Code.Unavailable },
+} as const;
+
+/** A mint refusal's code. */
+export type MintErrorCode = keyof typeof MINT_ERRORS;
+
+/** Why a mint was refused: a code, a finer reason, a sentence. Never a token. */
+export interface MintError {
+  readonly code: MintErrorCode;
+  readonly reason: string;
+  readonly message: string;
+}
+
+/** A minted token and the installation it is bound to. */
+export interface Minted {
+  readonly token: string;
+  readonly expiresAt: Date;
+  readonly installation: Installation;
+}
+
+/** What minting needs. */
+export interface MintDeps {
+  readonly users: UserTokenValidator;
+  readonly installations: Installations;
+  readonly access: ViewAccess;
+  readonly signer: TokenSigner;
+  /** This control plane's cluster, bound into every token. */
+  readonly clusterId: string;
+  /** A PluginToken's lifetime: 900 seconds (FUN-17), or less (a browser test of refreshing). Never more. */
+  readonly ttlSeconds?: number;
+  readonly logger?: Logger;
+  readonly metrics?: ViewMetrics;
+}
+
+/** What a mint is asked. */
+export interface MintRequest {
+  /** The session token, as the caller presented it (undefined when none). */
+  readonly userToken: string | undefined;
+  readonly installationId: unknown;
+}
+
+const MAX_ID = 80;
+
+function refuse(code: MintErrorCode, reason: string, message: string): { ok: false; error: MintError } {
+  return { ok: false, error: { code, reason, message } };
+}
+
+/** Mints a PluginToken for the session's user and one installation; every refusal is a value. */
+export async function mintPluginToken(deps: MintDeps, req: MintRequest): Promise<{ ok: true; value: Minted } | { ok: false; error: MintError }> {
+  const result = await mint(deps, req);
+  deps.metrics?.mints.inc({ outcome: result.ok ? "ok" : result.error.code });
+  if (!result.ok) deps.logger?.info({ code: result.error.code, reason: result.error.reason }, "plugin token mint refused");
+  return result;
+}
+
+async function mint(deps: MintDeps, req: MintRequest): Promise<{ ok: true; value: Minted } | { ok: false; error: MintError }> {
+  const session = await deps.users.verify(req.userToken);
+  if (!session.ok) return refuse("unauthenticated", session.problem, sessionMessage(session.problem));
+  const id = req.installationId;
+  if (typeof id !== "string" || id === "" || id.length > MAX_ID) return refuse("invalid_argument", "installation_id", "installation_id must name an installation");
+  const user = session.claims.sub;
+  let installation: Installation | null;
+  let viewable: boolean;
+  try {
+    installation = await deps.installations.get(id);
+    viewable = await deps.access.canView(user, { id, name: installation?.name ?? null });
+  } catch (err) {
+    deps.logger?.error({ err: err instanceof Error ? err.message : String(err) }, "plugin token mint: lookup failed");
+    return refuse("unavailable", "lookup_failed", "the control plane could not look the installation up; try again");
+  }
+  if (!viewable) return refuse("permission_denied", "can_view", "you may not view this plugin");
+  if (installation === null) return refuse("not_found", "no_installation", "no such installation");
+  if (installation.state === "deleting") return refuse("failed_precondition", "deleting", "the installation is being deleted");
+  if (installation.state !== "ready") return refuse("failed_precondition", "view_not_running", "no view of this installation runs: it is not granted the view capability, or nothing of it runs");
+  const ttl = Math.min(PLUGIN_TOKEN_TTL_SECONDS, Math.max(1, Math.floor(deps.ttlSeconds ?? PLUGIN_TOKEN_TTL_SECONDS)));
+  const { token, expiresAt } = await signPluginToken(deps.signer, {
+    sub: user,
+    installation_id: installation.id,
+    cluster_id: deps.clusterId,
+    plugin_name: installation.pluginName,
+    plugin_version: installation.pluginVersion,
+    definition_hash: installation.definitionHash,
+    installation_name: installation.name,
+  }, ttl);
+  return { ok: true, value: { token, expiresAt, installation } };
+}
+
+function sessionMessage(problem: TokenProblem): string {
+  if (problem === "missing") return "a session is required";
+  if (problem === "wrong_audience") return "only a user's session may mint a PluginToken";
+  return "the session is not valid";
+}
+
+// ---- the Connect face --------------------------------------------------------------------------------
+
+/** Registers `TokenService` on a Connect router; the session token comes in `Authorization: Bearer`. */
+export function mintRoutes(deps: MintDeps): (router: ConnectRouter) => void {
+  return (router) => {
+    router.service(TokenService, {
+      async mintPluginToken(request, context: HandlerContext) {
+        const r = await mintPluginToken(deps, { userToken: bearerToken(context.requestHeader.get("authorization") ?? undefined), installationId: request.installationId });
+        if (!r.ok) throw new ConnectError(r.error.message, MINT_ERRORS[r.error.code].connect);
+        context.responseHeader.set("cache-control", "no-store");
+        return { token: r.value.token, expireTime: timestampFromDate(r.value.expiresAt), installationId: r.value.installation.id };
+      },
+    });
+  };
+}
+
+// ---- the JSON face -------------------------------------------------------------------------------
+
+/** Options of {@link mintJsonHandler}. */
+export interface MintJsonOptions {
+  /** The session token of a request; by default its `Authorization: Bearer` token (the console may read its cookie). */
+  readonly sessionToken?: (req: IncomingMessage) => string | undefined;
+}
+
+const MAX_BODY = 4096;
+
+/**
+ * The console's JSON route: `POST` with `{"installationId": "…"}` as `application/json` answers
+ * `{token, expiresAt, installationId}`, or `{error: {code, reason, message}}` with the table's
+ * status. JSON only, so a cross-site form can never post to it.
+ */
+export function mintJsonHandler(deps: MintDeps, options: MintJsonOptions = {}): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
+  const session = options.sessionToken ?? ((req: IncomingMessage) => bearerToken(req.headers.authorization));
+  return async (req, res) => {
+    const fail = (status: number, code: string, message: string): void => sendJson(res, status, { error: { code, reason: code, message } });
+    if (req.method !== "POST") return fail(405, "method_not_allowed", "POST only");
+    const type = (req.headers["content-type"] ?? "").split(";")[0]?.trim().toLowerCase();
+    if (type !== "application/json") return fail(415, "unsupported_media_type", "send application/json");
+    const body = await readBody(req, MAX_BODY);
+    if (body === null) return fail(413, "too_large", `the body is at most ${MAX_BODY} bytes`);
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(body.toString("utf8"));
+    } catch {
+      return fail(400, "invalid_argument", "the body is not JSON");
+    }
+    const installationId = typeof parsed === "object" && parsed !== null && !Array.isArray(parsed) ? (parsed as Record<string, unknown>)["installationId"] : undefined;
+    const r = await mintPluginToken(deps, { userToken: session(req), installationId });
+    if (!r.ok) return sendJson(res, MINT_ERRORS[r.error.code].status, { error: r.error });
+    sendJson(res, 200, { token: r.value.token, expiresAt: r.value.expiresAt.toISOString(), installationId: r.value.installation.id });
+  };
+}
