@@ -49,6 +49,20 @@ export const WORKLOAD_KINDS: ReadonlyArray<{ readonly apiVersion: string; readon
   { apiVersion: "apps/v1", kind: "Deployment" },
 ];
 
+/**
+ * The cluster-scoped kinds a plugin may have (a view's `plugin-<name>-scope` ClusterRole and its
+ * binding, issue 15). They carry no namespace and no owner reference (an owner in a namespace
+ * cannot own a cluster-scoped object), so they are pruned by their labels alone.
+ */
+export const CLUSTER_KINDS: ReadonlyArray<{ readonly apiVersion: string; readonly kind: string }> = [
+  { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole" },
+  { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRoleBinding" },
+];
+
+function clusterScoped(k: { readonly apiVersion: string; readonly kind: string }): boolean {
+  return CLUSTER_KINDS.some((c) => c.apiVersion === k.apiVersion && c.kind === k.kind);
+}
+
 /** One change the target made, for the caller to record as an event. */
 export interface ApplyRecord {
   readonly action: "applied" | "pruned" | "allowlist-key-applied" | "allowlist-key-removed";
@@ -108,17 +122,20 @@ export class KubernetesTarget implements Target {
     const records: ApplyRecord[] = [];
     const desired = new Set<string>();
     for (const obj of objects) {
-      const namespace = obj.metadata.namespace ?? this.#namespace;
-      if (namespace !== this.#namespace || obj.metadata.name === "") {
-        throw new KubeError(KubeErrorCode.InvalidObject, `${obj.kind} ${obj.metadata.name}: objects of a plugin live in namespace ${this.#namespace}`);
+      const cluster = clusterScoped(obj);
+      const namespace = cluster ? "" : obj.metadata.namespace ?? this.#namespace;
+      if ((cluster ? obj.metadata.namespace !== undefined : namespace !== this.#namespace) || obj.metadata.name === "") {
+        throw new KubeError(KubeErrorCode.InvalidObject, cluster
+          ? `${obj.kind} ${obj.metadata.name}: a cluster-scoped object has no namespace`
+          : `${obj.kind} ${obj.metadata.name}: objects of a plugin live in namespace ${this.#namespace}`);
       }
       desired.add(objectKey(obj.apiVersion, obj.kind, obj.metadata.name));
-      const body = withOwnership(obj, plugin, namespace, owner);
+      const body = cluster ? withLabels(obj, plugin) : withOwnership(obj, plugin, namespace, owner);
       let applied: KubernetesObject;
       try {
         applied = await this.#objects.patch(body, undefined, undefined, OPERATOR_FIELD_MANAGER, true, PatchStrategy.ServerSideApply);
       } catch (err) {
-        throw apiError(`apply ${obj.kind} ${namespace}/${obj.metadata.name}`, err);
+        throw apiError(`apply ${obj.kind} ${cluster ? "" : `${namespace}/`}${obj.metadata.name}`, err);
       }
       records.push(this.#record({
         action: "applied",
@@ -182,30 +199,33 @@ export class KubernetesTarget implements Target {
 
   async #prune(plugin: string, desired: ReadonlySet<string>, objects: readonly KubeObject[]): Promise<ApplyRecord[]> {
     const kinds = new Map<string, { apiVersion: string; kind: string }>();
-    for (const k of [...WORKLOAD_KINDS, ...objects]) kinds.set(`${k.apiVersion}|${k.kind}`, { apiVersion: k.apiVersion, kind: k.kind });
+    for (const k of [...WORKLOAD_KINDS, ...CLUSTER_KINDS, ...objects]) kinds.set(`${k.apiVersion}|${k.kind}`, { apiVersion: k.apiVersion, kind: k.kind });
     const records: ApplyRecord[] = [];
-    for (const { apiVersion, kind } of kinds.values()) {
-      const existing = await this.#listManaged(apiVersion, kind, `${PLUGIN_LABEL}=${plugin},${MANAGED_BY_LABEL}=${MANAGED_BY}`);
+    for (const k of kinds.values()) {
+      const { apiVersion, kind } = k;
+      const namespace = clusterScoped(k) ? undefined : this.#namespace;
+      const existing = await this.#listManaged(apiVersion, kind, `${PLUGIN_LABEL}=${plugin},${MANAGED_BY_LABEL}=${MANAGED_BY}`, namespace);
       for (const obj of existing) {
         const name = obj.metadata?.name;
         if (name === undefined || desired.has(objectKey(apiVersion, kind, name))) continue;
         try {
-          await this.#objects.delete({ apiVersion, kind, metadata: { name, namespace: this.#namespace } }, undefined, undefined, undefined, undefined, "Background");
+          await this.#objects.delete({ apiVersion, kind, metadata: namespace === undefined ? { name } : { name, namespace } }, undefined, undefined, undefined, undefined, "Background");
         } catch (err) {
-          if (httpStatus(err) !== 404) throw apiError(`prune ${kind} ${this.#namespace}/${name}`, err);
+          if (httpStatus(err) !== 404) throw apiError(`prune ${kind} ${namespace === undefined ? "" : `${namespace}/`}${name}`, err);
         }
-        records.push(this.#record({ action: "pruned", plugin, apiVersion, kind, namespace: this.#namespace, name, fieldManager: OPERATOR_FIELD_MANAGER }));
+        records.push(this.#record({ action: "pruned", plugin, apiVersion, kind, namespace: namespace ?? "", name, fieldManager: OPERATOR_FIELD_MANAGER }));
       }
     }
     return records;
   }
 
-  async #listManaged(apiVersion: string, kind: string, labelSelector: string): Promise<KubernetesObject[]> {
+  /** Objects of a kind carrying the labels, in the namespace (or cluster-wide, for a cluster-scoped kind). */
+  async #listManaged(apiVersion: string, kind: string, labelSelector: string, namespace: string | undefined = this.#namespace): Promise<KubernetesObject[]> {
     try {
-      const list = await this.#objects.list(apiVersion, kind, this.#namespace, undefined, undefined, undefined, undefined, labelSelector);
+      const list = await this.#objects.list(apiVersion, kind, namespace, undefined, undefined, undefined, undefined, labelSelector);
       return list.items;
     } catch (err) {
-      throw apiError(`list ${kind} in ${this.#namespace}`, err);
+      throw apiError(`list ${kind}${namespace === undefined ? "" : ` in ${namespace}`}`, err);
     }
   }
 
@@ -278,6 +298,15 @@ function rv(obj: KubernetesObject | undefined): { resourceVersion?: string } {
  * name a NetworkPolicy ingress rule's `from` as `_from` and silently drop a plain `from`: applied
  * as Kubernetes JSON, the rule would lose its sources and admit every pod.
  */
+/** A cluster-scoped object as applied: the plugin's labels, no namespace, no owner. */
+function withLabels(obj: KubeObject, plugin: string): KubernetesObject {
+  const copy = toClientNodeModel(obj) as unknown as KubernetesObject & { metadata: Record<string, unknown> };
+  const labels = { ...((copy.metadata["labels"] as Record<string, string> | undefined) ?? {}), [PLUGIN_LABEL]: plugin, [MANAGED_BY_LABEL]: MANAGED_BY };
+  const { namespace: _n, ownerReferences: _o, resourceVersion: _r, uid: _u, managedFields: _m, creationTimestamp: _c, generation: _g, ...rest } = copy.metadata;
+  copy.metadata = { ...rest, labels };
+  return copy;
+}
+
 function withOwnership(obj: KubeObject, plugin: string, namespace: string, owner: OwnerReference): KubernetesObject {
   const copy = toClientNodeModel(obj) as unknown as KubernetesObject & { metadata: Record<string, unknown> };
   const labels = { ...((copy.metadata["labels"] as Record<string, string> | undefined) ?? {}), [PLUGIN_LABEL]: plugin, [MANAGED_BY_LABEL]: MANAGED_BY };

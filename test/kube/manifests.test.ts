@@ -144,13 +144,20 @@ describe("the manifests under deploy/", () => {
 
   it("let the proxy only create TokenReviews cluster-wide and read only its one ConfigMap", () => {
     const clusterRoles = DOCS.filter((d) => d.obj.kind === "ClusterRole");
-    expect(clusterRoles.map((d) => d.obj.metadata.name)).toEqual(["openfief-egress-proxy-tokenreview"]);
-    expect(clusterRoles[0]?.obj["rules"]).toEqual([{ apiGroups: ["authentication.k8s.io"], resources: ["tokenreviews"], verbs: ["create"] }]);
-    const binding = DOCS.filter((d) => d.obj.kind === "ClusterRoleBinding");
+    expect(clusterRoles.map((d) => d.obj.metadata.name).sort()).toEqual(["openfief-egress-proxy-tokenreview", "openfief-operator-views"]);
+    expect(find("ClusterRole", "openfief-egress-proxy-tokenreview")["rules"]).toEqual([{ apiGroups: ["authentication.k8s.io"], resources: ["tokenreviews"], verbs: ["create"] }]);
+    const binding = DOCS.filter((d) => d.obj.kind === "ClusterRoleBinding" && d.obj.metadata.name === "openfief-egress-proxy-tokenreview");
     expect(binding.map((d) => d.obj["subjects"])).toEqual([[{ kind: "ServiceAccount", name: "openfief-egress-proxy", namespace: "openfief" }]]);
     expect(find("Role", "openfief-egress-proxy")["rules"]).toEqual([
       { apiGroups: [""], resources: ["configmaps"], resourceNames: ["openfief-egress-allowlist"], verbs: ["get", "list", "watch"] },
     ]);
+  });
+
+  it("let the operator manage cluster-wide only views' ClusterRoles and bindings and review users", () => {
+    const rules = find("ClusterRole", "openfief-operator-views")["rules"] as Array<{ apiGroups: string[]; resources: string[]; verbs: string[] }>;
+    expect(rules.flatMap((r) => r.resources).sort()).toEqual(["clusterrolebindings", "clusterroles", "clusterroles", "subjectaccessreviews"]);
+    expect(rules.flatMap((r) => [...r.resources, ...r.verbs, ...r.apiGroups])).not.toContain("*");
+    expect(find("ClusterRoleBinding", "openfief-operator-views")["subjects"]).toEqual([{ kind: "ServiceAccount", name: "openfief-operator", namespace: "openfief" }]);
   });
 
   it("confine the operator to openfief: a Role, never a Secret, never a wildcard", () => {

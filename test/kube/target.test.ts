@@ -90,6 +90,29 @@ describe("KubernetesTarget against the fake API server", () => {
     expect(server.requests.filter((r) => r.method === "PATCH")).toEqual([]);
   });
 
+  it("applies a view's ClusterRole and binding without a namespace or an owner, and prunes them by their labels", async () => {
+    server.put(pluginCr("ledger-view"));
+    const scope: KubeObject[] = [
+      { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", metadata: { name: "plugin-ledger-view-scope" }, rules: [{ apiGroups: ["openfief.io"], resources: ["plugins"], verbs: ["list"] }] },
+      {
+        apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRoleBinding", metadata: { name: "plugin-ledger-view-scope" },
+        roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "plugin-ledger-view-scope" },
+        subjects: [{ kind: "ServiceAccount", name: "plugin-ledger-view", namespace: NS }],
+      },
+    ];
+    await target.applyPlugin("ledger-view", [...workload("ledger-view"), ...scope]);
+    const patches = server.requests.filter((r) => r.method === "PATCH").map((p) => p.path);
+    expect(patches).toContain("/apis/rbac.authorization.k8s.io/v1/clusterroles/plugin-ledger-view-scope");
+    expect(patches).toContain("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/plugin-ledger-view-scope");
+    const role = server.get("rbac.authorization.k8s.io/v1", "ClusterRole", "", "plugin-ledger-view-scope") as { metadata: Record<string, unknown> } | undefined;
+    expect(role?.metadata.namespace).toBeUndefined();
+    expect(role?.metadata.ownerReferences).toBeUndefined();
+    expect(role?.metadata.labels).toMatchObject({ [PLUGIN_LABEL]: "ledger-view" });
+    const pruned = await target.applyPluginRecorded("ledger-view", workload("ledger-view"));
+    expect(pruned.filter((r) => r.action === "pruned").map((r) => `${r.kind}/${r.name}`).sort()).toEqual(["ClusterRole/plugin-ledger-view-scope", "ClusterRoleBinding/plugin-ledger-view-scope"]);
+    expect(server.list("rbac.authorization.k8s.io/v1", "ClusterRole", "")).toEqual([]);
+  });
+
   it("prunes the plugin's objects that are no longer desired and records each prune", async () => {
     server.put(pluginCr("nbp-fx"));
     await target.applyPlugin("nbp-fx", workload("nbp-fx"));
