@@ -11,7 +11,7 @@ export { CLUSTER_ACTOR, clusterReconcilerFactory, kubeChange, observe, observePr
 /** The words the faces share: `why`'s codes, events and pending permissions as sentences. */
 export { blockerText, describeEvent, describePending, describeRule, hostPort, reasonText, viewDecisionSentences, whySentences } from "./wording.js";
 export type { PendingLike } from "./wording.js";
-export { lastCallText, problemText, runtimeText, statusText } from "./wording.js";
+export { describeDecision, lastCallText, problemText, runtimeText, statusText } from "./wording.js";
 /** Errors: one type, one code registry, each code with its exit code and HTTP status. */
 export { APP_ERRORS, AppError, toAppError } from "./errors.js";
 export type { AppErrorCode } from "./errors.js";

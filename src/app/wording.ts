@@ -6,7 +6,7 @@
 import type { KnownEvent } from "../events/index.js";
 import { EMPTY_PENDING, formatErrors, formatHostPort } from "../plugins/index.js";
 import type { Pending, PolicyRule, PolicyRuleJSON, RolloutReason } from "../plugins/index.js";
-import { describeDecision, summarizeDecisions } from "../views/index.js";
+import { summarizeDecisions } from "../projections/index.js";
 import type { EventOf } from "../events/index.js";
 import type { Blocker, WhyAnswer } from "../projections/index.js";
 import type { LastCallView, PluginProblem, PluginStatus } from "./plugins.js";
@@ -186,4 +186,15 @@ export function problemText(p: PluginProblem): string {
     case "signature_refused": return `signature refused${p.reason === null ? "" : ` (${p.reason})`}`;
     case "reconcile_failed": return `reconcile failed: ${p.error}`;
   }
+}
+
+/** One line about a decision, for `why`. */
+export function describeDecision(e: EventOf<"gateway.decision">): string {
+  const d = e.data;
+  const a = d.attributes;
+  const what = a === null ? `${d.method} ${d.route}${d.path === "" ? "" : ` ${d.path}`}` : a.kind === "resource"
+    ? `${a.verb} ${a.resource}${a.subresource === "" ? "" : `/${a.subresource}`}${a.apiGroup === "" ? "" : `.${a.apiGroup}`}${a.name === "" ? "" : ` ${a.name}`}${a.namespace === "" ? "" : ` in ${a.namespace}`}`
+    : `${a.verb} ${a.path}`;
+  const outcome = d.decision === "allow" ? "allowed" : `denied at ${d.gate} (${d.status ?? "?"}${d.reason === undefined ? "" : `, ${d.reason}`})`;
+  return `event ${e.seq} (${e.time}): ${d.user} via ${d.installationName}: ${what}: ${outcome}`;
 }

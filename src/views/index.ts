@@ -57,7 +57,10 @@ export { createInstallationRoutes, installationStatus } from "./installation-rou
 export type { InstallationRoutes, InstallationRoutesOptions, RuntimeEndpoint } from "./installation-routes.js";
 
 /** Gateway decisions: the recorder, and the query `why` and the console show. */
-export { StoreDecisionRecorder, recentDecisions, summarizeDecisions, describeDecision } from "./decisions.js";
-export type { DecisionRecorder, DecisionSummary } from "./decisions.js";
+export { StoreDecisionRecorder } from "./decisions.js";
+export type { DecisionRecorder } from "./decisions.js";
+/** A view's recent decisions and their counts (queries of the log, in the projections). */
+export { recentDecisions, summarizeDecisions } from "../projections/index.js";
+export type { DecisionSummary } from "../projections/index.js";
 /** The room's counters (prom-client, registry passed in). */
 export { ViewMetrics } from "./metrics.js";

@@ -6,7 +6,7 @@
 import type { Command } from "commander";
 import { viewDecisionSentences, whySentences } from "../../app/index.js";
 import { why } from "../../projections/index.js";
-import { recentDecisions, summarizeDecisions } from "../../views/index.js";
+import { recentDecisions, summarizeDecisions } from "../../projections/index.js";
 import { CliError } from "../cli-error.js";
 import { pluginArg, print, printJson, withData, withJson, withLog } from "../context.js";
 import type { DataOptions } from "../context.js";
