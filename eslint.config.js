@@ -8,7 +8,7 @@ import { doorsRule } from "./scripts/eslint/house-doors.js";
 const SRC = fileURLToPath(new URL("./src", import.meta.url));
 
 export default tseslint.config(
-  { ignores: ["node_modules/**", "**/node_modules/**", "dist/**", "**/gen/**", "coverage/**", ".data/**", "examples/**/oci/**", "**/assembly/**", "sdk/wasm/lib/**"] },
+  { ignores: ["node_modules/**", "**/node_modules/**", "dist/**", ".tmp/**", "**/gen/**", "coverage/**", ".data/**", "examples/**/oci/**", "**/assembly/**", "sdk/wasm/lib/**"] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
