@@ -18,6 +18,8 @@ export const KubeErrorCode = {
   InvalidTrustedSigners: "invalid_trusted_signers",
   /** The Lease could not be read or written. */
   LeaseError: "lease_error",
+  /** No cluster to talk to: not in a pod, and no (readable) kubeconfig given. */
+  NotInCluster: "not_in_cluster",
 } as const;
 
 /** One of {@link KubeErrorCode}. */

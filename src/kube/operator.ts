@@ -16,6 +16,7 @@ import { KubeConfig } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import type { GrantSpec, JsonValue, PluginSpec, Signer } from "../plugins/index.js";
 import { NAMESPACE } from "../plugins/index.js";
+import { KubeError, KubeErrorCode } from "./errors.js";
 import { startHealthServer } from "./health.js";
 import { LeaderElector } from "./leader.js";
 import type { ClusterReconciler, DeployedStatus, PluginMeta } from "./ports.js";
@@ -220,10 +221,21 @@ export async function runOperator(options: OperatorOptions, factory: ReconcilerF
 }
 
 /** In-cluster credentials, or a kubeconfig file. */
-export function loadKubeConfig(file: string | undefined): KubeConfig {
+export function loadKubeConfig(file: string | undefined, env: NodeJS.ProcessEnv = process.env): KubeConfig {
   const kc = new KubeConfig();
-  if (file === undefined) kc.loadFromCluster();
-  else kc.loadFromFile(file);
+  if (file === undefined) {
+    // client-node reads in-cluster settings from these; outside a pod it would fail later, with only "Invalid URL".
+    if (env["KUBERNETES_SERVICE_HOST"] === undefined || env["KUBERNETES_SERVICE_PORT"] === undefined) {
+      throw new KubeError(KubeErrorCode.NotInCluster, "not running in a Kubernetes pod (KUBERNETES_SERVICE_HOST is not set): pass --kubeconfig FILE");
+    }
+    kc.loadFromCluster();
+  } else {
+    try {
+      kc.loadFromFile(file);
+    } catch (err) {
+      throw new KubeError(KubeErrorCode.NotInCluster, `cannot read the kubeconfig ${file}: ${err instanceof Error ? err.message.split("\n")[0] : String(err)}`);
+    }
+  }
   return kc;
 }
 

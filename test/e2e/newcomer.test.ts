@@ -291,9 +291,12 @@ describe("10. the CLI's consistency", () => {
     ["an unknown kind to delete is a usage error", ["delete", "pod", "x"], 2, /unknown kind/],
     ["verify with a folder that is no OCI layout is a usage error", ["verify", `${V1_IMAGE}`, "--oci-layout", "/missing"], 2, /not an OCI image layout/],
     ["a token for a plugin the log does not know is refused", ["token", "nosuch"], 1, /no plugin nosuch/],
+    ["the egress proxy outside a cluster says so, not only \"Invalid URL\"", ["egress"], 1, /not running in a Kubernetes pod .*--kubeconfig/],
+    ["the operator outside a cluster says so", ["operator"], 1, /not running in a Kubernetes pod .*--kubeconfig/],
+    ["a kubeconfig that cannot be read is named", ["egress", "--kubeconfig", "/nonexistent"], 1, /cannot read the kubeconfig \/nonexistent/],
   ])("%s", async (_what, args, code, message) => {
     const data = await demoFolder();
-    const r = await openfief([...args, ...(args[0] === "verify" ? [] : data)]);
+    const r = await openfief([...args, ...(["verify", "egress"].includes(args[0] ?? "") ? [] : data)]);
     expect(r.code).toBe(code);
     expect(r.stderr).toMatch(message);
   });

@@ -2,11 +2,11 @@
  * The body of `openfief egress` (see egress.ts), loaded only when the command runs: it needs the
  * Kubernetes client, which is heavy to load and which no other command needs.
  */
-import { KubeConfig } from "@kubernetes/client-node";
 import { Registry } from "prom-client";
 import { CliError } from "../cli-error.js";
 import { BatchingDecisionRecorder, bufferedLog, CachingTokenReviewer, createEgressProxy, type DecisionRecorder, dialTcp, DnsResolver, EgressMetrics, ErrNotSynced, KubeTokenReviewer, refuseUpstreamProxyEnv, watchAllowLists, WorkerDecisionRecorder } from "../../egress/index.js";
 import { openStore, type EventStore } from "../../events/index.js";
+import { loadKubeConfig } from "../../kube/index.js";
 import { parseListen, type EgressOptions as Options } from "./egress.js";
 
 /** Runs the egress proxy in cluster mode until SIGTERM or an interrupt. */
@@ -25,9 +25,12 @@ export async function runEgress(opts: Options): Promise<void> {
       const logger = log.logger;
       const registry = new Registry();
       const metrics = new EgressMetrics(registry);
-      const kc = new KubeConfig();
-      if (opts.kubeconfig !== undefined) kc.loadFromFile(opts.kubeconfig);
-      else kc.loadFromCluster();
+      let kc;
+      try {
+        kc = loadKubeConfig(opts.kubeconfig);
+      } catch (err) {
+        throw new CliError(`egress refused to start: ${err instanceof Error ? err.message : String(err)}`, 1);
+      }
 
       let source;
       try {
