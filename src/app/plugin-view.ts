@@ -17,7 +17,7 @@ import { checkLogQuery } from "./log.js";
 import { grantWithPending, pendingOf } from "./owner-edits.js";
 import { listPlugins } from "./plugins.js";
 import type { PluginRow } from "./plugins.js";
-import { describeEvent, describePending, viewDecisionSentences, whySentences } from "./wording.js";
+import { describeEvent, describePending, describeRule, viewDecisionSentences, whySentences } from "./wording.js";
 import type { NextSteps } from "./wording.js";
 
 /** What a Plugin asks for, as given. */
@@ -35,6 +35,8 @@ export interface PermissionLists {
   /** Secret names (with their mount path when the manifest gives one). */
   readonly secrets: readonly string[];
   readonly dataTiers: readonly string[];
+  /** A view's Kubernetes rules (PolicyRules), as phrases. */
+  readonly rules: readonly string[];
 }
 
 /** What approving would do, at the version it was read at. */
@@ -110,17 +112,17 @@ function askedPermissions(name: string, asked: AskedFor | null): PermissionLists
   const p = parsePlugin({ name, spec: { image: asked.image, manifest: asked.manifest, ...(asked.config === null ? {} : { config: asked.config }) } });
   if (!p.ok) return null;
   const m = p.value.spec.manifest;
-  return { capabilities: [...m.capabilities], egress: m.egress.map(formatHostPort), secrets: m.secrets.map((s) => `${s.name} (at ${s.mountPath})`), dataTiers: [...m.dataTiers] };
+  return { capabilities: [...m.capabilities], egress: m.egress.map(formatHostPort), secrets: m.secrets.map((s) => `${s.name} (at ${s.mountPath})`), dataTiers: [...m.dataTiers], rules: (m.rbac ?? []).map(describeRule) };
 }
 
 function grantLists(g: GrantSpec | null): PermissionLists | null {
-  return g === null ? null : { capabilities: [...g.capabilities], egress: g.egress.map(formatHostPort), secrets: [...g.secrets], dataTiers: [...g.dataTiers] };
+  return g === null ? null : { capabilities: [...g.capabilities], egress: g.egress.map(formatHostPort), secrets: [...g.secrets], dataTiers: [...g.dataTiers], rules: (g.rbac ?? []).map(describeRule) };
 }
 
 function runLists(run: RolloutPlanJSON["run"]): PermissionLists | null {
   if (run === null) return null;
   const p = run.permissions;
-  return { capabilities: [...p.capabilities], egress: p.egress.map(formatHostPort), secrets: p.secrets.map((s) => `${s.name} (at ${s.mountPath})`), dataTiers: [...p.dataTiers] };
+  return { capabilities: [...p.capabilities], egress: p.egress.map(formatHostPort), secrets: p.secrets.map((s) => `${s.name} (at ${s.mountPath})`), dataTiers: [...p.dataTiers], rules: (p.rbac ?? []).map(describeRule) };
 }
 
 function grantOf(store: EventStore, name: string): GrantSpec | null {

@@ -140,6 +140,13 @@ function reasonSentences(a: WhyAnswer): string[] {
     .map((r) => `Because ${reasonText(r)}.`);
 }
 
+/** What kept the version asked for from running; an invalid spec names no version, but the owner must still learn what is wrong with it. */
+function blockerSentences(a: WhyAnswer): string[] {
+  if (a.deployable.ok || a.deleted) return [];
+  const current = a.inputs.current?.image ?? "The version asked for";
+  return a.deployable.because.map((b) => `${current} could not run: ${blockerText(b)}.`);
+}
+
 /** What `why`'s sentences tell an owner to do next, in the words of the face that shows them. */
 export interface NextSteps {
   /** How to approve the plugin's pending permissions ("Run `openfief approve x`"). */
@@ -173,9 +180,7 @@ export function whySentences(a: WhyAnswer, steps: NextSteps = CLI_STEPS): string
   // A WebAssembly plugin reaches its origins only once each is approved (seed 003's wording).
   if (a.askedWasm) for (const h of pending.egress) out.push(`It waits: origin https://${h.host}${h.port === 443 ? "" : `:${h.port}`} is pending approval.`);
   for (const f of a.failedCalls) out.push(`Its calls ${f.code === "plugin_not_approved" ? "were refused" : "failed"} with ${f.code}${f.source === "plugin" ? " (reported by the plugin)" : ""} ${f.count === 1 ? "once" : `${f.count} times`} in the last hour (last at ${f.last}).`);
-  const current = a.inputs.current?.image;
-  // An invalid spec names no version, but the owner must still learn what is wrong with it.
-  if (!a.deployable.ok && !a.deleted) for (const b of a.deployable.because) out.push(`${current ?? "The version asked for"} could not run: ${blockerText(b)}.`);
+  out.push(...blockerSentences(a));
   // A grant has the shape of what can be pending: capabilities, egress, Secret names, data tiers.
   out.push(`The grant approved: ${describePending({ ...EMPTY_PENDING, ...(a.inputs.grant as Partial<PendingLike>) })}.`);
   if (a.chain.length > 0) {

@@ -195,9 +195,14 @@ export async function startServer(app: FaceContext, o: ServerOptions): Promise<F
   const server: Server = o.tls === undefined ? createHttpServer(options) : createHttpsServer({ ...options, cert: o.tls.cert, key: o.tls.key });
   server.maxHeadersCount = 100;
   await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
+    const refused = (err: NodeJS.ErrnoException) => {
+      const where = hostPort(o.host, o.port);
+      reject(err.code === "EADDRINUSE" ? new AppError("conflict", `${where} is in use by another program: pass another --listen (or --no-server)`, "listen")
+        : new AppError("bad_setting", `cannot listen on ${where}: ${err.code ?? err.message}`, "listen"));
+    };
+    server.once("error", refused);
     server.listen(o.port, o.host, () => {
-      server.off("error", reject);
+      server.off("error", refused);
       resolve();
     });
   });

@@ -49,7 +49,7 @@ afterAll(async () => {
 
 describe("reading", () => {
   it.each<[string, (b: Record<string, unknown>) => void]>([
-    ["/api/v1/plugins", (b) => expect((b.plugins as { name: string }[]).map((p) => p.name)).toEqual(["ledger-view", "nbp-fx"])],
+    ["/api/v1/plugins", (b) => expect((b.plugins as { name: string }[]).map((p) => p.name)).toEqual(["ecb-fx", "ledger-view", "nbp-fx"])],
     ["/api/v1/plugins/nbp-fx", (b) => expect(b).toMatchObject({ name: "nbp-fx", row: { status: "held_back" }, pending: { text: "egress static.nbp.pl:443" } })],
     ["/api/v1/plugins/nbp-fx/timeline?limit=2", (b) => expect(b).toMatchObject({ entries: [{ event: { type: "grant.observed" } }, { event: { type: "plugin.observed" } }] })],
     ["/api/v1/plugins/nbp-fx/timeline?egress=true&after=0&limit=500", (b) => expect((b.entries as unknown[]).length).toBeGreaterThan(3)],
@@ -58,7 +58,7 @@ describe("reading", () => {
     ["/api/v1/events?limit=2", (b) => expect(b).toMatchObject({ events: [{ seq: 1 }, { seq: 2 }], next: 2 })],
     ["/api/v1/events?plugin=ledger-view&type=grant.observed", (b) => expect((b.events as { type: string; stream: string }[]).every((e) => e.type === "grant.observed" && e.stream === "plugin/ledger-view")).toBe(true)],
     ["/api/v1/replay?at=0", (b) => expect(b).toMatchObject({ seq: 0, time: null, plugins: [] })],
-    [`/api/v1/replay?at=${encodeURIComponent(new Date(Date.now() + 60_000).toISOString())}`, (b) => expect((b.plugins as unknown[]).length).toBe(2)],
+    [`/api/v1/replay?at=${encodeURIComponent(new Date(Date.now() + 60_000).toISOString())}`, (b) => expect((b.plugins as unknown[]).length).toBe(3)],
     ["/api/v1/verify-log", (b) => expect(b).toMatchObject({ ok: true, chain: { ok: true } })],
     ["/api/v1/check-decisions", (b) => expect(b).toMatchObject({ divergences: [], diverged: 0 })],
     ["/api/v1/egress/decisions?plugin=nbp-fx&outcome=allowed&limit=5", (b) => expect(b).toMatchObject({ decisions: [], next: null })],
@@ -365,6 +365,11 @@ describe("bounds", () => {
     const second = await call(slow, "/api/v1/events/stream", { headers: asOwner() });
     first.destroy();
     expect([second.status, second.json().code]).toEqual([503, "unavailable"]);
+  });
+
+  it("says so when its address is taken", async () => {
+    const port = Number(new URL(base).port);
+    await expect(startServer(faceContext(demo.cp), { host: "127.0.0.1", port })).rejects.toMatchObject({ code: "conflict", message: expect.stringMatching(/127\.0\.0\.1:\d+ is in use by another program: pass another --listen/) });
   });
 
   it("refuses to listen beyond loopback without TLS", async () => {

@@ -1,5 +1,6 @@
 /**
- * The shipped demo as `openfief up --demo` runs it, with the console on 127.0.0.1 (a free port),
+ * The shipped demo as `openfief up --demo` runs it (its WebAssembly plugin installed, not called),
+ * with the console on 127.0.0.1 (a free port),
  * and a day of history behind it: the clock starts a day ago, the demo's plugins are applied, the
  * egress proxy's decisions accumulate through the day (appended as the proxy records them, since
  * nothing here may reach the hosts they name), and the upgrade of nbp-fx that is held back
@@ -41,6 +42,8 @@ async function day(cp: ControlPlane, setNow: (t: number) => void, start: number,
     // Table A is published on working days around noon; the connector polls every hour, more around noon.
     const fetches = h >= 10 && h <= 14 ? 6 : 2;
     for (let i = 0; i < fetches; i++) egress(cp, { plugin: "nbp-fx", host: "api.nbp.pl", port: 443, allowed: true, reason: "listed", address: "198.51.100.14" });
+    // The WebAssembly connector fetches the ECB's daily reference rates once, after 16:00 CET.
+    if (h === 15) egress(cp, { plugin: "ecb-fx", host: "www.ecb.europa.eu", port: 443, allowed: true, reason: "listed", address: "198.51.100.40" });
     if (h === 6 || h === 17) egress(cp, { plugin: "ledger-view", host: "telemetry.vendor.example", port: 443, allowed: false, reason: "not_listed" });
     if (h === 23) await upgrade();
     if (h >= 23) for (let i = 0; i < 3; i++) egress(cp, { plugin: "nbp-fx", host: "static.nbp.pl", port: 443, allowed: false, reason: "not_listed" });

@@ -16,7 +16,6 @@ import {
   signInLink, SIGN_IN_TTL_SECONDS, startControlPlane,
 } from "../../app/index.js";
 import type { ControlPlane, FaceFactory, Settings } from "../../app/index.js";
-import { serverFactory } from "../../server/index.js";
 import { cliLogger, dataDir, print, printJson, withData, withJson } from "../context.js";
 import type { DataOptions } from "../context.js";
 import { pluginsTable } from "./get.js";
@@ -95,12 +94,13 @@ function readPem(path: string, flag: string): string {
   }
 }
 
-/** The API and console the flags ask for, or none with --no-server. */
-function serverOption(o: UpOptions): FaceFactory | undefined {
+/** The API and console the flags ask for, or none with --no-server. The server is loaded only by `up`. */
+async function serverOption(o: UpOptions): Promise<FaceFactory | undefined> {
   if (o.server === false) return undefined;
   const { host, port } = parseListen(o.listen ?? "127.0.0.1:4780");
   if ((o.tlsCert === undefined) !== (o.tlsKey === undefined)) throw new AppError("usage", "give --tls-cert and --tls-key together");
   const tls = o.tlsCert !== undefined && o.tlsKey !== undefined ? { cert: readPem(o.tlsCert, "--tls-cert"), key: readPem(o.tlsKey, "--tls-key") } : undefined;
+  const { serverFactory } = await import("../../server/index.js");
   return serverFactory({ host, port, ...(tls === undefined ? {} : { tls }), ...(o.origin === undefined ? {} : { origins: o.origin }) });
 }
 
@@ -146,7 +146,7 @@ export function register(program: Command): void {
     .action(async (o: UpOptions) => {
       const interval = wholeNumber(o.interval ?? "300", "--interval", 50, 3_600_000);
       const egressPort = wholeNumber(o.egressPort ?? "4750", "--egress-port", 0, 65535);
-      const server = serverOption(o);
+      const server = await serverOption(o);
       const user = checkUserName(o.user ?? defaultUser());
       const dir = dataDir(o);
       const logger = cliLogger({ file: logFile(dir), json: o.json === true });

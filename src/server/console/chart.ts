@@ -49,9 +49,14 @@ export function egressChart(buckets: readonly EgressBucket[]): Markup {
     const base = TOP + plotH;
     return html`<g><title>${label(b.start, span)}–${label(b.end, span)}: ${b.allowed} allowed, ${b.refused} refused</title><rect class="allowed" x="${x}" y="${(base - hA).toFixed(1)}" width="${barW.toFixed(1)}" height="${hA.toFixed(1)}"/><rect class="refused" x="${x}" y="${(base - hA - hR).toFixed(1)}" width="${barW.toFixed(1)}" height="${hR.toFixed(1)}"/></g>`;
   });
-  const ticks = [0, Math.floor(n / 2), n - 1].filter((v, i, all) => all.indexOf(v) === i).map((i) => {
-    const b = buckets[i];
-    return b === undefined ? html`` : html`<text x="${(LEFT + i * step + step / 2).toFixed(1)}" y="${H - 6}" text-anchor="middle">${label(b.start, span)}</text>`;
-  });
+  // The axis' ends are the window's: its start under the first bar's left edge, its end under the last's right.
+  const first = buckets[0];
+  const middle = buckets[Math.floor(n / 2)];
+  const last = buckets[n - 1];
+  const ticks = [
+    first === undefined ? html`` : html`<text x="${LEFT}" y="${H - 6}" text-anchor="start">${label(first.start, span)}</text>`,
+    middle === undefined || n < 3 ? html`` : html`<text x="${(LEFT + Math.floor(n / 2) * step).toFixed(1)}" y="${H - 6}" text-anchor="middle">${label(middle.start, span)}</text>`,
+    last === undefined ? html`` : html`<text x="${LEFT + plotW}" y="${H - 6}" text-anchor="end">${label(last.end, span)}</text>`,
+  ];
   return html`<svg class="chart" viewBox="0 0 ${W} ${H}" role="img" aria-label="${`Egress decisions over time: ${total} in all, ${refused} refused`}" xmlns="http://www.w3.org/2000/svg">${grid}<line class="axis" x1="${LEFT}" x2="${W - 8}" y1="${TOP + plotH}" y2="${TOP + plotH}"/>${bars}${ticks}</svg>`;
 }

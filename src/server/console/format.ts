@@ -130,8 +130,10 @@ export function words(list: readonly string[] | null | undefined, none = "none")
 
 /** Rows of permissions: asked for, granted, run with. */
 export function permissionRows(p: { asked: PermissionLists | null; granted: PermissionLists | null; effective: PermissionLists | null }): Markup {
-  const kinds: [keyof PermissionLists, string][] = [["capabilities", "Capabilities"], ["egress", "Egress (host:port)"], ["secrets", "Secrets (by name)"], ["dataTiers", "Data tiers"]];
-  return html`${kinds.map(([k, label]) => html`<tr><th scope="row">${label}</th><td>${words(p.asked?.[k], p.asked === null ? "–" : "none")}</td><td>${words(p.granted?.[k], p.granted === null ? "no grant" : "none")}</td><td>${words(p.effective?.[k], p.effective === null ? "nothing runs" : "none")}</td></tr>`)}`;
+  const kinds: [keyof PermissionLists, string][] = [["capabilities", "Capabilities"], ["egress", "Egress (host:port)"], ["secrets", "Secrets (by name)"], ["dataTiers", "Data tiers"], ["rules", "Kubernetes rules (views)"]];
+  // A plugin that is no view asks for no rules: no row for them.
+  const any = [p.asked, p.granted, p.effective].some((l) => (l?.rules.length ?? 0) > 0);
+  return html`${kinds.filter(([k]) => k !== "rules" || any).map(([k, label]) => html`<tr><th scope="row">${label}</th><td>${words(p.asked?.[k], p.asked === null ? "–" : "none")}</td><td>${words(p.granted?.[k], p.granted === null ? "no grant" : "none")}</td><td>${words(p.effective?.[k], p.effective === null ? "nothing runs" : "none")}</td></tr>`)}`;
 }
 
 /** Pretty JSON for a `<pre>`. */

@@ -4,11 +4,11 @@
  * of its permissions (asked, granted, run with), its config and its timeline with causes. The
  * approval is a plain form (POST, then a redirect back here); htmx only keeps the page current.
  */
-import { AppError, approve, hostPort, pendingItems, pluginView, webActor } from "../../app/index.js";
+import { AppError, approve, describeRule, hostPort, pendingItems, pluginView, webActor } from "../../app/index.js";
 import type { GrantSpec, NextSteps, Pending, PluginView, TimelineEntry, UserSession } from "../../app/index.js";
 import { mediaType, readBody } from "../http.js";
 import type { RequestContext } from "../routes.js";
-import { ago, image, json, permissionRows, richText, statusBadge, verdictBadge, verdictHelp, when } from "./format.js";
+import { ago, hash, image, json, permissionRows, richText, statusBadge, verdictBadge, verdictHelp, when } from "./format.js";
 import { html } from "./html.js";
 import type { Markup } from "./html.js";
 import { page } from "./layout.js";
@@ -30,6 +30,7 @@ function grantAfterRows(after: GrantSpec, p: Pending): Markup {
     ["Egress", after.egress.map(hostPortOf), new Set(p.egress.map(hostPortOf))],
     ["Secrets", after.secrets, new Set(p.secrets)],
     ["Data tiers", after.dataTiers, new Set(p.dataTiers)],
+    ...((after.rbac ?? []).length === 0 ? [] : [["Kubernetes rules", (after.rbac ?? []).map(describeRule), new Set((p.rbac ?? []).map(describeRule))] as [string, readonly string[], ReadonlySet<string>]]),
   ];
   return html`${rows.map(([label, items, added]) => html`<tr><th scope="row">${label}</th><td>${mark(items, added)}</td></tr>`)}`;
 }
@@ -84,7 +85,8 @@ export function pluginPage(ctx: RequestContext, notice: Markup = html``): string
 <div id="live" hx-get="/plugins/${v.name}" hx-trigger="every 3s" hx-select="#live" hx-swap="outerHTML">
 <div class="page-head big"><h1>${v.name}</h1>${statusBadge(v.row.status)}</div>
 <section class="card"><dl class="facts">
-<dt>Running</dt><dd>${image(v.row.running)}</dd>
+<dt>Running</dt><dd>${image(v.row.running)}${v.row.runtime === null ? "" : html` <span class="small muted">${v.row.runtime === "wasm" ? html`as WebAssembly in the plugin host, module ${hash(v.row.module ?? "")}` : "as a container"}</span>`}</dd>
+${v.row.lastCall === null ? "" : html`<dt>Last call</dt><dd>${v.row.lastCall.ok ? html`${v.row.lastCall.succeeded} succeeded, until ${when(v.row.lastCall.at, now)}` : html`<span class="badge bad">failed</span> ${v.row.lastCall.method}: ${v.row.lastCall.code} (${v.row.lastCall.source === "plugin" ? "reported by the plugin" : "the host refused it"}), ${when(v.row.lastCall.at, now)}`}</dd>`}
 <dt>Asked for</dt><dd>${v.row.deleted ? html`<span class="muted">(deleted)</span>` : image(v.row.asked)}</dd>
 <dt>Signature</dt><dd>${verdictBadge(v.row.verdict)}${v.row.verdict === null ? "" : html` <span class="small muted">${verdictHelp(v.row.verdict)}</span>`}</dd>
 <dt>Last decision</dt><dd>${v.why === null ? html`<span class="muted">none yet</span>` : html`event ${v.why.answer.decision.seq}, ${when(v.why.answer.decision.time, now)}`}</dd>

@@ -18,7 +18,7 @@ function row(r: PluginRow, approval: PendingApproval | undefined, decidedAt: str
   return html`<tr>
 <td class="nowrap"><a href="/plugins/${r.name}"><strong>${r.name}</strong></a>${problems}</td>
 <td>${statusBadge(r.status)}</td>
-<td>${image(r.running)}</td>
+<td>${image(r.running)}${r.runtime === "wasm" ? html`<br><span class="small muted">WebAssembly</span>` : ""}</td>
 <td>${r.deleted ? html`<span class="muted">(deleted)</span>` : r.asked !== null && r.asked === r.running ? html`<span class="muted">the version running</span>` : image(r.asked)}</td>
 <td>${verdictBadge(r.verdict)}</td>
 <td>${pending}</td>
