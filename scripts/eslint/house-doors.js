@@ -17,8 +17,9 @@ export const ARROWS = {
   kube: ["events", "plugins", "projections", "reconciler", "trust"],
   app: ["events", "plugins", "projections", "trust", "egress", "host", "views", "reconciler", "kube"],
   server: ["app"],
-  // The CLI still calls the rooms directly until its use cases move into src/app (issue 14).
-  cli: ["app", "events", "plugins", "projections", "trust", "egress", "host", "views", "reconciler", "kube"],
+  // The CLI still calls the rooms directly until its use cases move into src/app (issue 14). It
+  // composes `openfief up`, so it hands the server (a face) to the application layer (ADR 0050).
+  cli: ["app", "server", "events", "plugins", "projections", "trust", "egress", "host", "views", "reconciler", "kube"],
 };
 
 const DOORLESS = new Set(["gen"]);

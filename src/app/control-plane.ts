@@ -1,14 +1,18 @@
 /**
  * `openfief up`'s composition as one value: the data folder taken (locked), the log checked, the
  * runtime (store, verifier, target, reconciler), the embedded egress proxy fed the projected
- * allow-lists, and a reconcile loop — a pass whenever the log moved, a full pass every minute so a
- * retried registry or a changed verdict is picked up. `stop()` closes in order: the loop (waiting
- * for a pass under way, without polling), the proxy (draining its tunnels), the store, the lock.
+ * allow-lists, a reconcile loop — a pass whenever the log moved, a full pass every minute so a
+ * retried registry or a changed verdict is picked up — and, when asked, the owner's HTTP face (the
+ * API and the console, built by `src/server` and handed in as a factory, since the application
+ * layer imports no face), and the plugin host running WebAssembly plugins. `stop()` closes in
+ * order: the loop (waiting for a pass under way, without polling), the HTTP face (so no request
+ * acts on a store being closed), the plugin host, the proxy (draining its tunnels), the store,
+ * the lock.
  */
 import type { Logger } from "pino";
-import { Registry } from "prom-client";
 import { MemoryAllowListSource, startEmbeddedEgress } from "../egress/index.js";
 import type { EgressProxy } from "../egress/index.js";
+import type { EventStore } from "../events/index.js";
 import type { PluginResult } from "../reconciler/index.js";
 import { allowListConfigData, Projector } from "../projections/index.js";
 import { lockDataDir } from "./data-dir.js";
@@ -16,8 +20,10 @@ import type { DataLock } from "./data-dir.js";
 import { AppError } from "./errors.js";
 import { resetDataDir } from "./demo.js";
 import { assertLogHolds } from "./integrity.js";
+import { ControlPlaneMetrics } from "./metrics.js";
 import { openRuntime } from "./runtime.js";
 import type { Runtime } from "./runtime.js";
+import { Sessions } from "./sessions.js";
 import { loadSettings, mergeSettings, saveSettings } from "./settings.js";
 import { checkEmbeddedKey } from "./tokens.js";
 import { startHostedPlugins } from "./hosted-plugins.js";
@@ -39,9 +45,42 @@ export interface ControlPlaneOptions {
   readonly clock?: () => Date;
   /** Start over: remove the data folder's state (log, settings, keys, cluster objects) once it is locked. */
   readonly reset?: boolean;
+  /** The owner's HTTP face (API and console), started once the log is checked; none without it. */
+  readonly server?: FaceFactory;
+  /** The metrics to count into (a fresh registry when absent). */
+  readonly metrics?: ControlPlaneMetrics;
   /** The plugin host running WebAssembly plugins in this process (on by default); null turns it off. */
   readonly host?: { readonly unconfinedDir?: string } | null;
 }
+
+/** Whether the control plane can serve: the log checked and a first reconcile pass done. */
+export interface Readiness {
+  readonly ready: boolean;
+  /** Why not, as short phrases (empty when ready). */
+  readonly reasons: readonly string[];
+}
+
+/** What an HTTP face is given: the use cases' store, the sessions, the metrics, readiness. */
+export interface FaceContext {
+  readonly dataDir: string;
+  readonly store: EventStore;
+  readonly sessions: Sessions;
+  readonly metrics: ControlPlaneMetrics;
+  readonly logger: Logger;
+  readonly clock: () => Date;
+  readiness(): Readiness;
+}
+
+/** A started HTTP face. */
+export interface Face {
+  /** Its base URL (`http://127.0.0.1:4780`). */
+  readonly url: string;
+  /** Stops taking requests and ends the open ones. */
+  close(): Promise<void>;
+}
+
+/** Starts an HTTP face over a control plane's context. */
+export type FaceFactory = (ctx: FaceContext) => Promise<Face>;
 
 /** A running control plane. */
 export interface ControlPlane {
@@ -49,10 +88,15 @@ export interface ControlPlane {
   readonly runtime: Runtime;
   /** Where the egress proxy listens, when it runs. */
   readonly egress: { readonly host: string; readonly port: number } | null;
+  /** Where the API and console listen, when they run. */
+  readonly server: { readonly url: string } | null;
   /** The WebAssembly plugins this process runs, when the host is on. */
   readonly hosted: HostedPlugins | null;
-  /** The control plane's metrics (the egress proxy's among them), for `/metrics`. */
-  readonly metrics: Registry;
+  /** The console's sign-in links and sessions (the data folder's session key). */
+  readonly sessions: Sessions;
+  /** The control plane's metrics (the egress proxy's among them, in `metrics.registry`), for `/metrics`. */
+  readonly metrics: ControlPlaneMetrics;
+  readiness(): Readiness;
   /** Runs a reconcile pass now (after the one under way, if any) and resolves with its results. */
   pass(): Promise<PluginResult[]>;
   /** Stops everything, in order. Idempotent. */
@@ -65,73 +109,129 @@ const DEFAULT_FULL_PASS_MS = 60_000;
 /** Starts a control plane on a data folder; refuses (`conflict`) a folder another `up` holds and (`log_broken`) a log that does not hold. */
 export async function startControlPlane(o: ControlPlaneOptions): Promise<ControlPlane> {
   const lock = lockDataDir(o.dataDir, o.clock);
-  const metrics = new Registry();
-  let rt: Runtime | null = null;
-  let proxy: EgressProxy | null = null;
+  const opened: Opened = { rt: null, proxy: null, hosted: null, face: null };
   try {
-    if (o.reset === true) resetDataDir(o.dataDir);
-    const settings = mergeSettings(loadSettings(o.dataDir), o.settings ?? {});
-    rt = await openRuntime({ dataDir: o.dataDir, logger: o.logger, ...settings, ...(o.clock === undefined ? {} : { clock: o.clock }) });
-    // The whole chain once at start; each pass then walks what was appended since.
-    assertLogHolds(rt.store, { full: true });
-    saveSettings(o.dataDir, settings);
-    const projector = new Projector(rt.store);
-    const allowLists = new MemoryAllowListSource(null, o.logger);
-    const feedAllowLists = () => {
-      projector.catchUp();
-      allowLists.setData(allowListConfigData(projector));
-    };
-    feedAllowLists();
-    let egress: { host: string; port: number } | null = null;
-    if (o.egress !== null && o.egress !== undefined) {
-      checkEmbeddedKey(o.dataDir);
-      const started = await startEmbeddedEgress({
-        dataDir: o.dataDir,
-        store: rt.store,
-        allowLists,
-        logger: o.logger.child({ component: "egress" }),
-        registry: metrics,
-        ...(o.egress.dnsServers !== undefined ? { dnsServers: o.egress.dnsServers } : {}),
-        options: { host: "127.0.0.1", port: o.egress.port },
-      });
-      proxy = started.proxy;
-      egress = { host: started.host, port: started.port };
-      lock.update([`egress http://${started.host}:${started.port}`]);
-    }
-    const unconfinedDir = o.host?.unconfinedDir ?? settings.unconfinedDir;
-    const hosted = o.host === null ? null : startHostedPlugins(rt, {
-      dataDir: o.dataDir,
-      logger: o.logger,
-      egressUrl: egress === null ? null : `http://${egress.host}:${egress.port}`,
-      ...(unconfinedDir === undefined ? {} : { unconfinedDir }),
-    });
-    return new Loop(o, { lock, runtime: rt, proxy, egress, hosted, feedAllowLists, metrics });
+    return await compose(o, lock, o.metrics ?? new ControlPlaneMetrics(), opened);
   } catch (err) {
-    await proxy?.close();
-    await rt?.close();
+    await opened.face?.close();
+    await opened.hosted?.close();
+    await opened.proxy?.close();
+    await opened.rt?.close();
     lock.release();
     if (err instanceof AppError) throw err;
     throw new AppError("bad_setting", err instanceof Error ? err.message : String(err));
   }
 }
 
-/** What the loop runs over, once started. */
+/** What {@link compose} opened so far, for closing it when a later part fails. */
+interface Opened {
+  rt: Runtime | null;
+  proxy: EgressProxy | null;
+  hosted: HostedPlugins | null;
+  face: Face | null;
+}
+
+async function compose(o: ControlPlaneOptions, lock: DataLock, metrics: ControlPlaneMetrics, opened: Opened): Promise<ControlPlane> {
+  if (o.reset === true) resetDataDir(o.dataDir);
+  const settings = mergeSettings(loadSettings(o.dataDir), o.settings ?? {});
+  const rt = await openRuntime({ dataDir: o.dataDir, logger: o.logger, ...settings, ...(o.clock === undefined ? {} : { clock: o.clock }), instrument: (s) => metrics.timed(s) });
+  opened.rt = rt;
+  // The whole chain once at start; each pass then walks what was appended since.
+  assertLogHolds(rt.store, { full: true });
+  saveSettings(o.dataDir, settings);
+  const projector = new Projector(rt.store);
+  const allowLists = new MemoryAllowListSource(null, o.logger);
+  const feedAllowLists = () => {
+    projector.catchUp();
+    allowLists.setData(allowListConfigData(projector));
+  };
+  feedAllowLists();
+  const started = o.egress === null || o.egress === undefined ? null : await startEgress(o, o.egress, { store: rt.store, allowLists, metrics });
+  opened.proxy = started?.proxy ?? null;
+  const egress = started === null ? null : { host: started.host, port: started.port };
+  const serving = egress === null ? [] : [`egress http://${egress.host}:${egress.port}`];
+  lock.update(serving);
+  opened.hosted = startHost(o, rt, settings, egress);
+  const sessions = await Sessions.open(o.dataDir, o.clock);
+  const state: LoopState = { firstPass: false, failure: null, stopping: false };
+  const face = o.server === undefined ? null : await startFace(o, o.server, { store: rt.store, sessions, metrics, state });
+  opened.face = face;
+  if (face !== null) lock.update([...serving, `console ${face.url}`]);
+  return new Loop(o, { lock, runtime: rt, proxy: opened.proxy, egress, hosted: opened.hosted, face, sessions, metrics, state, feedAllowLists });
+}
+
+/** The embedded egress proxy on 127.0.0.1, fed the projected allow-lists, counting into the control plane's registry. */
+async function startEgress(o: ControlPlaneOptions, e: NonNullable<ControlPlaneOptions["egress"]>, p: { store: EventStore; allowLists: MemoryAllowListSource; metrics: ControlPlaneMetrics }) {
+  checkEmbeddedKey(o.dataDir);
+  return startEmbeddedEgress({
+    dataDir: o.dataDir,
+    store: p.store,
+    allowLists: p.allowLists,
+    logger: o.logger.child({ component: "egress" }),
+    registry: p.metrics.registry,
+    ...(e.dnsServers !== undefined ? { dnsServers: e.dnsServers } : {}),
+    options: { host: "127.0.0.1", port: e.port },
+  });
+}
+
+/** The plugin host, unless turned off; its plugins' HTTP goes through the egress proxy when one runs. */
+function startHost(o: ControlPlaneOptions, rt: Runtime, settings: Settings, egress: { host: string; port: number } | null): HostedPlugins | null {
+  if (o.host === null) return null;
+  const unconfinedDir = o.host?.unconfinedDir ?? settings.unconfinedDir;
+  return startHostedPlugins(rt, {
+    dataDir: o.dataDir,
+    logger: o.logger,
+    egressUrl: egress === null ? null : `http://${egress.host}:${egress.port}`,
+    ...(unconfinedDir === undefined ? {} : { unconfinedDir }),
+  });
+}
+
+/** The HTTP face, handed what it serves. */
+function startFace(o: ControlPlaneOptions, factory: FaceFactory, p: { store: EventStore; sessions: Sessions; metrics: ControlPlaneMetrics; state: LoopState }): Promise<Face> {
+  return factory({
+    dataDir: o.dataDir, store: p.store, sessions: p.sessions, metrics: p.metrics, logger: o.logger.child({ component: "server" }),
+    clock: o.clock ?? (() => new Date()), readiness: () => readinessOf(p.state),
+  });
+}
+
+interface LoopState {
+  firstPass: boolean;
+  failure: string | null;
+  stopping: boolean;
+}
+
+function readinessOf(s: LoopState): Readiness {
+  const reasons = [
+    ...(s.stopping ? ["stopping"] : []),
+    ...(s.firstPass ? [] : ["the first reconcile pass has not finished"]),
+    ...(s.failure === null ? [] : [`the last reconcile pass failed: ${s.failure}`]),
+  ];
+  return { ready: reasons.length === 0, reasons };
+}
+
 interface Parts {
   readonly lock: DataLock;
   readonly runtime: Runtime;
   readonly proxy: EgressProxy | null;
   readonly egress: { readonly host: string; readonly port: number } | null;
   readonly hosted: HostedPlugins | null;
+  readonly face: Face | null;
+  readonly sessions: Sessions;
+  readonly metrics: ControlPlaneMetrics;
+  readonly state: LoopState;
   readonly feedAllowLists: () => void;
-  readonly metrics: Registry;
 }
 
 class Loop implements ControlPlane {
   readonly dataDir: string;
   readonly runtime: Runtime;
   readonly egress: { readonly host: string; readonly port: number } | null;
+  readonly server: { readonly url: string } | null;
   readonly hosted: HostedPlugins | null;
-  readonly metrics: Registry;
+  readonly sessions: Sessions;
+  readonly metrics: ControlPlaneMetrics;
+  readonly #p: Parts;
+  readonly #unwatch: () => void;
   #chain: Promise<PluginResult[]> = Promise.resolve([]);
   #seen = -1;
   #timer: NodeJS.Timeout | null = null;
@@ -140,13 +240,17 @@ class Loop implements ControlPlane {
 
   constructor(
     private readonly o: ControlPlaneOptions,
-    private readonly parts: Parts,
+    parts: Parts,
   ) {
+    this.#p = parts;
     this.dataDir = o.dataDir;
     this.runtime = parts.runtime;
     this.egress = parts.egress;
+    this.server = parts.face === null ? null : { url: parts.face.url };
     this.hosted = parts.hosted;
+    this.sessions = parts.sessions;
     this.metrics = parts.metrics;
+    this.#unwatch = parts.metrics.watch(parts.runtime.store);
     const interval = o.intervalMs ?? DEFAULT_INTERVAL_MS;
     const tick = () => {
       this.#timer = null;
@@ -156,6 +260,10 @@ class Loop implements ControlPlane {
     };
     this.#timer = setTimeout(tick, interval);
     this.#full = setInterval(() => { this.#seen = -1; }, o.fullPassMs ?? DEFAULT_FULL_PASS_MS);
+  }
+
+  readiness(): Readiness {
+    return readinessOf(this.#p.state);
   }
 
   pass(): Promise<PluginResult[]> {
@@ -172,15 +280,22 @@ class Loop implements ControlPlane {
 
   async #pass(): Promise<PluginResult[]> {
     const { store, reconciler } = this.runtime;
+    const state = this.#p.state;
     try {
-      // Nothing acts on a log that does not hold: every pass checks what was appended since the last.
-      assertLogHolds(store);
-      const results = await reconciler.reconcileAll();
-      this.parts.feedAllowLists();
-      await this.hosted?.sync();
+      const results = await this.metrics.timePass(async () => {
+        // Nothing acts on a log that does not hold: every pass checks what was appended since the last.
+        assertLogHolds(store);
+        const r = await reconciler.reconcileAll();
+        this.#p.feedAllowLists();
+        await this.hosted?.sync();
+        return r;
+      });
       this.#seen = store.head();
+      state.firstPass = true;
+      state.failure = null;
       return results;
     } catch (err) {
+      state.failure = err instanceof Error ? (err.message.split("\n")[0] ?? "") : String(err);
       this.o.logger.error({ err: err instanceof Error ? err.message : String(err) }, "reconcile pass failed; retrying");
       throw err;
     }
@@ -192,15 +307,21 @@ class Loop implements ControlPlane {
   }
 
   async #stop(): Promise<void> {
+    this.#p.state.stopping = true;
     if (this.#timer !== null) clearTimeout(this.#timer);
     if (this.#full !== null) clearInterval(this.#full);
     await this.#chain.catch(() => undefined);
     try {
+      await this.#p.face?.close();
       await this.hosted?.close();
-      await this.parts.proxy?.close();
     } finally {
-      await this.runtime.close();
-      this.parts.lock.release();
+      try {
+        await this.#p.proxy?.close();
+      } finally {
+        this.#unwatch();
+        await this.runtime.close();
+        this.#p.lock.release();
+      }
     }
   }
 }

@@ -15,6 +15,8 @@ describe("the error registry", () => {
       log_broken: [1, 503],
       unauthorized: [1, 401],
       forbidden: [1, 403],
+      unsupported_media_type: [2, 415],
+      unavailable: [1, 503],
       bad_setting: [1, 500],
       internal: [1, 500],
     });

@@ -29,6 +29,10 @@ export const APP_ERRORS = {
   unauthorized: { exit: 1, status: 401 },
   /** The session's role may not do this. */
   forbidden: { exit: 1, status: 403 },
+  /** A request body in a media type the route does not read (HTTP only: a form where YAML or JSON was expected). */
+  unsupported_media_type: { exit: 2, status: 415 },
+  /** The control plane cannot answer now: a request's deadline passed, or too many streams are open. Try again. */
+  unavailable: { exit: 1, status: 503 },
   /** A setting the control plane cannot start with (a bad catalog, signers file, trust root). */
   bad_setting: { exit: 1, status: 500 },
   /** Anything else; the message says what failed, never with a secret in it. */

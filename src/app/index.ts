@@ -9,7 +9,7 @@ export type { Runtime, RuntimeOptions } from "./runtime.js";
 /** Cluster mode: the reconciler driven by Plugin and PluginGrant resources, status written back. */
 export { CLUSTER_ACTOR, clusterReconcilerFactory, kubeChange, observe, observePrevious, recordKubeChanges, signatureState, topologyFromEnv } from "./cluster.js";
 /** The words the faces share: `why`'s codes, events and pending permissions as sentences. */
-export { blockerText, describeEvent, describePending, describeRule, hostPort, reasonText, viewDecisionSentences, whySentences } from "./wording.js";
+export { blockerText, describeEvent, describePending, describeRule, egressReasonText, hostPort, pendingItems, reasonText, viewDecisionSentences, whySentences } from "./wording.js";
 export type { PendingLike } from "./wording.js";
 export { describeDecision, lastCallText, problemText, runtimeText, statusText } from "./wording.js";
 /** Errors: one type, one code registry, each code with its exit code and HTTP status. */
@@ -34,8 +34,8 @@ export type { DataLock, LockHolder } from "./data-dir.js";
 export { loadSettings, mergeSettings, saveSettings } from "./settings.js";
 export type { Settings } from "./settings.js";
 /** The log's integrity: the chain, its guards, re-checked decisions. */
-export { assertLogHolds, checkLogDecisions, verifyLog } from "./integrity.js";
-export type { LogIntegrity } from "./integrity.js";
+export { assertLogHolds, chainHead, checkLogDecisions, integrityReport, verifyLog } from "./integrity.js";
+export type { ChainHead, IntegrityReport, LogIntegrity } from "./integrity.js";
 /** `openfief up` as one value: lock, runtime, egress, the reconcile loop; an ordered stop. */
 export { startControlPlane } from "./control-plane.js";
 export type { ControlPlane, ControlPlaneOptions } from "./control-plane.js";
@@ -46,3 +46,31 @@ export { checkEmbeddedKey, mintPluginEgressToken } from "./tokens.js";
 /** WebAssembly plugins run by this process: the plugin host fed what the log says runs. */
 export { startHostedPlugins } from "./hosted-plugins.js";
 export type { HostedPlugins, HostedPluginsOptions } from "./hosted-plugins.js";
+/** The log read and followed with the filters of `openfief log`, paged by sequence number. */
+export { checkLogQuery, eventTypes, followLog, MAX_LOG_TYPES, parseCount, parseTime, readLog, readLogTail } from "./log.js";
+export type { FollowOptions, LogPage, LogQuery, LogTail } from "./log.js";
+/** Replay: the state as of a sequence number or a time. */
+export { parseReplayPoint, replay } from "./replay.js";
+export type { Replayed, ReplayedPlugin, ReplayPoint } from "./replay.js";
+/** One plugin as an owner looks at it: why, grant, what runs, its timeline, what an approval would add. */
+export { explain, MAX_TIMELINE, pendingApproval, pendingApprovals, pluginsOverview, pluginTimeline, pluginView } from "./plugin-view.js";
+export type { AskedFor, Explained, PendingApproval, PermissionLists, PluginsOverview, PluginView, Timeline, TimelineEntry } from "./plugin-view.js";
+/** The egress proxy's decisions by plugin, host and outcome, and counted over time. */
+export { egressDecisions, egressSummary, MAX_EGRESS_BUCKETS, MAX_EGRESS_SCAN, MAX_EGRESS_SUMMARY } from "./egress-view.js";
+export type { EgressBucket, EgressDecisionRow, EgressDestination, EgressOutcome, EgressPage, EgressPluginSummary, EgressQuery, EgressSummary, EgressSummaryOptions } from "./egress-view.js";
+/** The console's users: one-time sign-in links, ES256 sessions for exactly one audience, roles. */
+export { checkUserName, defaultUser, runningConsole, signInLink, MAX_SESSION_AGE_SECONDS, MAX_TOKEN_TTL_SECONDS, parseRole, ROLES, SESSION_KEY_FILE, SESSION_TTL_SECONDS, sessionProblemText, Sessions, SIGN_IN_AUDIENCE, SIGN_IN_TTL_SECONDS, USER_AUDIENCE } from "./sessions.js";
+export type { Minted, Role, SessionCheck, SessionProblem, UserSession, UserSessionVerifier } from "./sessions.js";
+/** The control plane's metrics, in the registry `/metrics` serves. */
+export { ControlPlaneMetrics } from "./metrics.js";
+/** What an HTTP face is handed by `startControlPlane`, and what it hands back. */
+export type { Face, FaceContext, FaceFactory, Readiness } from "./control-plane.js";
+/** What `why`'s sentences tell an owner to do next, per face. */
+export { CLI_STEPS } from "./wording.js";
+export type { NextSteps } from "./wording.js";
+/** The shapes the use cases answer in, for the faces (which import only this room). */
+export type { EventStore, KnownEvent } from "../events/index.js";
+/** The model's shapes the use cases answer in. */
+export type { GrantSpec, JsonValue, Pending } from "../plugins/index.js";
+/** `why`'s answer in codes and facts. */
+export type { WhyAnswer } from "../projections/index.js";

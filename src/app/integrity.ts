@@ -50,3 +50,29 @@ export function checkLogDecisions(store: EventStore): CheckResult & { readonly d
   // A decision whose inputs and plan both differ is one decision that does not reproduce.
   return { ...r, diverged: new Set(r.divergences.map((d) => d.seq)).size };
 }
+
+/** The chain's last event: its seq, its hash and when it was appended (null times for an empty log). */
+export interface ChainHead {
+  readonly seq: number;
+  readonly hash: string;
+  readonly time: string | null;
+}
+
+/** The integrity page's facts: the chain and guards, the re-checked decisions, the chain head. */
+export interface IntegrityReport {
+  readonly log: LogIntegrity;
+  readonly decisions: CheckResult & { readonly diverged: number };
+  readonly head: ChainHead;
+}
+
+/** The chain head of the log now. */
+export function chainHead(store: EventStore): ChainHead {
+  const p = store.headPoint();
+  return { seq: p.seq, hash: p.hash, time: p.seq === 0 ? null : (store.get(p.seq)?.time ?? null) };
+}
+
+/** `verify-log` and `check-decisions` at once, with the chain head they ran against. */
+export function integrityReport(store: EventStore): IntegrityReport {
+  const head = chainHead(store);
+  return { log: verifyLog(store), decisions: checkLogDecisions(store), head };
+}

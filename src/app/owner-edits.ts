@@ -66,6 +66,9 @@ export function deleteResource(store: EventStore, kind: DeletableKind, name: str
   return withConflictRetry(expectedVersion, () => {
     const stream = pluginStream(name);
     const version = expectedVersion ?? store.version(stream);
+    if (expectedVersion !== undefined && store.version(stream) !== expectedVersion) {
+      throw new AppError("precondition_failed", `plugin ${name} changed since version ${expectedVersion} (now ${store.version(stream)}): look again before deleting`);
+    }
     const last = kind === "plugin" ? lastOf(store, stream, ["plugin.observed", "plugin.deleted"], version) : lastOf(store, stream, ["grant.observed", "grant.deleted"], version);
     if (last === null || last.endsWith(".deleted")) throw new AppError("not_found", `${kind} ${name} does not exist`);
     const [e] = store.append([{ stream, type: kind === "plugin" ? "plugin.deleted" : "grant.deleted", data: { name }, actor, causedBy: null }], { expected: { [stream]: version } });

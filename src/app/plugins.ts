@@ -40,6 +40,8 @@ export interface PluginRow {
   readonly deleted: boolean;
   /** The plugin stream's version the row was read at (the console's `If-Match` for approve). */
   readonly version: number;
+  /** The latest rollout decision: its event and outcome; null when none was decided yet. */
+  readonly decided: { readonly seq: number; readonly outcome: string } | null;
   /** What runs the version that runs: a container, or the plugin host (WebAssembly); null when nothing runs. */
   readonly runtime: "container" | "wasm" | null;
   /** A WebAssembly plugin's module digest (lowercase hex SHA-256), or null. */
@@ -109,10 +111,16 @@ function rowOf(store: EventStore, p: PluginState, verdicts: ReadonlyMap<string, 
     problems: problemsOf(p, v, latest),
     deleted: p.deleted,
     version: latest?.version ?? 0,
+    decided: lastDecision(store, p.name),
     runtime: runs ? w.runtime : null,
     module: runs ? w.module : null,
     lastCall: lastCallView(lastCallOf(store, p.name)),
   };
+}
+
+function lastDecision(store: EventStore, name: string): PluginRow["decided"] {
+  const d = store.last(pluginStream(name), "rollout.decided");
+  return d === null ? null : { seq: d.seq, outcome: d.data.plan.outcome };
 }
 
 /** The rows of `get plugins`, from the projections (caught up first), in name order. */

@@ -7,7 +7,7 @@
  */
 import { parseAllDocuments } from "yaml";
 import { API_GROUP, API_VERSION, formatErrors, NAMESPACE, parseGrant, parsePlugin } from "../plugins/index.js";
-import type { Grant, Plugin } from "../plugins/index.js";
+import type { FieldError, Grant, Plugin } from "../plugins/index.js";
 import { AppError } from "./errors.js";
 
 /** A resource as read: validated, with its spec as given (what `apply` records). */
@@ -39,6 +39,8 @@ export function parseResources(text: string, source: string): Resource[] {
   if (list.length > MAX_RESOURCE_DOCUMENTS) throw new AppError("too_large", `${source}: ${list.length} documents is over the limit of ${MAX_RESOURCE_DOCUMENTS}`);
   const out: Resource[] = [];
   const problems: string[] = [];
+  // The field of the first problem, for the HTTP API's `field` (every problem is in the message).
+  let field: string | undefined;
   list.forEach((doc, i) => {
     const where = list.length > 1 ? `${source} (document ${i + 1})` : source;
     if (doc.errors.length > 0) {
@@ -54,10 +56,12 @@ export function parseResources(text: string, source: string): Resource[] {
     }
     if (value === null || value === undefined) return; // an empty document, e.g. after a trailing ---
     const r = toResource(value, where);
-    if (typeof r === "string") problems.push(r);
-    else out.push(r);
+    if ("problem" in r) {
+      problems.push(r.problem);
+      field ??= r.field;
+    } else out.push(r);
   });
-  if (problems.length > 0) throw new AppError("invalid_resource", problems.join("; "));
+  if (problems.length > 0) throw new AppError("invalid_resource", problems.join("; "), field);
   return out;
 }
 
@@ -85,20 +89,27 @@ function envelopeProblem(v: Record<string, unknown>): string | null {
   return null;
 }
 
-function toResource(value: unknown, where: string): Resource | string {
-  if (!isObject(value)) return `${where}: not a resource object`;
+function toResource(value: unknown, where: string): Resource | { problem: string; field?: string } {
+  if (!isObject(value)) return { problem: `${where}: not a resource object` };
   const v = value;
   const problem = envelopeProblem(v);
-  if (problem !== null) return `${where}: ${problem}`;
+  if (problem !== null) return { problem: `${where}: ${problem}` };
   const name = (v.metadata as Record<string, unknown>).name;
   if (v.kind === "Plugin") {
     const r = parsePlugin({ name, spec: v.spec });
-    if (!r.ok) return `${where}: Plugin ${shown(name)}: ${formatErrors(r.errors)}`;
+    if (!r.ok) return { problem: `${where}: Plugin ${shown(name)}: ${formatErrors(r.errors)}`, ...fieldOf(r.errors) };
     return { kind: "Plugin", name: r.value.name, plugin: r.value, raw: v.spec, source: where };
   }
   const r = parseGrant({ name, spec: v.spec ?? {} });
-  if (!r.ok) return `${where}: PluginGrant ${shown(name)}: ${formatErrors(r.errors)}`;
+  if (!r.ok) return { problem: `${where}: PluginGrant ${shown(name)}: ${formatErrors(r.errors)}`, ...fieldOf(r.errors) };
   return { kind: "PluginGrant", name: r.value.name, grant: r.value, raw: v.spec ?? {}, source: where };
+}
+
+/** The first problem's path, as the resource document names it (`spec.manifest.egress[0]`). */
+function fieldOf(errors: readonly FieldError[]): { field?: string } {
+  const path = errors[0]?.path;
+  if (path === undefined) return {};
+  return { field: path === "" ? "spec" : path.startsWith("spec") || path.startsWith("metadata") ? path : `spec.${path}` };
 }
 
 /** A name as an error shows it: quoted, and cut short when it is long. */

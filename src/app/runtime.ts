@@ -55,6 +55,8 @@ export interface RuntimeOptions {
   readonly clock?: () => Date;
   /** Plain-HTTP registries (tests), by host:port. */
   readonly insecureRegistries?: readonly string[];
+  /** Wraps the store every part uses (the metrics time its appends). */
+  readonly instrument?: (store: EventStore) => EventStore;
 }
 
 export interface Runtime {
@@ -88,7 +90,8 @@ export async function openRuntime(o: RuntimeOptions): Promise<Runtime> {
     return { source: new RegistryClient({ registry: loc.registry, ...(insecure.has(loc.registry) ? { scheme: "http" as const } : {}) }), repository: loc.repository };
   };
 
-  const store = await openDataStore(o.dataDir, clock);
+  const opened = await openDataStore(o.dataDir, clock);
+  const store = o.instrument === undefined ? opened : o.instrument(opened);
   killAfterAppendsForTests(store);
   const verifier = new ImageVerifier({
     clock: () => clock().getTime(),

@@ -24,15 +24,20 @@ export function describeRule(r: PolicyRule | PolicyRuleJSON): string {
 /** What can be pending, from a plan (rules in Kubernetes' JSON) or from the model (rules as values). */
 export type PendingLike = Omit<Pending, "rbac"> & { readonly rbac?: readonly (PolicyRule | PolicyRuleJSON)[] };
 
-/** One line naming every pending permission ("nothing" when there is none). */
-export function describePending(p: PendingLike): string {
-  const parts = [
+/** Every pending permission as a phrase (`egress static.nbp.pl:443`), in the grant's order of kinds. */
+export function pendingItems(p: PendingLike): string[] {
+  return [
     ...p.capabilities.map((c) => `capability ${c}`),
     ...p.egress.map((h) => `egress ${formatHostPort(h)}`),
     ...p.secrets.map((s) => `Secret ${s}`),
     ...p.dataTiers.map((t) => `data tier ${t}`),
     ...(p.rbac ?? []).map(describeRule),
   ];
+}
+
+/** One line naming every pending permission ("nothing" when there is none). */
+export function describePending(p: PendingLike): string {
+  const parts = pendingItems(p);
   return parts.length === 0 ? "nothing" : parts.join(", ");
 }
 
@@ -135,24 +140,54 @@ function reasonSentences(a: WhyAnswer): string[] {
     .map((r) => `Because ${reasonText(r)}.`);
 }
 
-/** `why`'s answer as plain sentences. */
-export function whySentences(a: WhyAnswer): string[] {
+/** What kept the version asked for from running; an invalid spec names no version, but the owner must still learn what is wrong with it. */
+function blockerSentences(a: WhyAnswer): string[] {
+  if (a.deployable.ok || a.deleted) return [];
+  const current = a.inputs.current?.image ?? "The version asked for";
+  return a.deployable.because.map((b) => `${current} could not run: ${blockerText(b)}.`);
+}
+
+/** What `why`'s sentences tell an owner to do next, in the words of the face that shows them. */
+export interface NextSteps {
+  /** How to approve the plugin's pending permissions ("Run `openfief approve x`"). */
+  readonly approve: (plugin: string) => string;
+  /** How to see which decisions do not reproduce. */
+  readonly check: string;
+}
+
+/** The CLI's next steps. */
+export const CLI_STEPS: NextSteps = { approve: (p) => `Run \`openfief approve ${p}\``, check: "run `openfief check-decisions`" };
+
+const EGRESS_REASON_TEXT: Readonly<Record<string, string>> = {
+  listed: "on its allow-list",
+  not_listed: "not on its allow-list",
+  no_allow_list: "it has no allow-list (nothing of it runs)",
+  forbidden_address: "the name resolves to a private or reserved address",
+  dns_no_addresses: "the name resolves to no address",
+};
+
+/** An egress decision's reason code as a phrase (unknown codes as they are). */
+export function egressReasonText(reason: string): string {
+  return EGRESS_REASON_TEXT[reason] ?? reason.replace(/_/g, " ");
+}
+
+/** `why`'s answer as plain sentences; `steps` words what to do next for the face showing them. */
+export function whySentences(a: WhyAnswer, steps: NextSteps = CLI_STEPS): string[] {
   const out = [outcomeSentence(a), ...reasonSentences(a)];
   const pending = a.decision.data.plan.pending;
   const pendingText = describePending(pending);
-  if (pendingText !== "nothing") out.push(`Pending approval: ${pendingText}. Run \`openfief approve ${a.plugin}\` to grant exactly that.`);
+  if (pendingText !== "nothing") out.push(`Pending approval: ${pendingText}. ${steps.approve(a.plugin)} to grant exactly that.`);
   // A WebAssembly plugin reaches its origins only once each is approved (seed 003's wording).
   if (a.askedWasm) for (const h of pending.egress) out.push(`It waits: origin https://${h.host}${h.port === 443 ? "" : `:${h.port}`} is pending approval.`);
   for (const f of a.failedCalls) out.push(`Its calls ${f.code === "plugin_not_approved" ? "were refused" : "failed"} with ${f.code}${f.source === "plugin" ? " (reported by the plugin)" : ""} ${f.count === 1 ? "once" : `${f.count} times`} in the last hour (last at ${f.last}).`);
-  const current = a.inputs.current?.image;
-  if (!a.deployable.ok && current !== undefined) for (const b of a.deployable.because) out.push(`${current} could not run: ${blockerText(b)}.`);
+  out.push(...blockerSentences(a));
   // A grant has the shape of what can be pending: capabilities, egress, Secret names, data tiers.
   out.push(`The grant approved: ${describePending({ ...EMPTY_PENDING, ...(a.inputs.grant as Partial<PendingLike>) })}.`);
   if (a.chain.length > 0) {
     out.push("It was caused by:");
     for (const e of a.chain) out.push(`  - event ${e.seq} (${e.time}): ${describeEvent(e)}`);
   }
-  out.push(a.replays ? "Re-deciding from the log gives the same answer." : "WARNING: re-deciding from the log gives a different answer (run `openfief check-decisions`).");
+  out.push(a.replays ? "Re-deciding from the log gives the same answer." : `WARNING: re-deciding from the log gives a different answer (${steps.check}).`);
   return out;
 }
 

@@ -78,7 +78,8 @@ async function logLines(args: readonly string[]): Promise<{ seq: number; type: s
 /** Runs `openfief up ARGS` until it says it is up (or prints `ready`), then stops it with SIGTERM. */
 function upUntilReady(args: readonly string[], ready: RegExp = /openfief is up/): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, "up", ...args], { cwd: ROOT, env: { ...process.env, OPENFIEF_LOG_LEVEL: "warn" } });
+    // A free port for the console: parallel test files would otherwise all want 4780.
+    const child = spawn(process.execPath, [BIN, "up", "--listen", "127.0.0.1:0", ...args], { cwd: ROOT, env: { ...process.env, OPENFIEF_LOG_LEVEL: "warn" } });
     let stdout = "";
     let stderr = "";
     let stopping = false;

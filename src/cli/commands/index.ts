@@ -5,6 +5,7 @@ import { register as call } from "./call.js";
 import { register as get } from "./get.js";
 import { register as egress } from "./egress.js";
 import { register as log } from "./log.js";
+import { register as login } from "./login.js";
 import { register as token } from "./token.js";
 import { registerOperator } from "./operator.js";
 import { clusterReconcilerFactory } from "../../app/index.js";
@@ -14,4 +15,4 @@ import { register as verifyBundle } from "./verify-bundle.js";
 import { register as why } from "./why.js";
 
 /** Every subcommand's `register`. Add one line per command module. */
-export const commands: ReadonlyArray<(program: Command) => void> = [up, apply, approve, get, why, log, call, verify, verifyBundle, token, egress, registerOperator(clusterReconcilerFactory)];
+export const commands: ReadonlyArray<(program: Command) => void> = [up, login, apply, approve, get, why, log, call, verify, verifyBundle, token, egress, registerOperator(clusterReconcilerFactory)];

@@ -4,12 +4,8 @@
  * `check-decisions` (re-run the deciders over the log and compare with every recorded decision).
  */
 import type { Command } from "commander";
-import { checkLogDecisions, describeEvent, describePending, shortImage, verifyLog } from "../../app/index.js";
-import type { EventStore, KnownEvent, ReadFilter } from "../../events/index.js";
-import { egressStream, pluginStream } from "../../events/index.js";
-import { stateAt } from "../../projections/index.js";
-import type { PluginState, VerdictState } from "../../projections/index.js";
-import { CliError } from "../cli-error.js";
+import { checkLogDecisions, describeEvent, describePending, followLog, parseCount, parseReplayPoint, parseTime, readLog, replay, shortImage, verifyLog } from "../../app/index.js";
+import type { KnownEvent, LogQuery } from "../../app/index.js";
 import { openLog, pluginArg, print, printJson, table, withData, withJson, withLog } from "../context.js";
 import type { DataOptions } from "../context.js";
 
@@ -23,33 +19,19 @@ interface LogOptions extends DataOptions {
   follow?: boolean;
 }
 
-function parseTime(value: string, flag: string): Date {
-  const d = new Date(value);
-  if (!/^\d{4}-\d{2}-\d{2}/.test(value) || Number.isNaN(d.getTime())) throw new CliError(`${flag} must be an ISO-8601 time, such as 2026-11-30T12:00:00Z`);
-  return d;
-}
-
-function parseCount(value: string, flag: string): number {
-  if (!/^\d+$/.test(value)) throw new CliError(`${flag} must be a whole number`);
-  return Number(value);
-}
-
 function line(e: KnownEvent): string {
   const cause = e.causedBy === null ? "" : ` ← ${e.causedBy}`;
   return `${String(e.seq).padStart(6)}  ${e.time}  ${e.stream.padEnd(24)} ${e.type.padEnd(18)} ${e.actor.padEnd(12)} ${describeEvent(e)}${cause}`;
 }
 
-function readPage(store: EventStore, o: LogOptions, afterSeq: number): KnownEvent[] {
-  const base: ReadFilter = {
-    afterSeq,
-    ...(o.type === undefined ? {} : { type: o.type }),
+/** The filters the flags give. */
+function queryOf(o: LogOptions): LogQuery {
+  return {
+    ...(o.plugin === undefined ? {} : { plugin: pluginArg(o.plugin) }),
+    ...(o.type === undefined ? {} : { types: o.type }),
     ...(o.since === undefined ? {} : { since: parseTime(o.since, "--since") }),
     ...(o.until === undefined ? {} : { until: parseTime(o.until, "--until") }),
-    ...(o.limit === undefined ? {} : { limit: parseCount(o.limit, "--limit") }),
   };
-  if (o.plugin === undefined) return store.read(base);
-  const name = pluginArg(o.plugin);
-  return [...store.read({ ...base, stream: pluginStream(name) }), ...store.read({ ...base, stream: egressStream(name) })].sort((a, b) => a.seq - b.seq);
 }
 
 function emit(events: readonly KnownEvent[], json: boolean): void {
@@ -72,25 +54,19 @@ export function register(program: Command): void {
     .action(async (o: LogOptions) => {
       const store = await openLog(o);
       try {
+        const q = queryOf(o);
         let after = o.after === undefined ? 0 : parseCount(o.after, "--after");
-        const first = readPage(store, o, after);
-        emit(first, o.json === true);
-        after = Math.max(after, first.at(-1)?.seq ?? 0, o.follow === true ? store.head() : 0);
+        const first = readLog(store, { ...q, afterSeq: after, ...(o.limit === undefined ? {} : { limit: parseCount(o.limit, "--limit") }) });
+        emit(first.events, o.json === true);
         if (o.follow !== true) return;
+        after = Math.max(after, first.events.at(-1)?.seq ?? 0, first.head);
         // Nothing appended from now on can be at or before a time already past.
-        const until = o.until === undefined ? null : parseTime(o.until, "--until");
+        const until = q.until ?? null;
         if (until !== null && until.getTime() <= Date.now()) return;
-        // Another process appends; SQLite has no cross-process notification, so poll cheaply.
-        const follow = { ...o };
-        delete follow.limit;
         await new Promise<void>((resolve) => {
-          const timer = setInterval(() => {
-            const page = readPage(store, follow, after);
-            emit(page, o.json === true);
-            after = Math.max(after, page.at(-1)?.seq ?? after);
-            if (until !== null && until.getTime() <= Date.now()) stop();
-          }, 250);
-          const stop = () => { clearInterval(timer); resolve(); };
+          const unfollow = followLog(store, q, after, (events) => emit(events, o.json === true), { pollMs: 250 });
+          const timer = until === null ? null : setInterval(() => { if (until.getTime() <= Date.now()) stop(); }, 250);
+          const stop = () => { unfollow(); if (timer !== null) clearInterval(timer); resolve(); };
           process.once("SIGINT", stop);
           process.once("SIGTERM", stop);
         });
@@ -103,25 +79,18 @@ export function register(program: Command): void {
     .description("show the state as it was at a sequence number or a time, folded from the log")
     .requiredOption("--at <seq|time>", "a sequence number, or an ISO-8601 time")
     .action(async (o: DataOptions & { at: string }) => {
-      const at = /^\d+$/.test(o.at) ? { seq: Number(o.at) } : { time: parseTime(o.at, "--at") };
-      const state = await withLog(o, (store) => stateAt(store, at));
-      if (o.json === true) {
-        const tables: Record<string, Record<string, unknown>> = {};
-        for (const [name, rows] of state.tables) tables[name] = Object.fromEntries(rows);
-        return printJson({ seq: state.seq, tables });
-      }
+      const at = parseReplayPoint(o.at, "--at");
+      const state = await withLog(o, (store) => replay(store, at));
+      if (o.json === true) return printJson({ seq: state.seq, tables: state.tables });
       print(`state as of event ${state.seq}:`);
-      const plugins = [...((state.tables.get("plugins") ?? new Map()) as Map<string, PluginState>).values()];
-      const verdicts = (state.tables.get("signature_verdicts") ?? new Map()) as Map<string, VerdictState>;
-      if (plugins.length === 0) return print("no plugins");
+      if (state.plugins.length === 0) return print("no plugins");
       print(table(
         ["NAME", "RUNNING", "ASKED FOR", "OUTCOME", "PENDING"],
-        plugins.sort((a, b) => (a.name < b.name ? -1 : 1)).map((p) => [
-          p.name, shortImage(p.runningImage), p.deleted ? "(deleted)" : shortImage(p.askedImage), p.outcome ?? "-",
-          p.pending === null ? "-" : describePending({ capabilities: [], egress: [], secrets: [], dataTiers: [], ...(p.pending as object) }),
+        state.plugins.map((p) => [
+          p.name, shortImage(p.running), p.deleted ? "(deleted)" : shortImage(p.asked), p.outcome ?? "-", p.pending === null ? "-" : describePending(p.pending),
         ]),
       ));
-      if (verdicts.size > 0) print(`${verdicts.size} image verdict(s) recorded`);
+      if (state.verdicts > 0) print(`${state.verdicts} image verdict(s) recorded`);
     });
 
   withJson(withData(program.command("verify-log")))

@@ -2,16 +2,20 @@
  * `openfief up`: the control plane on an embedded default — the event store in a data folder,
  * the reconciler with the directory target, and the egress proxy on 127.0.0.1:4750 with the
  * store's allow-lists and tokens from `openfief token`. It runs until SIGINT/SIGTERM.
+ * It serves the owner's API and console on 127.0.0.1:4780 (`--listen`; beyond loopback only with
+ * `--tls-cert` and `--tls-key`) and prints a one-time sign-in link.
  * `openfief reconcile` runs one reconcile pass and exits (for scripts and for a log with no `up`).
  * `--demo` applies the project's `examples/` once (signed plugins, their grants, then an upgrade
  * that asks for a new egress host, so the hold-back is there to explore); on a data folder that
  * holds a log already it keeps the owner's state, and `--reset` starts over.
  */
+import { readFileSync } from "node:fs";
 import type { Command } from "commander";
 import {
-  AppError, applyDemoFolder, assertLogHolds, demoSettings, listPlugins, logFile, mergeSettings, loadSettings, openRuntime, saveSettings, startControlPlane,
+  AppError, applyDemoFolder, assertLogHolds, checkUserName, defaultUser, demoSettings, listPlugins, logFile, mergeSettings, loadSettings, openRuntime, saveSettings,
+  signInLink, SIGN_IN_TTL_SECONDS, startControlPlane,
 } from "../../app/index.js";
-import type { ControlPlane, Settings } from "../../app/index.js";
+import type { ControlPlane, FaceFactory, Settings } from "../../app/index.js";
 import { cliLogger, dataDir, print, printJson, withData, withJson } from "../context.js";
 import type { DataOptions } from "../context.js";
 import { pluginsTable } from "./get.js";
@@ -32,6 +36,12 @@ interface UpOptions extends RuntimeFlags {
   egressPort?: string;
   dnsServer?: string[];
   interval?: string;
+  server?: boolean;
+  listen?: string;
+  tlsCert?: string;
+  tlsKey?: string;
+  origin?: string[];
+  user?: string;
 }
 
 function repeatable(v: string, prev: string[] = []): string[] {
@@ -64,6 +74,34 @@ function wholeNumber(text: string, flag: string, min: number, max: number): numb
   const n = Number(text);
   if (!/^[0-9]+$/.test(text) || n < min || n > max) throw new AppError("usage", `${flag} must be a whole number from ${min} to ${max}, not ${JSON.stringify(text)}`);
   return n;
+}
+
+/** `host:port` or `[v6]:port`. */
+function parseListen(text: string): { host: string; port: number } {
+  const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(text);
+  const port = Number(m?.[3]);
+  if (m === null || port > 65535) throw new AppError("usage", `--listen must be host:port, such as 127.0.0.1:4780 or [::1]:4780, not ${JSON.stringify(text.slice(0, 64))}`);
+  return { host: m[1] ?? m[2] ?? "", port };
+}
+
+function readPem(path: string, flag: string): string {
+  try {
+    const text = readFileSync(path, "utf8");
+    if (text.length > 1 << 20 || !text.includes("-----BEGIN ")) throw new Error("not PEM");
+    return text;
+  } catch {
+    throw new AppError("usage", `${flag} ${path}: cannot read a PEM file there`);
+  }
+}
+
+/** The API and console the flags ask for, or none with --no-server. The server is loaded only by `up`. */
+async function serverOption(o: UpOptions): Promise<FaceFactory | undefined> {
+  if (o.server === false) return undefined;
+  const { host, port } = parseListen(o.listen ?? "127.0.0.1:4780");
+  if ((o.tlsCert === undefined) !== (o.tlsKey === undefined)) throw new AppError("usage", "give --tls-cert and --tls-key together");
+  const tls = o.tlsCert !== undefined && o.tlsKey !== undefined ? { cert: readPem(o.tlsCert, "--tls-cert"), key: readPem(o.tlsKey, "--tls-key") } : undefined;
+  const { serverFactory } = await import("../../server/index.js");
+  return serverFactory({ host, port, ...(tls === undefined ? {} : { tls }), ...(o.origin === undefined ? {} : { origins: o.origin }) });
 }
 
 export function register(program: Command): void {
@@ -99,9 +137,17 @@ export function register(program: Command): void {
     .option("--egress-port <port>", "the egress proxy's port on 127.0.0.1", "4750")
     .option("--dns-server <ip>", "a DNS server the egress proxy asks (repeatable; default: the system's)", repeatable)
     .option("--interval <ms>", "how often to look for new events", "300")
+    .option("--listen <host:port>", "where the API and console listen (beyond loopback only with --tls-cert and --tls-key)", "127.0.0.1:4780")
+    .option("--no-server", "do not serve the API and console")
+    .option("--tls-cert <file>", "the console's TLS certificate (PEM)")
+    .option("--tls-key <file>", "the console's TLS private key (PEM)")
+    .option("--origin <url>", "another origin the console is reached at, such as https://openfief.example:4780 (repeatable)", repeatable)
+    .option("--user <name>", "the user the printed sign-in link names (default: this machine's user)")
     .action(async (o: UpOptions) => {
       const interval = wholeNumber(o.interval ?? "300", "--interval", 50, 3_600_000);
       const egressPort = wholeNumber(o.egressPort ?? "4750", "--egress-port", 0, 65535);
+      const server = await serverOption(o);
+      const user = checkUserName(o.user ?? defaultUser());
       const dir = dataDir(o);
       const logger = cliLogger({ file: logFile(dir), json: o.json === true });
       const demo = o.demo === true;
@@ -112,6 +158,7 @@ export function register(program: Command): void {
         settings: { ...(demo ? demoSettings() : {}), ...givenSettings(o) },
         egress: o.egress === false ? null : { port: egressPort, ...(o.dnsServer !== undefined ? { dnsServers: o.dnsServer } : {}) },
         reset: o.reset === true,
+        ...(server === undefined ? {} : { server }),
       });
       const say = (line = ""): void => { if (o.json !== true) print(line); };
       // Listening before saying "up": a stop sent the moment it is said is a clean stop.
@@ -124,8 +171,7 @@ export function register(program: Command): void {
         const fresh = cp.runtime.store.head() === 0;
         await cp.pass();
         if (demo) await runDemo(cp, dir, fresh, say);
-        if (o.json === true) printJson({ up: true, data: dir, egress: cp.egress, cluster: cp.runtime.target.name, log: logFile(dir) });
-        say(`openfief is up: data in ${dir}; cluster objects in ${cp.runtime.target.name.replace(/^directory:/, "")}; log in ${logFile(dir)}. Ctrl-C stops it.`);
+        await announce(cp, dir, user, o.json === true, say);
         await stopped;
         say("stopping");
       } finally {
@@ -133,6 +179,18 @@ export function register(program: Command): void {
         logger.flush();
       }
     });
+}
+
+/** Says that the control plane is up: where the console is, with a sign-in link, and where its files are. */
+async function announce(cp: ControlPlane, dir: string, user: string, json: boolean, say: (line?: string) => void): Promise<void> {
+  const link = cp.server === null ? null : await signInLink(cp.sessions, cp.server.url, user, "owner");
+  if (json) printJson({ up: true, data: dir, egress: cp.egress, console: cp.server?.url ?? null, signIn: link?.url ?? null, cluster: cp.runtime.target.name, log: logFile(dir) });
+  if (cp.server !== null && link !== null) {
+    say(`console on ${cp.server.url}; sign in as ${user} with this link (it works once, for ${SIGN_IN_TTL_SECONDS / 60} minutes; openfief login --link makes another):`);
+    say(`  ${link.url}`);
+    say("");
+  }
+  say(`openfief is up: data in ${dir}; cluster objects in ${cp.runtime.target.name.replace(/^directory:/, "")}; log in ${logFile(dir)}. Ctrl-C stops it.`);
 }
 
 /** Calls the demo's WebAssembly connector once and says what came of it (without internet: the refusal). */

@@ -4,10 +4,7 @@
  * decided under, and the chain of events that caused it; for a view, its recent gateway decisions.
  */
 import type { Command } from "commander";
-import { viewDecisionSentences, whySentences } from "../../app/index.js";
-import { why } from "../../projections/index.js";
-import { recentDecisions, summarizeDecisions } from "../../projections/index.js";
-import { CliError } from "../cli-error.js";
+import { explain } from "../../app/index.js";
 import { pluginArg, print, printJson, withData, withJson, withLog } from "../context.js";
 import type { DataOptions } from "../context.js";
 
@@ -17,9 +14,8 @@ export function register(program: Command): void {
     .argument("<plugin>", "the plugin's name")
     .action(async (name: string, o: DataOptions) => {
       pluginArg(name);
-      const { answer, recent } = await withLog(o, (store) => ({ answer: why(store, name), recent: recentDecisions(store, name, 10) }));
-      if (answer === null) throw new CliError(`no decision recorded for ${name}`, 1);
-      if (o.json === true) printJson(recent.length === 0 ? answer : { ...answer, gateway: { summary: summarizeDecisions(recent), recent } });
-      else for (const line of [...whySentences(answer), ...viewDecisionSentences(recent)]) print(line);
+      const { answer, sentences, gateway } = await withLog(o, (store) => explain(store, name));
+      if (o.json === true) printJson(gateway === null ? answer : { ...answer, gateway });
+      else for (const line of sentences) print(line);
     });
 }

@@ -1,0 +1,170 @@
+/**
+ * `openfief log` and the API's events: the log filtered by plugin (its own stream and its egress
+ * decisions), event type and time, paged by sequence number, and followed as it grows. The CLI,
+ * the JSON API (and its server-sent events) and the console's log page read it here, so a filter
+ * means the same on every face.
+ */
+import { egressStream, isPluginName, pluginStream } from "../events/index.js";
+import type { EventStore, KnownEvent, ReadFilter } from "../events/index.js";
+import { AppError } from "./errors.js";
+
+/** What to read of the log; every field narrows. */
+export interface LogQuery {
+  /** Only this plugin's events: its own stream and its egress decisions. */
+  readonly plugin?: string;
+  /** Only events of these types (any of them). */
+  readonly types?: readonly string[];
+  /** Only events at or after this time. */
+  readonly since?: Date;
+  /** Only events at or before this time. */
+  readonly until?: Date;
+  /** Only events after this sequence number. */
+  readonly afterSeq?: number;
+  /** At most this many events. */
+  readonly limit?: number;
+}
+
+/** One page of the log. */
+export interface LogPage {
+  readonly events: KnownEvent[];
+  /** The `afterSeq` of the next page, or null when this page was the last one for now. */
+  readonly next: number | null;
+  /** The log's last sequence number when the page was read. */
+  readonly head: number;
+}
+
+/** The most types one query may name. */
+export const MAX_LOG_TYPES = 32;
+
+/** A time as an owner writes it (ISO-8601, at least a date); refused (`usage`) otherwise. */
+export function parseTime(value: string, what: string): Date {
+  const d = new Date(value);
+  if (value.length > 64 || !/^\d{4}-\d{2}-\d{2}/.test(value) || Number.isNaN(d.getTime())) {
+    throw new AppError("usage", `${what} must be an ISO-8601 time, such as 2026-11-30T12:00:00Z`, what);
+  }
+  return d;
+}
+
+/** A whole number as an owner writes it, at most `max`; refused (`usage`) otherwise. */
+export function parseCount(value: string, what: string, max = Number.MAX_SAFE_INTEGER): number {
+  if (!/^\d{1,15}$/.test(value) || Number(value) > max) throw new AppError("usage", `${what} must be a whole number${max === Number.MAX_SAFE_INTEGER ? "" : ` from 0 to ${max}`}`, what);
+  return Number(value);
+}
+
+/** Refuses a query naming a plugin that cannot exist or a type the catalog does not define. */
+export function checkLogQuery(store: EventStore, q: LogQuery): void {
+  if (q.plugin !== undefined && !isPluginName(q.plugin)) {
+    throw new AppError("usage", `invalid plugin name ${JSON.stringify(q.plugin.slice(0, 64))}: a DNS label that starts with a letter, at most 56 characters`, "plugin");
+  }
+  const types = q.types ?? [];
+  if (types.length > MAX_LOG_TYPES) throw new AppError("usage", `at most ${MAX_LOG_TYPES} event types at once`, "type");
+  const known = new Set(store.registry.types());
+  const unknown = types.filter((t) => !known.has(t));
+  if (unknown.length > 0) throw new AppError("usage", `unknown event type ${JSON.stringify(unknown[0]?.slice(0, 64))}: one of ${[...known].sort().join(", ")}`, "type");
+}
+
+/** The events matching `q` with `afterSeq < seq ≤ toSeq`, at most `limit`, in sequence order. */
+function readRange(store: EventStore, q: LogQuery, afterSeq: number, toSeq: number, limit: number | undefined): KnownEvent[] {
+  const base: ReadFilter = {
+    afterSeq,
+    toSeq,
+    ...(q.types === undefined || q.types.length === 0 ? {} : { type: q.types }),
+    ...(q.since === undefined ? {} : { since: q.since }),
+    ...(q.until === undefined ? {} : { until: q.until }),
+    ...(limit === undefined ? {} : { limit }),
+  };
+  if (q.plugin === undefined) return store.read(base);
+  const both = [...store.read({ ...base, stream: pluginStream(q.plugin) }), ...store.read({ ...base, stream: egressStream(q.plugin) })].sort((a, b) => a.seq - b.seq);
+  return limit === undefined ? both : both.slice(0, limit);
+}
+
+/** Reads one page of the log (checked first, see {@link checkLogQuery}), in sequence order. */
+export function readLog(store: EventStore, q: LogQuery): LogPage {
+  checkLogQuery(store, q);
+  const head = store.head();
+  const events = readRange(store, q, q.afterSeq ?? 0, head, q.limit);
+  const full = q.limit !== undefined && events.length === q.limit;
+  return { events, next: full ? (events.at(-1)?.seq ?? null) : null, head };
+}
+
+/** The latest events of the log, for a face that shows the newest first. */
+export interface LogTail {
+  /** In sequence order (oldest first). */
+  readonly events: KnownEvent[];
+  /** The `beforeSeq` of the next older page, or null when the log holds nothing older. */
+  readonly older: number | null;
+  readonly head: number;
+}
+
+/** How far back one tail read looks for matching events. */
+const MAX_TAIL_SCAN = 200_000;
+
+/** The latest `limit` events matching `q` before `beforeSeq` (default: the end of the log). */
+export function readLogTail(store: EventStore, q: Omit<LogQuery, "afterSeq" | "limit">, o: { readonly beforeSeq?: number; readonly limit: number }): LogTail {
+  checkLogQuery(store, q);
+  const head = store.head();
+  let hi = Math.min(head, (o.beforeSeq ?? head + 1) - 1);
+  let window = Math.max(64, o.limit * 2);
+  const stop = Math.max(0, hi - MAX_TAIL_SCAN);
+  let found: KnownEvent[] = [];
+  // Sequence numbers have no gaps, so windows of seq walk back through the log without a reverse index.
+  while (found.length < o.limit && hi > stop) {
+    const lo = Math.max(stop, hi - window);
+    found = [...readRange(store, q, lo, hi, undefined), ...found];
+    hi = lo;
+    window = Math.min(window * 2, 20_000);
+  }
+  const events = found.slice(-o.limit);
+  const first = events[0]?.seq;
+  const older = found.length > o.limit && first !== undefined ? first : hi > 0 ? (first ?? hi + 1) : null;
+  return { events, older, head };
+}
+
+/** The event types the log's catalog defines, sorted. */
+export function eventTypes(store: EventStore): string[] {
+  return store.registry.types().sort();
+}
+
+/** Options of {@link followLog}. */
+export interface FollowOptions {
+  /** How often to look for events another process appended (ms); this process's appends are seen at once. */
+  readonly pollMs?: number;
+  /** Events per read while catching up. */
+  readonly pageSize?: number;
+}
+
+/**
+ * Calls `onEvents` with every event matching `q` appended after `afterSeq`, in order, until the
+ * returned function is called. Appends of this process arrive at once (the store's listeners);
+ * another process's (a CLI beside `up`) at the next poll, since SQLite has no cross-process
+ * notification. Reads never overlap, and a slow reader sees every event once.
+ */
+export function followLog(store: EventStore, q: Omit<LogQuery, "afterSeq" | "limit">, afterSeq: number, onEvents: (events: readonly KnownEvent[]) => void, o: FollowOptions = {}): () => void {
+  checkLogQuery(store, q);
+  let after = afterSeq;
+  let stopped = false;
+  let scheduled = false;
+  const pageSize = o.pageSize ?? 500;
+  const drain = (): void => {
+    scheduled = false;
+    for (let page = readLog(store, { ...q, afterSeq: after, limit: pageSize }); !stopped; page = readLog(store, { ...q, afterSeq: after, limit: pageSize })) {
+      if (page.events.length > 0) onEvents(page.events);
+      // Events the filter skipped still move the cursor: the next read starts after what was seen.
+      after = Math.max(after, page.events.at(-1)?.seq ?? after, page.next === null ? page.head : after);
+      if (page.next === null) return;
+    }
+  };
+  const soon = (): void => {
+    if (scheduled || stopped) return;
+    scheduled = true;
+    setImmediate(() => { if (!stopped) drain(); });
+  };
+  const unsubscribe = store.subscribe(soon);
+  const timer = setInterval(soon, o.pollMs ?? 1000);
+  soon();
+  return () => {
+    stopped = true;
+    clearInterval(timer);
+    unsubscribe();
+  };
+}

@@ -1,0 +1,231 @@
+/**
+ * One plugin as an owner looks at it before deciding: its row of `get plugins`, what its Plugin
+ * asks for (image, manifest, config), the grant, the permissions the latest decision runs under,
+ * `why` in sentences, the timeline of its events with their causes, and — when its current
+ * version waits — exactly what an approval would add and the stream version to send with it
+ * (HTTP `If-Match`), read before the facts so that approving against it is never a decision on
+ * facts the owner did not see.
+ */
+import { pluginStream } from "../events/index.js";
+import type { EventOf, EventStore, KnownEvent } from "../events/index.js";
+import { formatHostPort, isEmptyPending, parseGrant, parsePlugin } from "../plugins/index.js";
+import type { GrantSpec, JsonValue, Pending, RolloutPlanJSON } from "../plugins/index.js";
+import { recentDecisions, summarizeDecisions, why } from "../projections/index.js";
+import type { WhyAnswer } from "../projections/index.js";
+import { AppError } from "./errors.js";
+import { checkLogQuery } from "./log.js";
+import { grantWithPending, pendingOf } from "./owner-edits.js";
+import { listPlugins } from "./plugins.js";
+import type { PluginRow } from "./plugins.js";
+import { describeEvent, describePending, describeRule, viewDecisionSentences, whySentences } from "./wording.js";
+import type { NextSteps } from "./wording.js";
+
+/** What a Plugin asks for, as given. */
+export interface AskedFor {
+  readonly image: string | null;
+  readonly manifest: JsonValue | null;
+  readonly config: JsonValue | null;
+}
+
+/** Permissions as lists of words, for a table: asked for, granted, or run with. */
+export interface PermissionLists {
+  readonly capabilities: readonly string[];
+  /** `host:port`. */
+  readonly egress: readonly string[];
+  /** Secret names (with their mount path when the manifest gives one). */
+  readonly secrets: readonly string[];
+  readonly dataTiers: readonly string[];
+  /** A view's Kubernetes rules (PolicyRules), as phrases. */
+  readonly rules: readonly string[];
+}
+
+/** What approving would do, at the version it was read at. */
+export interface PendingApproval {
+  readonly name: string;
+  /** Exactly what the approval adds to the grant. */
+  readonly pending: Pending;
+  /** The same, as one line. */
+  readonly text: string;
+  /** The grant as it would be after the approval. */
+  readonly grantAfter: GrantSpec;
+  /** The plugin stream's version the facts were read at: what an approval expects (`If-Match`). */
+  readonly version: number;
+}
+
+/** One event of a plugin's timeline, worded, with the event that caused it. */
+export interface TimelineEntry {
+  readonly event: KnownEvent;
+  readonly text: string;
+  readonly cause: { readonly seq: number; readonly type: string; readonly text: string } | null;
+}
+
+/** A plugin's timeline, newest last. */
+export interface Timeline {
+  readonly entries: readonly TimelineEntry[];
+  /** The `afterSeq` of the next page, or null when there is none yet. */
+  readonly next: number | null;
+}
+
+/** Everything the plugin page shows. */
+export interface PluginView {
+  readonly name: string;
+  /** The plugin stream's version when this was read (the `ETag` / `If-Match` of its approval). */
+  readonly version: number;
+  readonly row: PluginRow;
+  readonly asked: AskedFor | null;
+  /** The grant as last set, or null when there is none (or it was deleted). */
+  readonly grant: GrantSpec | null;
+  /** What the latest decision runs, and under which permissions; null when nothing runs. */
+  readonly running: RolloutPlanJSON["run"];
+  /** The three sides of least privilege: what the version asked for requests, what the grant gives, what runs. */
+  readonly permissions: {
+    /** Null when the Plugin's spec is invalid or deleted. */
+    readonly asked: PermissionLists | null;
+    readonly granted: PermissionLists | null;
+    /** Null when nothing runs. */
+    readonly effective: PermissionLists | null;
+  };
+  /** What an approval would add now; null when nothing is pending (or the spec is invalid). */
+  readonly pending: PendingApproval | null;
+  /** The latest decision explained, or null when none was decided yet. */
+  readonly why: { readonly answer: WhyAnswer; readonly sentences: readonly string[] } | null;
+  /** The latest events of the plugin's own stream. */
+  readonly timeline: Timeline;
+}
+
+/** The most timeline entries one read returns. */
+export const MAX_TIMELINE = 500;
+
+function rec(v: unknown): Record<string, JsonValue> | null {
+  return typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, JsonValue>) : null;
+}
+
+function askedFor(store: EventStore, name: string): AskedFor | null {
+  const last = store.read({ stream: pluginStream(name), type: ["plugin.observed", "plugin.deleted"] }).at(-1);
+  if (last === undefined || last.type === "plugin.deleted") return null;
+  const spec = rec(last.data.spec) ?? {};
+  return { image: typeof spec.image === "string" ? spec.image : null, manifest: spec.manifest ?? null, config: spec.config ?? null };
+}
+
+function askedPermissions(name: string, asked: AskedFor | null): PermissionLists | null {
+  if (asked === null) return null;
+  const p = parsePlugin({ name, spec: { image: asked.image, manifest: asked.manifest, ...(asked.config === null ? {} : { config: asked.config }) } });
+  if (!p.ok) return null;
+  const m = p.value.spec.manifest;
+  return { capabilities: [...m.capabilities], egress: m.egress.map(formatHostPort), secrets: m.secrets.map((s) => `${s.name} (at ${s.mountPath})`), dataTiers: [...m.dataTiers], rules: (m.rbac ?? []).map(describeRule) };
+}
+
+function grantLists(g: GrantSpec | null): PermissionLists | null {
+  return g === null ? null : { capabilities: [...g.capabilities], egress: g.egress.map(formatHostPort), secrets: [...g.secrets], dataTiers: [...g.dataTiers], rules: (g.rbac ?? []).map(describeRule) };
+}
+
+function runLists(run: RolloutPlanJSON["run"]): PermissionLists | null {
+  if (run === null) return null;
+  const p = run.permissions;
+  return { capabilities: [...p.capabilities], egress: p.egress.map(formatHostPort), secrets: p.secrets.map((s) => `${s.name} (at ${s.mountPath})`), dataTiers: [...p.dataTiers], rules: (p.rbac ?? []).map(describeRule) };
+}
+
+function grantOf(store: EventStore, name: string): GrantSpec | null {
+  const last = store.read({ stream: pluginStream(name), type: ["grant.observed", "grant.deleted"] }).at(-1);
+  if (last === undefined || last.type === "grant.deleted") return null;
+  const g = parseGrant({ name, spec: last.data.spec });
+  return g.ok ? g.value.spec : null;
+}
+
+/** What approving `name` would add now, or null when nothing is pending; `version` pins the facts. */
+export function pendingApproval(store: EventStore, name: string, version?: number): PendingApproval | null {
+  try {
+    const p = pendingOf(store, name, version ?? store.version(pluginStream(name)));
+    if (isEmptyPending(p.pending)) return null;
+    return { name, pending: p.pending, text: describePending(p.pending), grantAfter: grantWithPending(p.grant, p.pending), version: p.version };
+  } catch (err) {
+    // A deleted plugin or one whose spec is invalid has nothing an approval could add.
+    if (err instanceof AppError && (err.code === "not_found" || err.code === "conflict")) return null;
+    throw err;
+  }
+}
+
+/** Every plugin whose current version waits for the owner, with what approving it would add. */
+export function pendingApprovals(store: EventStore): PendingApproval[] {
+  return listPlugins(store).filter((r) => !r.deleted).flatMap((r) => pendingApproval(store, r.name) ?? []);
+}
+
+/** A page of a plugin's events (its own stream; with `includeEgress` its egress decisions too), each with its cause. */
+export function pluginTimeline(store: EventStore, name: string, o: { afterSeq?: number; limit?: number; includeEgress?: boolean; latest?: boolean } = {}): Timeline {
+  checkLogQuery(store, { plugin: name });
+  const limit = Math.min(o.limit ?? MAX_TIMELINE, MAX_TIMELINE);
+  const streams = [pluginStream(name), ...(o.includeEgress === true ? [`egress/${name}`] : [])];
+  const all = streams.flatMap((stream) => store.read({ stream, afterSeq: o.afterSeq ?? 0, ...(o.latest === true ? {} : { limit }) })).sort((a, b) => a.seq - b.seq);
+  const page = o.latest === true ? all.slice(-limit) : all.slice(0, limit);
+  const seen = new Map(page.map((e) => [e.seq, e]));
+  const entries = page.map((event) => {
+    const c = event.causedBy === null ? null : (seen.get(event.causedBy) ?? store.get(event.causedBy));
+    return { event, text: describeEvent(event), cause: c === null ? null : { seq: c.seq, type: c.type, text: describeEvent(c) } };
+  });
+  const full = o.latest !== true && page.length === limit;
+  return { entries, next: full ? (page.at(-1)?.seq ?? null) : null };
+}
+
+/** The plugins page: every row, what waits for approval, and when each latest decision was taken. */
+export interface PluginsOverview {
+  readonly rows: readonly PluginRow[];
+  readonly pending: readonly PendingApproval[];
+  /** The time of each row's latest decision, by plugin name. */
+  readonly decidedAt: ReadonlyMap<string, string>;
+}
+
+/** Every plugin at a glance. */
+export function pluginsOverview(store: EventStore): PluginsOverview {
+  const rows = listPlugins(store);
+  const decidedAt = new Map(rows.flatMap((r) => {
+    const time = r.decided === null ? undefined : store.get(r.decided.seq)?.time;
+    return time === undefined ? [] : [[r.name, time] as const];
+  }));
+  return { rows, pending: rows.filter((r) => !r.deleted).flatMap((r) => pendingApproval(store, r.name) ?? []), decidedAt };
+}
+
+/** `why`'s answer: the latest decision, its sentences, and for a view its recent gateway decisions. */
+export interface Explained {
+  readonly answer: WhyAnswer;
+  readonly sentences: string[];
+  /** A view's latest gateway decisions (newest first) and their counts; null for a plugin with none. */
+  readonly gateway: { readonly summary: ReturnType<typeof summarizeDecisions>; readonly recent: readonly EventOf<"gateway.decision">[] } | null;
+}
+
+/** `why`: the latest decision of a plugin and its sentences; `not_found` when none was decided yet. */
+export function explain(store: EventStore, name: string, steps?: NextSteps): Explained {
+  checkLogQuery(store, { plugin: name });
+  const answer = why(store, name);
+  if (answer === null) throw new AppError("not_found", `no decision recorded for ${name}`);
+  const recent = recentDecisions(store, name, 10);
+  return {
+    answer,
+    sentences: [...whySentences(answer, steps), ...viewDecisionSentences(recent)],
+    gateway: recent.length === 0 ? null : { summary: summarizeDecisions(recent), recent },
+  };
+}
+
+/** One plugin for the plugin page; `not_found` when the log has never heard of it. */
+export function pluginView(store: EventStore, name: string, o: { timeline?: number; steps?: NextSteps } = {}): PluginView {
+  checkLogQuery(store, { plugin: name });
+  // The version first: every fact below is read at or after it, so an approval expecting it is safe.
+  const version = store.version(pluginStream(name));
+  const row = listPlugins(store).find((r) => r.name === name);
+  if (version === 0 || row === undefined) throw new AppError("not_found", `no plugin ${name}: the log has no events about it`);
+  const answer = why(store, name);
+  const asked = askedFor(store, name);
+  const grant = grantOf(store, name);
+  const running = answer?.decision.data.plan.run ?? null;
+  return {
+    name,
+    version,
+    row,
+    asked,
+    grant,
+    running,
+    permissions: { asked: askedPermissions(name, asked), granted: grantLists(grant), effective: runLists(running) },
+    pending: row.deleted ? null : pendingApproval(store, name, version),
+    why: answer === null ? null : { answer, sentences: whySentences(answer, o.steps) },
+    timeline: pluginTimeline(store, name, { latest: true, limit: o.timeline ?? 50 }),
+  };
+}

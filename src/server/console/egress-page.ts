@@ -1,0 +1,64 @@
+/**
+ * Egress: what each plugin's traffic through the egress proxy was allowed and refused, over a
+ * window of time — a chart of the counts, each plugin's destinations with their counts and last
+ * reason, and the latest decisions. htmx refreshes it; the filter is a plain form.
+ */
+import { AppError, egressReasonText, egressSummary, hostPort, listPlugins } from "../../app/index.js";
+import type { EgressDestination, EgressPluginSummary } from "../../app/index.js";
+import type { RequestContext } from "../routes.js";
+import { egressChart } from "./chart.js";
+import { absoluteTime, ago, outcomeBadge } from "./format.js";
+import { html, trusted } from "./html.js";
+import type { Markup } from "./html.js";
+import { page } from "./layout.js";
+
+/** The windows the page offers. */
+const WINDOWS: Readonly<Record<string, { label: string; ms: number; buckets: number }>> = {
+  "1h": { label: "the last hour", ms: 3_600_000, buckets: 30 },
+  "24h": { label: "the last 24 hours", ms: 86_400_000, buckets: 24 },
+  "7d": { label: "the last 7 days", ms: 7 * 86_400_000, buckets: 28 },
+  "30d": { label: "the last 30 days", ms: 30 * 86_400_000, buckets: 30 },
+};
+
+function destinationRow(d: EgressDestination, now: Date): Markup {
+  const dest = hostPort(d.host, d.port);
+  return html`<tr><td><code>${dest}</code></td><td>${d.refused === 0 ? outcomeBadge("allowed") : d.allowed === 0 ? outcomeBadge("refused") : html`${outcomeBadge("allowed")} ${outcomeBadge("refused")}`}</td><td class="num">${d.allowed}</td><td class="num">${d.refused}</td><td class="small">${d.last.outcome}: ${egressReasonText(d.last.reason)}<br><span class="muted">event ${d.last.seq}, ${ago(d.last.time, now)}</span></td></tr>`;
+}
+
+function pluginCard(p: EgressPluginSummary, now: Date): Markup {
+  return html`<section class="card"><h2><a href="/plugins/${p.plugin}">${p.plugin}</a> <span class="muted small">${p.allowed} allowed, ${p.refused} refused</span></h2>
+<div class="table-wrap"><table><thead><tr><th>Destination</th><th>Outcome</th><th class="num">Allowed</th><th class="num">Refused</th><th>Last decision</th></tr></thead><tbody>${p.destinations.map((d) => destinationRow(d, now))}</tbody></table></div></section>`;
+}
+
+function option(value: string, label: string, selected: boolean): Markup {
+  return html`<option value="${value}"${selected ? trusted(" selected") : ""}>${label}</option>`;
+}
+
+/** `GET /egress`. */
+export function egressPage(ctx: RequestContext): string {
+  const { app, query, session } = ctx;
+  const now = app.clock();
+  const key = query.get("window") ?? "24h";
+  const w = WINDOWS[key];
+  if (w === undefined) throw new AppError("usage", `window must be one of ${Object.keys(WINDOWS).join(", ")}`, "window");
+  const plugin = query.get("plugin");
+  const s = egressSummary(app.store, { since: new Date(now.getTime() - w.ms), until: now, buckets: w.buckets, ...(plugin === undefined ? {} : { plugin }) });
+  const names = listPlugins(app.store).map((r) => r.name);
+  const self = new URLSearchParams({ window: key, ...(plugin === undefined ? {} : { plugin }) });
+  const body = html`<div class="page-head"><h1>Egress</h1><p>What the egress proxy allowed and refused, ${w.label}${plugin === undefined ? "" : ` for ${plugin}`}.</p></div>
+<form class="filters card" method="get" action="/egress">
+<label>Plugin<select name="plugin">${option("", "every plugin", plugin === undefined)}${names.map((n) => option(n, n, n === plugin))}</select></label>
+<label>Window<select name="window">${Object.entries(WINDOWS).map(([k, v]) => option(k, v.label, k === key))}</select></label>
+<button type="submit">Show</button>
+</form>
+<div id="live" hx-get="/egress?${self.toString()}" hx-trigger="every 5s" hx-select="#live" hx-swap="outerHTML">
+<section class="card"><h2>Decisions over time</h2>
+<div class="legend"><span><span class="swatch allowed"></span>allowed (${s.allowed})</span><span><span class="swatch refused"></span>refused (${s.refused})</span><span class="muted">${absoluteTime(s.since)} – ${absoluteTime(s.until)}</span></div>
+${egressChart(s.buckets)}
+${s.truncated ? html`<p class="small">Only the first ${s.allowed + s.refused} decisions of the window are counted.</p>` : ""}
+</section>
+${s.plugins.length === 0 ? html`<section class="card"><p class="empty">No egress decisions ${w.label}. A plugin's connections through the proxy show here, allowed or refused.</p></section>` : html`<div class="stack">${s.plugins.map((p) => pluginCard(p, now))}</div>`}
+${s.recent.length === 0 ? "" : html`<section class="card"><h2>Latest decisions</h2><div class="table-wrap"><table><thead><tr><th class="num">Event</th><th>When</th><th>Plugin</th><th>Destination</th><th>Outcome</th><th>Reason</th></tr></thead><tbody>${s.recent.map((r) => html`<tr><td class="num">${r.seq}</td><td class="nowrap">${ago(r.time, now)}</td><td>${r.plugin}</td><td><code>${hostPort(r.host, r.port)}</code></td><td>${outcomeBadge(r.outcome)}</td><td class="small">${egressReasonText(r.reason)}${r.address === null ? "" : ` (dialled ${r.address})`}</td></tr>`)}</tbody></table></div></section>`}
+</div>`;
+  return page({ title: "Egress", section: "egress", session, body });
+}

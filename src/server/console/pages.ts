@@ -1,0 +1,86 @@
+/**
+ * The console's routes: the pages (plugins, one plugin, log, egress, integrity, replay), the
+ * approval form, signing in with a one-time link and signing out, and the error page. Every page
+ * is whole HTML that works without JavaScript; htmx re-fetches a page and swaps a part of it.
+ */
+import { AppError, sessionProblemText } from "../../app/index.js";
+import type { AppErrorCode, UserSession } from "../../app/index.js";
+import { checkOrigin, clearedCookie, sessionCookie } from "../auth.js";
+import { redirect, sendHtml } from "../http.js";
+import type { Access, RequestContext, Route } from "../routes.js";
+import { egressPage } from "./egress-page.js";
+import { html } from "./html.js";
+import { integrityPage } from "./integrity-page.js";
+import { page } from "./layout.js";
+import { logPage, logRows } from "./log-page.js";
+import { approveForm, pluginPage } from "./plugin-page.js";
+import { pluginsPage } from "./plugins-page.js";
+import { replayPage } from "./replay-page.js";
+
+const PAGE_STATUSES = [200, 400, 401, 403, 404, 413, 500, 503];
+
+function pageRoute(path: string, summary: string, query: readonly string[], render: (ctx: RequestContext) => string, access: Access = "viewer"): Route {
+  return {
+    method: "GET", path, kind: "page", access, summary, query, headers: [], statuses: PAGE_STATUSES,
+    handle: (ctx) => sendHtml(ctx.res, 200, render(ctx)),
+  };
+}
+
+const HOW_TO_SIGN_IN = html`<p>Open the sign-in link <code>openfief up</code> printed in its terminal, or ask for a new one in another terminal:</p><pre>openfief login --link              # an owner's link
+openfief login --link --role viewer  # a link for someone who may only look</pre>`;
+
+const TITLES: Partial<Record<AppErrorCode, string>> = {
+  not_found: "Not found", unauthorized: "Sign in", forbidden: "Not allowed", precondition_failed: "Changed since you looked",
+  precondition_required: "Reload and try again", usage: "That request is not right", too_large: "Too large", unavailable: "Try again", log_broken: "The log does not hold",
+};
+
+/** The page for a refusal, with the app's status. */
+export function errorPage(e: AppError, session: UserSession | null): string {
+  const title = TITLES[e.code] ?? "Something went wrong";
+  const body = html`<section class="card callout bad signin"><h1>${title}</h1><p>${e.message}</p>${e.code === "unauthorized" ? HOW_TO_SIGN_IN : html`<p><a href="/">Back to the plugins</a></p>`}</section>`;
+  return page({ title, section: "none", session, body });
+}
+
+async function signIn(ctx: RequestContext): Promise<void> {
+  const { app, query, req, res, settings } = ctx;
+  const code = query.get("code");
+  if (code === undefined) {
+    sendHtml(res, 200, page({ title: "Sign in", section: "none", session: null, body: html`<section class="card signin"><h1>Sign in to the OpenFief console</h1>${HOW_TO_SIGN_IN}<p class="small muted">A link works once, for ten minutes.</p></section>` }));
+    return;
+  }
+  // A link followed from another site could sign this browser in as someone else: refuse it.
+  const site = req.headers["sec-fetch-site"];
+  if (site === "cross-site" || site === "same-site") throw new AppError("forbidden", "this sign-in link was opened from another site: paste the link openfief printed into the address bar yourself");
+  const r = await app.sessions.redeemSignIn(code);
+  if (!r.ok) throw new AppError("unauthorized", sessionProblemText(r.problem));
+  app.logger.info({ user: r.session.user, role: r.session.role }, "signed in to the console");
+  redirect(res, "/", { "Set-Cookie": sessionCookie(r.minted, settings.tls, app.clock()) });
+}
+
+function signOut(ctx: RequestContext): void {
+  checkOrigin(ctx.req, ctx.settings.origins, "bearer");
+  redirect(ctx.res, "/signin", { "Set-Cookie": clearedCookie(ctx.settings.tls) });
+}
+
+/** Every route of the console. */
+export function consolePageRoutes(): Route[] {
+  return [
+    pageRoute("/", "the plugins", [], pluginsPage),
+    pageRoute("/plugins/{name}", "one plugin", ["approved"], (ctx) => pluginPage(ctx)),
+    {
+      method: "POST", path: "/plugins/{name}/approve", kind: "page", access: "owner", summary: "the approval form", query: [], headers: [], statuses: [303, 400, 401, 403, 404, 409, 412, 413, 415, 428, 500, 503],
+      handle: async (ctx) => {
+        const r = await approveForm(ctx);
+        if ("redirect" in r) redirect(ctx.res, r.redirect);
+        else sendHtml(ctx.res, r.status, r.markup);
+      },
+    },
+    pageRoute("/log", "the log", ["plugin", "type", "since", "until", "before", "limit"], logPage),
+    pageRoute("/log/rows", "the log's newer rows (htmx)", ["plugin", "type", "since", "until", "after"], logRows),
+    pageRoute("/egress", "egress decisions", ["plugin", "window"], egressPage),
+    pageRoute("/integrity", "the log's integrity", [], integrityPage),
+    pageRoute("/replay", "the state as of an event", ["at"], replayPage),
+    { method: "GET", path: "/signin", kind: "page", access: "public", summary: "sign in with a one-time link", query: ["code"], headers: [], statuses: [200, 303, 400, 401, 403, 500, 503], handle: signIn },
+    { method: "POST", path: "/signout", kind: "page", access: "public", summary: "sign out", query: [], headers: [], statuses: [303, 400, 403, 500, 503], handle: signOut },
+  ];
+}

@@ -1,0 +1,122 @@
+/**
+ * One plugin: its state, what waits for approval with an Approve button that says exactly what it
+ * adds (pinned to the version the page was read at), `why` in the CLI's sentences, the three sides
+ * of its permissions (asked, granted, run with), its config and its timeline with causes. The
+ * approval is a plain form (POST, then a redirect back here); htmx only keeps the page current.
+ */
+import { AppError, approve, describeRule, hostPort, pendingItems, pluginView, webActor } from "../../app/index.js";
+import type { GrantSpec, NextSteps, Pending, PluginView, TimelineEntry, UserSession } from "../../app/index.js";
+import { mediaType, readBody } from "../http.js";
+import type { RequestContext } from "../routes.js";
+import { ago, hash, image, json, permissionRows, richText, statusBadge, verdictBadge, verdictHelp, when } from "./format.js";
+import { html } from "./html.js";
+import type { Markup } from "./html.js";
+import { page } from "./layout.js";
+
+/** How the console's `why` sentences say what to do next. */
+export const WEB_STEPS: NextSteps = { approve: () => "Approve it below", check: "see the Integrity page" };
+
+/** The most bytes a console form may send. */
+export const MAX_FORM_BYTES = 4096;
+
+function hostPortOf(h: { host: string; port: number }): string {
+  return hostPort(h.host, h.port);
+}
+
+function grantAfterRows(after: GrantSpec, p: Pending): Markup {
+  const mark = (items: readonly string[], added: ReadonlySet<string>) => items.length === 0 ? html`<span class="muted">none</span>` : html`${items.map((x, i) => html`${i === 0 ? "" : ", "}${added.has(x) ? html`<strong><span class="plus" aria-label="added">+</span>${x}</strong>` : x}`)}`;
+  const rows: [string, readonly string[], ReadonlySet<string>][] = [
+    ["Capabilities", after.capabilities, new Set(p.capabilities)],
+    ["Egress", after.egress.map(hostPortOf), new Set(p.egress.map(hostPortOf))],
+    ["Secrets", after.secrets, new Set(p.secrets)],
+    ["Data tiers", after.dataTiers, new Set(p.dataTiers)],
+    ...((after.rbac ?? []).length === 0 ? [] : [["Kubernetes rules", (after.rbac ?? []).map(describeRule), new Set((p.rbac ?? []).map(describeRule))] as [string, readonly string[], ReadonlySet<string>]]),
+  ];
+  return html`${rows.map(([label, items, added]) => html`<tr><th scope="row">${label}</th><td>${mark(items, added)}</td></tr>`)}`;
+}
+
+function pendingCard(v: PluginView, session: UserSession | null): Markup {
+  const p = v.pending;
+  if (p === null) return html`<section class="card" id="pending"><h2>Approval</h2><p>Nothing waits for approval: the grant gives everything the version asked for requests.</p></section>`;
+  const items = pendingItems(p.pending);
+  const owner = session?.role === "owner";
+  const button = owner
+    ? html`<button type="submit" class="primary">Approve: add ${items.join(", ")}</button>`
+    : html`<button type="submit" class="primary" disabled>Approve: add ${items.join(", ")}</button><span class="small">Only an owner may approve; you are signed in as a viewer.</span>`;
+  return html`<section class="card callout" id="pending" aria-labelledby="pending-h">
+<h2 id="pending-h">Waiting for your approval</h2>
+<p>The version asked for, ${image(v.asked?.image ?? null)}, needs more than the grant gives. Until it is approved, ${v.row.running === null ? "nothing runs" : html`${image(v.row.running)} keeps running under the grant`}.</p>
+<p>Approving adds exactly this to the grant, and nothing else:</p>
+<ul class="adds">${items.map((i) => html`<li><span class="plus" aria-hidden="true">+</span>${i}</li>`)}</ul>
+<h3>The grant after approving</h3>
+<div class="table-wrap"><table><tbody>${grantAfterRows(p.grantAfter, p.pending)}</tbody></table></div>
+<form method="post" action="/plugins/${v.name}/approve" class="actions">
+<input type="hidden" name="version" value="${p.version}">
+${button}
+</form>
+<p class="small muted">Pinned to version ${p.version} of ${v.name}'s events: if anything changes before the approval arrives, nothing is approved and this page shows what changed.</p>
+</section>`;
+}
+
+function whyCard(v: PluginView): Markup {
+  if (v.why === null) return html`<section class="card"><h2>Why</h2><p class="muted">No rollout decision yet: the reconciler has not looked at this plugin.</p></section>`;
+  const lines = v.why.sentences;
+  const main = lines.filter((l) => !l.startsWith("  - ") && l !== "It was caused by:");
+  const causes = lines.filter((l) => l.startsWith("  - ")).map((l) => l.slice(4));
+  return html`<section class="card why"><h2>Why it runs what it runs</h2><ul>${main.map((l) => html`<li>${richText(l)}</li>`)}</ul>${causes.length === 0 ? "" : html`<h3>It was caused by</h3><ol>${causes.map((c) => html`<li>${richText(c)}</li>`)}</ol>`}</section>`;
+}
+
+function timelineRow(t: TimelineEntry, now: Date): Markup {
+  const e = t.event;
+  return html`<tr><td class="num">${e.seq}</td><td class="nowrap">${ago(e.time, now)}</td><td class="type"><code>${e.type}</code></td><td class="small nowrap">${e.actor}</td><td>${richText(t.text)}</td><td class="small">${t.cause === null ? html`<span class="muted">–</span>` : html`event ${t.cause.seq}: ${richText(t.cause.text)}`}</td></tr>`;
+}
+
+function flash(approved: string | undefined): Markup {
+  if (approved === undefined || !/^\d{1,15}$/.test(approved)) return html``;
+  return html`<div class="flash ok" role="status">Approved: your grant edit is event ${approved}. The reconciler rolls out the version asked for in a moment; this page follows it.</div>`;
+}
+
+/** The plugin page's markup; `notice` is a message above it (a refused approval). */
+export function pluginPage(ctx: RequestContext, notice: Markup = html``): string {
+  const { app, params, session, query } = ctx;
+  const now = app.clock();
+  const v = pluginView(app.store, params.name ?? "", { steps: WEB_STEPS, timeline: 30 });
+  const body = html`${notice}${flash(ctx.req.method === "POST" ? undefined : query.get("approved"))}
+<div id="live" hx-get="/plugins/${v.name}" hx-trigger="every 3s" hx-select="#live" hx-swap="outerHTML">
+<div class="page-head big"><h1>${v.name}</h1>${statusBadge(v.row.status)}</div>
+<section class="card"><dl class="facts">
+<dt>Running</dt><dd>${image(v.row.running)}${v.row.runtime === null ? "" : html` <span class="small muted">${v.row.runtime === "wasm" ? html`as WebAssembly in the plugin host, module ${hash(v.row.module ?? "")}` : "as a container"}</span>`}</dd>
+${v.row.lastCall === null ? "" : html`<dt>Last call</dt><dd>${v.row.lastCall.ok ? html`${v.row.lastCall.succeeded} succeeded, until ${when(v.row.lastCall.at, now)}` : html`<span class="badge bad">failed</span> ${v.row.lastCall.method}: ${v.row.lastCall.code} (${v.row.lastCall.source === "plugin" ? "reported by the plugin" : "the host refused it"}), ${when(v.row.lastCall.at, now)}`}</dd>`}
+<dt>Asked for</dt><dd>${v.row.deleted ? html`<span class="muted">(deleted)</span>` : image(v.row.asked)}</dd>
+<dt>Signature</dt><dd>${verdictBadge(v.row.verdict)}${v.row.verdict === null ? "" : html` <span class="small muted">${verdictHelp(v.row.verdict)}</span>`}</dd>
+<dt>Last decision</dt><dd>${v.why === null ? html`<span class="muted">none yet</span>` : html`event ${v.why.answer.decision.seq}, ${when(v.why.answer.decision.time, now)}`}</dd>
+</dl></section>
+${pendingCard(v, session)}
+${whyCard(v)}
+<section class="card"><h2>Permissions</h2><div class="table-wrap"><table><thead><tr><th></th><th>Asked for (the version asked for)</th><th>Granted</th><th>Runs with</th></tr></thead><tbody>${permissionRows(v.permissions)}</tbody></table></div>
+<p class="small muted">Only what is both asked for and granted runs.</p></section>
+<section class="card"><h2>Config</h2>${v.asked === null ? html`<p class="muted">The Plugin is deleted.</p>` : html`<pre>${json(v.asked.config ?? {})}</pre>`}</section>
+<section class="card"><h2>Timeline</h2><p class="small muted">The latest ${v.timeline.entries.length} events of ${v.name}, newest first. <a href="/log?plugin=${v.name}">All of them in the log →</a></p>
+<div class="table-wrap"><table><thead><tr><th class="num">Event</th><th>When</th><th>Type</th><th>By</th><th>What happened</th><th>Caused by</th></tr></thead><tbody>${[...v.timeline.entries].reverse().map((t) => timelineRow(t, now))}</tbody></table></div></section>
+</div>`;
+  return page({ title: v.name, section: "plugins", session, body });
+}
+
+/** `POST /plugins/{name}/approve` (a form with the version seen): approve, then back to the page. */
+export async function approveForm(ctx: RequestContext): Promise<{ redirect: string } | { status: number; markup: string }> {
+  const { app, params, session, req } = ctx;
+  if (session === null) throw new AppError("unauthorized", "sign in first");
+  if (mediaType(req) !== "application/x-www-form-urlencoded") throw new AppError("unsupported_media_type", "send the approval from the console's form");
+  const form = new URLSearchParams(await readBody(req, MAX_FORM_BYTES, "the form"));
+  const version = form.get("version") ?? "";
+  if (!/^\d{1,15}$/.test(version)) throw new AppError("precondition_required", "the approval must name the version it was shown (reload the page)", "version");
+  const name = params.name ?? "";
+  try {
+    const r = approve(app.store, name, webActor(session.role, session.user), Number(version));
+    return { redirect: r.seq === null ? `/plugins/${encodeURIComponent(name)}` : `/plugins/${encodeURIComponent(name)}?approved=${r.seq}` };
+  } catch (err) {
+    if (!(err instanceof AppError) || err.code !== "precondition_failed") throw err;
+    const notice = html`<div class="flash bad" role="alert"><strong>Nothing was approved.</strong> ${name} changed since you looked at it (version ${version}): look again at what is pending now, below, and approve that if you agree.</div>`;
+    return { status: 412, markup: pluginPage(ctx, notice) };
+  }
+}

@@ -1,0 +1,117 @@
+/**
+ * The console's stylesheet, served as its own file (`style-src 'self'`: no inline style anywhere,
+ * the chart's SVG included). State is shown in colour and in words, never in colour alone.
+ */
+export const STYLESHEET = `
+:root {
+  --ink: #1f2328; --muted: #59636e; --line: #d1d9e0; --soft: #f6f8fa; --paper: #ffffff;
+  --brand: #0b3d5c; --link: #0a58ca;
+  --ok: #1a7f37; --ok-bg: #dafbe1; --wait: #8a5a00; --wait-bg: #fff4c2; --off: #59636e; --off-bg: #eef1f4;
+  --bad: #c11f2a; --bad-bg: #ffebe9; --info-bg: #ddf4ff;
+  font-family: system-ui, -apple-system, "Segoe UI", Roboto, "Noto Sans", Ubuntu, sans-serif;
+  font-size: 15px; line-height: 1.5; color: var(--ink); background: var(--soft);
+}
+* { box-sizing: border-box; }
+body { margin: 0; }
+a { color: var(--link); text-decoration: none; }
+a:hover, a:focus-visible { text-decoration: underline; }
+code, pre, .mono { font-family: ui-monospace, SFMono-Regular, "SF Mono", Menlo, Consolas, "Liberation Mono", monospace; font-size: 0.9em; }
+code { background: var(--soft); border: 1px solid var(--line); border-radius: 4px; padding: 0 0.3em; overflow-wrap: anywhere; }
+code.img { white-space: nowrap; overflow-wrap: normal; }
+td.type code { white-space: nowrap; overflow-wrap: normal; }
+pre { background: var(--soft); border: 1px solid var(--line); border-radius: 6px; padding: 0.75em 1em; overflow: auto; max-height: 24em; margin: 0; white-space: pre-wrap; overflow-wrap: anywhere; }
+h1 { font-size: 1.6em; margin: 0 0 0.2em; line-height: 1.25; overflow-wrap: anywhere; }
+h2 { font-size: 1.15em; margin: 0 0 0.6em; }
+h3 { font-size: 1em; margin: 1em 0 0.4em; }
+p { margin: 0.4em 0; }
+
+.top { background: var(--brand); color: #fff; }
+.top .bar { max-width: 1200px; margin: 0 auto; padding: 0 1.25rem; display: flex; align-items: center; gap: 1.5rem; min-height: 3.25rem; flex-wrap: wrap; }
+.brand { font-weight: 700; font-size: 1.1em; color: #fff; letter-spacing: 0.01em; }
+.brand span { font-weight: 400; opacity: 0.8; }
+.nav { display: flex; gap: 0.25rem; flex-wrap: wrap; margin: 0; padding: 0; list-style: none; }
+.nav a { color: #e6edf3; padding: 0.35rem 0.7rem; border-radius: 6px; display: inline-block; }
+.nav a:hover { background: rgba(255,255,255,0.12); text-decoration: none; }
+.nav a[aria-current="page"] { background: rgba(255,255,255,0.2); color: #fff; font-weight: 600; }
+.who { margin-left: auto; display: flex; align-items: center; gap: 0.75rem; font-size: 0.9em; }
+.who form { margin: 0; }
+.who button { background: transparent; color: #fff; border: 1px solid rgba(255,255,255,0.5); border-radius: 6px; padding: 0.2rem 0.6rem; cursor: pointer; font: inherit; }
+.role { border: 1px solid rgba(255,255,255,0.5); border-radius: 999px; padding: 0 0.5em; font-size: 0.85em; }
+
+main { max-width: 1200px; margin: 0 auto; padding: 1.25rem; }
+.page-head { display: flex; align-items: baseline; gap: 1rem; flex-wrap: wrap; margin-bottom: 1rem; }
+.page-head p { color: var(--muted); margin: 0; }
+footer { max-width: 1200px; margin: 0 auto; padding: 0 1.25rem 2rem; color: var(--muted); font-size: 0.85em; }
+
+.card { background: var(--paper); border: 1px solid var(--line); border-radius: 8px; padding: 1rem 1.25rem; margin-bottom: 1rem; }
+.grid { display: grid; grid-template-columns: repeat(auto-fit, minmax(320px, 1fr)); gap: 1rem; }
+.grid > .card { margin-bottom: 0; }
+.stack > * + * { margin-top: 1rem; }
+.muted { color: var(--muted); }
+.small { font-size: 0.87em; }
+
+.callout { border-left: 4px solid var(--wait); background: var(--wait-bg); }
+.callout.ok { border-left-color: var(--ok); background: var(--ok-bg); }
+.callout.bad { border-left-color: var(--bad); background: var(--bad-bg); }
+.callout.info { border-left-color: var(--link); background: var(--info-bg); }
+.flash { padding: 0.75rem 1rem; border-radius: 8px; margin-bottom: 1rem; border: 1px solid var(--line); }
+.flash.ok { background: var(--ok-bg); border-color: #9bd3a9; }
+.flash.bad { background: var(--bad-bg); border-color: #f5b4b0; }
+
+table { border-collapse: collapse; width: 100%; background: var(--paper); }
+th, td { text-align: left; padding: 0.45rem 0.6rem; border-bottom: 1px solid var(--line); vertical-align: top; }
+th { font-size: 0.8em; text-transform: uppercase; letter-spacing: 0.04em; color: var(--muted); font-weight: 600; background: var(--soft); }
+tbody tr:hover { background: #fafbfc; }
+th[scope="row"] { width: 11rem; white-space: nowrap; }
+.table-wrap { overflow-x: auto; border: 1px solid var(--line); border-radius: 8px; }
+.table-wrap table { border: 0; }
+.table-wrap tr:last-child td { border-bottom: 0; }
+td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
+.nowrap { white-space: nowrap; }
+
+.badge { display: inline-flex; align-items: center; gap: 0.35em; border-radius: 999px; padding: 0.05em 0.65em; font-size: 0.85em; font-weight: 600; border: 1px solid transparent; white-space: nowrap; }
+.badge.running, .badge.allowed, .badge.good { color: var(--ok); background: var(--ok-bg); border-color: #9bd3a9; }
+.badge.held_back, .badge.pending, .badge.warn { color: var(--wait); background: var(--wait-bg); border-color: #e9cf6e; }
+.badge.stopped, .badge.neutral { color: var(--off); background: var(--off-bg); border-color: var(--line); }
+.badge.deleted, .badge.refused, .badge.bad { color: var(--bad); background: var(--bad-bg); border-color: #f5b4b0; }
+.big .badge { font-size: 1em; padding: 0.15em 0.8em; }
+
+ul.plain { list-style: none; padding: 0; margin: 0; }
+ul.plain li + li { margin-top: 0.25em; }
+ul.adds { list-style: none; padding: 0; margin: 0.5em 0; }
+ul.adds li { font-weight: 600; }
+.plus { color: var(--ok); font-weight: 700; margin-right: 0.35em; }
+.why li { margin: 0.2em 0; }
+.why ul { margin: 0.2em 0; }
+dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: 0.3rem 1rem; margin: 0; }
+dl.facts dt { color: var(--muted); }
+dl.facts dd { margin: 0; overflow-wrap: anywhere; }
+
+form.filters { display: flex; flex-wrap: wrap; gap: 0.75rem; align-items: flex-end; }
+label { display: flex; flex-direction: column; font-size: 0.85em; color: var(--muted); gap: 0.2rem; }
+input, select { font: inherit; color: var(--ink); padding: 0.3rem 0.5rem; border: 1px solid var(--line); border-radius: 6px; background: var(--paper); }
+input[type="range"] { padding: 0; width: 100%; }
+button { font: inherit; cursor: pointer; border-radius: 6px; padding: 0.35rem 0.9rem; border: 1px solid var(--line); background: var(--paper); color: var(--ink); }
+button.primary { background: var(--ok); color: #fff; border-color: var(--ok); font-weight: 600; padding: 0.5rem 1.1rem; }
+button.primary:hover { background: #116329; }
+button[disabled] { opacity: 0.55; cursor: not-allowed; }
+.actions { display: flex; gap: 0.75rem; align-items: center; flex-wrap: wrap; margin-top: 0.75rem; }
+
+.chart { width: 100%; height: auto; display: block; }
+.chart .allowed { fill: #2da44e; }
+.chart .refused { fill: #cf222e; }
+.chart .axis { stroke: var(--line); stroke-width: 1; }
+.chart .grid-line { stroke: #eaeef2; stroke-width: 1; }
+.chart text { fill: var(--muted); font-size: 11px; font-family: inherit; }
+.legend { display: flex; gap: 1rem; font-size: 0.9em; margin: 0.25rem 0 0.5rem; }
+.swatch { display: inline-block; width: 0.8em; height: 0.8em; border-radius: 2px; margin-right: 0.3em; vertical-align: -0.05em; }
+.swatch.allowed { background: #2da44e; }
+.swatch.refused { background: #cf222e; }
+
+.slider { display: grid; grid-template-columns: auto 1fr auto; gap: 0.75rem; align-items: center; }
+.pager { display: flex; justify-content: space-between; gap: 1rem; margin-top: 0.75rem; }
+.live { font-size: 0.85em; color: var(--ok); }
+.live::before { content: "● "; }
+.empty { color: var(--muted); font-style: italic; padding: 0.75rem 0; }
+.signin { max-width: 38rem; margin: 3rem auto; }
+`;

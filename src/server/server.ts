@@ -1,0 +1,233 @@
+/**
+ * The owner's HTTP face of `openfief up`: one `node:http` (or, with a certificate, `node:https`)
+ * server for the JSON API, the console, the assets and the operator's routes. Every request is
+ * bounded — the target's length, the headers (Node's limits and timeouts), the query (declared
+ * parameters only, each value capped), the body (per route), and a deadline — and answered with
+ * the security headers. Listening beyond loopback requires TLS. `close()` ends the event streams,
+ * stops taking connections and ends the open ones.
+ */
+import { createServer as createHttpServer } from "node:http";
+import type { IncomingMessage, Server, ServerResponse } from "node:http";
+import { createServer as createHttpsServer } from "node:https";
+import { isIP } from "node:net";
+import { AppError, toAppError } from "../app/index.js";
+import type { Face, FaceContext, FaceFactory, UserSession } from "../app/index.js";
+import { apiRoutes } from "./api.js";
+import { authenticate, checkOrigin, isWrite, presented, sessionCookie } from "./auth.js";
+import { assetRoutes } from "./console/assets.js";
+import { consolePageRoutes, errorPage } from "./console/pages.js";
+import { secureHeaders, sendError, sendHtml } from "./http.js";
+import { opsRoutes } from "./ops.js";
+import { allowed, matchPath, MAX_URL, Query } from "./routes.js";
+import type { RequestContext, Route, ServerSettings } from "./routes.js";
+import { EventStreams, STREAM_LIMITS } from "./sse.js";
+import type { StreamLimits } from "./sse.js";
+
+/** How the server listens and what it allows. */
+export interface ServerOptions {
+  readonly host: string;
+  /** 0 picks a free port. */
+  readonly port: number;
+  /** PEM text of the certificate (chain) and its key; required beyond loopback. */
+  readonly tls?: { readonly cert: string; readonly key: string };
+  /** Origins writes may also come from (a public name in front of a TLS listener). */
+  readonly origins?: readonly string[];
+  /** The longest a request may take (ms); default 15 s. */
+  readonly deadlineMs?: number;
+  readonly streams?: StreamLimits;
+}
+
+const DEFAULT_DEADLINE_MS = 15_000;
+
+/** Whether an address only this machine can reach. */
+export function isLoopback(host: string): boolean {
+  if (host === "localhost") return true;
+  if (isIP(host) === 4) return host.startsWith("127.");
+  return host === "::1";
+}
+
+/** Refuses (`usage`) a listener beyond loopback without TLS. */
+export function checkListen(o: Pick<ServerOptions, "host" | "tls">): void {
+  if (!isLoopback(o.host) && o.tls === undefined) {
+    throw new AppError("usage", `listening on ${o.host} reaches beyond this machine: give --tls-cert and --tls-key (or listen on 127.0.0.1)`, "listen");
+  }
+}
+
+function hostPort(host: string, port: number): string {
+  return isIP(host) === 6 ? `[${host}]:${port}` : `${host}:${port}`;
+}
+
+/** The origins the server is reached at: its own address (and the loopback names for a loopback listener), and the configured ones. */
+function originsOf(o: ServerOptions, port: number): string[] {
+  const scheme = o.tls === undefined ? "http" : "https";
+  const names = isLoopback(o.host) ? ["127.0.0.1", "localhost", "::1"] : [o.host];
+  return [...new Set([...names.map((n) => `${scheme}://${hostPort(n, port)}`), ...(o.origins ?? [])])];
+}
+
+/** A route for a method and path; `HEAD` is answered as `GET`. */
+function findRoute(routes: readonly Route[], method: string, path: string): { route: Route; params: Record<string, string> } | { route: null; pathKnown: boolean } {
+  const m = method === "HEAD" ? "GET" : method;
+  let pathKnown = false;
+  for (const route of routes) {
+    const params = matchPath(route.path, path);
+    if (params === null) continue;
+    if (route.method === m) return { route, params };
+    pathKnown = true;
+  }
+  return { route: null, pathKnown };
+}
+
+class HttpFace implements Face {
+  readonly url: string;
+  readonly #server: Server;
+  readonly #streams: EventStreams;
+  #closed: Promise<void> | null = null;
+
+  constructor(url: string, server: Server, streams: EventStreams) {
+    this.url = url;
+    this.#server = server;
+    this.#streams = streams;
+  }
+
+  close(): Promise<void> {
+    this.#closed ??= new Promise<void>((resolve) => {
+      this.#streams.closeAll();
+      this.#server.close(() => resolve());
+      this.#server.closeIdleConnections();
+      // Requests under way had their deadline; whatever is left after it is cut.
+      setTimeout(() => this.#server.closeAllConnections(), 2000).unref();
+    });
+    return this.#closed;
+  }
+}
+
+/** The handler of every request. */
+class Dispatcher {
+  readonly routes: readonly Route[];
+
+  constructor(
+    private readonly app: FaceContext,
+    private readonly settings: ServerSettings,
+    private readonly base: string,
+    private readonly hosts: ReadonlySet<string>,
+    streams: EventStreams,
+  ) {
+    this.routes = routeTable(streams);
+  }
+
+  async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    secureHeaders(res);
+    const target = req.url ?? "/";
+    const isApi = target.startsWith("/api/");
+    let route: Route | null = null;
+    let session: UserSession | null = null;
+    try {
+      if (target.length > MAX_URL) throw new AppError("too_large", `the request target is over ${MAX_URL} characters`);
+      // A name this server was not told it has (DNS rebinding) is refused before anything is read.
+      if (!this.hosts.has((req.headers.host ?? "").toLowerCase())) throw new AppError("usage", "unknown Host: open the console at the address `openfief up` printed", "Host");
+      const url = new URL(target, this.base);
+      const found = findRoute(this.routes, req.method ?? "GET", url.pathname);
+      if (found.route === null) {
+        throw found.pathKnown ? new AppError("usage", `${req.method ?? "?"} is not a method of ${url.pathname}`) : new AppError("not_found", `nothing at ${url.pathname}`);
+      }
+      route = found.route;
+      const query = new Query(url.searchParams, route.query);
+      const extraHeaders: Record<string, string | string[]> = {};
+      session = await this.#session(req, route, extraHeaders);
+      const ctx: RequestContext = { req, res, url, params: found.params, query, session, app: this.app, settings: this.settings, extraHeaders, signal: new AbortController().signal };
+      for (const [k, v] of Object.entries(extraHeaders)) res.setHeader(k, v);
+      await (route.stream === true ? route.handle(ctx) : this.#withDeadline(ctx, route));
+    } catch (err) {
+      // A body left unread (refused by its size, or before a deadline) is not read on: the connection ends.
+      if (!req.complete) res.setHeader("Connection", "close");
+      this.#fail(res, err, route === null ? (isApi ? "api" : "page") : route.kind, session);
+    }
+  }
+
+  async #session(req: IncomingMessage, route: Route, extra: Record<string, string | string[]>): Promise<UserSession | null> {
+    if (route.access === "public") return null;
+    const p = presented(req, this.settings.tls);
+    const session = await authenticate(this.app.sessions, p);
+    if (!allowed(route.access, session.role)) throw new AppError("forbidden", `a ${session.role} may not do this: only an owner may change what runs`);
+    if (isWrite(req.method)) checkOrigin(req, this.settings.origins, p.via);
+    if (p.via === "cookie") {
+      const fresh = await this.app.sessions.refresh(session);
+      if (fresh !== null) extra["Set-Cookie"] = sessionCookie(fresh, this.settings.tls, this.app.clock());
+    }
+    return session;
+  }
+
+  async #withDeadline(ctx: RequestContext, route: Route): Promise<void> {
+    const controller = new AbortController();
+    const onClose = () => controller.abort();
+    ctx.req.once("close", onClose);
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        controller.abort();
+        reject(new AppError("unavailable", `the request took longer than ${this.settings.deadlineMs} ms: try again`));
+      }, this.settings.deadlineMs);
+    });
+    try {
+      await Promise.race([Promise.resolve(route.handle({ ...ctx, signal: controller.signal })), deadline]);
+    } finally {
+      clearTimeout(timer);
+      ctx.req.off("close", onClose);
+    }
+  }
+
+  #fail(res: ServerResponse, err: unknown, kind: Route["kind"], session: UserSession | null): void {
+    const e = toAppError(err);
+    if (e.code === "internal") this.app.logger.error({ err: e.message }, "request failed");
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
+    if (kind === "page") sendHtml(res, e.status, errorPage(e, session));
+    else sendError(res, e);
+  }
+}
+
+/** Starts the server over a control plane's context. */
+export async function startServer(app: FaceContext, o: ServerOptions): Promise<Face> {
+  checkListen(o);
+  const options = { maxHeaderSize: 16 * 1024, requestTimeout: 30_000, headersTimeout: 10_000, keepAliveTimeout: 5_000 };
+  const server: Server = o.tls === undefined ? createHttpServer(options) : createHttpsServer({ ...options, cert: o.tls.cert, key: o.tls.key });
+  server.maxHeadersCount = 100;
+  await new Promise<void>((resolve, reject) => {
+    const refused = (err: NodeJS.ErrnoException) => {
+      const where = hostPort(o.host, o.port);
+      reject(err.code === "EADDRINUSE" ? new AppError("conflict", `${where} is in use by another program: pass another --listen (or --no-server)`, "listen")
+        : new AppError("bad_setting", `cannot listen on ${where}: ${err.code ?? err.message}`, "listen"));
+    };
+    server.once("error", refused);
+    server.listen(o.port, o.host, () => {
+      server.off("error", refused);
+      resolve();
+    });
+  });
+  const address = server.address();
+  const port = typeof address === "object" && address !== null ? address.port : o.port;
+  const origins = originsOf(o, port);
+  const scheme = o.tls === undefined ? "http" : "https";
+  const base = `${scheme}://${hostPort(isLoopback(o.host) && o.host !== "::1" ? "127.0.0.1" : o.host, port)}`;
+  const hosts = new Set(origins.map((u) => new URL(u).host.toLowerCase()));
+  const settings: ServerSettings = { origins, tls: o.tls !== undefined, deadlineMs: o.deadlineMs ?? DEFAULT_DEADLINE_MS };
+  const streams = new EventStreams(o.streams ?? STREAM_LIMITS);
+  const dispatcher = new Dispatcher(app, settings, base, hosts, streams);
+  server.on("request", (req: IncomingMessage, res: ServerResponse) => {
+    void dispatcher.handle(req, res);
+  });
+  return new HttpFace(base, server, streams);
+}
+
+/** The `server` option of `startControlPlane`: this server with these options. */
+export function serverFactory(o: ServerOptions): FaceFactory {
+  checkListen(o);
+  return (app) => startServer(app, o);
+}
+
+/** Every route the server answers (the OpenAPI check reads it). */
+export function routeTable(streams: EventStreams = new EventStreams()): readonly Route[] {
+  return [...apiRoutes(streams), ...opsRoutes(), ...consolePageRoutes(), ...assetRoutes()];
+}

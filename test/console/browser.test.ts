@@ -1,0 +1,202 @@
+/**
+ * The console in a real browser: Debian's chromium driven by playwright-core, against the shipped
+ * demo. Sign in with the link `up` prints, see the held-back upgrade of nbp-fx, approve it with a
+ * click, see v2 run and the grant edit by `owner:web:…` in the log; no page reports a CSP
+ * violation or a console error; markup planted in a config value, in a refused manifest's field
+ * and in an egress host name shows as text everywhere; and the pages work with JavaScript off.
+ * One browser for the file, one page reused; a screenshot of each page is kept in
+ * test-artifacts/console/.
+ */
+import { mkdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import type { Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { applyResources, EXAMPLES, OWNER_CLI, parseResources } from "../../src/app/index.js";
+import { launchChromium } from "../support/chromium.js";
+import type { TestBrowser } from "../support/chromium.js";
+import { startConsoleDemo } from "../support/console-demo.js";
+import type { ConsoleDemo } from "../support/console-demo.js";
+
+const ARTIFACTS = fileURLToPath(new URL("../../test-artifacts/console/", import.meta.url));
+/** Markup that would run if any page put it into the document instead of showing it. */
+const PROBE = "<img src=x onerror=window.__xss=1><script>window.__xss=2</script>";
+
+const V1 = readFileSync(join(EXAMPLES, "plugins", "nbp-fx.yaml"), "utf8");
+const V2 = readFileSync(join(EXAMPLES, "upgrade", "nbp-fx-v2.yaml"), "utf8");
+const GRANT = readFileSync(join(EXAMPLES, "plugins", "nbp-fx-grant.yaml"), "utf8");
+const V1_IMAGE = /image: (\S+)/.exec(V1)?.[1] ?? "";
+
+let demo: ConsoleDemo;
+let browser: TestBrowser;
+let page: Page;
+const problems: string[] = [];
+
+/** Plants the probes: a config value, a refused manifest's field, an egress host name. */
+async function plantProbes(d: ConsoleDemo): Promise<void> {
+  const store = d.cp.runtime.store;
+  const config = V1.replace(/name: nbp-fx/, "name: probe").replace(/startDate: .*/, `startDate: ${JSON.stringify(PROBE)}`);
+  applyResources(store, parseResources(`${config}---\n${GRANT.replace(/name: nbp-fx/, "name: probe")}`, "probe"), OWNER_CLI);
+  // A Plugin as a cluster would hold it: not valid, so it is refused, and the refusal quotes the field.
+  store.observe({ stream: "plugin/refused", type: "plugin.observed", actor: "cluster", causedBy: null, data: { name: "refused", spec: { image: V1_IMAGE, manifest: { capabilities: ["connector"], egress: [{ host: PROBE }], secrets: [], dataTiers: [] } } } });
+  store.append([{ stream: "egress/nbp-fx", type: "egress.decision", actor: "egress", data: { plugin: "nbp-fx", host: PROBE, port: 443, allowed: false, reason: "not_listed" } }]);
+  // Something to approve with JavaScript off.
+  applyResources(store, parseResources(`${V2.replace(/name: nbp-fx/, "name: plain")}---\n${GRANT.replace(/name: nbp-fx/, "name: plain")}`, "plain"), OWNER_CLI);
+  await d.cp.pass();
+}
+
+/** Opens a page and waits until htmx has started on it. */
+async function visit(path: string): Promise<void> {
+  await page.goto(demo.url + path);
+  await page.waitForFunction("'htmx' in window");
+}
+
+async function snapshot(name: string): Promise<void> {
+  await page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
+}
+
+beforeAll(async () => {
+  mkdirSync(ARTIFACTS, { recursive: true });
+  demo = await startConsoleDemo();
+  await plantProbes(demo);
+  browser = await launchChromium();
+  // Counted in the page itself, before any of its scripts: every CSP violation it reports.
+  await browser.context.addInitScript(`
+    window.__csp = [];
+    document.addEventListener("securitypolicyviolation", (e) => window.__csp.push(e.violatedDirective + " " + e.blockedURI));
+  `);
+  page = await browser.context.newPage();
+  page.on("console", (m) => { if (m.type() === "error" || m.type() === "warning") problems.push(`console ${m.type()}: ${m.text()}`); });
+  page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
+  page.on("dialog", (d) => { problems.push(`dialog: ${d.message()}`); void d.dismiss(); });
+}, 120_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await demo?.stop();
+});
+
+describe("the owner's console", () => {
+  it("signs in with the one-time link and lands on the plugins, nbp-fx held back", async () => {
+    await page.goto(await demo.signIn("alice", "owner"));
+    expect(new URL(page.url()).pathname).toBe("/");
+    await expect.poll(() => page.locator("h1").textContent()).toBe("Plugins");
+    const row = page.locator("tr", { has: page.locator('a[href="/plugins/nbp-fx"]') });
+    expect(await row.locator(".badge.held_back").textContent()).toContain("held back");
+    // The code left the address bar, and the session is in an HttpOnly cookie no script can read.
+    expect(page.url()).not.toContain("code=");
+    expect(await page.evaluate("document.cookie")).toBe("");
+    await snapshot("plugins");
+  });
+
+  it("shows the held-back upgrade and exactly what approving adds", async () => {
+    await visit("/plugins/nbp-fx");
+    const pending = page.locator("#pending");
+    expect(await pending.locator("ul.adds").innerText()).toBe("+egress static.nbp.pl:443");
+    expect(await pending.locator("button").innerText()).toBe("Approve: add egress static.nbp.pl:443");
+    await snapshot("plugin-pending");
+  });
+
+  it("approves with a click, then shows v2 running", async () => {
+    await Promise.all([page.waitForURL(/\/plugins\/nbp-fx\?approved=\d+$/), page.locator("#pending button").click()]);
+    expect(await page.locator(".flash.ok").innerText()).toMatch(/^Approved: your grant edit is event \d+/);
+    // htmx keeps the page current: the reconciler's decision arrives without a reload.
+    await page.locator(".page-head .badge.running").waitFor({ timeout: 30_000 });
+    expect(await page.locator("dl.facts dd").first().locator("code").getAttribute("title")).toContain("ac327d8f7783");
+    expect(await page.locator("#pending").innerText()).toMatch(/Nothing waits for approval/);
+    await snapshot("plugin-approved");
+  });
+
+  it("shows the grant edit by owner:web:alice in the log, and new events as they come", async () => {
+    await visit("/log?plugin=nbp-fx&type=grant.observed");
+    const edit = page.locator("#log-rows tr", { hasText: "owner:web:alice" });
+    expect(await edit.locator("td").nth(5).innerText()).toBe("the grant was set by owner:web:alice");
+    await visit("/log");
+    const before = demo.cp.runtime.store.head();
+    demo.cp.runtime.store.append([{ stream: "egress/nbp-fx", type: "egress.decision", actor: "egress", data: { plugin: "nbp-fx", host: "live.nbp.pl", port: 443, allowed: false, reason: "not_listed" } }]);
+    await page.locator("#log-rows tr", { hasText: "live.nbp.pl" }).waitFor({ timeout: 20_000 });
+    expect(await page.locator("#log-rows tr:not(.poll)").first().locator("td").first().innerText()).toBe(String(before + 1));
+    await snapshot("log");
+  });
+
+  it.each<[string, string]>([
+    ["plugins", "/"],
+    ["plugin-probe", "/plugins/probe"],
+    ["plugin-refused", "/plugins/refused"],
+    ["log-all", "/log?limit=200"],
+    ["egress", "/egress"],
+    ["integrity", "/integrity"],
+    ["replay", "/replay"],
+    ["replay-early", "/replay?at=8"],
+  ])("shows the %s page with no CSP violation, no console error, and every planted markup as text", async (name, path) => {
+    await visit(path);
+    await snapshot(name);
+    const found = await page.evaluate(`({
+      csp: window.__csp,
+      xss: window.__xss ?? null,
+      planted: document.querySelectorAll('img[src="x"], main script').length,
+    })`);
+    expect(found).toEqual({ csp: [], xss: null, planted: 0 });
+    expect(problems).toEqual([]);
+  });
+
+  it.each<[string, string]>([
+    ["a config value", "/plugins/probe"],
+    ["a refused manifest's field", "/plugins/refused"],
+    ["an egress host name", "/egress"],
+    ["an egress host name in the log", "/log?plugin=nbp-fx&type=egress.decision"],
+  ])("shows markup in %s as the text it is", async (_what, path) => {
+    await visit(path);
+    expect(await page.locator("main").innerText()).toContain(PROBE.slice(0, 30));
+  });
+
+  it("follows the replay slider", async () => {
+    await visit("/replay");
+    await page.locator("#at-slider").fill("3");
+    await page.locator("#replay-state h2", { hasText: "after event 3 of" }).waitFor({ timeout: 10_000 });
+    expect(problems).toEqual([]);
+  });
+});
+
+describe("the console with JavaScript off", () => {
+  let p: Page;
+
+  beforeAll(async () => {
+    // The same browser, a page of its own that runs no script at all (htmx included).
+    p = await browser.context.newPage();
+    const cdp = await browser.context.newCDPSession(p);
+    await cdp.send("Emulation.setScriptExecutionDisabled", { value: true });
+  });
+
+  afterAll(async () => {
+    await p?.close();
+  });
+
+  it("runs no script on its page", async () => {
+    await p.goto(`${demo.url}/plugins/plain`);
+    expect(await p.evaluate("typeof window.htmx")).toBe("undefined");
+  });
+
+  it("approves with the plain form, redirected back to the plugin", async () => {
+    await p.goto(`${demo.url}/plugins/plain`);
+    await Promise.all([p.waitForURL(/\/plugins\/plain\?approved=\d+$/), p.locator("#pending button").click()]);
+    expect(await p.locator(".flash.ok").innerText()).toMatch(/^Approved/);
+    expect(demo.cp.runtime.store.last("plugin/plain", "grant.observed")?.actor).toBe("owner:web:alice");
+  });
+
+  it("filters the log with the plain form", async () => {
+    await p.goto(`${demo.url}/log`);
+    await p.locator('select[name="type"]').selectOption("rollout.decided");
+    await Promise.all([p.waitForURL(/type=rollout\.decided/), p.locator("form.filters button").click()]);
+    const types = await p.locator("#log-rows td.type").allInnerTexts();
+    expect(types.length).toBeGreaterThan(0);
+    expect(new Set(types)).toEqual(new Set(["rollout.decided"]));
+  });
+
+  it("replays to a sequence number with the plain form", async () => {
+    await p.goto(`${demo.url}/replay`);
+    await p.locator('input[name="at"][placeholder]').fill("5");
+    await Promise.all([p.waitForURL(/at=5$/), p.locator("form.filters button").click()]);
+    expect(await p.locator("#replay-state h2").innerText()).toMatch(/^The state after event 5 of \d+$/);
+  });
+});

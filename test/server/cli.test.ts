@@ -1,0 +1,119 @@
+/**
+ * The console from the command line: `openfief up` serves it and prints a one-time sign-in link,
+ * `openfief login` prints a Bearer token (or, with --link, a link to the running console), and
+ * the flags refuse what they cannot do — listening beyond loopback without TLS above all.
+ */
+import { spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { BIN, openfief, ROOT } from "../e2e/support.js";
+import { bearer, call, cookieOf } from "./support.js";
+
+let dir: string;
+let up: ChildProcess;
+let started: { console: string; signIn: string; data: string };
+
+/** Starts `openfief up --json` and resolves with what it printed once it is up. */
+function startUp(args: readonly string[]): Promise<{ child: ChildProcess; printed: typeof started }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, "up", "--json", ...args], { cwd: ROOT, env: { ...process.env, OPENFIEF_LOG_LEVEL: "warn" }, stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    let err = "";
+    child.stdout?.on("data", (d: Buffer) => {
+      out += d.toString();
+      try {
+        resolve({ child, printed: JSON.parse(out) as typeof started });
+      } catch {
+        // Not all of it yet.
+      }
+    });
+    child.stderr?.on("data", (d: Buffer) => (err += d.toString()));
+    child.on("exit", (code) => reject(new Error(`up exited ${String(code)}: ${err}`)));
+  });
+}
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), "openfief-console-cli-"));
+  const r = await startUp(["--no-egress", "--listen", "127.0.0.1:0", "--user", "olga", "--data", dir]);
+  up = r.child;
+  started = r.printed;
+}, 60_000);
+
+afterAll(async () => {
+  if (up.exitCode === null) {
+    const exited = new Promise((r) => up.once("exit", r));
+    up.kill("SIGTERM");
+    await exited;
+  }
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe("openfief up", () => {
+  it("serves the console on loopback and prints a sign-in link that works once", async () => {
+    expect(started.console).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    const link = new URL(started.signIn);
+    expect(link.origin).toBe(started.console);
+    const r = await call(started.console, link.pathname + link.search);
+    expect(r.status).toBe(303);
+    const me = await call(started.console, "/api/v1/session", { headers: { cookie: cookieOf(r) } });
+    expect(me.json()).toMatchObject({ user: "olga", role: "owner" });
+    expect((await call(started.console, link.pathname + link.search)).status).toBe(401);
+  });
+
+  it.each<[string, string[], RegExp]>([
+    ["beyond loopback without TLS", ["--listen", "0.0.0.0:0"], /listening on 0\.0\.0\.0 reaches beyond this machine: give --tls-cert and --tls-key/],
+    ["at an address that is not one", ["--listen", "nowhere"], /--listen must be host:port/],
+    ["with a certificate but no key", ["--tls-cert", "/etc/hostname"], /give --tls-cert and --tls-key together/],
+  ])("refuses to listen %s", async (_what, args, message) => {
+    const r = await openfief(["up", "--no-egress", "--data", join(dir, "never"), ...args]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(message);
+  });
+});
+
+describe("openfief login", () => {
+  it("prints a token the API takes as Bearer", async () => {
+    const r = await openfief(["login", "--user", "script", "--ttl", "15m", "--data", dir]);
+    expect(r.code).toBe(0);
+    const me = await call(started.console, "/api/v1/session", { headers: bearer(r.stdout.trim()) });
+    expect(me.json()).toMatchObject({ user: "script", role: "owner" });
+  });
+
+  it("prints a viewer's token that may not write", async () => {
+    const token = (await openfief(["login", "--role", "viewer", "--user", "vic", "--data", dir])).stdout.trim();
+    const r = await call(started.console, "/api/v1/plugins/x/approve", { method: "POST", headers: { ...bearer(token), "if-match": '"1"' } });
+    expect([r.status, r.json().code]).toEqual([403, "forbidden"]);
+  });
+
+  it("with --link prints a sign-in link to the running console", async () => {
+    const r = await openfief(["login", "--link", "--role", "viewer", "--user", "vic", "--json", "--data", dir]);
+    const out = JSON.parse(r.stdout) as { url: string; role: string };
+    expect(new URL(out.url).origin).toBe(started.console);
+    const signedIn = await call(started.console, new URL(out.url).pathname + new URL(out.url).search);
+    const me = await call(started.console, "/api/v1/session", { headers: { cookie: cookieOf(signedIn) } });
+    expect(me.json()).toMatchObject({ user: "vic", role: "viewer" });
+  });
+
+  it.each<[string, string[], number, RegExp]>([
+    ["a role there is not", ["--role", "admin"], 2, /role must be owner or viewer/],
+    ["a lifetime over a day", ["--ttl", "25h"], 2, /--ttl must be 1s to 24h/],
+    ["a user name an actor could not hold", ["--user", "a b"], 2, /a user name is 1 to 64/],
+  ])("refuses %s", async (_what, args, code, message) => {
+    const r = await openfief(["login", ...args, "--data", dir]);
+    expect([r.code, r.stderr]).toEqual([code, expect.stringMatching(message)]);
+  });
+
+  it("with --link says so when no up serves the console", async () => {
+    const other = mkdtempSync(join(tmpdir(), "openfief-console-cli-none-"));
+    try {
+      await openfief(["apply", "-f", join(ROOT, "examples", "plugins", "nbp-fx-grant.yaml"), "--data", other]);
+      const r = await openfief(["login", "--link", "--data", other]);
+      expect([r.code, r.stderr]).toEqual([1, expect.stringMatching(/no openfief up serves the console/)]);
+    } finally {
+      rmSync(other, { recursive: true, force: true });
+    }
+  });
+});

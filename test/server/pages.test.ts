@@ -1,0 +1,150 @@
+/**
+ * The console's pages through real HTTP: every page for a viewer, the approval form's refusals
+ * (a stale version changes nothing), the error pages, signing out, the assets — and no page ever
+ * holds a session token or a sign-in code.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startConsoleDemo } from "../support/console-demo.js";
+import type { ConsoleDemo } from "../support/console-demo.js";
+import { call, cookieOf } from "./support.js";
+
+let demo: ConsoleDemo;
+let base: string;
+let ownerCookie: string;
+let viewerCookie: string;
+let codes: string[];
+
+async function signIn(user: string, role: "owner" | "viewer"): Promise<string> {
+  const link = new URL(await demo.signIn(user, role));
+  codes.push(link.searchParams.get("code") ?? "");
+  return cookieOf(await call(base, link.pathname + link.search));
+}
+
+beforeAll(async () => {
+  demo = await startConsoleDemo({ history: false });
+  base = demo.url;
+  codes = [];
+  ownerCookie = await signIn("alice", "owner");
+  viewerCookie = await signIn("bob", "viewer");
+}, 60_000);
+
+afterAll(async () => {
+  await demo.stop();
+});
+
+const form = (cookie: string, body: string, origin = base) => ({
+  method: "POST", body, headers: { cookie, origin, "content-type": "application/x-www-form-urlencoded", "sec-fetch-site": "same-origin" },
+});
+
+describe("the pages", () => {
+  it.each<[string, RegExp]>([
+    ["/", /<h1>Plugins<\/h1>/],
+    ["/plugins/nbp-fx", /Waiting for your approval/],
+    ["/log", /<h1>Log<\/h1>/],
+    ["/log?plugin=nbp-fx&type=rollout.decided&limit=5", /rollout\.decided/],
+    ["/log?before=5", /events before 5/],
+    ["/log/rows?after=1", /id="log-poll"/],
+    ["/egress?window=7d", /the last 7 days/],
+    ["/integrity", /Hash chain/],
+    ["/replay?at=3", /The state after event 3 of/],
+  ])("GET %s shows a viewer the page", async (path, content) => {
+    const r = await call(base, path, { headers: { cookie: viewerCookie } });
+    expect(r.status).toBe(200);
+    expect(r.headers["content-type"]).toBe("text/html; charset=utf-8");
+    expect(r.text).toMatch(content);
+  });
+
+  it("shows a viewer what is pending, with the Approve button off", async () => {
+    const r = await call(base, "/plugins/nbp-fx", { headers: { cookie: viewerCookie } });
+    expect(r.text).toMatch(/<button type="submit" class="primary" disabled>Approve: add egress static\.nbp\.pl:443<\/button>/);
+    expect(r.text).toMatch(/Only an owner may approve/);
+  });
+
+  it("holds no session token and no sign-in code, on any page", async () => {
+    const token = /openfief_session=([^;]+)/.exec(ownerCookie)?.[1] ?? "";
+    for (const path of ["/", "/plugins/nbp-fx", "/log?limit=500", "/egress", "/integrity", "/replay"]) {
+      const r = await call(base, path, { headers: { cookie: ownerCookie } });
+      for (const secret of [token, ...codes]) expect(r.text.includes(secret.slice(-24))).toBe(false);
+    }
+  });
+
+  it.each<[string, string, number, RegExp]>([
+    ["a plugin the log does not know", "/plugins/nosuch", 404, /no plugin nosuch/],
+    ["a page nothing serves", "/nothing", 404, /nothing at \/nothing/],
+    ["a window it does not offer", "/egress?window=1y", 400, /window must be one of/],
+  ])("answers %s with an error page", async (_what, path, status, message) => {
+    const r = await call(base, path, { headers: { cookie: viewerCookie } });
+    expect(r.status).toBe(status);
+    expect(r.headers["content-type"]).toMatch(/^text\/html/);
+    expect(r.text).toMatch(message);
+  });
+
+  it("asks someone signed out to sign in, saying how", async () => {
+    const r = await call(base, "/plugins/nbp-fx");
+    expect(r.status).toBe(401);
+    expect(r.text).toMatch(/openfief login --link/);
+    expect((await call(base, "/signin")).text).toMatch(/A link works once, for ten minutes/);
+  });
+
+  it("serves its assets for good, and nothing else under /assets", async () => {
+    const page = (await call(base, "/", { headers: { cookie: viewerCookie } })).text;
+    const js = /src="(\/assets\/htmx-[0-9a-f]{12}\.js)"/.exec(page)?.[1] ?? "";
+    const r = await call(base, js);
+    expect([r.status, r.headers["cache-control"], r.headers["content-type"]]).toEqual([200, "public, max-age=31536000, immutable", "text/javascript; charset=utf-8"]);
+    expect(r.text).toMatch(/htmx/);
+    expect((await call(base, "/assets/../package.json")).status).toBe(404);
+  });
+
+  it("keeps htmx from evaluating code and from injecting styles", async () => {
+    const page = (await call(base, "/", { headers: { cookie: viewerCookie } })).text;
+    expect(page).toContain(`<meta name="htmx-config" content='{"includeIndicatorStyles":false,"allowEval":false}'>`);
+    expect(page).not.toMatch(/\sstyle=|<style|<script>|\son[a-z]+=/i);
+  });
+});
+
+describe("the approval form", () => {
+  it.each<[string, () => ReturnType<typeof form>, number, RegExp]>([
+    ["from a viewer", () => form(viewerCookie, "version=1"), 403, /a viewer may not do this/],
+    ["from another site", () => form(ownerCookie, "version=1", "http://evil.example"), 403, /another site/],
+    ["without the version it was shown", () => form(ownerCookie, ""), 428, /must name the version/],
+    ["sent as something other than a form", () => ({ ...form(ownerCookie, "{}"), headers: { ...form(ownerCookie, "").headers, "content-type": "application/json" } }), 415, /send the approval from the console/],
+  ])("refuses an approval %s, changing nothing", async (_what, ask, status, message) => {
+    const before = demo.cp.runtime.store.head();
+    const r = await call(base, "/plugins/nbp-fx/approve", ask());
+    expect(r.status).toBe(status);
+    expect(r.text).toMatch(message);
+    expect(demo.cp.runtime.store.head()).toBe(before);
+  });
+
+  it("refuses a stale version with the page as it is now, and approves nothing", async () => {
+    const before = demo.cp.runtime.store.head();
+    const r = await call(base, "/plugins/nbp-fx/approve", form(ownerCookie, "version=2"));
+    expect(r.status).toBe(412);
+    expect(r.text).toMatch(/Nothing was approved\.<\/strong> nbp-fx changed since you looked at it \(version 2\)/);
+    expect(r.text).toMatch(/Approve: add egress static\.nbp\.pl:443/);
+    expect(demo.cp.runtime.store.head()).toBe(before);
+  });
+
+  it("approves the version shown, then sends the owner back to the plugin (POST, redirect, GET)", async () => {
+    const page = (await call(base, "/plugins/nbp-fx", { headers: { cookie: ownerCookie } })).text;
+    const version = /name="version" value="(\d+)"/.exec(page)?.[1] ?? "";
+    const r = await call(base, "/plugins/nbp-fx/approve", form(ownerCookie, `version=${version}`));
+    expect(r.status).toBe(303);
+    expect(r.headers.location).toMatch(/^\/plugins\/nbp-fx\?approved=\d+$/);
+    const seq = Number(/approved=(\d+)/.exec(r.headers.location ?? "")?.[1]);
+    expect(demo.cp.runtime.store.get(seq)).toMatchObject({ type: "grant.observed", actor: "owner:web:alice" });
+  });
+});
+
+describe("signing out", () => {
+  it("clears the cookie and goes to the sign-in page", async () => {
+    const r = await call(base, "/signout", { method: "POST", headers: { cookie: ownerCookie, origin: base } });
+    expect([r.status, r.headers.location]).toEqual([303, "/signin"]);
+    expect(r.headers["set-cookie"]?.[0]).toMatch(/^openfief_session=; Path=\/; HttpOnly; SameSite=Strict; Max-Age=0$/);
+  });
+
+  it("refuses a sign-out from another site", async () => {
+    const r = await call(base, "/signout", { method: "POST", headers: { cookie: ownerCookie, origin: "http://evil.example" } });
+    expect(r.status).toBe(403);
+  });
+});
