@@ -203,7 +203,8 @@ async function callEcb(cp: ControlPlane, say: (line?: string) => void): Promise<
     say(`Called ecb-fx (WebAssembly, in the plugin host): sync delivered ${rates} euro reference rate(s) from the ECB.`);
   } else {
     say(`Called ecb-fx (WebAssembly, in the plugin host): sync failed with ${r.error.code}: ${r.error.message}`);
-    say("  Its HTTP goes only through the egress proxy, to www.ecb.europa.eu:443; without internet that fails, and both the proxy's decision and the failed call are recorded (openfief log --plugin ecb-fx).");
+    if (cp.egress !== null) say("  Its HTTP goes only through the egress proxy, to www.ecb.europa.eu:443; without internet that fails, and both the proxy's decision and the failed call are recorded (openfief log --plugin ecb-fx).");
+    else say("  The failed call is recorded (openfief log --plugin ecb-fx).");
   }
 }
 
