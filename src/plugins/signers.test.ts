@@ -1,6 +1,7 @@
 import { generateKeyPairSync } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
+import { CAPS } from "./caps.js";
 import { ErrorCode } from "./errors.js";
 import {
   GITHUB_ACTIONS_ISSUER,
@@ -144,9 +145,15 @@ describe("identityMatches compares keyless identities exactly", () => {
   });
 
   it("matches a nested-quantifier pattern in linear time against a long non-matching subject", () => {
-    const subject = `${"a".repeat(5000)}b`;
+    const subject = `${"a".repeat(CAPS.subject - 1)}b`;
     expect(identityMatches({ issuer: GH, subjectPattern: "(a+)+$" }, keyless(subject))).toBe(false);
     expect(identityMatches({ issuer: GH, subjectPattern: "(a+)+b" }, keyless(subject))).toBe(true);
+  });
+
+  it("matches nothing with a verified subject longer than the cap, even one the pattern would match", () => {
+    const subject = "a".repeat(CAPS.subject + 1);
+    expect(identityMatches({ issuer: GH, subjectPattern: "a+" }, keyless(subject))).toBe(false);
+    expect(identityMatches({ issuer: GH, subject }, keyless(subject))).toBe(false);
   });
 });
 

@@ -1,0 +1,220 @@
+/**
+ * Every size limit of the pure model, in one table. A manifest, a config schema, a catalog or a
+ * signer list comes from a vendor, a signer or a cluster the operator does not control, so each is
+ * measured against these caps BEFORE any regular expression, schema compiler or parser looks at
+ * it: work on an accepted input is bounded by the table, and an input over a cap is a
+ * {@link ErrorCode.TooLarge} field error at the path of what is too large, never a crash or a stall.
+ *
+ * The list and string caps repeat what the CRDs in `deploy/crds/` declare (`maxItems: 64`,
+ * `maxLength`); a test reads the CRDs and fails when the two disagree. ADR 0040 says why each
+ * other value is what it is, and `npm run bench:model` measures the slowest accepted input.
+ */
+import { ErrorCode, fieldError, join } from "./errors.js";
+import type { FieldError } from "./errors.js";
+
+/** The caps. Lengths of strings are in UTF-16 code units (`String.length`) unless they say bytes. */
+export const CAPS = Object.freeze({
+  /** UTF-8 bytes of the manifest label's JSON text. Room for every list at its cap and the largest schema. */
+  manifestLabelBytes: 256 * 1024,
+  /** Entries of every list in a manifest or grant (capabilities, egress, secrets, dataTiers): the CRDs' `maxItems`. */
+  listItems: 64,
+  /** A plugin name: `plugin-<name>` must still fit Kubernetes' 63. */
+  pluginName: 56,
+  /** A Secret name: Kubernetes' DNS subdomain. */
+  secretName: 253,
+  /** A data tier name. */
+  dataTier: 32,
+  /** An egress hostname (RFC 1035, without the trailing dot). */
+  hostname: 253,
+  /** A Secret's mount path: the CRD's `maxLength`. */
+  mountPath: 1024,
+  /** A whole image reference: the CRD's `maxLength`. */
+  imageRef: 512,
+  /** The name part of an image reference: distribution/reference's NameTotalLengthMax. */
+  imageName: 255,
+
+  /** A plugin's config, as compact JSON in UTF-8 bytes (escapes not counted). */
+  configBytes: 64 * 1024,
+  /** Nesting of a plugin's config (arrays and objects). */
+  configDepth: 64,
+
+  /** A config schema, as compact JSON in UTF-8 bytes (escapes not counted). */
+  schemaBytes: 64 * 1024,
+  /** Nesting of a config schema (arrays and objects). */
+  schemaDepth: 64,
+  /** JSON values in a config schema (every object, array, string, number, boolean and null). */
+  schemaValues: 8192,
+  /** Items of any array in a config schema: `enum`, `required`, `anyOf`, `examples`, … */
+  schemaListItems: 1024,
+  /** Members of any object in a config schema: `properties`, `$defs`, … */
+  schemaKeys: 1024,
+  /** Any string in a config schema, member names included. */
+  schemaString: 4096,
+  /** A regular expression (`pattern`, a `patternProperties` name, a signer's subject pattern). */
+  patternLength: 1024,
+  /** Instructions of one compiled RE2 program: matching costs up to this many steps per character. */
+  patternProgram: 1000,
+  /** Instructions of all the patterns of one config schema together. */
+  schemaPatternPrograms: 4000,
+  /** The longest string a `format` (uri, email, date-time, …) is checked on; longer ones fail it. */
+  formatString: 4096,
+
+  /** The catalog file, UTF-8 bytes. */
+  catalogBytes: 1024 * 1024,
+  /** Entries of the catalog. */
+  catalogEntries: 1024,
+  /** The owner's trusted-signers file, UTF-8 bytes: a ConfigMap holds at most 1 MiB. */
+  ownerSignersBytes: 1024 * 1024,
+  /** Owner signers. */
+  ownerSigners: 256,
+  /** A signer's name, for people. */
+  signerName: 253,
+  /** A keyless identity's OIDC issuer URL. */
+  issuer: 1024,
+  /** A keyless identity's subject (the certificate's SAN), the signer's or a verified signature's. */
+  subject: 4096,
+  /** A key identity's PEM text. */
+  publicKeyPem: 16 * 1024,
+  /** Verified signatures over one image that the trust policy looks at. */
+  verifiedIdentities: 16,
+
+  /** The characters of an unknown field's name repeated in an error's message. */
+  shownName: 64,
+});
+
+/** The caps' type: every entry a number. */
+export type Caps = typeof CAPS;
+
+/** A {@link ErrorCode.TooLarge} error at `path`. */
+export function tooLarge(path: string, message: string): FieldError {
+  return fieldError(ErrorCode.TooLarge, path, message);
+}
+
+/** A list over its cap: `what has N entries; at most CAP are allowed`. */
+export function tooManyItems(path: string, what: string, count: number, cap: number): FieldError {
+  return tooLarge(path, `${what} has ${count} entries; at most ${cap} are allowed`);
+}
+
+/** A string over its cap. The message says the length, never the string. */
+export function tooLong(path: string, what: string, length: number, cap: number): FieldError {
+  return tooLarge(path, `${what} is ${length} characters long; at most ${cap} are allowed`);
+}
+
+/**
+ * The UTF-8 length of `text`, counting at most up to `limit + 1`: the answer is exact when it is
+ * at most `limit` and just "more" otherwise, so a huge string costs no more than the limit.
+ */
+export function utf8Length(text: string, limit = Number.POSITIVE_INFINITY): number {
+  // Every code unit takes at least one byte, so a longer string is over any smaller limit.
+  if (text.length > limit) return limit + 1;
+  let bytes = 0;
+  for (let i = 0; i < text.length && bytes <= limit; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0x80) bytes += 1;
+    else if (c < 0x800) bytes += 2;
+    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < text.length) {
+      const d = text.charCodeAt(i + 1);
+      if (d >= 0xdc00 && d <= 0xdfff) {
+        bytes += 4;
+        i++;
+      } else bytes += 3;
+    } else bytes += 3;
+  }
+  return bytes;
+}
+
+/** `name`, cut to {@link CAPS.shownName} characters, for a message or a path. */
+export function shown(name: string): string {
+  return name.length > CAPS.shownName ? `${name.slice(0, CAPS.shownName)}…` : name;
+}
+
+/** Limits on a JSON-like value; those left out are not checked. */
+export interface JsonLimits {
+  /** Compact JSON size in UTF-8 bytes, escapes not counted. */
+  readonly bytes: number;
+  /** Nesting of arrays and objects; a scalar has depth 0, `[]` depth 1. */
+  readonly depth: number;
+  /** Values of every kind. */
+  readonly values?: number;
+  /** Items of any one array. */
+  readonly listItems?: number;
+  /** Members of any one object. */
+  readonly keys?: number;
+  /** Any one string or member name. */
+  readonly stringLength?: number;
+}
+
+/** The caps a config schema is measured against before anything else reads it. */
+export const SCHEMA_LIMITS: JsonLimits = Object.freeze({
+  bytes: CAPS.schemaBytes,
+  depth: CAPS.schemaDepth,
+  values: CAPS.schemaValues,
+  listItems: CAPS.schemaListItems,
+  keys: CAPS.schemaKeys,
+  stringLength: CAPS.schemaString,
+});
+
+/** The caps a plugin's config is measured against before it is read or checked. */
+export const CONFIG_LIMITS: JsonLimits = Object.freeze({ bytes: CAPS.configBytes, depth: CAPS.configDepth });
+
+interface Pending {
+  readonly value: unknown;
+  readonly path: string;
+  readonly depth: number;
+}
+
+/**
+ * The first limit `value` exceeds, as a {@link ErrorCode.TooLarge} error at the path of the part
+ * that exceeds it ("" names `path` itself), or undefined. Walks without recursion and stops at the
+ * first excess, so it costs at most the limits, however large or deep the value: it is what runs
+ * before anything else looks at a value. Values that are not JSON (functions, class instances) are
+ * measured as leaves; telling JSON from not-JSON is the caller's next step. May throw only when
+ * reading the value throws (a getter, a proxy); callers catch.
+ */
+export function jsonLimitProblem(value: unknown, path: string, what: string, limits: JsonLimits): FieldError | undefined {
+  const stack: Pending[] = [{ value, path, depth: 0 }];
+  let bytes = 0;
+  let values = 0;
+  const overBytes = (at: string): FieldError => tooLarge(at, `${what} is larger than ${limits.bytes} bytes as JSON`);
+  while (stack.length > 0) {
+    const { value: v, path: at, depth } = stack.pop() as Pending;
+    values++;
+    if (limits.values !== undefined && values > limits.values) {
+      return tooLarge(path, `${what} has more than ${limits.values} values`);
+    }
+    if (typeof v === "string") {
+      if (limits.stringLength !== undefined && v.length > limits.stringLength) return tooLong(at, "a string", v.length, limits.stringLength);
+      bytes += utf8Length(v, limits.bytes) + 2;
+    } else if (typeof v === "number") {
+      bytes += String(v).length;
+    } else if (typeof v === "boolean") {
+      bytes += v ? 4 : 5;
+    } else if (Array.isArray(v)) {
+      if (depth + 1 > limits.depth) return tooLarge(at, `${what} nests deeper than ${limits.depth} levels`);
+      if (limits.listItems !== undefined && v.length > limits.listItems) return tooManyItems(at, "a list", v.length, limits.listItems);
+      // A list's items are at least one byte each: refuse a long one before looking at its items.
+      bytes += 2 + Math.max(0, v.length - 1);
+      if (bytes > limits.bytes) return overBytes(path);
+      for (let i = v.length - 1; i >= 0; i--) stack.push({ value: v[i], path: join(at, i), depth: depth + 1 });
+    } else if (typeof v === "object" && v !== null) {
+      if (depth + 1 > limits.depth) return tooLarge(at, `${what} nests deeper than ${limits.depth} levels`);
+      const keys = Object.keys(v);
+      if (limits.keys !== undefined && keys.length > limits.keys) return tooManyItems(at, "an object", keys.length, limits.keys);
+      bytes += 2 + Math.max(0, keys.length - 1);
+      if (bytes > limits.bytes) return overBytes(path);
+      for (let i = keys.length - 1; i >= 0; i--) {
+        const key = keys[i] as string;
+        if (limits.stringLength !== undefined && key.length > limits.stringLength) {
+          return tooLong(join(at, shown(key)), "a member name", key.length, limits.stringLength);
+        }
+        bytes += utf8Length(key, limits.bytes) + 3;
+        stack.push({ value: (v as Record<string, unknown>)[key], path: join(at, key), depth: depth + 1 });
+      }
+    } else {
+      // null, and leaves that are not JSON at all.
+      bytes += 4;
+    }
+    if (bytes > limits.bytes) return overBytes(path);
+  }
+  return undefined;
+}
