@@ -88,6 +88,14 @@ function sortedUniqueLines(hosts: readonly EgressHost[]): string[] {
  * {@link CAPS.listItems} entries (no plugin can be granted more). Never throws.
  */
 export function allowListFromHosts(hosts: readonly EgressHost[]): Result<EgressAllowList> {
+  try {
+    return listFromHosts(hosts);
+  } catch {
+    return fail(fieldError(ErrorCode.InvalidAllowList, "hosts", "the hosts could not be read"));
+  }
+}
+
+function listFromHosts(hosts: readonly EgressHost[]): Result<EgressAllowList> {
   if (!Array.isArray(hosts)) return fail(fieldError(ErrorCode.InvalidAllowList, "hosts", "the hosts must be a list"));
   if (hosts.length > CAPS.listItems) {
     return fail(fieldError(ErrorCode.TooLarge, "hosts", `an allow-list has at most ${CAPS.listItems} entries, not ${hosts.length}`));

@@ -168,10 +168,18 @@ interface Pending {
  * that exceeds it ("" names `path` itself), or undefined. Walks without recursion and stops at the
  * first excess, so it costs at most the limits, however large or deep the value: it is what runs
  * before anything else looks at a value. Values that are not JSON (functions, class instances) are
- * measured as leaves; telling JSON from not-JSON is the caller's next step. May throw only when
- * reading the value throws (a getter, a proxy); callers catch.
+ * measured as leaves; telling JSON from not-JSON is the caller's next step. A value whose reading
+ * throws (a getter, a proxy) is {@link ErrorCode.InvalidJSON}. Never throws.
  */
 export function jsonLimitProblem(value: unknown, path: string, what: string, limits: JsonLimits): FieldError | undefined {
+  try {
+    return measure(value, path, what, limits);
+  } catch {
+    return fieldError(ErrorCode.InvalidJSON, path, `${what} could not be read as JSON`);
+  }
+}
+
+function measure(value: unknown, path: string, what: string, limits: JsonLimits): FieldError | undefined {
   const stack: Pending[] = [{ value, path, depth: 0 }];
   let bytes = 0;
   let values = 0;

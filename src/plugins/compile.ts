@@ -351,8 +351,16 @@ function sortedRecord(r: Readonly<Record<string, string>>): Record<string, strin
   return out;
 }
 
-/** Checks a topology, returning every problem at once (InvalidTopology, with its field path). */
+/** Checks a topology, returning every problem at once (InvalidTopology, with its field path). Never throws. */
 export function validateTopology(topology: Topology, path = "topology"): FieldError[] {
+  try {
+    return topologyProblems(topology, path);
+  } catch {
+    return [fieldError(ErrorCode.InvalidTopology, path, "the topology could not be read")];
+  }
+}
+
+function topologyProblems(topology: Topology, path: string): FieldError[] {
   const errors: FieldError[] = [];
   const t = topology as unknown as Record<string, unknown> | null;
   if (typeof t !== "object" || t === null) return [fieldError(ErrorCode.InvalidTopology, path, "must be an object")];

@@ -103,6 +103,14 @@ export function isValidPort(port: unknown): port is number {
  * such as the string "443", is {@link ErrorCode.InvalidPort}. Returns every problem; never throws.
  */
 export function parseEgressHost(value: unknown, path: string): Result<EgressHost> {
+  try {
+    return readEgressHost(value, path);
+  } catch {
+    return fail(fieldError(ErrorCode.InvalidType, path, "the egress host could not be read"));
+  }
+}
+
+function readEgressHost(value: unknown, path: string): Result<EgressHost> {
   if (!isPlainObject(value)) {
     return fail(fieldError(ErrorCode.InvalidType, path, "an egress host must be an object {host, port?}"));
   }

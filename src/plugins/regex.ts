@@ -16,7 +16,8 @@
  * - `[]` (matches nothing) and `[^]` (matches anything) are spelled out.
  *
  * What RE2 cannot do is refused, never approximated: lookahead and lookbehind, backreferences
- * (`\1`, `\k<name>`), repetition counts over 1000, and Unicode property names RE2 does not know
+ * (`\1`, `\k<name>`), repetition counts over 1000, `\B` (V8 finds a non-boundary inside a
+ * surrogate pair, RE2 does not), and Unicode property names RE2 does not know
  * (`\p{Letter}`, `\p{Script=Greek}`; the short names `\p{L}`, `\p{Lu}` work in both). `\d`, `\w`,
  * `\b` and `$` already mean the same in both (ASCII digits and word characters; `$` only at the
  * very end without the `m` flag). ADR 0040 lists these differences.
@@ -72,6 +73,8 @@ function escape(p: string, i: number, inClass: boolean): { text: string; end: nu
   if (next === "s") return { text: inClass ? ES_SPACE : `[${ES_SPACE}]`, end: i + 2 };
   if (next === "S") return inClass ? { text: "", end: i + 2, notSpace: true } : { text: `[^${ES_SPACE}]`, end: i + 2 };
   if (next === "b" && inClass) return { text: hexEscape(8), end: i + 2 };
+  // V8 also tries \B between the two halves of an astral character, where RE2 (by code point) cannot.
+  if (next === "B" && !inClass) throw new Untranslatable("\\B is not supported: ECMAScript and RE2 disagree on it next to characters outside the BMP");
   if (next === undefined) return { text: "\\", end: i + 1 };
   // Everything else means the same in both, or RE2 refuses it (\1, \k<name>): copied as written.
   const cp = p.codePointAt(i + 1) as number;

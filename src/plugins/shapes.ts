@@ -35,26 +35,39 @@ function listProblem(obj: Record<string, unknown>, key: string, path: string, it
   return bad < 0 ? undefined : fieldError(ErrorCode.InvalidType, join(at, bad), `is not ${what}`);
 }
 
-/** The first way `value` is not shaped as a parsed {@link Manifest}, or undefined. */
-export function manifestShapeProblem(value: unknown, path = "manifest"): FieldError | undefined {
-  if (!isObject(value)) return fieldError(ErrorCode.InvalidType, path, "a manifest must be an object");
-  return (
-    listProblem(value, "capabilities", path, isCapability, "a known capability") ??
-    listProblem(value, "egress", path, isHost, "an egress host {host, port}") ??
-    listProblem(value, "secrets", path, isMount, "a Secret {name, mountPath}") ??
-    listProblem(value, "dataTiers", path, isName, "a data tier name")
-  );
+/** `check(value)`, or InvalidType at `path` when reading the value throws (a getter, a proxy). */
+function readable(path: string, what: string, check: () => FieldError | undefined): FieldError | undefined {
+  try {
+    return check();
+  } catch {
+    return fieldError(ErrorCode.InvalidType, path, `${what} could not be read`);
+  }
 }
 
-/** The first way `value` is not shaped as a parsed {@link GrantSpec}, or undefined. */
+/** The first way `value` is not shaped as a parsed {@link Manifest}, or undefined. Never throws. */
+export function manifestShapeProblem(value: unknown, path = "manifest"): FieldError | undefined {
+  return readable(path, "the manifest", () => {
+    if (!isObject(value)) return fieldError(ErrorCode.InvalidType, path, "a manifest must be an object");
+    return (
+      listProblem(value, "capabilities", path, isCapability, "a known capability") ??
+      listProblem(value, "egress", path, isHost, "an egress host {host, port}") ??
+      listProblem(value, "secrets", path, isMount, "a Secret {name, mountPath}") ??
+      listProblem(value, "dataTiers", path, isName, "a data tier name")
+    );
+  });
+}
+
+/** The first way `value` is not shaped as a parsed {@link GrantSpec}, or undefined. Never throws. */
 export function grantShapeProblem(value: unknown, path = "grant"): FieldError | undefined {
-  if (!isObject(value)) return fieldError(ErrorCode.InvalidType, path, "a grant must be an object");
-  return (
-    listProblem(value, "capabilities", path, isCapability, "a known capability") ??
-    listProblem(value, "egress", path, isHost, "an egress host {host, port}") ??
-    listProblem(value, "secrets", path, isName, "a Secret name") ??
-    listProblem(value, "dataTiers", path, isName, "a data tier name")
-  );
+  return readable(path, "the grant", () => {
+    if (!isObject(value)) return fieldError(ErrorCode.InvalidType, path, "a grant must be an object");
+    return (
+      listProblem(value, "capabilities", path, isCapability, "a known capability") ??
+      listProblem(value, "egress", path, isHost, "an egress host {host, port}") ??
+      listProblem(value, "secrets", path, isName, "a Secret name") ??
+      listProblem(value, "dataTiers", path, isName, "a data tier name")
+    );
+  });
 }
 
 /** True when `value` is shaped as a {@link Manifest}. */
@@ -68,7 +81,11 @@ export function isGrantShaped(value: unknown): value is GrantSpec {
 }
 
 function wellFormedVersion<V>(v: V): V | null {
-  return isObject(v) && v["image"] instanceof ImageRef && isManifestShaped(v["manifest"]) ? v : null;
+  try {
+    return isObject(v) && v["image"] instanceof ImageRef && isManifestShaped(v["manifest"]) ? v : null;
+  } catch {
+    return null;
+  }
 }
 
 /**
@@ -77,12 +94,17 @@ function wellFormedVersion<V>(v: V): V | null {
  * deployable means exactly `true`.
  */
 export function wellFormedRolloutInput(input: RolloutInput): RolloutInput {
-  if (!isObject(input)) return { current: null, currentDeployable: false, previous: null, grant: EMPTY_GRANT_SPEC };
-  return {
-    ...input,
-    current: wellFormedVersion(input.current),
-    currentDeployable: input.currentDeployable === true,
-    previous: wellFormedVersion(input.previous),
-    grant: isGrantShaped(input.grant) ? input.grant : EMPTY_GRANT_SPEC,
-  };
+  const nothing: RolloutInput = { current: null, currentDeployable: false, previous: null, grant: EMPTY_GRANT_SPEC };
+  try {
+    if (!isObject(input)) return nothing;
+    return {
+      ...input,
+      current: wellFormedVersion(input.current),
+      currentDeployable: input.currentDeployable === true,
+      previous: wellFormedVersion(input.previous),
+      grant: isGrantShaped(input.grant) ? input.grant : EMPTY_GRANT_SPEC,
+    };
+  } catch {
+    return nothing;
+  }
 }

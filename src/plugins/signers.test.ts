@@ -253,3 +253,25 @@ describe("openFiefCI is OpenFief's images workflow on main", () => {
     expect(identityMatches(openFiefCI().identity, keyless(subject))).toBe(want);
   });
 });
+
+describe("identityMatches on malformed values", () => {
+  it.each<[string, unknown]>([
+    ["null", null],
+    ["a number", 5],
+    ["a keyless identity without a subject", { kind: "keyless", issuer: GH }],
+    ["a key identity whose key is a number", { kind: "key", publicKey: 5 }],
+    ["a proxy that throws", new Proxy({}, { get: () => { throw new Error("boom"); } })],
+  ])("matches nothing against %s, without throwing", (_what, verified) => {
+    expect(identityMatches({ issuer: GH, subjectPattern: ".*" }, verified as VerifiedIdentity)).toBe(false);
+    expect(identityMatches({ issuer: GH, subject: BEACON }, verified as VerifiedIdentity)).toBe(false);
+  });
+
+  it.each<[string, unknown]>([
+    ["null", null],
+    ["a string", "signer"],
+    ["a pattern that is not a string", { issuer: GH, subjectPattern: 5 }],
+    ["a proxy that throws", new Proxy({}, { get: () => { throw new Error("boom"); } })],
+  ])("matches nothing for a signer that is %s", (_what, signer) => {
+    expect(identityMatches(signer as SignerIdentity, keyless(BEACON))).toBe(false);
+  });
+});

@@ -135,25 +135,37 @@ export class TrustPolicy {
   }
 }
 
-/** A policy trusting OpenFief's CI, every catalog publisher and every owner signer (D-45). */
+/**
+ * A policy trusting OpenFief's CI, every catalog publisher and every owner signer (D-45). What is
+ * not a Catalog, and every owner signer that is not a valid one, is left out (fail closed). Never throws.
+ */
 export function newTrustPolicy(catalog: Catalog, owner: readonly Signer[]): TrustPolicy {
-  return construct(catalog, owner);
+  try {
+    return construct(catalog, owner);
+  } catch {
+    // A signer whose reading throws halfway: trust only what is always trusted.
+    return construct(emptyCatalog(), []);
+  }
 }
 
 const SIGNER_KINDS: readonly SignerKind[] = ["openfief-ci", "publisher", "owner"];
 
 /** A signer as parseOwnerSigners makes one: a string name, a known kind, a valid identity. */
 function isSigner(s: unknown): s is Signer {
-  if (typeof s !== "object" || s === null) return false;
-  const { name, kind, identity } = s as Record<string, unknown>;
-  return (
-    typeof name === "string" &&
-    typeof kind === "string" &&
-    (SIGNER_KINDS as readonly string[]).includes(kind) &&
-    typeof identity === "object" &&
-    identity !== null &&
-    identityProblems(identity as Signer["identity"], "").length === 0
-  );
+  try {
+    if (typeof s !== "object" || s === null) return false;
+    const { name, kind, identity } = s as Record<string, unknown>;
+    return (
+      typeof name === "string" &&
+      typeof kind === "string" &&
+      (SIGNER_KINDS as readonly string[]).includes(kind) &&
+      typeof identity === "object" &&
+      identity !== null &&
+      identityProblems(identity as Signer["identity"], "").length === 0
+    );
+  } catch {
+    return false;
+  }
 }
 
 /** Drops exact repeats (one publisher listed for several entries) and sorts by name, then kind. */
