@@ -44,6 +44,8 @@ export const CAPS = Object.freeze({
   schemaDepth: 64,
   /** JSON values in a config schema (every object, array, string, number, boolean and null). */
   schemaValues: 8192,
+  /** Subschemas of a config schema (every object or boolean where a schema stands): ajv's compile time grows with them. */
+  schemaSubschemas: 2048,
   /** Items of any array in a config schema: `enum`, `required`, `anyOf`, `examples`, … */
   schemaListItems: 1024,
   /** Members of any object in a config schema: `properties`, `$defs`, … */
@@ -67,12 +69,20 @@ export const CAPS = Object.freeze({
   ownerSignersBytes: 1024 * 1024,
   /** Owner signers. */
   ownerSigners: 256,
+  /**
+   * Instructions of all owner signers' subject patterns together: each verified subject is matched
+   * against every pattern, so this bounds the steps per character of every signature checked.
+   */
+  ownerSignerPrograms: 8000,
   /** A signer's name, for people. */
   signerName: 253,
   /** A keyless identity's OIDC issuer URL. */
   issuer: 1024,
-  /** A keyless identity's subject (the certificate's SAN), the signer's or a verified signature's. */
-  subject: 4096,
+  /**
+   * A keyless identity's subject (the certificate's SAN), the signer's or a verified signature's.
+   * A GitHub Actions SAN (owner, repository, workflow path, ref) stays under about 700.
+   */
+  subject: 1024,
   /** A key identity's PEM text. */
   publicKeyPem: 16 * 1024,
   /** Verified signatures over one image that the trust policy looks at. */

@@ -224,6 +224,12 @@ describe("the catalog and owner signers on hostile files", () => {
     expect(parseOwnerSigners(JSON.stringify({ signers }))).toEqual({ ok: false, errors: [expect.objectContaining({ code: ErrorCode.TooLarge, path: "signers" })] });
   });
 
+  it("refuses subject patterns over the cap together", () => {
+    const signers = Array.from({ length: Math.floor(CAPS.ownerSignerPrograms / 900) + 1 }, (_, i) => ({ name: `s${i}`, issuer: GH, subjectPattern: "[ab]*a[ab]{900}" }));
+    expect(parseOwnerSigners(JSON.stringify({ signers }))).toEqual({ ok: false, errors: [expect.objectContaining({ code: ErrorCode.TooLarge, path: "signers" })] });
+    expect(parseOwnerSigners(JSON.stringify({ signers: signers.slice(0, -2) })).ok).toBe(true);
+  });
+
   it.each<[string, Json, string]>([
     ["an issuer over the cap", { name: "s", issuer: `${GH}/${"a".repeat(CAPS.issuer)}`, subject: "x" }, "signers[0].issuer"],
     ["a subject over the cap", { name: "s", issuer: GH, subject: "x".repeat(CAPS.subject + 1) }, "signers[0].subject"],

@@ -10,7 +10,7 @@ import type { FieldError, Result } from "./errors.js";
 import { parseImageRef } from "./image-ref.js";
 import type { ImageRef } from "./image-ref.js";
 import { validatePluginName } from "./names.js";
-import { identityProblems } from "./signers.js";
+import { compilePattern, identityProblems } from "./signers.js";
 import type { ExactIdentity, Signer, SignerIdentity } from "./signers.js";
 import { isJsonObject, own, parseStrictJson, unknownFields } from "./strict-json.js";
 
@@ -172,8 +172,9 @@ function readNamedList<T>(
  * Parses the owner's trusted signers: `{"signers": [{"name", "issuer", "subject"} | {"name",
  * "issuer", "subjectPattern"} | {"name", "publicKey"}]}`. Names are unique; a pattern must be RE2
  * that compiles; a key is exactly one PEM `PUBLIC KEY` block. At most {@link CAPS.ownerSignersBytes}
- * bytes and {@link CAPS.ownerSigners} signers ({@link ErrorCode.TooLarge}). Any problem refuses the
- * whole file. Never throws.
+ * bytes, {@link CAPS.ownerSigners} signers and {@link CAPS.ownerSignerPrograms} RE2 instructions of
+ * subject patterns together ({@link ErrorCode.TooLarge}). Any problem refuses the whole file.
+ * Never throws.
  */
 export function parseOwnerSigners(text: string): Result<Signer[]> {
   try {
@@ -183,6 +184,10 @@ export function parseOwnerSigners(text: string): Result<Signer[]> {
     if (!parsed.ok) return parsed;
     const errors: FieldError[] = [];
     const signers = readNamedList(parsed.value, "signers", "signer", CAPS.ownerSigners, readOwnerSigner, errors);
+    const program = signers.reduce((sum, s) => sum + ("subjectPattern" in s.identity ? (compilePattern(s.identity.subjectPattern)?.programSize() ?? 0) : 0), 0);
+    if (program > CAPS.ownerSignerPrograms) {
+      errors.push(tooLarge("signers", `the signers' subject patterns compile to ${program} RE2 instructions together; at most ${CAPS.ownerSignerPrograms} are allowed`));
+    }
     if (errors.length > 0) return fail(errors);
     return ok(signers);
   } catch {

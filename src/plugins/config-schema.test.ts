@@ -222,6 +222,7 @@ describe("the caps on a config schema", () => {
     ["a member name longer than the cap", { properties: { ["k".repeat(CAPS.schemaString + 1)]: {} } }, `configSchema.properties.${"k".repeat(CAPS.shownName)}…`],
     ["more values than the cap", { enum: Array.from({ length: 9 }, () => Array.from({ length: 1000 }, () => 0)) }, "configSchema"],
     ["more bytes than the cap", { enum: Array.from({ length: 20 }, () => "x".repeat(4000)) }, "configSchema"],
+    ["more subschemas than the cap", { anyOf: Array.from({ length: 700 }, () => ({ anyOf: [{}, {}] })) }, "configSchema"],
   ])("refuses %s with too_large, before compiling", (_what, schema, path) => {
     expect(validateConfigSchema(schema, "configSchema")).toEqual([expect.objectContaining({ code: ErrorCode.TooLarge, path })]);
   });

@@ -5,7 +5,7 @@
  * Before ajv sees a schema it is checked, in this order, each step bounded by the one before:
  *
  * 1. its size against the caps (bytes, depth, values, list and object sizes, strings: caps.ts),
- *    walking without recursion and stopping at the first excess;
+ *    walking without recursion and stopping at the first excess; then the number of subschemas;
  * 2. JSON, an object or a boolean, a supported `$schema`;
  * 3. every `$ref` and `$id` inside the schema or naming a standard meta-schema (schema-refs.ts):
  *    nothing is ever loaded, we compile synchronously with no `loadSchema`;
@@ -28,7 +28,7 @@ import type { AnySchema, ErrorObject, Options, ValidateFunction } from "ajv";
 import { Ajv2019 } from "ajv/dist/2019.js";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import draft07MetaSchema from "ajv/dist/refs/json-schema-draft-07.json" with { type: "json" };
-import { CONFIG_LIMITS, SCHEMA_LIMITS, jsonLimitProblem } from "./caps.js";
+import { CAPS, CONFIG_LIMITS, SCHEMA_LIMITS, jsonLimitProblem, tooLarge } from "./caps.js";
 import { ErrorCode, fieldError, join } from "./errors.js";
 import type { FieldError } from "./errors.js";
 import type { JsonValue } from "./types.js";
@@ -114,6 +114,9 @@ function precheck(schema: unknown, path: string): { ok: true; schema: JsonValue;
   const dialect = dialectOf(schema, path);
   if (typeof dialect !== "string") errors.push(dialect);
   const nodes = schemaNodes(schema, path);
+  if (nodes.length > CAPS.schemaSubschemas) {
+    return { ok: false, errors: [tooLarge(path, `the config schema has ${nodes.length} subschemas; at most ${CAPS.schemaSubschemas} are allowed`)] };
+  }
   const index = new SchemaIndex(nodes, rootDocument(schema));
   errors.push(...referenceProblems(nodes, index), ...patternProblems(nodes, path));
   // Loops are looked for only among references that resolve inside the schema.

@@ -60,14 +60,30 @@ interface Placed {
 }
 
 interface Directory {
-  readonly children: Map<string, Directory>;
+  // The first child is kept in a field, a map made only for a second: most directories of a long
+  // path have one child.
+  firstName: string | undefined;
+  first: Directory | undefined;
+  more: Map<string, Directory> | undefined;
   /** The first mount at exactly this directory. */
   here: Placed | undefined;
   /** The first mount anywhere below it. */
   below: Placed | undefined;
 }
 
-const directory = (): Directory => ({ children: new Map(), here: undefined, below: undefined });
+const directory = (): Directory => ({ firstName: undefined, first: undefined, more: undefined, here: undefined, below: undefined });
+
+function child(dir: Directory, name: string): Directory {
+  if (dir.first === undefined) {
+    dir.firstName = name;
+    return (dir.first = directory());
+  }
+  if (dir.firstName === name) return dir.first;
+  dir.more ??= new Map();
+  let next = dir.more.get(name);
+  if (next === undefined) dir.more.set(name, (next = directory()));
+  return next;
+}
 
 /**
  * Mounts placed so far, as a tree of path segments, so that finding what a new mount overlaps
@@ -93,9 +109,7 @@ export class MountTable {
     for (const segment of mountPath.slice(1).split("/")) {
       consider(dir.here);
       above.push(dir);
-      let next = dir.children.get(segment);
-      if (next === undefined) dir.children.set(segment, (next = directory()));
-      dir = next;
+      dir = child(dir, segment);
     }
     consider(dir.here);
     consider(dir.below);
