@@ -190,49 +190,79 @@ export function jsonLimitProblem(value: unknown, path: string, what: string, lim
 }
 
 function measure(value: unknown, path: string, what: string, limits: JsonLimits): FieldError | undefined {
+  const m = new Measure(path, what, limits);
   const stack: Pending[] = [{ value, path, depth: 0 }];
-  let bytes = 0;
-  let values = 0;
-  const overBytes = (at: string): FieldError => tooLarge(at, `${what} is larger than ${limits.bytes} bytes as JSON`);
   while (stack.length > 0) {
-    const { value: v, path: at, depth } = stack.pop() as Pending;
-    values++;
-    if (limits.values !== undefined && values > limits.values) {
-      return tooLarge(path, `${what} has more than ${limits.values} values`);
-    }
-    if (typeof v === "string") {
-      if (limits.stringLength !== undefined && v.length > limits.stringLength) return tooLong(at, "a string", v.length, limits.stringLength);
-      bytes += utf8Length(v, limits.bytes) + 2;
-    } else if (typeof v === "number") {
-      bytes += String(v).length;
-    } else if (typeof v === "boolean") {
-      bytes += v ? 4 : 5;
-    } else if (Array.isArray(v)) {
-      if (depth + 1 > limits.depth) return tooLarge(at, `${what} nests deeper than ${limits.depth} levels`);
-      if (limits.listItems !== undefined && v.length > limits.listItems) return tooManyItems(at, "a list", v.length, limits.listItems);
-      // A list's items are at least one byte each: refuse a long one before looking at its items.
-      bytes += 2 + Math.max(0, v.length - 1);
-      if (bytes > limits.bytes) return overBytes(path);
-      for (let i = v.length - 1; i >= 0; i--) stack.push({ value: v[i], path: join(at, i), depth: depth + 1 });
-    } else if (typeof v === "object" && v !== null) {
-      if (depth + 1 > limits.depth) return tooLarge(at, `${what} nests deeper than ${limits.depth} levels`);
-      const keys = Object.keys(v);
-      if (limits.keys !== undefined && keys.length > limits.keys) return tooManyItems(at, "an object", keys.length, limits.keys);
-      bytes += 2 + Math.max(0, keys.length - 1);
-      if (bytes > limits.bytes) return overBytes(path);
-      for (let i = keys.length - 1; i >= 0; i--) {
-        const key = keys[i] as string;
-        if (limits.stringLength !== undefined && key.length > limits.stringLength) {
-          return tooLong(join(at, shown(key)), "a member name", key.length, limits.stringLength);
-        }
-        bytes += utf8Length(key, limits.bytes) + 3;
-        stack.push({ value: (v as Record<string, unknown>)[key], path: join(at, key), depth: depth + 1 });
-      }
-    } else {
-      // null, and leaves that are not JSON at all.
-      bytes += 4;
-    }
-    if (bytes > limits.bytes) return overBytes(path);
+    const problem = m.visit(stack.pop() as Pending, stack);
+    if (problem !== undefined) return problem;
   }
   return undefined;
+}
+
+/** The running totals of one walk, and the check of each value against the limits. */
+class Measure {
+  readonly path: string;
+  readonly what: string;
+  readonly limits: JsonLimits;
+  #bytes = 0;
+  #values = 0;
+
+  constructor(path: string, what: string, limits: JsonLimits) {
+    this.path = path;
+    this.what = what;
+    this.limits = limits;
+  }
+
+  /** Counts one value, pushes what it contains, and returns the first excess, if any. */
+  visit({ value: v, path: at, depth }: Pending, stack: Pending[]): FieldError | undefined {
+    const { limits } = this;
+    this.#values++;
+    if (limits.values !== undefined && this.#values > limits.values) return tooLarge(this.path, `${this.what} has more than ${limits.values} values`);
+    const problem = Array.isArray(v) ? this.#list(v, at, depth, stack) : typeof v === "object" && v !== null ? this.#object(v, at, depth, stack) : this.#leaf(v, at);
+    if (problem !== undefined) return problem;
+    return this.#bytes > limits.bytes ? tooLarge(this.path, `${this.what} is larger than ${limits.bytes} bytes as JSON`) : undefined;
+  }
+
+  #leaf(v: unknown, at: string): FieldError | undefined {
+    const cap = this.limits.stringLength;
+    if (typeof v === "string") {
+      if (cap !== undefined && v.length > cap) return tooLong(at, "a string", v.length, cap);
+      this.#bytes += utf8Length(v, this.limits.bytes) + 2;
+    } else if (typeof v === "number") {
+      this.#bytes += String(v).length;
+    } else {
+      // true, false, null, and leaves that are not JSON at all.
+      this.#bytes += 5;
+    }
+    return undefined;
+  }
+
+  #container(at: string, depth: number, count: number, cap: number | undefined, what: string): FieldError | undefined {
+    if (depth + 1 > this.limits.depth) return tooLarge(at, `${this.what} nests deeper than ${this.limits.depth} levels`);
+    if (cap !== undefined && count > cap) return tooManyItems(at, what, count, cap);
+    // Members take at least a byte each: a long container is refused before its members are read.
+    this.#bytes += 2 + Math.max(0, count - 1);
+    return undefined;
+  }
+
+  #list(v: readonly unknown[], at: string, depth: number, stack: Pending[]): FieldError | undefined {
+    const problem = this.#container(at, depth, v.length, this.limits.listItems, "a list");
+    if (problem !== undefined || this.#bytes > this.limits.bytes) return problem;
+    for (let i = v.length - 1; i >= 0; i--) stack.push({ value: v[i], path: join(at, i), depth: depth + 1 });
+    return undefined;
+  }
+
+  #object(v: object, at: string, depth: number, stack: Pending[]): FieldError | undefined {
+    const keys = Object.keys(v);
+    const problem = this.#container(at, depth, keys.length, this.limits.keys, "an object");
+    if (problem !== undefined || this.#bytes > this.limits.bytes) return problem;
+    const cap = this.limits.stringLength;
+    for (let i = keys.length - 1; i >= 0; i--) {
+      const key = keys[i] as string;
+      if (cap !== undefined && key.length > cap) return tooLong(join(at, shown(key)), "a member name", key.length, cap);
+      this.#bytes += utf8Length(key, this.limits.bytes) + 3;
+      stack.push({ value: (v as Record<string, unknown>)[key], path: join(at, key), depth: depth + 1 });
+    }
+    return undefined;
+  }
 }

@@ -83,7 +83,7 @@ export function parseCatalog(text: string): Result<Catalog> {
     if (!parsed.ok) return parsed;
     const root = parsed.value;
     const errors: FieldError[] = [];
-    const entries = readNamedList(root, "plugins", "plugin", CAPS.catalogEntries, readCatalogEntry, errors);
+    const entries = readNamedList(root, { key: "plugins", what: "plugin", maxItems: CAPS.catalogEntries }, readCatalogEntry, errors);
     if (errors.length > 0) return fail(errors);
     return ok(construct(entries));
   } catch {
@@ -146,9 +146,7 @@ function readPublisher(value: unknown, path: string, errors: FieldError[]): Publ
  */
 function readNamedList<T>(
   root: unknown,
-  key: string,
-  what: string,
-  maxItems: number,
+  { key, what, maxItems }: { readonly key: string; readonly what: string; readonly maxItems: number },
   read: (item: unknown, path: string, errors: FieldError[]) => T | undefined,
   errors: FieldError[],
 ): T[] {
@@ -183,7 +181,7 @@ export function parseOwnerSigners(text: string): Result<Signer[]> {
     const parsed = parseStrictJson(within.value, "");
     if (!parsed.ok) return parsed;
     const errors: FieldError[] = [];
-    const signers = readNamedList(parsed.value, "signers", "signer", CAPS.ownerSigners, readOwnerSigner, errors);
+    const signers = readNamedList(parsed.value, { key: "signers", what: "signer", maxItems: CAPS.ownerSigners }, readOwnerSigner, errors);
     const program = signers.reduce((sum, s) => sum + ("subjectPattern" in s.identity ? (compilePattern(s.identity.subjectPattern)?.programSize() ?? 0) : 0), 0);
     if (program > CAPS.ownerSignerPrograms) {
       errors.push(tooLarge("signers", `the signers' subject patterns compile to ${program} RE2 instructions together; at most ${CAPS.ownerSignerPrograms} are allowed`));

@@ -431,11 +431,24 @@ export function compile(plugin: CompileInput, e: EffectivePermissions, topology:
   }
 }
 
-function compileChecked(plugin: CompileInput, e: EffectivePermissions, topology: Topology): Result<Workload> {
-  // What an adapter hands in is checked before it is read: only effective() makes permissions,
-  // only parseImageRef makes an image.
-  if (typeof plugin !== "object" || plugin === null) return fail(fieldError(ErrorCode.InvalidType, "", "the plugin must be an object {name, image, config?}"));
-  if (!(e instanceof EffectivePermissions)) return fail(fieldError(ErrorCode.InvalidType, "permissions", "the permissions must come from effective()"));
+/** The config as RFC 8785 JSON (`{}` when absent), or the problem with it. */
+function canonicalConfig(config: JsonValue | undefined): { json: string } | FieldError {
+  if (config === undefined) return { json: "{}" };
+  const excess = jsonLimitProblem(config, "config", "the config", CONFIG_LIMITS);
+  if (excess !== undefined) return excess;
+  try {
+    return { json: canonicalizeEx(config, { strictUndefined: true }) };
+  } catch (_err) {
+    return fieldError(ErrorCode.InvalidJSON, "config", "must be a JSON value");
+  }
+}
+
+/** Every problem with what compile is given, before it reads any of it further. */
+function inputProblems(plugin: CompileInput, e: EffectivePermissions, topology: Topology): FieldError[] {
+  // What an adapter hands in is checked first: only effective() makes permissions, only
+  // parseImageRef makes an image.
+  if (typeof plugin !== "object" || plugin === null) return [fieldError(ErrorCode.InvalidType, "", "the plugin must be an object {name, image, config?}")];
+  if (!(e instanceof EffectivePermissions)) return [fieldError(ErrorCode.InvalidType, "permissions", "the permissions must come from effective()")];
   const errors: FieldError[] = [];
   if (!(plugin.image instanceof ImageRef)) errors.push(fieldError(ErrorCode.InvalidType, "image", "the image must come from parseImageRef()"));
   if (typeof plugin.name !== "string" || plugin.name.length > MAX_PLUGIN_NAME || !PLUGIN_NAME.test(plugin.name)) {
@@ -443,18 +456,15 @@ function compileChecked(plugin: CompileInput, e: EffectivePermissions, topology:
   }
   errors.push(...validateTopology(topology));
   errors.push(...checkMounts(e.secrets));
-  let configJSON = "{}";
-  const excess = plugin.config === undefined ? undefined : jsonLimitProblem(plugin.config, "config", "the config", CONFIG_LIMITS);
-  if (excess !== undefined) {
-    errors.push(excess);
-  } else if (plugin.config !== undefined) {
-    try {
-      configJSON = canonicalizeEx(plugin.config, { strictUndefined: true });
-    } catch (_err) {
-      errors.push(fieldError(ErrorCode.InvalidJSON, "config", "must be a JSON value"));
-    }
-  }
-  if (errors.length > 0) return fail(errors);
+  return errors;
+}
+
+function compileChecked(plugin: CompileInput, e: EffectivePermissions, topology: Topology): Result<Workload> {
+  const errors = inputProblems(plugin, e, topology);
+  const canonical = typeof plugin === "object" && plugin !== null ? canonicalConfig(plugin.config) : { json: "{}" };
+  if (!("json" in canonical)) errors.push(canonical);
+  if (errors.length > 0 || !("json" in canonical)) return fail(errors);
+  const configJSON = canonical.json;
 
   const name = plugin.name;
   const allowList = e.egress;

@@ -82,32 +82,36 @@ function escape(p: string, i: number, inClass: boolean): { text: string; end: nu
   return { text: p.slice(i, i + 1 + width), end: i + 1 + width };
 }
 
-/** A class starting at `i` (the `[`), translated, and where it ends. */
-function characterClass(p: string, i: number): { text: string; end: number } {
-  let j = i + 1;
-  const negated = p[j] === "^";
-  if (negated) j++;
+/** The members of a class from `j` up to its `]`, translated; whether `\S` was among them; where they end. */
+function classBody(p: string, start: number): { body: string; notSpace: boolean; end: number } {
   let body = "";
   let notSpace = false;
-  for (; j < p.length && p[j] !== "]"; ) {
+  let j = start;
+  while (j < p.length && p[j] !== "]") {
     if (p[j] === "\\") {
       const e = escape(p, j, true);
       body += e.text;
-      if (e.notSpace === true) notSpace = true;
+      notSpace ||= e.notSpace === true;
       j = e.end;
     } else if (p[j] === "[" && p[j + 1] === ":") {
       // RE2 reads [:alpha:] inside a class as a POSIX class; ECMAScript as the characters.
       body += "\\[";
       j++;
     } else {
-      const cp = p.codePointAt(j) as number;
-      const width = cp > 0xffff ? 2 : 1;
+      const width = (p.codePointAt(j) as number) > 0xffff ? 2 : 1;
       body += p.slice(j, j + width);
       j += width;
     }
   }
+  return { body, notSpace, end: j };
+}
+
+/** A class starting at `i` (the `[`), translated, and where it ends. */
+function characterClass(p: string, i: number): { text: string; end: number } {
+  const negated = p[i + 1] === "^";
+  const { body, notSpace, end: close } = classBody(p, negated ? i + 2 : i + 1);
   // An unterminated class is left for RE2 (and ECMAScript) to refuse.
-  const end = j < p.length ? j + 1 : j;
+  const end = close < p.length ? close + 1 : close;
   if (!notSpace) {
     if (body === "") return { text: negated ? ANYTHING : NOTHING, end };
     return { text: `[${negated ? "^" : ""}${body}]`, end };

@@ -23,65 +23,71 @@ interface Edge {
   readonly ref: string | undefined;
 }
 
-/** One {@link ErrorCode.SchemaRefCycle} per loop found (at most one per reference), or none. */
-export function referenceCycleProblems(nodes: readonly SchemaNode[], index: SchemaIndex): FieldError[] {
+/** From each schema to what applies to the same value: its in-place subschemas and what its references reach. */
+function inPlaceEdges(nodes: readonly SchemaNode[], index: SchemaIndex): Map<string, Edge[]> {
   const edges = new Map<string, Edge[]>();
-  const out = (p: string): Edge[] => {
-    let list = edges.get(p);
-    if (list === undefined) edges.set(p, (list = []));
-    return list;
+  const add = (from: string, edge: Edge): void => {
+    const list = edges.get(from);
+    if (list === undefined) edges.set(from, [edge]);
+    else list.push(edge);
   };
   for (const n of nodes) {
-    if (n.parent !== undefined && n.inPlace) out(n.parent).push({ to: n.pointer, ref: undefined });
+    if (n.parent !== undefined && n.inPlace) add(n.parent, { to: n.pointer, ref: undefined });
     if (!isPlainObject(n.schema)) continue;
     for (const keyword of REF_KEYWORDS) {
       const ref = n.schema[keyword];
-      if (typeof ref !== "string") continue;
-      const target = index.resolve(keyword, ref);
-      if (target.kind !== "schema") continue;
-      for (const to of target.pointers) out(n.pointer).push({ to, ref: join(n.path, keyword) });
+      const target = typeof ref === "string" ? index.resolve(keyword, ref) : undefined;
+      if (target?.kind === "schema") for (const to of target.pointers) add(n.pointer, { to, ref: join(n.path, keyword) });
     }
   }
+  return edges;
+}
 
-  // Iterative depth-first search; a back edge closes a cycle, which must contain a reference
+interface Frame {
+  readonly node: string;
+  /** The reference followed to get here; undefined for an in-place subschema or a start. */
+  readonly via: string | undefined;
+  next: number;
+}
+
+/** The path of a reference on the loop that `edge` closes, `path` being the search's current route. */
+function loopReference(path: readonly Frame[], edge: Edge): string | undefined {
+  const from = path.findIndex((f) => f.node === edge.to);
+  const refs = [...path.slice(from + 1).map((f) => f.via), edge.ref].filter((r): r is string => r !== undefined);
+  return refs[refs.length - 1];
+}
+
+/** One {@link ErrorCode.SchemaRefCycle} per loop found (at most one per reference), or none. */
+export function referenceCycleProblems(nodes: readonly SchemaNode[], index: SchemaIndex): FieldError[] {
+  const edges = inPlaceEdges(nodes, index);
+  // Iterative depth-first search; a back edge closes a loop, which must contain a reference
   // (the subschemas alone form a tree).
   const state = new Map<string, "open" | "done">();
   const reported = new Set<string>();
-  const errors: FieldError[] = [];
   for (const start of nodes) {
     if (state.has(start.pointer)) continue;
-    const path: { readonly node: string; readonly via: string | undefined; next: number }[] = [{ node: start.pointer, via: undefined, next: 0 }];
+    const path: Frame[] = [{ node: start.pointer, via: undefined, next: 0 }];
     state.set(start.pointer, "open");
     while (path.length > 0) {
-      const top = path[path.length - 1] as (typeof path)[number];
-      const list = edges.get(top.node) ?? [];
-      if (top.next >= list.length) {
+      const top = path[path.length - 1] as Frame;
+      const edge = edges.get(top.node)?.[top.next++];
+      if (edge === undefined) {
         state.set(top.node, "done");
         path.pop();
-        continue;
-      }
-      const edge = list[top.next++] as Edge;
-      const seen = state.get(edge.to);
-      if (seen === undefined) {
+      } else if (!state.has(edge.to)) {
         state.set(edge.to, "open");
         path.push({ node: edge.to, via: edge.ref, next: 0 });
-      } else if (seen === "open") {
-        // The loop: from where edge.to was entered up to this edge.
-        const from = path.findIndex((f) => f.node === edge.to);
-        const refs = [...path.slice(from + 1).map((f) => f.via), edge.ref].filter((r): r is string => r !== undefined);
-        const at = refs[refs.length - 1];
-        if (at !== undefined && !reported.has(at)) {
-          reported.add(at);
-          errors.push(
-            fieldError(
-              ErrorCode.SchemaRefCycle,
-              at,
-              "the schema's references loop back to where they started without descending into the config, so no config could ever be checked",
-            ),
-          );
-        }
+      } else if (state.get(edge.to) === "open") {
+        const at = loopReference(path, edge);
+        if (at !== undefined) reported.add(at);
       }
     }
   }
-  return errors;
+  return [...reported].map((at) =>
+    fieldError(
+      ErrorCode.SchemaRefCycle,
+      at,
+      "the schema's references loop back to where they started without descending into the config, so no config could ever be checked",
+    ),
+  );
 }

@@ -141,44 +141,39 @@ export function identityProblems(identity: SignerIdentity, path: string): FieldE
   if (forms.length !== 1) {
     return [fieldError(ErrorCode.InvalidIdentity, path, "an identity has exactly one of subject, subjectPattern or publicKey")];
   }
+  if (has("publicKey")) return keyProblems(id, has("issuer"), path);
+  return [...issuerProblems(id.issuer, join(path, "issuer")), ...(has("subject") ? subjectProblems(id.subject, join(path, "subject")) : patternProblems(id.subjectPattern, join(path, "subjectPattern")))];
+}
+
+function keyProblems(id: Record<string, unknown>, hasIssuer: boolean, path: string): FieldError[] {
   const errors: FieldError[] = [];
-  if (has("publicKey")) {
-    if (has("issuer")) {
-      errors.push(fieldError(ErrorCode.InvalidIdentity, join(path, "issuer"), "a key identity has no issuer"));
-    }
-    if (typeof id.publicKey === "string" && id.publicKey.length > CAPS.publicKeyPem) {
-      errors.push(fieldError(ErrorCode.TooLarge, join(path, "publicKey"), `a public key is at most ${CAPS.publicKeyPem} characters of PEM`));
-    } else if (typeof id.publicKey !== "string" || publicKeyDer(id.publicKey) === undefined) {
-      errors.push(
-        fieldError(ErrorCode.InvalidIdentity, join(path, "publicKey"), "must be exactly one PEM PUBLIC KEY block"),
-      );
-    }
-    return errors;
-  }
-  if (typeof id.issuer === "string" && id.issuer.length > CAPS.issuer) {
-    errors.push(fieldError(ErrorCode.TooLarge, join(path, "issuer"), `an issuer is at most ${CAPS.issuer} characters`));
-  } else if (!isHttpsUrl(id.issuer)) {
-    errors.push(
-      fieldError(ErrorCode.InvalidIdentity, join(path, "issuer"), "must be an https URL without credentials, query or fragment"),
-    );
-  }
-  if (has("subject")) {
-    if (typeof id.subject === "string" && id.subject.length > CAPS.subject) {
-      errors.push(fieldError(ErrorCode.TooLarge, join(path, "subject"), `a subject is at most ${CAPS.subject} characters`));
-    } else if (typeof id.subject !== "string" || id.subject === "") {
-      errors.push(fieldError(ErrorCode.InvalidIdentity, join(path, "subject"), "must be a non-empty string"));
-    }
-  } else {
-    const compiled = typeof id.subjectPattern === "string" && id.subjectPattern !== "" ? compileRe2(id.subjectPattern) : undefined;
-    if (compiled !== undefined && !compiled.ok && compiled.tooLarge) {
-      errors.push(fieldError(ErrorCode.TooLarge, join(path, "subjectPattern"), compiled.message));
-    } else if (compiled === undefined || !compiled.ok) {
-      errors.push(
-        fieldError(ErrorCode.InvalidIdentity, join(path, "subjectPattern"), "must be a non-empty RE2 pattern that compiles"),
-      );
-    }
+  if (hasIssuer) errors.push(fieldError(ErrorCode.InvalidIdentity, join(path, "issuer"), "a key identity has no issuer"));
+  const at = join(path, "publicKey");
+  if (typeof id.publicKey === "string" && id.publicKey.length > CAPS.publicKeyPem) {
+    errors.push(fieldError(ErrorCode.TooLarge, at, `a public key is at most ${CAPS.publicKeyPem} characters of PEM`));
+  } else if (typeof id.publicKey !== "string" || publicKeyDer(id.publicKey) === undefined) {
+    errors.push(fieldError(ErrorCode.InvalidIdentity, at, "must be exactly one PEM PUBLIC KEY block"));
   }
   return errors;
+}
+
+function issuerProblems(issuer: unknown, at: string): FieldError[] {
+  if (typeof issuer === "string" && issuer.length > CAPS.issuer) return [fieldError(ErrorCode.TooLarge, at, `an issuer is at most ${CAPS.issuer} characters`)];
+  if (!isHttpsUrl(issuer)) return [fieldError(ErrorCode.InvalidIdentity, at, "must be an https URL without credentials, query or fragment")];
+  return [];
+}
+
+function subjectProblems(subject: unknown, at: string): FieldError[] {
+  if (typeof subject === "string" && subject.length > CAPS.subject) return [fieldError(ErrorCode.TooLarge, at, `a subject is at most ${CAPS.subject} characters`)];
+  if (typeof subject !== "string" || subject === "") return [fieldError(ErrorCode.InvalidIdentity, at, "must be a non-empty string")];
+  return [];
+}
+
+function patternProblems(pattern: unknown, at: string): FieldError[] {
+  const compiled = typeof pattern === "string" && pattern !== "" ? compileRe2(pattern) : undefined;
+  if (compiled !== undefined && !compiled.ok && compiled.tooLarge) return [fieldError(ErrorCode.TooLarge, at, compiled.message)];
+  if (compiled === undefined || !compiled.ok) return [fieldError(ErrorCode.InvalidIdentity, at, "must be a non-empty RE2 pattern that compiles")];
+  return [];
 }
 
 /** True for an absolute https URL with a host and no credentials, query, fragment or whitespace. */

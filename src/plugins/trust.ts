@@ -85,25 +85,9 @@ export class TrustPolicy {
   }
 
   #decide(image: SignedImage, declared: Manifest | undefined): Result<TrustDecision> {
-    if (typeof image !== "object" || image === null) {
-      return fail(fieldError(ErrorCode.InvalidType, "image", "a signed image must be an object"));
-    }
-    const identities: unknown = image.identities;
-    if (!Array.isArray(identities)) {
-      return fail(fieldError(ErrorCode.InvalidType, "image.identities", "the verified identities must be a list"));
-    }
-    if (identities.length === 0) {
-      return fail(fieldError(ErrorCode.Unsigned, "image", "the image has no verified signature"));
-    }
-    if (identities.length > CAPS.verifiedIdentities) {
-      return fail(
-        fieldError(ErrorCode.TooLarge, "image.identities", `the image has ${identities.length} verified signatures; at most ${CAPS.verifiedIdentities} are looked at`),
-      );
-    }
-    if (typeof image.digest !== "string" || !DIGEST.test(image.digest)) {
-      return fail(fieldError(ErrorCode.InvalidImageRef, "image.digest", "the digest must be sha256:<64 lower-case hex>"));
-    }
-    const ids = identities as readonly VerifiedIdentity[];
+    const read = readSignedImage(image);
+    if (!read.ok) return read;
+    const ids = read.value;
     const matched = this.#signers.filter((_s, i) => ids.some((id) => this.#matchers[i]?.(id) === true));
     if (matched.length === 0) {
       return fail(fieldError(ErrorCode.UntrustedSigner, "image", "no signature is by a trusted signer"));
@@ -133,6 +117,30 @@ export class TrustPolicy {
         : { status: "verified", signers, catalogEntry: entry.name },
     );
   }
+}
+
+/** The verified identities of what the adapter found, once it is shaped as a signed image with a digest. */
+function readSignedImage(image: SignedImage): Result<readonly VerifiedIdentity[]> {
+  if (typeof image !== "object" || image === null) {
+    return fail(fieldError(ErrorCode.InvalidType, "image", "a signed image must be an object"));
+  }
+  const identities: unknown = image.identities;
+  if (!Array.isArray(identities)) {
+    return fail(fieldError(ErrorCode.InvalidType, "image.identities", "the verified identities must be a list"));
+  }
+  if (identities.length === 0) {
+    return fail(fieldError(ErrorCode.Unsigned, "image", "the image has no verified signature"));
+  }
+  if (identities.length > CAPS.verifiedIdentities) {
+    return fail(
+      fieldError(ErrorCode.TooLarge, "image.identities", `the image has ${identities.length} verified signatures; at most ${CAPS.verifiedIdentities} are looked at`),
+    );
+  }
+  if (typeof image.digest !== "string" || !DIGEST.test(image.digest)) {
+    return fail(fieldError(ErrorCode.InvalidImageRef, "image.digest", "the digest must be sha256:<64 lower-case hex>"));
+  }
+  // Each identity only ever reaches a matcher, which fails closed on a malformed one.
+  return ok(identities as readonly VerifiedIdentity[]);
 }
 
 /**
