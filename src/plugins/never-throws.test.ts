@@ -6,9 +6,9 @@
  * `npm test`; `npm run fuzz` runs many more (`FUZZ_RUNS`, default there 100000).
  *
  * Not fuzzed, because they take only what the model itself made (a Workload, a plan, effective
- * egress): buildObjects, listObjects, objectToJSON(s), rolloutPlanToJSON, sameRolloutPlan,
- * encodeAllowLists, manifestEqual, jsonEqual, formatErrors, and the name helpers
- * (serviceAccountName, egressKey, …).
+ * egress, a parsed manifest): buildObjects, listObjects, objectToJSON(s), rolloutPlanToJSON,
+ * sameRolloutPlan, manifestToJSON, canonicalManifest, encodeAllowLists, manifestEqual, jsonEqual,
+ * formatErrors, and the name helpers (serviceAccountName, egressKey, …).
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
