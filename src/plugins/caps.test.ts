@@ -82,6 +82,23 @@ function at(node: Node, ...keys: string[]): Node {
 }
 const props = (n: Node, ...names: string[]): Node => names.reduce<Node>((x, name) => at(x, "properties", name), n);
 
+/** A PolicyRule list's caps, as the CRD writes them: the rules, and each list of each rule. */
+function policyRuleCaps(field: string, rbac: Node): [string, Node, string, number][] {
+  const rule = at(rbac, "items");
+  const list = (name: string, length: number): [string, Node, string, number][] => [
+    [`${field}[].${name}`, props(rule, name), "maxItems", CAPS.policyRuleEntries],
+    [`${field}[].${name}[]`, at(props(rule, name), "items"), "maxLength", length],
+  ];
+  return [
+    [field, rbac, "maxItems", CAPS.policyRules],
+    ...list("apiGroups", CAPS.policyName),
+    ...list("resources", CAPS.policyName),
+    ...list("verbs", CAPS.policyVerb),
+    ...list("resourceNames", CAPS.policyName),
+    ...list("nonResourceURLs", CAPS.policyUrl),
+  ];
+}
+
 const plugin = crd("plugins.openfief.io.yaml");
 const grant = crd("plugingrants.openfief.io.yaml");
 const manifest = props(plugin, "spec", "manifest");
@@ -101,6 +118,9 @@ describe("the caps agree with the CRDs", () => {
     ["PluginGrant spec.secrets", props(grantSpec, "secrets"), "maxItems", CAPS.listItems],
     ["PluginGrant spec.secrets[]", at(props(grantSpec, "secrets"), "items"), "maxLength", CAPS.secretName],
     ["PluginGrant spec.dataTiers", props(grantSpec, "dataTiers"), "maxItems", CAPS.listItems],
+    ...policyRuleCaps("Plugin manifest.rbac", props(manifest, "rbac")),
+    ...policyRuleCaps("PluginGrant spec.rbac", props(grantSpec, "rbac")),
+    ["Plugin manifest.ui.entry", props(manifest, "ui", "entry"), "maxLength", CAPS.uiEntry],
   ])("%s", (_field, node, keyword, cap) => {
     expect(node[keyword]).toBe(cap);
   });

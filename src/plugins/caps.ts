@@ -32,6 +32,18 @@ export const CAPS = Object.freeze({
   imageRef: 512,
   /** The name part of an image reference: distribution/reference's NameTotalLengthMax. */
   imageName: 255,
+  /** A view plugin's PolicyRules in one manifest or grant (Kubernetes' own roles rarely pass a dozen). */
+  policyRules: 32,
+  /** Entries of one list of one PolicyRule. */
+  policyRuleEntries: 32,
+  /** A PolicyRule's verb. */
+  policyVerb: 63,
+  /** A PolicyRule's API group, resource or resource name (a DNS subdomain's 253). */
+  policyName: 253,
+  /** A PolicyRule's non-resource URL. */
+  policyUrl: 1024,
+  /** The path of a view's UI entry page inside its bundle. */
+  uiEntry: 255,
 
   /** A plugin's config, as compact JSON in UTF-8 bytes (escapes not counted). */
   configBytes: 64 * 1024,

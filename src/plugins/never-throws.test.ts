@@ -8,7 +8,8 @@
  * Not fuzzed, because they take only what the model itself made (a Workload, a plan, effective
  * egress, a parsed manifest): buildObjects, listObjects, objectToJSON(s), rolloutPlanToJSON,
  * sameRolloutPlan, manifestToJSON, canonicalManifest, encodeAllowLists, manifestEqual, jsonEqual,
- * formatErrors, and the name helpers (serviceAccountName, egressKey, …).
+ * formatErrors, the rule algebra over parsed rules (intersectRules, uncoveredRules, sortRules, …),
+ * scopeObjects, and the name helpers (serviceAccountName, egressKey, …).
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
@@ -48,10 +49,18 @@ import {
   validateSecretName,
   validateTopology,
   compile,
+  parsePolicyRule,
+  parsePolicyRules,
+  parseUiBundle,
+  verbMatches,
+  apiGroupMatches,
+  resourceMatches,
+  resourceNameMatches,
+  nonResourceURLMatches,
 } from "./index.js";
 import type { AllowLists, FieldError, GrantSpec, JsonValue, Manifest, Result, RolloutInput, SignedImage, Topology, VerifiedIdentity ,
   EffectivePermissions} from "./index.js";
-import type { SignerIdentity } from "./index.js";
+import type { PolicyRule, SignerIdentity } from "./index.js";
 
 const FUZZ_RUNS = Number(process.env["FUZZ_RUNS"] ?? 100);
 /** Runs for a property, scaled by how costly one case is. */
@@ -148,8 +157,8 @@ const value: fc.Arbitrary<unknown> = fc.oneof(
 );
 
 const anyList = fc.oneof(fc.array(leaf, { maxLength: 5 }), leaf);
-const manifestShape = fc.record({ capabilities: anyList, egress: fc.oneof(fc.array(fc.record({ host: leaf, port: leaf }, { requiredKeys: [] }), { maxLength: 3 }), leaf), secrets: fc.oneof(fc.array(fc.record({ name: leaf, mountPath: leaf }, { requiredKeys: [] }), { maxLength: 3 }), leaf), dataTiers: anyList, configSchema: leaf }, { requiredKeys: [] });
-const grantShape = fc.record({ capabilities: anyList, egress: anyList, secrets: anyList, dataTiers: anyList }, { requiredKeys: [] });
+const manifestShape = fc.record({ capabilities: anyList, egress: fc.oneof(fc.array(fc.record({ host: leaf, port: leaf }, { requiredKeys: [] }), { maxLength: 3 }), leaf), secrets: fc.oneof(fc.array(fc.record({ name: leaf, mountPath: leaf }, { requiredKeys: [] }), { maxLength: 3 }), leaf), dataTiers: anyList, configSchema: leaf, rbac: fc.oneof(fc.array(fc.record({ apiGroups: anyList, resources: anyList, verbs: anyList, resourceNames: anyList, nonResourceURLs: anyList }, { requiredKeys: [] }), { maxLength: 3 }), leaf), ui: fc.oneof(fc.record({ bundle: leaf, entry: leaf }, { requiredKeys: [] }), leaf) }, { requiredKeys: [] });
+const grantShape = fc.record({ capabilities: anyList, egress: anyList, secrets: anyList, dataTiers: anyList, rbac: anyList }, { requiredKeys: [] });
 const schemaShape: fc.Arbitrary<unknown> = fc.letrec<{ s: unknown }>((tie) => ({
   s: fc.oneof(
     { depthSize: "small" },
@@ -254,6 +263,39 @@ describe("every parser returns a Result", () => {
     fc.assert(fc.property(signerShape, (v) => {
         expectResult(parse(v));
       }), runs(0.5));
+  });
+});
+
+describe("the view parsers return a value or null, and field errors", () => {
+  it.each<[string, (v: unknown, errors: FieldError[]) => unknown]>([
+    ["parsePolicyRules", (v, e) => parsePolicyRules(v, "rbac", e)],
+    ["parsePolicyRule", (v, e) => parsePolicyRule(v, "rbac[0]", e)],
+    ["parseUiBundle", (v, e) => parseUiBundle(v, "ui", e)],
+  ])("%s, given anything", (_name, parse) => {
+    fc.assert(
+      fc.property(fc.oneof(value, manifestShape.map((m) => (m as Record<string, unknown>)["rbac"])), (v) => {
+        const errors: FieldError[] = [];
+        const r = parse(v, errors);
+        expectErrors(errors);
+        expect(r === null || r === undefined || typeof r === "object").toBe(true);
+      }),
+      runs(),
+    );
+  });
+
+  it("the rule matchers, given any request's strings", () => {
+    const errors: FieldError[] = [];
+    const rule = parsePolicyRule({ apiGroups: ["", "apps"], resources: ["pods", "deployments/scale", "*/status"], verbs: ["get", "list"], resourceNames: ["a"] }, "r", errors) as PolicyRule;
+    const url = parsePolicyRule({ verbs: ["get"], nonResourceURLs: ["/healthz", "/api/*"] }, "r", errors) as PolicyRule;
+    expect(errors).toEqual([]);
+    fc.assert(
+      // The gateway hands them the strings of a parsed request: any string, of any size.
+      fc.property(fc.oneof(fc.string(), fc.string({ unit: "grapheme" }), hugeArb), fc.oneof(fc.string(), hugeArb), (a, b) => {
+        const answers = [verbMatches(rule, a as string), apiGroupMatches(rule, a as string), resourceMatches(rule, a as string, b as string), resourceNameMatches(rule, a as string), nonResourceURLMatches(url, a as string)];
+        expect(answers.every((x) => typeof x === "boolean")).toBe(true);
+      }),
+      runs(),
+    );
   });
 });
 
