@@ -440,3 +440,17 @@ describe("the hostile values themselves", () => {
     expect(HUGE_STRINGS[8]?.length).toBeGreaterThan(CAPS.manifestLabelBytes);
   });
 });
+
+describe("errors about unknown fields", () => {
+  const key = "k".repeat(1_000_000);
+  it.each<[string, () => readonly FieldError[]]>([
+    ["parseManifest", () => { const r = parseManifest({ capabilities: ["connector"], [key]: 1 }); return r.ok ? [] : r.errors; }],
+    ["parsePolicyRule", () => { const e: FieldError[] = []; parsePolicyRule({ verbs: ["get"], nonResourceURLs: ["/x"], [key]: 1 }, "r", e); return e; }],
+    ["parseUiBundle", () => { const e: FieldError[] = []; parseUiBundle({ bundle: `sha256:${"a".repeat(64)}`, [key]: 1 }, "ui", e); return e; }],
+    ["parseManifestLabel", () => { const r = parseManifestLabel(JSON.stringify({ capabilities: ["connector"], ["k".repeat(100_000)]: 1 })); return r.ok ? [] : r.errors; }],
+  ])("%s names a megabyte-long unknown field by a short prefix", (_name, errorsOf) => {
+    const errors = errorsOf();
+    expect(errors.some((e) => e.code === ErrorCode.UnknownField)).toBe(true);
+    expect(errors.every((e) => e.path.length + e.message.length < 4 * CAPS.shownName)).toBe(true);
+  });
+});

@@ -8,7 +8,7 @@
  * evaluation_helpers.go`): the scope algebra of `rbac-scope.ts` and the gateway's matcher build on
  * them, so both read a rule the way the cluster does.
  */
-import { CAPS } from "./caps.js";
+import { CAPS, shown } from "./caps.js";
 import { compareStrings } from "./effective.js";
 import { ErrorCode, fieldError, join } from "./errors.js";
 import type { FieldError } from "./errors.js";
@@ -179,7 +179,7 @@ function readPolicyRule(value: unknown, path: string, errors: FieldError[]): Pol
   }
   const before = errors.length;
   for (const key of Object.keys(value)) {
-    if (!(RULE_FIELDS as readonly string[]).includes(key)) errors.push(fieldError(ErrorCode.UnknownField, join(path, key), `unknown field "${key.slice(0, 64)}"`));
+    if (!(RULE_FIELDS as readonly string[]).includes(key)) errors.push(fieldError(ErrorCode.UnknownField, join(path, shown(key)), `unknown field "${shown(key)}"`));
   }
   const lists: Partial<Record<RuleField, string[]>> = {};
   for (const f of RULE_FIELDS) {

@@ -4,7 +4,7 @@
  * its digest in the signed manifest, so the bytes the plugin proxy serves are the bytes the vendor
  * signed. `entry` is the page the console frames, a path inside the bundle.
  */
-import { CAPS } from "./caps.js";
+import { CAPS, shown } from "./caps.js";
 import { ErrorCode, fieldError, join } from "./errors.js";
 import type { FieldError } from "./errors.js";
 import { isPlainObject, ownValue } from "./json.js";
@@ -47,7 +47,7 @@ function readUiBundle(value: unknown, path: string, errors: FieldError[]): UiBun
   }
   const before = errors.length;
   for (const key of Object.keys(value)) {
-    if (!FIELDS.includes(key)) errors.push(fieldError(ErrorCode.UnknownField, join(path, key), `unknown field "${key.slice(0, 64)}"`));
+    if (!FIELDS.includes(key)) errors.push(fieldError(ErrorCode.UnknownField, join(path, shown(key)), `unknown field "${shown(key)}"`));
   }
   const bundle = ownValue(value, "bundle");
   if (bundle === undefined) errors.push(fieldError(ErrorCode.Required, join(path, "bundle"), "the UI bundle's digest is required"));
