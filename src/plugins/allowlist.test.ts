@@ -1,5 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { CAPS } from "./caps.js";
 import { ErrorCode } from "./errors.js";
 import type { EgressHost } from "./types.js";
 import type { AllowLists, EgressAllowList } from "./allowlist.js";
@@ -231,5 +232,38 @@ describe("decideEgress", () => {
     ["any request when there are no lists at all", null, "ibkr", "api.example.com", 443, { allowed: false, reason: "no_allow_list" }],
   ])("decides %s", (_what, l, plugin, host, port, expected) => {
     expect(decideEgress(l, plugin, host, port)).toEqual(expected);
+  });
+});
+
+describe("the allow-lists on hostile input", () => {
+  const line = (i: number): string => `h${String(i).padStart(3, "0")}.example.com:443\n`;
+
+  it("refuses a plugin with more lines than any grant can give", () => {
+    const text = Array.from({ length: CAPS.listItems + 1 }, (_, i) => line(i)).join("");
+    expect(decodeAllowLists({ p: text })).toEqual({ ok: false, errors: [expect.objectContaining({ code: ErrorCode.InvalidAllowList, path: "p" })] });
+  });
+
+  it("accepts a plugin with exactly the cap's lines", () => {
+    expect(decodeAllowLists({ p: Array.from({ length: CAPS.listItems }, (_, i) => line(i)).join("") }).ok).toBe(true);
+  });
+
+  it("refuses a value of megabytes before splitting it", () => {
+    expect(decodeAllowLists({ p: "a".repeat(5_000_000) })).toEqual({ ok: false, errors: [expect.objectContaining({ code: ErrorCode.InvalidAllowList, path: "p" })] });
+  });
+
+  it.each<[string, unknown]>([
+    ["null", null],
+    ["a plain object", { p: listOf([{ host: "a.example.com", port: 443 }]) }],
+    ["a map of strings", new Map([["p", "a.example.com:443\n"]])],
+  ])("decides no_allow_list for lists that are %s", (_what, lists) => {
+    expect(decideEgress(lists as AllowLists, "p", "a.example.com", 443)).toEqual({ allowed: false, reason: "no_allow_list" });
+  });
+
+  it.each<[string, unknown]>([
+    ["a string", "a.example.com:443"],
+    ["a list of nulls", [null]],
+    ["more hosts than the cap", Array.from({ length: CAPS.listItems + 1 }, (_, i) => ({ host: `h${i}.example.com`, port: 443 }))],
+  ])("refuses to build a list from %s", (_what, hosts) => {
+    expect(allowListFromHosts(hosts as EgressHost[]).ok).toBe(false);
   });
 });

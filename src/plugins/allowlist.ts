@@ -7,6 +7,7 @@
  * without egress hosts has "". The proxy refuses everything it cannot read, so decoding is strict:
  * it accepts exactly what encoding can produce and nothing else.
  */
+import { CAPS } from "./caps.js";
 import { ErrorCode, fail, fieldError, join, ok } from "./errors.js";
 import type { FieldError, Result } from "./errors.js";
 import type { EgressHost } from "./types.js";
@@ -18,6 +19,9 @@ import { isValidPluginName } from "./names.js";
 const PORT_TEXT = /^[1-9][0-9]{0,4}$/;
 // After folding case and one trailing dot: a name that could be an IP literal never matches.
 const NUMERIC_LAST_LABEL = /(?:^|\.)(?:[0-9]+|0x[0-9a-f]*)$/;
+
+// The longest value CAPS.listItems lines can make: `host:65535\n` with the longest host.
+const MAX_LIST_TEXT = CAPS.listItems * (CAPS.hostname + ":65535\n".length);
 
 let construct: (entries: readonly EgressHost[]) => EgressAllowList;
 
@@ -80,11 +84,27 @@ function sortedUniqueLines(hosts: readonly EgressHost[]): string[] {
 
 /**
  * Builds one plugin's list from egress hosts (a plugin's effective egress), sorted and without
- * repeats. Refuses hosts that are not canonical or ports out of range.
+ * repeats. Refuses hosts that are not canonical, ports out of range, and more than
+ * {@link CAPS.listItems} entries (no plugin can be granted more). Never throws.
  */
 export function allowListFromHosts(hosts: readonly EgressHost[]): Result<EgressAllowList> {
+  try {
+    return listFromHosts(hosts);
+  } catch {
+    return fail(fieldError(ErrorCode.InvalidAllowList, "hosts", "the hosts could not be read"));
+  }
+}
+
+function listFromHosts(hosts: readonly EgressHost[]): Result<EgressAllowList> {
+  if (!Array.isArray(hosts)) return fail(fieldError(ErrorCode.InvalidAllowList, "hosts", "the hosts must be a list"));
+  if (hosts.length > CAPS.listItems) {
+    return fail(fieldError(ErrorCode.TooLarge, "hosts", `an allow-list has at most ${CAPS.listItems} entries, not ${hosts.length}`));
+  }
   const errors: FieldError[] = [];
-  hosts.forEach((h, i) => errors.push(...entryProblems(h.host, h.port, join("hosts", i))));
+  hosts.forEach((h: unknown, i) => {
+    const entry = typeof h === "object" && h !== null ? (h as Record<string, unknown>) : {};
+    errors.push(...entryProblems(entry["host"], entry["port"], join("hosts", i)));
+  });
   if (errors.length > 0) return fail(errors);
   return ok(construct(sortedUniqueLines(hosts).map(lineToHost)));
 }
@@ -132,10 +152,19 @@ function decodeList(plugin: string, text: unknown, errors: FieldError[]): Egress
     return undefined;
   }
   if (text === "") return errors.length > before ? undefined : construct([]);
+  // No plugin is granted more than CAPS.listItems hosts: refuse a longer value before splitting it.
+  if (text.length > MAX_LIST_TEXT) {
+    bad(plugin, `the value is longer than ${CAPS.listItems} entries can be`);
+    return undefined;
+  }
   if (text.includes("\r")) bad(plugin, "the value must not contain carriage returns");
   if (!text.endsWith("\n")) bad(plugin, "every line must end in a newline");
   const lines = text.split("\n");
   if (lines[lines.length - 1] === "") lines.pop();
+  if (lines.length > CAPS.listItems) {
+    bad(plugin, `an allow-list has at most ${CAPS.listItems} entries, not ${lines.length}`);
+    return undefined;
+  }
   const entries: EgressHost[] = [];
   let previous: string | undefined;
   lines.forEach((line, i) => {
@@ -161,7 +190,8 @@ function decodeList(plugin: string, text: unknown, errors: FieldError[]): Egress
 /**
  * Decodes the ConfigMap's data strictly: keys are plugin names; each value is "" or sorted,
  * unique, lower-case `host:port` lines, each ending in "\n", with the port always written, no
- * blank lines, no CR, and no IP literal or number-only name. Any fault refuses the whole map
+ * blank lines, no CR, no IP literal or number-only name, and at most {@link CAPS.listItems} lines
+ * per plugin (no plugin is granted more). Any fault refuses the whole map
  * ({@link ErrorCode.InvalidAllowList}, path `<plugin>` or `<plugin>[line]`), since the proxy must
  * deny everything it cannot read. Never throws.
  */
@@ -202,7 +232,8 @@ export interface EgressDecision {
  * (`not_listed`); only an exact match (after ASCII case and one trailing dot) is `listed`.
  */
 export function decideEgress(lists: AllowLists | null, plugin: string, host: string, port: number): EgressDecision {
-  const list = lists?.get(plugin);
-  if (list === undefined) return { allowed: false, reason: "no_allow_list" };
+  // Only a decoded map is read: anything else is no lists at all.
+  const list = lists instanceof Map ? lists.get(plugin) : undefined;
+  if (!(list instanceof EgressAllowList)) return { allowed: false, reason: "no_allow_list" };
   return list.allows(host, port) ? { allowed: true, reason: "listed" } : { allowed: false, reason: "not_listed" };
 }

@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { emptyCatalog, parseCatalog, parseOwnerSigners } from "./catalog.js";
+import { CAPS } from "./caps.js";
 import { ErrorCode } from "./errors.js";
 
 const GH = "https://token.actions.githubusercontent.com";
@@ -191,5 +192,52 @@ describe("parseOwnerSigners refuses the whole file for any problem, naming each"
     expect(r.ok).toBe(false);
     if (r.ok) return;
     expect(r.errors.map((e) => [e.code, e.path])).toEqual(errors);
+  });
+});
+
+describe("the catalog and owner signers on hostile files", () => {
+  it.each<[string, unknown]>([
+    ["a number", 5],
+    ["null", null],
+    ["an object", { plugins: [] }],
+    ["a buffer", new Uint8Array([123, 125])],
+  ])("refuses %s instead of throwing", (_what, text) => {
+    expect(parseCatalog(text as string)).toEqual({ ok: false, errors: [expect.objectContaining({ code: ErrorCode.InvalidType, path: "" })] });
+    expect(parseOwnerSigners(text as string)).toEqual({ ok: false, errors: [expect.objectContaining({ code: ErrorCode.InvalidType, path: "" })] });
+  });
+
+  it("refuses a catalog over the byte cap before parsing it", () => {
+    expect(parseCatalog(" ".repeat(CAPS.catalogBytes + 1))).toEqual({ ok: false, errors: [expect.objectContaining({ code: ErrorCode.TooLarge, path: "" })] });
+  });
+
+  it("refuses a signer list over the byte cap before parsing it", () => {
+    expect(parseOwnerSigners(" ".repeat(CAPS.ownerSignersBytes + 1))).toEqual({ ok: false, errors: [expect.objectContaining({ code: ErrorCode.TooLarge, path: "" })] });
+  });
+
+  it("refuses more catalog entries than the cap", () => {
+    const plugins = Array.from({ length: CAPS.catalogEntries + 1 }, (_, i) => ({ i }));
+    expect(parseCatalog(JSON.stringify({ plugins }))).toEqual({ ok: false, errors: [expect.objectContaining({ code: ErrorCode.TooLarge, path: "plugins" })] });
+  });
+
+  it("refuses more owner signers than the cap", () => {
+    const signers = Array.from({ length: CAPS.ownerSigners + 1 }, (_, i) => ({ name: `s${i}`, issuer: GH, subject: `x${i}` }));
+    expect(parseOwnerSigners(JSON.stringify({ signers }))).toEqual({ ok: false, errors: [expect.objectContaining({ code: ErrorCode.TooLarge, path: "signers" })] });
+  });
+
+  it("refuses subject patterns over the cap together", () => {
+    const signers = Array.from({ length: Math.floor(CAPS.ownerSignerPrograms / 900) + 1 }, (_, i) => ({ name: `s${i}`, issuer: GH, subjectPattern: "[ab]*a[ab]{900}" }));
+    expect(parseOwnerSigners(JSON.stringify({ signers }))).toEqual({ ok: false, errors: [expect.objectContaining({ code: ErrorCode.TooLarge, path: "signers" })] });
+    expect(parseOwnerSigners(JSON.stringify({ signers: signers.slice(0, -2) })).ok).toBe(true);
+  });
+
+  it.each<[string, Json, string]>([
+    ["an issuer over the cap", { name: "s", issuer: `${GH}/${"a".repeat(CAPS.issuer)}`, subject: "x" }, "signers[0].issuer"],
+    ["a subject over the cap", { name: "s", issuer: GH, subject: "x".repeat(CAPS.subject + 1) }, "signers[0].subject"],
+    ["a subject pattern over the length cap", { name: "s", issuer: GH, subjectPattern: "x".repeat(CAPS.patternLength + 1) }, "signers[0].subjectPattern"],
+    ["a subject pattern over the program cap", { name: "s", issuer: GH, subjectPattern: "[a-z]{1000}[0-9]{100}" }, "signers[0].subjectPattern"],
+    ["a public key over the cap", { name: "s", publicKey: `${KEY}${" ".repeat(CAPS.publicKeyPem)}` }, "signers[0].publicKey"],
+  ])("refuses a signer with %s, at its path", (_what, signer, path) => {
+    const r = parseOwnerSigners(JSON.stringify({ signers: [signer] }));
+    expect(r.ok ? [] : r.errors).toContainEqual(expect.objectContaining({ code: ErrorCode.TooLarge, path }));
   });
 });

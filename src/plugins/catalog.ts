@@ -4,12 +4,13 @@
  * key, an unknown field or any one invalid entry refuses the whole file, with every problem
  * listed, because a half-read list of who is trusted is worse than none.
  */
+import { CAPS, tooLarge, tooManyItems, utf8Length } from "./caps.js";
 import { ErrorCode, fail, fieldError, join, ok } from "./errors.js";
 import type { FieldError, Result } from "./errors.js";
 import { parseImageRef } from "./image-ref.js";
 import type { ImageRef } from "./image-ref.js";
 import { validatePluginName } from "./names.js";
-import { identityProblems } from "./signers.js";
+import { compilePattern, identityProblems } from "./signers.js";
 import type { ExactIdentity, Signer, SignerIdentity } from "./signers.js";
 import { isJsonObject, own, parseStrictJson, unknownFields } from "./strict-json.js";
 
@@ -59,21 +60,35 @@ export function emptyCatalog(): Catalog {
   return construct([]);
 }
 
-const SIGNER_NAME_MAX = 253;
+const SIGNER_NAME_MAX = CAPS.signerName;
+
+/** The file's text, when it is a string of at most `maxBytes` UTF-8 bytes; the problem otherwise. */
+function textWithin(text: unknown, maxBytes: number, what: string): Result<string> {
+  if (typeof text !== "string") return fail(fieldError(ErrorCode.InvalidType, "", `the ${what} must be JSON text (a string)`));
+  if (utf8Length(text, maxBytes) > maxBytes) return fail(tooLarge("", `the ${what} is larger than ${maxBytes} bytes`));
+  return ok(text);
+}
 
 /**
  * Parses `catalog/plugins.json`: `{"plugins": [{"name", "image", "publisher": {"name", "issuer",
  * "subject"}}]}`. Plugin names are unique; images are pinned by digest; a publisher is an exact
- * identity. Any problem refuses the whole file.
+ * identity. At most {@link CAPS.catalogBytes} bytes and {@link CAPS.catalogEntries} entries
+ * ({@link ErrorCode.TooLarge}). Any problem refuses the whole file. Never throws.
  */
 export function parseCatalog(text: string): Result<Catalog> {
-  const parsed = parseStrictJson(text, "");
-  if (!parsed.ok) return parsed;
-  const root = parsed.value;
-  const errors: FieldError[] = [];
-  const entries = readNamedList(root, "plugins", "plugin", readCatalogEntry, errors);
-  if (errors.length > 0) return fail(errors);
-  return ok(construct(entries));
+  try {
+    const within = textWithin(text, CAPS.catalogBytes, "catalog");
+    if (!within.ok) return within;
+    const parsed = parseStrictJson(within.value, "");
+    if (!parsed.ok) return parsed;
+    const root = parsed.value;
+    const errors: FieldError[] = [];
+    const entries = readNamedList(root, { key: "plugins", what: "plugin", maxItems: CAPS.catalogEntries }, readCatalogEntry, errors);
+    if (errors.length > 0) return fail(errors);
+    return ok(construct(entries));
+  } catch {
+    return fail(fieldError(ErrorCode.InvalidCatalog, "", "the catalog could not be read"));
+  }
 }
 
 function readCatalogEntry(item: unknown, path: string, errors: FieldError[]): CatalogEntry | undefined {
@@ -126,24 +141,18 @@ function readPublisher(value: unknown, path: string, errors: FieldError[]): Publ
 }
 
 /**
- * Parses the owner's trusted signers: `{"signers": [{"name", "issuer", "subject"} | {"name",
- * "issuer", "subjectPattern"} | {"name", "publicKey"}]}`. Names are unique; a pattern must be RE2
- * that compiles; a key is exactly one PEM `PUBLIC KEY` block. Any problem refuses the whole file.
- */
-/**
  * Reads the root's list `key`, each item with `read`, refusing a repeated `name` (the later one
  * names where the first stands). Problems go to `errors`; items that read cleanly are returned.
  */
 function readNamedList<T>(
   root: unknown,
-  key: string,
-  what: string,
+  { key, what, maxItems }: { readonly key: string; readonly what: string; readonly maxItems: number },
   read: (item: unknown, path: string, errors: FieldError[]) => T | undefined,
   errors: FieldError[],
 ): T[] {
   const out: T[] = [];
   const firstIndex = new Map<string, number>();
-  readRootList(root, key, errors)?.forEach((item, i) => {
+  readRootList(root, key, maxItems, errors)?.forEach((item, i) => {
     const path = join(key, i);
     const value = read(item, path, errors);
     const name = isJsonObject(item) ? own(item, "name") : undefined;
@@ -157,13 +166,31 @@ function readNamedList<T>(
   return out;
 }
 
+/**
+ * Parses the owner's trusted signers: `{"signers": [{"name", "issuer", "subject"} | {"name",
+ * "issuer", "subjectPattern"} | {"name", "publicKey"}]}`. Names are unique; a pattern must be RE2
+ * that compiles; a key is exactly one PEM `PUBLIC KEY` block. At most {@link CAPS.ownerSignersBytes}
+ * bytes, {@link CAPS.ownerSigners} signers and {@link CAPS.ownerSignerPrograms} RE2 instructions of
+ * subject patterns together ({@link ErrorCode.TooLarge}). Any problem refuses the whole file.
+ * Never throws.
+ */
 export function parseOwnerSigners(text: string): Result<Signer[]> {
-  const parsed = parseStrictJson(text, "");
-  if (!parsed.ok) return parsed;
-  const errors: FieldError[] = [];
-  const signers = readNamedList(parsed.value, "signers", "signer", readOwnerSigner, errors);
-  if (errors.length > 0) return fail(errors);
-  return ok(signers);
+  try {
+    const within = textWithin(text, CAPS.ownerSignersBytes, "signer list");
+    if (!within.ok) return within;
+    const parsed = parseStrictJson(within.value, "");
+    if (!parsed.ok) return parsed;
+    const errors: FieldError[] = [];
+    const signers = readNamedList(parsed.value, { key: "signers", what: "signer", maxItems: CAPS.ownerSigners }, readOwnerSigner, errors);
+    const program = signers.reduce((sum, s) => sum + ("subjectPattern" in s.identity ? (compilePattern(s.identity.subjectPattern)?.programSize() ?? 0) : 0), 0);
+    if (program > CAPS.ownerSignerPrograms) {
+      errors.push(tooLarge("signers", `the signers' subject patterns compile to ${program} RE2 instructions together; at most ${CAPS.ownerSignerPrograms} are allowed`));
+    }
+    if (errors.length > 0) return fail(errors);
+    return ok(signers);
+  } catch {
+    return fail(fieldError(ErrorCode.InvalidSigner, "", "the signer list could not be read"));
+  }
 }
 
 function readOwnerSigner(item: unknown, path: string, errors: FieldError[]): Signer | undefined {
@@ -208,8 +235,8 @@ function readOwnerSigner(item: unknown, path: string, errors: FieldError[]): Sig
   return { name, kind: "owner", identity };
 }
 
-/** The root object `{"<key>": [...]}` with no other field; reports and returns undefined otherwise. */
-function readRootList(root: unknown, key: string, errors: FieldError[]): unknown[] | undefined {
+/** The root object `{"<key>": [...]}` with no other field and at most `maxItems` entries; reports and returns undefined otherwise. */
+function readRootList(root: unknown, key: string, maxItems: number, errors: FieldError[]): unknown[] | undefined {
   if (!isJsonObject(root)) {
     errors.push(fieldError(ErrorCode.InvalidType, "", `the file must be a JSON object with a "${key}" list`));
     return undefined;
@@ -222,6 +249,10 @@ function readRootList(root: unknown, key: string, errors: FieldError[]): unknown
   }
   if (!Array.isArray(list)) {
     errors.push(fieldError(ErrorCode.InvalidType, key, `"${key}" must be a list`));
+    return undefined;
+  }
+  if (list.length > maxItems) {
+    errors.push(tooManyItems(key, `"${key}"`, list.length, maxItems));
     return undefined;
   }
   return list;

@@ -1,7 +1,9 @@
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
 import { CONFIG_PATH, DNS_PORT, compile } from "./compile.js";
-import type { Topology, Workload } from "./compile.js";
+import type { CompileInput, Topology, Workload } from "./compile.js";
+import { CAPS } from "./caps.js";
+import { parseManifest } from "./validate.js";
 import { CORE_AUDIENCE, CORE_TOKEN_PATH, EGRESS_AUDIENCE, EGRESS_TOKEN_PATH, PROXY_PORT, TOKEN_EXPIRATION_SECONDS } from "./constants.js";
 import { effective } from "./effective.js";
 import type { EffectivePermissions } from "./effective.js";
@@ -347,5 +349,48 @@ describe("compile, as properties", () => {
       }),
       { numRuns: 150 },
     );
+  });
+});
+
+describe("compile checks Secret mounts with manifest validation's own checks", () => {
+  it.each([
+    { name: "/run/secrets, the token directory through the /var/run symlink", mount: "/run/secrets/x", code: ErrorCode.ReservedMountPath },
+    { name: "a path with a control character", mount: "/etc/a\u0007b", code: ErrorCode.InvalidMountPath },
+    { name: "a path longer than the cap", mount: `/etc/${"a".repeat(CAPS.mountPath)}`, code: ErrorCode.TooLarge },
+  ])("refuses a Secret at $name, as manifest validation does", ({ mount, code }) => {
+    const r = compile({ name: "ibkr", image: IMAGE }, perms({ secrets: [{ name: "s", mountPath: mount }] }), TOPOLOGY);
+    expect(r.ok ? [] : r.errors.map((e) => e.code)).toEqual([code]);
+    expect(parseManifest({ capabilities: ["connector"], secrets: [{ name: "s", mountPath: mount }] }).ok).toBe(false);
+  });
+
+  it("accepts exactly the Secret mounts parseManifest accepts", () => {
+    const segment = fc.constantFrom("a", "b", "etc", "var", "run", "secrets", "openfief", "..", ".", "", "x\u0000y", "ab");
+    const mount = fc.tuple(fc.boolean(), fc.array(segment, { minLength: 1, maxLength: 4 }), fc.boolean()).map(([abs, segs, trailing]) => `${abs ? "/" : ""}${segs.join("/")}${trailing ? "/" : ""}`);
+    fc.assert(
+      fc.property(fc.array(mount, { maxLength: 6 }), (paths) => {
+        const secrets = paths.map((mountPath, i) => ({ name: `s${i}`, mountPath }));
+        const parsed = parseManifest({ capabilities: ["connector"], secrets });
+        const e = effective({ capabilities: ["connector"], egress: [], secrets, dataTiers: [] }, { capabilities: ["connector"], egress: [], secrets: secrets.map((s) => s.name), dataTiers: [] });
+        if (!e.ok) return false;
+        const w = compile({ name: "ibkr", image: IMAGE }, e.value, TOPOLOGY);
+        expect([paths, w.ok]).toEqual([paths, parsed.ok]);
+        return true;
+      }),
+      { numRuns: Number(process.env["FUZZ_RUNS"] ?? 300) },
+    );
+  });
+});
+
+describe("compile, given what no model function made", () => {
+  it.each<[string, () => unknown]>([
+    ["permissions that are a plain object", () => compile({ name: "ibkr", image: IMAGE }, { secrets: [], egress: [] } as unknown as EffectivePermissions, TOPOLOGY)],
+    ["an image that is a string", () => compile({ name: "ibkr", image: "ghcr.io/x@sha256:00" as unknown as ImageRef }, perms({}), TOPOLOGY)],
+    ["no plugin at all", () => compile(null as unknown as CompileInput, perms({}), TOPOLOGY)],
+    ["a topology that is a number", () => compile({ name: "ibkr", image: IMAGE }, perms({}), 7 as unknown as Topology)],
+    ["a config nested too deeply", () => compile({ name: "ibkr", image: IMAGE, config: JSON.parse(`${"[".repeat(100)}${"]".repeat(100)}`) as JsonValue }, perms({}), TOPOLOGY)],
+  ])("refuses %s with an error, never a throw", (_what, call) => {
+    const r = call() as { ok: boolean; errors?: unknown[] };
+    expect(r.ok).toBe(false);
+    expect(r.errors?.length).toBeGreaterThan(0);
   });
 });

@@ -18,13 +18,14 @@ import {
   TOKEN_EXPIRATION_SECONDS,
   TOKEN_ROOT,
 } from "./constants.js";
-import { compareStrings } from "./effective.js";
-import type { EffectivePermissions } from "./effective.js";
+import { CONFIG_LIMITS, jsonLimitProblem } from "./caps.js";
+import { EffectivePermissions, compareStrings } from "./effective.js";
 import { ErrorCode, fail, fieldError, join, ok } from "./errors.js";
 import type { FieldError, Result } from "./errors.js";
-import type { ImageRef } from "./image-ref.js";
+import { ImageRef } from "./image-ref.js";
 import type { PolicyRule } from "./rbac.js";
 import { SA_JWKS_CONFIGMAP, SA_JWKS_DIR, SA_JWKS_ITEMS, SA_JWKS_VOLUME, coreSubjectProblems } from "./jwks.js";
+import { MountTable, checkSecretMount } from "./mount-path.js";
 import type { Capability, EgressHost, JsonValue, SecretMount } from "./types.js";
 
 /** The DNS port. No rule, Service or listener of a plugin may ever use it (D-32). */
@@ -350,8 +351,16 @@ function sortedRecord(r: Readonly<Record<string, string>>): Record<string, strin
   return out;
 }
 
-/** Checks a topology, returning every problem at once (InvalidTopology, with its field path). */
+/** Checks a topology, returning every problem at once (InvalidTopology, with its field path). Never throws. */
 export function validateTopology(topology: Topology, path = "topology"): FieldError[] {
+  try {
+    return topologyProblems(topology, path);
+  } catch {
+    return [fieldError(ErrorCode.InvalidTopology, path, "the topology could not be read")];
+  }
+}
+
+function topologyProblems(topology: Topology, path: string): FieldError[] {
   const errors: FieldError[] = [];
   const t = topology as unknown as Record<string, unknown> | null;
   if (typeof t !== "object" || t === null) return [fieldError(ErrorCode.InvalidTopology, path, "must be an object")];
@@ -372,25 +381,11 @@ export function validateTopology(topology: Topology, path = "topology"): FieldEr
   return errors;
 }
 
-function overlaps(a: string, b: string): boolean {
-  const under = (x: string, y: string): boolean => x === y || x.startsWith(y.endsWith("/") ? y : `${y}/`);
-  return under(a, b) || under(b, a);
-}
-
-// Validation refuses these already; checked again so that no Workload can hold a mount that hides
-// a token, the config, or another Secret.
+// Validation refuses these already; checked again, with the very checks manifest validation runs,
+// so that no Workload can hold a mount that hides a token, the config, or another Secret.
 function checkMounts(secrets: readonly SecretMount[]): FieldError[] {
-  const errors: FieldError[] = [];
-  secrets.forEach((s, i) => {
-    const p = join(join("secrets", i), "mountPath");
-    const clean = s.mountPath.startsWith("/") && s.mountPath !== "/" && !s.mountPath.split("/").slice(1).some((c) => c === "" || c === "." || c === "..");
-    if (!clean) errors.push(fieldError(ErrorCode.InvalidMountPath, p, "must be an absolute, clean path other than /"));
-    else if (overlaps(s.mountPath, TOKEN_ROOT)) errors.push(fieldError(ErrorCode.ReservedMountPath, p, `must stay clear of ${TOKEN_ROOT}`));
-    else if (secrets.some((o, j) => j < i && overlaps(o.mountPath, s.mountPath))) {
-      errors.push(fieldError(ErrorCode.MountOverlap, p, "must not overlap another Secret's mount"));
-    }
-  });
-  return errors;
+  const table = new MountTable();
+  return secrets.flatMap((s, i) => checkSecretMount(table, s.mountPath, join(join("secrets", i), "mountPath")));
 }
 
 /** The labels of every object and pod of a plugin instance. */
@@ -424,24 +419,52 @@ export interface CompileInput {
 /**
  * Compiles a plugin instance and its effective permissions into its {@link Workload}. Fails with
  * InvalidTopology (every problem at once) for a bad topology, InvalidName for a bad instance name,
- * and InvalidJSON for a config that is not JSON.
+ * InvalidJSON for a config that is not JSON (TooLarge over the caps), the mount-path codes for a
+ * Secret mount that manifest validation refuses (checked again with the same code), and
+ * InvalidType for permissions or an image not made by the model. Never throws.
  */
 export function compile(plugin: CompileInput, e: EffectivePermissions, topology: Topology): Result<Workload> {
+  try {
+    return compileChecked(plugin, e, topology);
+  } catch {
+    return fail(fieldError(ErrorCode.InvalidType, "", "the plugin, its permissions or the topology could not be read"));
+  }
+}
+
+/** The config as RFC 8785 JSON (`{}` when absent), or the problem with it. */
+function canonicalConfig(config: JsonValue | undefined): { json: string } | FieldError {
+  if (config === undefined) return { json: "{}" };
+  const excess = jsonLimitProblem(config, "config", "the config", CONFIG_LIMITS);
+  if (excess !== undefined) return excess;
+  try {
+    return { json: canonicalizeEx(config, { strictUndefined: true }) };
+  } catch (_err) {
+    return fieldError(ErrorCode.InvalidJSON, "config", "must be a JSON value");
+  }
+}
+
+/** Every problem with what compile is given, before it reads any of it further. */
+function inputProblems(plugin: CompileInput, e: EffectivePermissions, topology: Topology): FieldError[] {
+  // What an adapter hands in is checked first: only effective() makes permissions, only
+  // parseImageRef makes an image.
+  if (typeof plugin !== "object" || plugin === null) return [fieldError(ErrorCode.InvalidType, "", "the plugin must be an object {name, image, config?}")];
+  if (!(e instanceof EffectivePermissions)) return [fieldError(ErrorCode.InvalidType, "permissions", "the permissions must come from effective()")];
   const errors: FieldError[] = [];
+  if (!(plugin.image instanceof ImageRef)) errors.push(fieldError(ErrorCode.InvalidType, "image", "the image must come from parseImageRef()"));
   if (typeof plugin.name !== "string" || plugin.name.length > MAX_PLUGIN_NAME || !PLUGIN_NAME.test(plugin.name)) {
     errors.push(fieldError(ErrorCode.InvalidName, "name", `must be a DNS label of at most ${MAX_PLUGIN_NAME} characters that starts with a letter`));
   }
   errors.push(...validateTopology(topology));
   errors.push(...checkMounts(e.secrets));
-  let configJSON = "{}";
-  if (plugin.config !== undefined) {
-    try {
-      configJSON = canonicalizeEx(plugin.config, { strictUndefined: true });
-    } catch (_err) {
-      errors.push(fieldError(ErrorCode.InvalidJSON, "config", "must be a JSON value"));
-    }
-  }
-  if (errors.length > 0) return fail(errors);
+  return errors;
+}
+
+function compileChecked(plugin: CompileInput, e: EffectivePermissions, topology: Topology): Result<Workload> {
+  const errors = inputProblems(plugin, e, topology);
+  const canonical = typeof plugin === "object" && plugin !== null ? canonicalConfig(plugin.config) : { json: "{}" };
+  if (!("json" in canonical)) errors.push(canonical);
+  if (errors.length > 0 || !("json" in canonical)) return fail(errors);
+  const configJSON = canonical.json;
 
   const name = plugin.name;
   const allowList = e.egress;

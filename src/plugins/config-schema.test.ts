@@ -2,7 +2,10 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { ErrorCode } from "./errors.js";
 import type { JsonValue } from "./types.js";
-import { validateConfig, validateConfigSchema } from "./config-schema.js";
+import { CAPS } from "./caps.js";
+import { newAjv, validateConfig, validateConfigSchema } from "./config-schema.js";
+import type { Dialect } from "./config-schema.js";
+import { re2RegExp } from "./regex.js";
 
 const ibkrSchema: JsonValue = {
   type: "object",
@@ -71,8 +74,8 @@ describe("validateConfigSchema", () => {
     ["an unknown format", { type: "string", format: "no-such-format" }, ErrorCode.InvalidConfigSchema, "configSchema"],
     ["a wrong keyword type", { type: "strnig" }, ErrorCode.InvalidConfigSchema, "configSchema"],
     ["a tuple that leaves extra items unchecked", { type: "array", items: [{ type: "string" }] }, ErrorCode.InvalidConfigSchema, "configSchema"],
-    ["an invalid pattern", { type: "string", pattern: "(" }, ErrorCode.InvalidConfigSchema, "configSchema"],
-    ["a dangling fragment reference", { $ref: "#/definitions/missing" }, ErrorCode.InvalidConfigSchema, "configSchema"],
+    ["an invalid pattern", { type: "string", pattern: "(" }, ErrorCode.InvalidConfigSchema, "configSchema.pattern"],
+    ["a dangling fragment reference", { $ref: "#/definitions/missing" }, ErrorCode.InvalidConfigSchema, "configSchema.$ref"],
     ["a number", 5, ErrorCode.InvalidConfigSchema, "configSchema"],
     ["null", null, ErrorCode.InvalidConfigSchema, "configSchema"],
     ["an array", [{}], ErrorCode.InvalidConfigSchema, "configSchema"],
@@ -161,5 +164,189 @@ describe("standard formats", () => {
 
   it("accepts a config whose values have the declared formats", () => {
     expect(validateConfig(schema, { url: "https://api.nbp.pl/", at: "2026-11-30" }, "config")).toEqual([]);
+  });
+});
+
+const PATTERN_CAP_SCHEMA = (n: number): JsonValue => ({
+  type: "object",
+  properties: Object.fromEntries(Array.from({ length: n }, (_, i) => [`p${i}`, { type: "string", pattern: "^[a-z]{900}$" }])),
+});
+
+describe("patterns run on RE2", () => {
+  it.each<Dialect>(["draft-07", "2019-09", "2020-12"])("hands ajv the linear-time engine for %s", (dialect) => {
+    expect(newAjv(dialect).opts.code.regExp).toBe(re2RegExp);
+  });
+
+  it("finds that thirty a's and a '!' do not match ^(a+)+$", () => {
+    const schema: JsonValue = { type: "string", pattern: "^(a+)+$" };
+    expect(validateConfig(schema, `${"a".repeat(30)}!`, "config")).toEqual([
+      expect.objectContaining({ code: ErrorCode.ConfigMismatch, path: "config" }),
+    ]);
+    expect(validateConfig(schema, "a".repeat(30), "config")).toEqual([]);
+  });
+
+  it("matches patternProperties names with RE2 too", () => {
+    const schema: JsonValue = { type: "object", patternProperties: { "^(a+)+$": { type: "number" } } };
+    expect(validateConfig(schema, { [`${"a".repeat(30)}!`]: "x", aaa: 1 }, "config")).toEqual([]);
+    expect(validateConfig(schema, { aaa: "x" }, "config")).toEqual([expect.objectContaining({ path: "config.aaa" })]);
+  });
+
+  it.each<[string, unknown, string, string]>([
+    ["a lookahead", { properties: { x: { type: "string", pattern: "^(?=a)" } } }, ErrorCode.InvalidConfigSchema, "configSchema.properties.x.pattern"],
+    ["a backreference", { $defs: { d: { pattern: "(a)\\1" } } }, ErrorCode.InvalidConfigSchema, "configSchema.$defs.d.pattern"],
+    ["a lookbehind in a patternProperties name", { patternProperties: { "(?<=a)b": {} } }, ErrorCode.InvalidConfigSchema, "configSchema.patternProperties.(?<=a)b"],
+    ["a lookahead under propertyNames", { propertyNames: { pattern: "(?!x)" } }, ErrorCode.InvalidConfigSchema, "configSchema.propertyNames.pattern"],
+    ["RE2 syntax ECMAScript refuses", { pattern: "(?P<n>x)" }, ErrorCode.InvalidConfigSchema, "configSchema.pattern"],
+    ["a pattern over the program cap", { items: { pattern: "a{1000}b{100}" } }, ErrorCode.TooLarge, "configSchema.items.pattern"],
+    ["a pattern over the length cap", { pattern: "a".repeat(CAPS.patternLength + 1) }, ErrorCode.TooLarge, "configSchema.pattern"],
+    ["patterns over the cap together", PATTERN_CAP_SCHEMA(5), ErrorCode.TooLarge, "configSchema"],
+  ])("refuses %s, at its path", (_what, schema, code, path) => {
+    expect(validateConfigSchema(schema, "configSchema")).toContainEqual(expect.objectContaining({ code, path }));
+  });
+
+  it("accepts patterns up to the cap together", () => {
+    expect(validateConfigSchema(PATTERN_CAP_SCHEMA(4), "configSchema")).toEqual([]);
+  });
+});
+
+describe("the caps on a config schema", () => {
+  const props = (n: number): JsonValue => ({ type: "object", properties: Object.fromEntries(Array.from({ length: n }, (_, i) => [`p${i}`, { type: "string" }])) });
+  let deep: JsonValue = { type: "string" };
+  for (let i = 0; i < 40; i++) deep = { type: "object", properties: { a: deep } };
+
+  it.each<[string, unknown, string]>([
+    ["a 200,000-item enum", { enum: Array.from({ length: 200_000 }, (_, i) => i) }, "configSchema.enum"],
+    ["more properties than the cap", props(CAPS.schemaKeys + 1), "configSchema.properties"],
+    ["a schema nested deeper than the cap", deep, "configSchema.properties.a.properties.a.properties.a.properties.a.properties.a.properties.a.properties.a.properties.a.properties.a.properties.a.properties.a.properties.a.properties.a.properties.a.properties.a.properties.a.properties.a.properties.a.properties.a.properties.a.properties.a.properties.a.properties.a.properties.a.properties.a.properties.a.properties.a.properties.a.properties.a.properties.a.properties.a.properties.a"],
+    ["a description longer than the cap", { description: "x".repeat(CAPS.schemaString + 1) }, "configSchema.description"],
+    ["a member name longer than the cap", { properties: { ["k".repeat(CAPS.schemaString + 1)]: {} } }, `configSchema.properties.${"k".repeat(CAPS.shownName)}…`],
+    ["more values than the cap", { enum: Array.from({ length: 9 }, () => Array.from({ length: 1000 }, () => 0)) }, "configSchema"],
+    ["more bytes than the cap", { enum: Array.from({ length: 20 }, () => "x".repeat(4000)) }, "configSchema"],
+    ["more subschemas than the cap", { anyOf: Array.from({ length: 700 }, () => ({ anyOf: [{}, {}] })) }, "configSchema"],
+  ])("refuses %s with too_large, before compiling", (_what, schema, path) => {
+    expect(validateConfigSchema(schema, "configSchema")).toEqual([expect.objectContaining({ code: ErrorCode.TooLarge, path })]);
+  });
+
+  it("refuses a schema a million levels deep without overflowing the stack", () => {
+    let v: unknown = {};
+    for (let i = 0; i < 1_000_000; i++) v = { not: v };
+    expect(validateConfigSchema(v, "configSchema")).toEqual([expect.objectContaining({ code: ErrorCode.TooLarge })]);
+  });
+
+  it.each<[string, unknown]>([
+    ["an enum at the cap", { enum: Array.from({ length: CAPS.schemaListItems }, (_, i) => `v${i}`) }],
+    ["properties at the cap", props(CAPS.schemaKeys)],
+  ])("accepts %s", (_what, schema) => {
+    expect(validateConfigSchema(schema, "configSchema")).toEqual([]);
+  });
+});
+
+describe("reference loops", () => {
+  const D19 = "https://json-schema.org/draft/2019-09/schema";
+  const D20 = "https://json-schema.org/draft/2020-12/schema";
+  it.each<[string, unknown, string]>([
+    ["a schema that $refs itself", { $ref: "#" }, "configSchema.$ref"],
+    ["a schema that $refs itself through allOf", { allOf: [{ $ref: "#" }] }, "configSchema.allOf[0].$ref"],
+    ["a definition that $refs itself", { $ref: "#/definitions/a", definitions: { a: { $ref: "#/definitions/a" } } }, "configSchema.definitions.a.$ref"],
+    [
+      "two definitions that $ref each other through anyOf and not",
+      { $ref: "#/definitions/a", definitions: { a: { anyOf: [{ $ref: "#/definitions/b" }] }, b: { not: { $ref: "#/definitions/a" } } } },
+      "configSchema.definitions.b.not.$ref",
+    ],
+    ["a loop through the schema's own $id", { $id: "https://vendor.example/s.json", if: { $ref: "s.json" } }, "configSchema.if.$ref"],
+    ["a loop through then", { if: true, then: { $ref: "#" } }, "configSchema.then.$ref"],
+    ["a loop through dependentSchemas", { $schema: D19, dependentSchemas: { a: { $ref: "#" } } }, "configSchema.dependentSchemas.a.$ref"],
+    ["a loop through an anchor", { $schema: D20, $defs: { a: { $anchor: "x", allOf: [{ $ref: "#x" }] } } }, "configSchema.$defs.a.allOf[0].$ref"],
+    ["a loop through a draft-07 plain-name $id", { definitions: { a: { $id: "#x", oneOf: [{ $ref: "#x" }] } } }, "configSchema.definitions.a.oneOf[0].$ref"],
+    ["a loop through $recursiveRef", { $schema: D19, $recursiveAnchor: true, anyOf: [{ $recursiveRef: "#" }] }, "configSchema.anyOf[0].$recursiveRef"],
+    ["a loop through $dynamicRef", { $schema: D20, $dynamicAnchor: "m", allOf: [{ $dynamicRef: "#m" }] }, "configSchema.allOf[0].$dynamicRef"],
+  ])("refuses %s", (_what, schema, path) => {
+    expect(validateConfigSchema(schema, "configSchema")).toContainEqual(expect.objectContaining({ code: ErrorCode.SchemaRefCycle, path }));
+  });
+
+  it.each<[string, unknown, JsonValue]>([
+    ["recursion through properties", { type: "object", properties: { child: { $ref: "#" } } }, { child: { child: {} } }],
+    ["recursion through items", { $ref: "#/definitions/list", definitions: { list: { type: "array", items: { $ref: "#/definitions/list" } } } }, [[[]], []]],
+    ["recursion through additionalProperties inside anyOf", { anyOf: [{ type: "string" }, { type: "object", additionalProperties: { $ref: "#" } }] }, { a: { b: "c" } }],
+    ["a definition used twice", { properties: { a: { $ref: "#/$defs/s" }, b: { allOf: [{ $ref: "#/$defs/s" }] } }, $defs: { s: { type: "string" } } }, { a: "x", b: "y" }],
+  ])("accepts %s, and checks a config with it", (_what, schema, config) => {
+    expect(validateConfigSchema(schema, "configSchema")).toEqual([]);
+    expect(validateConfig(schema as JsonValue, config, "config")).toEqual([]);
+  });
+
+  it("refuses every config under a looping schema instead of failing to check it", () => {
+    expect(validateConfig({ $ref: "#" }, {}, "config")).toEqual([expect.objectContaining({ code: ErrorCode.InvalidConfigSchema, path: "config" })]);
+  });
+
+  it("refuses a reference into data, which ajv would compile as a schema", () => {
+    expect(validateConfigSchema({ $ref: "#/enum/0", enum: [{ $ref: "#/enum/0" }] }, "configSchema")).toContainEqual(
+      expect.objectContaining({ code: ErrorCode.InvalidConfigSchema, path: "configSchema.$ref" }),
+    );
+  });
+});
+
+describe("$id", () => {
+  it.each<[string, unknown, string]>([
+    ["a subschema naming another document", { properties: { a: { $id: "https://evil.example/a.json", type: "string" } } }, "configSchema.properties.a.$id"],
+    ["a relative subschema $id", { definitions: { a: { $id: "a.json" } } }, "configSchema.definitions.a.$id"],
+    ["a root $id naming the draft-07 meta-schema", { $id: "http://json-schema.org/draft-07/schema#" }, "configSchema.$id"],
+    ["a root $id naming a meta-schema the dialect has not loaded", { $id: "https://json-schema.org/draft/2019-09/schema", type: "object" }, "configSchema.$id"],
+  ])("refuses %s", (_what, schema, path) => {
+    expect(validateConfigSchema(schema, "configSchema")).toContainEqual(expect.objectContaining({ code: ErrorCode.ForbiddenSchemaId, path }));
+  });
+
+  it.each<[string, unknown]>([
+    ["a root $id of its own", { $id: "https://vendor.example/cfg.json", type: "object" }],
+    ["a draft-07 plain-name $id in a subschema, referenced", { definitions: { a: { $id: "#a", type: "string" } }, properties: { x: { $ref: "#a" } } }],
+  ])("accepts %s", (_what, schema) => {
+    expect(validateConfigSchema(schema, "configSchema")).toEqual([]);
+  });
+});
+
+describe("uniqueItems", () => {
+  const schema: JsonValue = { type: "array", uniqueItems: true };
+
+  it.each<[string, JsonValue, number[]]>([
+    ["objects equal in another key order", [{ a: 1, b: [2] }, { b: [2], a: 1 }], [0, 1]],
+    ["numbers written two ways", [1, 2, 1.0], [0, 2]],
+    ["two nulls among other values", [null, "null", 0, null], [0, 3]],
+  ])("refuses %s, naming the first repeat as ajv does", (_what, config, [j, i]) => {
+    expect(validateConfig(schema, config, "config")).toEqual([
+      expect.objectContaining({ code: ErrorCode.ConfigMismatch, path: "config", message: `must NOT have duplicate items (items ## ${j} and ${i} are identical)` }),
+    ]);
+  });
+
+  it.each<[string, JsonValue]>([
+    ["values of different types", [1, "1", [1], { "1": 1 }, true, null]],
+    ["8,000 distinct small arrays", Array.from({ length: 8_000 }, (_, i) => [i])],
+  ])("accepts %s", (_what, config) => {
+    expect(validateConfig(schema, config, "config")).toEqual([]);
+  });
+
+  it("checks nothing under uniqueItems: false", () => {
+    expect(validateConfig({ type: "array", uniqueItems: false }, [1, 1], "config")).toEqual([]);
+  });
+
+  it("still checks uniqueItems in the schema itself (required lists repeat no name)", () => {
+    expect(validateConfigSchema({ required: ["a", "a"] }, "configSchema")).toEqual([expect.objectContaining({ code: ErrorCode.InvalidConfigSchema })]);
+  });
+});
+
+describe("the caps on a config and its formats", () => {
+  it.each<[string, JsonValue]>([
+    ["a config larger than the cap", { a: "x".repeat(CAPS.configBytes) }],
+    ["a config nested deeper than the cap", JSON.parse(`${"[".repeat(CAPS.configDepth + 1)}${"]".repeat(CAPS.configDepth + 1)}`) as JsonValue],
+  ])("refuses %s with too_large", (_what, config) => {
+    expect(validateConfig({}, config, "config")).toEqual([expect.objectContaining({ code: ErrorCode.TooLarge })]);
+  });
+
+  it("fails a format on a string longer than the format cap", () => {
+    const long = `https://example.com/${"a".repeat(CAPS.formatString)}`;
+    expect(validateConfig({ type: "string", format: "uri" }, long, "config")).toEqual([expect.objectContaining({ code: ErrorCode.ConfigMismatch })]);
+    expect(validateConfig({ type: "string", format: "uri" }, "https://example.com/a", "config")).toEqual([]);
+  });
+
+  it("checks a long base64 string, whose check is linear", () => {
+    expect(validateConfig({ type: "string", format: "byte" }, "QUJD".repeat(CAPS.formatString), "config")).toEqual([]);
   });
 });

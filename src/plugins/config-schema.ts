@@ -1,28 +1,45 @@
 /**
  * A plugin's config schema and the config checked against it, with ajv 8.
  *
- * A schema comes from a vendor, so it must never make us read a file or fetch a URL: every `$ref`,
- * `$dynamicRef` and `$recursiveRef` is checked before ajv sees the schema, and may reach only the
- * schema itself (a fragment such as `#/definitions/x`, or the schema's own `$id` with a fragment)
- * or a standard JSON Schema meta-schema (draft-07, 2019-09, 2020-12). Nothing is ever loaded:
- * we compile synchronously with no `loadSchema`, so an unresolvable reference is a compile error.
+ * A schema comes from a vendor, so nothing in it may stall or reach out from the control plane.
+ * Before ajv sees a schema it is checked, in this order, each step bounded by the one before:
+ *
+ * 1. its size against the caps (bytes, depth, values, list and object sizes, strings: caps.ts),
+ *    walking without recursion and stopping at the first excess; then the number of subschemas;
+ * 2. JSON, an object or a boolean, a supported `$schema`;
+ * 3. every `$ref` and `$id` inside the schema or naming a standard meta-schema (schema-refs.ts):
+ *    nothing is ever loaded, we compile synchronously with no `loadSchema`;
+ * 4. every pattern valid ECMAScript and RE2, within the caps (schema-patterns.ts, regex.ts);
+ * 5. no reference loop that never descends into the config (schema-cycles.ts).
+ *
+ * ajv then runs with RE2 as its regular-expression engine (`pattern`, `patternProperties`), a
+ * linear `uniqueItems`, formats whose quadratic checks are capped, references compiled as calls
+ * rather than inlined (inlining copies a definition once per reference), and its code optimizer
+ * off (it costs more than it saves on large schemas), so that compiling is linear in the schema.
  *
  * ajv runs in strict mode so that a schema ajv would only half understand is refused rather than
- * silently validating less than its author meant: unknown keywords, unknown formats (no format
- * plugin is loaded), ignored tuple items and invalid numbers all fail. Two of ajv's strict checks
- * are left off because they refuse schemas whose meaning is clear: `strictTypes` (a `properties`
- * inside `if` without `type: "object"`) and `strictRequired` (`then: {required: [...]}`).
+ * silently validating less than its author meant: unknown keywords, unknown formats, ignored
+ * tuple items and invalid numbers all fail. Two of ajv's strict checks are left off because they
+ * refuse schemas whose meaning is clear: `strictTypes` (a `properties` inside `if` without
+ * `type: "object"`) and `strictRequired` (`then: {required: [...]}`).
  */
 import { Ajv } from "ajv";
 import type { AnySchema, ErrorObject, Options, ValidateFunction } from "ajv";
 import { Ajv2019 } from "ajv/dist/2019.js";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import draft07MetaSchema from "ajv/dist/refs/json-schema-draft-07.json" with { type: "json" };
-import { formatNames, fullFormats } from "ajv-formats/dist/formats.js";
+import { CAPS, CONFIG_LIMITS, SCHEMA_LIMITS, jsonLimitProblem, tooLarge } from "./caps.js";
 import { ErrorCode, fieldError, join } from "./errors.js";
 import type { FieldError } from "./errors.js";
 import type { JsonValue } from "./types.js";
 import { isJsonValue, isPlainObject } from "./json.js";
+import { re2RegExp } from "./regex.js";
+import { referenceCycleProblems } from "./schema-cycles.js";
+import { SCHEMA_FORMATS } from "./schema-formats.js";
+import { patternProblems } from "./schema-patterns.js";
+import { SchemaIndex, referenceProblems, rootDocument } from "./schema-refs.js";
+import { schemaNodes } from "./schema-walk.js";
+import { UNIQUE_ITEMS } from "./unique-items.js";
 
 /** The `$schema` values accepted, each naming the dialect it selects. Absent means draft-07. */
 export const SUPPORTED_DIALECTS: Readonly<Record<string, Dialect>> = {
@@ -37,28 +54,6 @@ export const SUPPORTED_DIALECTS: Readonly<Record<string, Dialect>> = {
 /** A JSON Schema dialect this module compiles. */
 export type Dialect = "draft-07" | "2019-09" | "2020-12";
 
-/** The standard meta-schema documents a `$ref` may reach (compared without fragment). */
-const META_SCHEMAS = new Set(
-  [
-    "http://json-schema.org/draft-07/schema",
-    "https://json-schema.org/draft/2019-09/schema",
-    ...["core", "applicator", "validation", "meta-data", "format", "content"].map(
-      (m) => `https://json-schema.org/draft/2019-09/meta/${m}`,
-    ),
-    "https://json-schema.org/draft/2020-12/schema",
-    ...["core", "applicator", "unevaluated", "validation", "meta-data", "format-annotation", "content"].map(
-      (m) => `https://json-schema.org/draft/2020-12/meta/${m}`,
-    ),
-  ].map((u) => new URL(u).href),
-);
-
-const REF_KEYWORDS = ["$ref", "$dynamicRef", "$recursiveRef"];
-// Keywords whose value is data, not a schema: a "$ref" inside them is just a string.
-const DATA_KEYWORDS = new Set(["const", "enum", "default", "examples"]);
-// Keywords whose value maps names to schemas.
-const MAP_KEYWORDS = new Set(["properties", "patternProperties", "definitions", "$defs", "dependentSchemas", "dependencies"]);
-/** Deeper schemas are refused rather than risk the stack. */
-const MAX_SCHEMA_DEPTH = 128;
 const MAX_MESSAGE = 300;
 
 const AJV_OPTIONS: Options = {
@@ -69,69 +64,13 @@ const AJV_OPTIONS: Options = {
   allErrors: true,
   logger: false,
   validateSchema: true,
+  inlineRefs: false,
+  code: { regExp: re2RegExp, optimize: false },
 };
 
 function invalidSchema(path: string, message: string): FieldError {
   const text = message.length > MAX_MESSAGE ? `${message.slice(0, MAX_MESSAGE)}…` : message;
   return fieldError(ErrorCode.InvalidConfigSchema, path, text);
-}
-
-/** The absolute URL of `ref` against `base`, without its fragment; undefined if it has none. */
-function resolveDocument(ref: string, base: string | undefined): string | undefined {
-  try {
-    const url = base === undefined ? new URL(ref) : new URL(ref, base);
-    url.hash = "";
-    return url.href;
-  } catch {
-    return undefined;
-  }
-}
-
-interface Walk {
-  readonly root: string | undefined;
-  readonly errors: FieldError[];
-}
-
-function checkRef(ref: string, base: string | undefined, walk: Walk, path: string): void {
-  // A fragment stays inside the resource it appears in, which is inside this schema.
-  if (ref.startsWith("#")) return;
-  const doc = resolveDocument(ref, base);
-  if (doc !== undefined && (META_SCHEMAS.has(doc) || doc === walk.root)) return;
-  walk.errors.push(
-    fieldError(
-      ErrorCode.ForbiddenSchemaRef,
-      path,
-      `reference ${JSON.stringify(ref.slice(0, 200))} reaches outside the schema: only the schema itself and the standard meta-schemas may be referenced`,
-    ),
-  );
-}
-
-function walkSchema(node: JsonValue, path: string, base: string | undefined, walk: Walk, depth: number): void {
-  if (node === null || typeof node !== "object") return;
-  if (depth > MAX_SCHEMA_DEPTH) {
-    walk.errors.push(invalidSchema(path, `the config schema nests deeper than ${MAX_SCHEMA_DEPTH} levels`));
-    return;
-  }
-  if (Array.isArray(node)) {
-    node.forEach((item, i) => walkSchema(item, join(path, i), base, walk, depth + 1));
-    return;
-  }
-  let here = base;
-  const id = node["$id"];
-  if (typeof id === "string") here = resolveDocument(id, base) ?? base;
-  for (const [key, value] of Object.entries(node)) {
-    const at = join(path, key);
-    if (REF_KEYWORDS.includes(key)) {
-      if (typeof value === "string") checkRef(value, here, walk, at);
-    } else if (DATA_KEYWORDS.has(key)) {
-      continue;
-    } else if (MAP_KEYWORDS.has(key) && isPlainObject(value)) {
-      for (const [name, sub] of Object.entries(value)) walkSchema(sub as JsonValue, join(at, name), here, walk, depth + 2);
-    } else {
-      // Known subschema keywords and anything unknown alike: fail closed on a "$ref" anywhere.
-      walkSchema(value, at, here, walk, depth + 1);
-    }
-  }
 }
 
 function dialectOf(schema: JsonValue, path: string): Dialect | FieldError {
@@ -146,11 +85,15 @@ function dialectOf(schema: JsonValue, path: string): Dialect | FieldError {
   );
 }
 
-function newAjv(dialect: Dialect): Ajv {
+/**
+ * A fresh ajv for `dialect`, set up as the module comment says. Exported for the tests that check
+ * it runs patterns on RE2.
+ */
+export function newAjv(dialect: Dialect): Ajv {
   const ajv = dialect === "draft-07" ? new Ajv(AJV_OPTIONS) : dialect === "2019-09" ? new Ajv2019(AJV_OPTIONS) : new Ajv2020(AJV_OPTIONS);
-  // The standard formats (uri, email, date-time, …) are checked, not refused as unknown; the
-  // definitions come from ajv-formats, with no network access of any kind.
-  for (const name of formatNames) ajv.addFormat(name, fullFormats[name]);
+  ajv.removeKeyword("uniqueItems");
+  ajv.addKeyword(UNIQUE_ITEMS);
+  for (const [name, format] of SCHEMA_FORMATS) ajv.addFormat(name, format);
   if (dialect === "draft-07") return ajv;
   // So that a newer schema may still reference the draft-07 meta-schema, as the rule allows.
   ajv.addMetaSchema(draft07MetaSchema);
@@ -159,20 +102,34 @@ function newAjv(dialect: Dialect): Ajv {
 
 type Compiled = { readonly ok: true; readonly validate: ValidateFunction } | { readonly ok: false; readonly errors: FieldError[] };
 
-function compile(schema: unknown, path: string): Compiled {
+/** Every check before ajv, in order; the first step with problems ends the list. */
+function precheck(schema: unknown, path: string): { ok: true; schema: JsonValue; dialect: Dialect } | { ok: false; errors: FieldError[] } {
+  const excess = jsonLimitProblem(schema, path, "the config schema", SCHEMA_LIMITS);
+  if (excess !== undefined) return { ok: false, errors: [excess] };
   if (!isJsonValue(schema)) return { ok: false, errors: [fieldError(ErrorCode.InvalidJSON, path, "a config schema must be JSON")] };
   if (typeof schema !== "boolean" && !isPlainObject(schema)) {
     return { ok: false, errors: [invalidSchema(path, "a config schema must be a JSON object or a boolean")] };
   }
-  const rootId = isPlainObject(schema) ? schema["$id"] : undefined;
-  const root = typeof rootId === "string" ? resolveDocument(rootId, undefined) : undefined;
   const errors: FieldError[] = [];
   const dialect = dialectOf(schema, path);
   if (typeof dialect !== "string") errors.push(dialect);
-  walkSchema(schema, path, root, { root, errors }, 0);
+  const nodes = schemaNodes(schema, path);
+  if (nodes.length > CAPS.schemaSubschemas) {
+    return { ok: false, errors: [tooLarge(path, `the config schema has ${nodes.length} subschemas; at most ${CAPS.schemaSubschemas} are allowed`)] };
+  }
+  const index = new SchemaIndex(nodes, rootDocument(schema));
+  errors.push(...referenceProblems(nodes, index), ...patternProblems(nodes, path));
+  // Loops are looked for only among references that resolve inside the schema.
+  if (errors.length === 0) errors.push(...referenceCycleProblems(nodes, index));
   if (errors.length > 0 || typeof dialect !== "string") return { ok: false, errors };
+  return { ok: true, schema, dialect };
+}
+
+function compile(schema: unknown, path: string): Compiled {
+  const checked = precheck(schema, path);
+  if (!checked.ok) return checked;
   try {
-    return { ok: true, validate: newAjv(dialect).compile(schema as AnySchema) };
+    return { ok: true, validate: newAjv(checked.dialect).compile(checked.schema as AnySchema) };
   } catch (e) {
     const reason = e instanceof Error ? e.message : "unknown error";
     return { ok: false, errors: [invalidSchema(path, `the config schema does not compile: ${reason}`)] };
@@ -180,10 +137,13 @@ function compile(schema: unknown, path: string): Compiled {
 }
 
 /**
- * Checks a config schema: JSON, an object or a boolean, every reference inside the schema or to a
- * standard meta-schema ({@link ErrorCode.ForbiddenSchemaRef} otherwise, at the reference's path),
- * and compiling cleanly under ajv's strict mode ({@link ErrorCode.InvalidConfigSchema}).
- * Never throws and never fetches anything.
+ * Checks a config schema: within the caps ({@link ErrorCode.TooLarge} at the part too large), JSON,
+ * an object or a boolean, every reference inside the schema or to a standard meta-schema
+ * ({@link ErrorCode.ForbiddenSchemaRef} at the reference's path), `$id` only naming the schema
+ * itself ({@link ErrorCode.ForbiddenSchemaId}), every pattern one RE2 runs the same
+ * ({@link ErrorCode.InvalidConfigSchema} at the pattern's path), no reference loop that can never
+ * check a config ({@link ErrorCode.SchemaRefCycle}), and compiling cleanly under ajv's strict mode
+ * ({@link ErrorCode.InvalidConfigSchema}). Never throws and never fetches anything.
  */
 export function validateConfigSchema(schema: unknown, path: string): FieldError[] {
   try {
@@ -220,7 +180,9 @@ function describe(e: ErrorObject): string {
 
 /**
  * Checks a config against its schema, returning one {@link ErrorCode.ConfigMismatch} per problem
- * at `path` plus the value's position (`config.a[1].b`). An absent config is checked as `{}`, the
+ * at `path` plus the value's position (`config.a[1].b`); a config over the caps
+ * ({@link CONFIG_LIMITS}) is {@link ErrorCode.TooLarge} and is not
+ * checked further. An absent config is checked as `{}`, the
  * config a plugin that was given none reads. A schema that does not pass
  * {@link validateConfigSchema} matches no config ({@link ErrorCode.InvalidConfigSchema} at `path`).
  * Messages name keys and schema constraints, never config values. Never throws.
@@ -232,6 +194,8 @@ export function validateConfig(schema: JsonValue, config: JsonValue | undefined,
       return [invalidSchema(path, "the config schema is invalid, so no config can match it")];
     }
     const value: JsonValue = config === undefined ? {} : config;
+    const excess = jsonLimitProblem(value, path, "the config", CONFIG_LIMITS);
+    if (excess !== undefined) return [excess];
     if (!isJsonValue(value)) return [fieldError(ErrorCode.InvalidJSON, path, "a config must be JSON")];
     if (compiled.validate(value)) return [];
     const errors = (compiled.validate.errors ?? []).map((e) =>

@@ -1,4 +1,6 @@
 /** Names that are the interface (DESIGN.md, "Names that are the interface"). Keep them exact. */
+import { CAPS } from "./caps.js";
+
 export const NAMESPACE = "openfief";
 export const SERVICE_ACCOUNT_PREFIX = "plugin-";
 export const CORE_AUDIENCE = "openfief-core";
@@ -14,7 +16,7 @@ export const PROXY_PORT = 4750;
 export const API_GROUP = "openfief.io";
 export const API_VERSION = "v1alpha1";
 /** The longest plugin name: `plugin-<name>` must still fit Kubernetes' 63. */
-export const MAX_PLUGIN_NAME = 56;
+export const MAX_PLUGIN_NAME = CAPS.pluginName;
 /** Projected tokens are valid for an hour and refreshed by the kubelet. */
 export const TOKEN_EXPIRATION_SECONDS = 3600;
 

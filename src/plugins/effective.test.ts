@@ -276,3 +276,33 @@ describe("effective, as properties", () => {
     );
   });
 });
+
+describe("effective and needsApproval on malformed values from adapters", () => {
+  const ok = manifest({ egress: [h("api.example.com")] });
+  it.each<[string, unknown, unknown, string]>([
+    ["no manifest", undefined, grant({}), "manifest"],
+    ["a manifest whose capabilities are a string", { ...ok, capabilities: "connector" }, grant({}), "manifest.capabilities"],
+    ["an unknown capability in the manifest", { ...ok, capabilities: ["admin"] }, grant({ capabilities: ["admin" as Capability] }), "manifest.capabilities[0]"],
+    ["a null egress host", { ...ok, egress: [null] }, grant({}), "manifest.egress[0]"],
+    ["a port that is a string", { ...ok, egress: [{ host: "a.example.com", port: "443" }] }, grant({}), "manifest.egress[0]"],
+    ["a Secret without a mount path", { ...ok, secrets: [{ name: "s" }] }, grant({}), "manifest.secrets[0]"],
+    ["no grant", ok, null, "grant"],
+    ["a grant whose Secrets are objects", ok, { ...grant({}), secrets: [{ name: "s" }] }, "grant.secrets[0]"],
+    ["a grant without data tiers", ok, { capabilities: ["connector"], egress: [], secrets: [] }, "grant.dataTiers"],
+  ])("refuses %s, at its path", (_what, m, g, path) => {
+    expect(effective(m as Manifest, g as GrantSpec)).toEqual({ ok: false, errors: [expect.objectContaining({ code: ErrorCode.InvalidType, path })] });
+  });
+
+  it("refuses a manifest list over the cap", () => {
+    const m = { ...ok, dataTiers: Array.from({ length: 65 }, (_, i) => `t${i}`) };
+    expect(effective(m, grant({}))).toEqual({ ok: false, errors: [expect.objectContaining({ code: ErrorCode.TooLarge, path: "manifest.dataTiers" })] });
+  });
+
+  it("finds nothing pending for a malformed manifest, which can never run", () => {
+    expect(needsApproval({ capabilities: 7 } as unknown as Manifest, grant({}))).toBe(EMPTY_PENDING);
+  });
+
+  it("finds everything pending under a malformed grant, which approves nothing", () => {
+    expect(needsApproval(ok, { capabilities: null } as unknown as GrantSpec)).toEqual(needsApproval(ok, EMPTY_GRANT_SPEC));
+  });
+});

@@ -9,6 +9,8 @@ import type { Result } from "./errors.js";
 import { rulesToJSON } from "./rbac.js";
 import type { PolicyRule, PolicyRuleJSON } from "./rbac.js";
 import { intersectRules, uncoveredRules } from "./rbac-scope.js";
+import { grantShapeProblem, isGrantShaped, isManifestShaped, manifestShapeProblem } from "./shapes.js";
+import { EMPTY_GRANT_SPEC } from "./types.js";
 import type { Capability, EgressHost, GrantSpec, Manifest, SecretMount } from "./types.js";
 
 /** Code-unit order: the same on every machine and locale, unlike localeCompare. */
@@ -116,9 +118,13 @@ export class EffectivePermissions {
  * Keeps the capabilities, egress hosts (host and port equal) and data tiers in both manifest and
  * grant, and the Secrets whose names the grant lists, at the manifest's mount path (so a vendor can
  * move a mount without new approval). Fails with {@link ErrorCode.NoCapabilityGranted} when no
- * requested capability is granted: such a plugin has nothing it may do, so it does not run.
+ * requested capability is granted: such a plugin has nothing it may do, so it does not run; and
+ * with {@link ErrorCode.InvalidType} (or {@link ErrorCode.TooLarge}) when either is not shaped as
+ * a parsed manifest or grant. Never throws.
  */
 export function effective(manifest: Manifest, grant: GrantSpec): Result<EffectivePermissions> {
+  const malformed = manifestShapeProblem(manifest) ?? grantShapeProblem(grant);
+  if (malformed !== undefined) return fail(malformed);
   const grantedCaps = new Set(grant.capabilities);
   const capabilities = sortedUnique(manifest.capabilities.filter((c) => grantedCaps.has(c)));
   if (capabilities.length === 0) {
@@ -154,8 +160,13 @@ export const EMPTY_PENDING: Pending = Object.freeze({
   dataTiers: Object.freeze([]),
 }) as Pending;
 
-/** Exactly what the manifest requests that the grant does not approve, each list sorted. */
-export function needsApproval(manifest: Manifest, grant: GrantSpec): Pending {
+/**
+ * Exactly what the manifest requests that the grant does not approve, each list sorted. A
+ * malformed manifest requests nothing (it can never run); a malformed grant approves nothing.
+ */
+export function needsApproval(manifest: Manifest, given: GrantSpec): Pending {
+  if (!isManifestShaped(manifest)) return EMPTY_PENDING;
+  const grant = isGrantShaped(given) ? given : EMPTY_GRANT_SPEC;
   const grantedCaps = new Set(grant.capabilities);
   const grantedHosts = new Set(grant.egress.map(egressKey));
   const grantedSecrets = new Set(grant.secrets);

@@ -10,6 +10,7 @@
  * case, separators, controls or unassigned code points, not starting with a combining mark or '-',
  * without '--' in positions 3 and 4. The IDNA2008 bidi and contextual rules are not checked.
  */
+import { CAPS, shown } from "./caps.js";
 import { ErrorCode, fail, fieldError, join, ok } from "./errors.js";
 import type { FieldError, Result } from "./errors.js";
 import type { EgressHost } from "./types.js";
@@ -19,7 +20,7 @@ import { punycodeDecode, punycodeEncode } from "./punycode.js";
 /** The port of an egress host that names none. */
 export const DEFAULT_EGRESS_PORT = 443;
 /** The longest hostname (RFC 1035, without the trailing dot). */
-export const MAX_HOSTNAME = 253;
+export const MAX_HOSTNAME = CAPS.hostname;
 /** The longest label. */
 export const MAX_LABEL = 63;
 
@@ -57,6 +58,8 @@ function aLabelProblem(label: string): string | undefined {
  */
 export function hostnameProblem(host: string): string | undefined {
   if (host === "") return "must not be empty";
+  // The length first, so that nothing below ever reads a long string.
+  if (host.length > MAX_HOSTNAME) return `must be at most ${MAX_HOSTNAME} characters`;
   for (let i = 0; i < host.length; i++) {
     if (host.charCodeAt(i) > 0x7f) return "must be ASCII: write an internationalized name in its xn-- form";
   }
@@ -64,7 +67,6 @@ export function hostnameProblem(host: string): string | undefined {
   if (host.startsWith("[") || host.includes(":")) return "must not be an IP literal";
   if (/[A-Z]/.test(host)) return "must be lower case";
   if (host.endsWith(".")) return "must not end with a dot";
-  if (host.length > MAX_HOSTNAME) return `must be at most ${MAX_HOSTNAME} characters`;
   const labels = host.split(".");
   if (NUMERIC_LABEL.test(labels[labels.length - 1] ?? "")) {
     return "must not be an IP literal or end in a number-only label";
@@ -101,12 +103,20 @@ export function isValidPort(port: unknown): port is number {
  * such as the string "443", is {@link ErrorCode.InvalidPort}. Returns every problem; never throws.
  */
 export function parseEgressHost(value: unknown, path: string): Result<EgressHost> {
+  try {
+    return readEgressHost(value, path);
+  } catch {
+    return fail(fieldError(ErrorCode.InvalidType, path, "the egress host could not be read"));
+  }
+}
+
+function readEgressHost(value: unknown, path: string): Result<EgressHost> {
   if (!isPlainObject(value)) {
     return fail(fieldError(ErrorCode.InvalidType, path, "an egress host must be an object {host, port?}"));
   }
   const errors: FieldError[] = [];
   for (const key of Object.keys(value)) {
-    if (!FIELDS.includes(key)) errors.push(fieldError(ErrorCode.UnknownField, join(path, key), `unknown field "${key}"`));
+    if (!FIELDS.includes(key)) errors.push(fieldError(ErrorCode.UnknownField, join(path, shown(key)), `unknown field "${shown(key)}"`));
   }
   const host = ownValue(value, "host");
   const hostPath = join(path, "host");

@@ -12,6 +12,8 @@ export const ErrorCode = {
   Required: "required",
   UnknownField: "unknown_field",
   Duplicate: "duplicate",
+  /** A value over one of the model's size limits (`CAPS`), refused before it is parsed further. */
+  TooLarge: "too_large",
   // names
   InvalidName: "invalid_name",
   // capabilities
@@ -31,6 +33,10 @@ export const ErrorCode = {
   InvalidConfigSchema: "invalid_config_schema",
   ForbiddenSchemaRef: "forbidden_schema_ref",
   ConfigMismatch: "config_mismatch",
+  /** A config schema's `$id` that names another document than the schema itself. */
+  ForbiddenSchemaId: "forbidden_schema_id",
+  /** A config schema whose references loop without descending into the config, so no config can be checked. */
+  SchemaRefCycle: "schema_ref_cycle",
   // images
   InvalidImageRef: "invalid_image_ref",
   TagNotAllowed: "tag_not_allowed",

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
+import { CAPS } from "./caps.js";
 import { ErrorCode } from "./errors.js";
 import { parseImageRef } from "./image-ref.js";
 import type { ImageRef } from "./image-ref.js";
@@ -173,5 +174,15 @@ describe("ImageRef", () => {
       }),
       { numRuns: 200 },
     );
+  });
+});
+
+describe("parseImageRef on references of any size", () => {
+  it.each([
+    ["five megabytes of letters", `${"a".repeat(5_000_000)}@${D}`],
+    ["five megabytes of dashed components, which overflowed the pattern's stack", `${"a-".repeat(2_500_000)}a@${D}`],
+    ["a reference one character over the cap", `${"a".repeat(CAPS.imageRef - D.length)}@${D}`],
+  ])("refuses %s with too_large, without throwing", (_what, ref) => {
+    expect(parseImageRef(ref, "image")).toEqual({ ok: false, errors: [expect.objectContaining({ code: ErrorCode.TooLarge, path: "image" })] });
   });
 });

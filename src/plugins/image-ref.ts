@@ -5,11 +5,12 @@
  * grammar, and a tag is refused even next to a digest because an image named both ways is ambiguous.
  */
 import ipaddr from "ipaddr.js";
+import { CAPS, tooLong } from "./caps.js";
 import { ErrorCode, fail, fieldError, ok } from "./errors.js";
 import type { FieldError, Result } from "./errors.js";
 
 /** distribution/reference's NameTotalLengthMax: registry + "/" + repository. */
-export const MAX_IMAGE_NAME_LENGTH = 255;
+export const MAX_IMAGE_NAME_LENGTH = CAPS.imageName;
 
 const PATH_COMPONENT = /^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$/;
 const DOMAIN_COMPONENT = /^(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])$/;
@@ -122,7 +123,8 @@ function looksLikeRegistry(component: string): boolean {
 /**
  * Parses an image reference; only `[registry[:port]/]repository@sha256:<64 lower-case hex>` is
  * accepted. A tag, even beside a digest, is {@link ErrorCode.TagNotAllowed}; everything else that
- * is wrong is {@link ErrorCode.InvalidImageRef}. Never throws.
+ * is wrong is {@link ErrorCode.InvalidImageRef}; a reference longer than {@link CAPS.imageRef} is
+ * {@link ErrorCode.TooLarge}, before anything else reads it. Never throws.
  */
 export function parseImageRef(value: unknown, path = "image"): Result<ImageRef> {
   if (value === undefined) return fail(fieldError(ErrorCode.Required, path, "an image reference is required"));
@@ -130,6 +132,8 @@ export function parseImageRef(value: unknown, path = "image"): Result<ImageRef> 
     return fail(fieldError(ErrorCode.InvalidType, path, "an image reference must be a string"));
   }
   if (value === "") return fail(invalid(path, "an image reference must not be empty"));
+  // Before any pattern: irregexp's backtracking stack overflows on a multi-megabyte reference.
+  if (value.length > CAPS.imageRef) return fail(tooLong(path, "the image reference", value.length, CAPS.imageRef));
   if (/\s/.test(value)) return fail(invalid(path, "an image reference must not contain whitespace"));
 
   const errors: FieldError[] = [];

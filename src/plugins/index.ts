@@ -15,6 +15,13 @@ export type { FieldError, Result } from "./errors.js";
 export type { JsonValue, Capability, EgressHost, SecretMount, Manifest, PluginSpec, Plugin, GrantSpec, Grant } from "./types.js";
 export { CAPABILITIES, EMPTY_GRANT_SPEC } from "./types.js";
 
+/**
+ * Every size limit of the model in one table (the CRDs' list and string caps among them), and the
+ * bounded measure that checks a JSON-like value against limits before anything parses it.
+ */
+export { CAPS, SCHEMA_LIMITS, CONFIG_LIMITS, jsonLimitProblem } from "./caps.js";
+export type { Caps, JsonLimits } from "./caps.js";
+
 /** Names that are the interface: namespace, audiences, token paths, label, ConfigMaps, port. */
 export * from "./constants.js";
 

@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { MANIFEST_LABEL } from "./constants.js";
+import { CAPS } from "./caps.js";
 import { ErrorCode } from "./errors.js";
 import { parseManifestLabel } from "./manifest-label.js";
 
@@ -101,5 +102,30 @@ describe("parseManifestLabel refuses a label it cannot read exactly", () => {
     expect(r.ok ? [] : r.errors.map((e) => e.path)).toEqual(
       expect.arrayContaining(["label.name", "label.version", "label.capabilities"]),
     );
+  });
+});
+
+describe("parseManifestLabel on labels of any size", () => {
+  it("refuses a label over the cap before parsing it", () => {
+    const label = JSON.stringify({ capabilities: ["connector"], configSchema: { description: "x".repeat(CAPS.manifestLabelBytes) } });
+    expect(parseManifestLabel(label)).toEqual({ ok: false, errors: [expect.objectContaining({ code: ErrorCode.TooLarge, path: "label" })] });
+  });
+
+  it("counts the label's bytes in UTF-8, not its characters", () => {
+    const label = JSON.stringify({ capabilities: ["connector"], configSchema: { description: "é".repeat(CAPS.manifestLabelBytes / 2) } });
+    expect(label.length).toBeLessThan(CAPS.manifestLabelBytes);
+    expect(parseManifestLabel(label)).toEqual({ ok: false, errors: [expect.objectContaining({ code: ErrorCode.TooLarge, path: "label" })] });
+  });
+
+  it("refuses a label with one Secret over the list cap at the list's path", () => {
+    const secrets = Array.from({ length: CAPS.listItems + 1 }, (_, i) => ({ name: `s${i}`, mountPath: `/m/${i}` }));
+    expect(parseManifestLabel(JSON.stringify({ capabilities: ["connector"], secrets }))).toEqual({
+      ok: false,
+      errors: [expect.objectContaining({ code: ErrorCode.TooLarge, path: "label.secrets" })],
+    });
+  });
+
+  it.each([[5], [null], [{}]])("refuses a label that is not a string: %j", (label) => {
+    expect(parseManifestLabel(label as unknown as string).ok).toBe(false);
   });
 });

@@ -3,6 +3,7 @@
  * covers it, so it is read strictly: a label that `JSON.parse` would accept with a repeated key
  * (keeping whichever value came last) or trailing data is refused, as is any unknown field.
  */
+import { CAPS, tooLarge, utf8Length } from "./caps.js";
 import { ErrorCode, fail, join } from "./errors.js";
 import type { FieldError, Result } from "./errors.js";
 import { isJsonObject, own, parseStrictJson, unknownFields } from "./strict-json.js";
@@ -16,11 +17,16 @@ const SECRET_FIELDS = ["name", "mountPath"] as const;
 /**
  * Reads a manifest label's value (JSON text) as the same fields as `spec.manifest`, refusing
  * invalid JSON, trailing data, repeated keys and unknown fields, then validates the manifest.
- * Every problem is reported at once, under `path`.
+ * Every problem is reported at once, under `path`. A label over {@link CAPS.manifestLabelBytes}
+ * UTF-8 bytes is {@link ErrorCode.TooLarge} before it is parsed. Never throws.
  */
 export function parseManifestLabel(label: string, path = "label"): Result<Manifest> {
   if (typeof label !== "string") {
     return fail({ code: ErrorCode.InvalidManifestLabel, path, message: "the manifest label must be a string" });
+  }
+  // The size first: nothing parses a label larger than any manifest within the caps can be.
+  if (utf8Length(label, CAPS.manifestLabelBytes) > CAPS.manifestLabelBytes) {
+    return fail(tooLarge(path, `the manifest label is larger than ${CAPS.manifestLabelBytes} bytes`));
   }
   const parsed = parseStrictJson(label, path, ErrorCode.InvalidManifestLabel);
   if (!parsed.ok) return parsed;

@@ -4,12 +4,13 @@
  */
 import { ErrorCode, fieldError } from "./errors.js";
 import type { FieldError } from "./errors.js";
+import { CAPS } from "./caps.js";
 import { MAX_PLUGIN_NAME } from "./constants.js";
 
 /** Kubernetes' longest DNS subdomain (a Secret's name). */
-export const MAX_SECRET_NAME = 253;
+export const MAX_SECRET_NAME = CAPS.secretName;
 /** The longest data tier name. */
-export const MAX_DATA_TIER = 32;
+export const MAX_DATA_TIER = CAPS.dataTier;
 
 // A DNS label (RFC 1123) that starts with a letter: `plugin-<name>` must also be a valid label,
 // and names such as `1password` would be read as numbers by some tools.
@@ -38,10 +39,12 @@ export function validatePluginName(name: unknown, path: string): FieldError[] {
     errors.push(fieldError(ErrorCode.InvalidName, path, "a plugin name must not be empty"));
     return errors;
   }
+  // The length first: the pattern's backtracking is quadratic in a long enough string.
   if (name.length > MAX_PLUGIN_NAME) {
     errors.push(
       fieldError(ErrorCode.InvalidName, path, `a plugin name is at most ${MAX_PLUGIN_NAME} characters, not ${name.length}`),
     );
+    return errors;
   }
   if (!PLUGIN_NAME.test(name)) {
     errors.push(
@@ -64,10 +67,12 @@ export function validateSecretName(name: unknown, path: string): FieldError[] {
   if (name === undefined) return [fieldError(ErrorCode.Required, path, "a Secret name is required")];
   if (typeof name !== "string") return [fieldError(ErrorCode.InvalidType, path, "a Secret name must be a string")];
   const errors: FieldError[] = [];
+  // The length first: the pattern's backtracking is quadratic in a long enough string.
   if (name.length > MAX_SECRET_NAME) {
     errors.push(
       fieldError(ErrorCode.InvalidSecretName, path, `a Secret name is at most ${MAX_SECRET_NAME} characters, not ${name.length}`),
     );
+    return errors;
   }
   if (!SECRET_NAME.test(name)) {
     errors.push(

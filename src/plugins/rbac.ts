@@ -8,6 +8,7 @@
  * evaluation_helpers.go`): the scope algebra of `rbac-scope.ts` and the gateway's matcher build on
  * them, so both read a rule the way the cluster does.
  */
+import { CAPS, shown } from "./caps.js";
 import { compareStrings } from "./effective.js";
 import { ErrorCode, fieldError, join } from "./errors.js";
 import type { FieldError } from "./errors.js";
@@ -39,15 +40,15 @@ export interface PolicyRuleJSON {
 /** Caps checked before any other check, each a field error with its path (never a crash). */
 export const RBAC_LIMITS = {
   /** Rules in one manifest or grant (Kubernetes' own roles rarely pass a dozen). */
-  rules: 32,
+  rules: CAPS.policyRules,
   /** Entries in one list of one rule. */
-  entries: 32,
+  entries: CAPS.policyRuleEntries,
   /** Characters of a verb. */
-  verb: 63,
+  verb: CAPS.policyVerb,
   /** Characters of an API group, resource or resource name (a DNS subdomain's 253). */
-  name: 253,
+  name: CAPS.policyName,
   /** Characters of a non-resource URL. */
-  url: 1024,
+  url: CAPS.policyUrl,
 } as const;
 
 /** The wildcard of verbs, API groups, resources and non-resource URLs. */
@@ -158,13 +159,27 @@ function readList(obj: Record<string, unknown>, field: RuleField, path: string, 
  * `<resource>/*` (Kubernetes reads it as a literal subresource named `*`, never as a wildcard).
  */
 export function parsePolicyRule(value: unknown, path: string, errors: FieldError[]): PolicyRule | null {
+  return unlessUnreadable(path, errors, () => readPolicyRule(value, path, errors));
+}
+
+/** `read()`, or null with InvalidType at `path` when reading the value throws (a getter, a proxy): never a throw. */
+function unlessUnreadable<T>(path: string, errors: FieldError[], read: () => T | null): T | null {
+  try {
+    return read();
+  } catch {
+    errors.push(fieldError(ErrorCode.InvalidType, path, "the rules could not be read"));
+    return null;
+  }
+}
+
+function readPolicyRule(value: unknown, path: string, errors: FieldError[]): PolicyRule | null {
   if (!isPlainObject(value)) {
     errors.push(fieldError(ErrorCode.InvalidType, path, "a rule must be an object"));
     return null;
   }
   const before = errors.length;
   for (const key of Object.keys(value)) {
-    if (!(RULE_FIELDS as readonly string[]).includes(key)) errors.push(fieldError(ErrorCode.UnknownField, join(path, key), `unknown field "${key.slice(0, 64)}"`));
+    if (!(RULE_FIELDS as readonly string[]).includes(key)) errors.push(fieldError(ErrorCode.UnknownField, join(path, shown(key)), `unknown field "${shown(key)}"`));
   }
   const lists: Partial<Record<RuleField, string[]>> = {};
   for (const f of RULE_FIELDS) {
@@ -202,6 +217,10 @@ function ruleShapeProblems(lists: Partial<Record<RuleField, string[]>>, path: st
  * null when any is invalid.
  */
 export function parsePolicyRules(value: unknown, path: string, errors: FieldError[]): PolicyRule[] | null {
+  return unlessUnreadable(path, errors, () => readPolicyRules(value, path, errors));
+}
+
+function readPolicyRules(value: unknown, path: string, errors: FieldError[]): PolicyRule[] | null {
   if (value === undefined) return [];
   if (!Array.isArray(value)) {
     errors.push(fieldError(ErrorCode.InvalidType, path, "rbac must be a list of rules"));

@@ -5,7 +5,7 @@ import type { Pending } from "./effective.js";
 import { parseImageRef } from "./image-ref.js";
 import type { ImageRef } from "./image-ref.js";
 import { RolloutReason, planRollout, rolloutPlanToJSON, sameRolloutPlan } from "./rollout.js";
-import type { PluginVersion, RolloutOutcome, RolloutPlan } from "./rollout.js";
+import type { PluginVersion, RolloutInput, RolloutOutcome, RolloutPlan } from "./rollout.js";
 import type { EgressHost, GrantSpec, Manifest } from "./types.js";
 import { EMPTY_GRANT_SPEC } from "./types.js";
 
@@ -236,5 +236,19 @@ describe("planRollout, as properties", () => {
       }),
       { numRuns: 200 },
     );
+  });
+});
+
+describe("planRollout on malformed input", () => {
+  it.each<[string, unknown, RolloutOutcome, RolloutReason[]]>([
+    ["no input at all", undefined, "none", [RolloutReason.NoCurrentVersion, RolloutReason.NoPreviousVersion]],
+    ["a current version whose image is a string", { current: { ...V1, image: "ghcr.io/x@sha256:1" }, currentDeployable: true, previous: null, grant: GRANT_V1 }, "none", [RolloutReason.NoCurrentVersion, RolloutReason.NoPreviousVersion]],
+    ["a current version without a manifest", { current: { image: image("1") }, currentDeployable: true, previous: V1, grant: GRANT_V1 }, "previous", [RolloutReason.NoCurrentVersion]],
+    ["a deployable flag that is only truthy", { current: V1, currentDeployable: "yes", previous: null, grant: GRANT_V1 }, "none", [RolloutReason.CurrentNotDeployable, RolloutReason.NoPreviousVersion]],
+    ["a grant that is not shaped as one", { current: V1, currentDeployable: true, previous: null, grant: { egress: "all" } }, "none", [RolloutReason.ApprovalPending, RolloutReason.NoCapabilityGranted, RolloutReason.NoPreviousVersion]],
+    ["a malformed previous version", { current: V2, currentDeployable: true, previous: { image: 1, manifest: null }, grant: GRANT_V1 }, "none", [RolloutReason.ApprovalPending, RolloutReason.NoPreviousVersion]],
+  ])("plans for %s, failing closed", (_what, input, outcome, reasons) => {
+    const plan = planRollout(input as RolloutInput);
+    expect([plan.outcome, plan.reasons]).toEqual([outcome, reasons]);
   });
 });

@@ -19,6 +19,7 @@ import type { EffectivePermissions, Pending } from "./effective.js";
 import type { ImageRef } from "./image-ref.js";
 import { rulesToJSON } from "./rbac.js";
 import type { PolicyRuleJSON } from "./rbac.js";
+import { wellFormedRolloutInput } from "./shapes.js";
 import type { Capability, EgressHost, GrantSpec, JsonValue, Manifest, SecretMount } from "./types.js";
 import type { UiBundle } from "./ui-bundle.js";
 
@@ -88,10 +89,11 @@ function plan(outcome: RolloutOutcome, run: RolloutRun | null, pending: Pending,
 /**
  * Decides which version runs: the current one when it is deployable, nothing is pending and some
  * capability is granted; otherwise the previous one under the current grant, when there is one
- * and some of its capabilities are granted; otherwise none.
+ * and some of its capabilities are granted; otherwise none. Malformed parts of the input fail
+ * closed (see `wellFormedRolloutInput`). Never throws.
  */
 export function planRollout(input: RolloutInput): RolloutPlan {
-  const { current, currentDeployable, previous, grant } = input;
+  const { current, currentDeployable, previous, grant } = wellFormedRolloutInput(input);
   const reasons = new Set<RolloutReason>();
   const pending = current === null ? EMPTY_PENDING : needsApproval(current.manifest, grant);
 

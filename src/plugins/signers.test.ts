@@ -1,6 +1,7 @@
 import { generateKeyPairSync } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
+import { CAPS } from "./caps.js";
 import { ErrorCode } from "./errors.js";
 import {
   GITHUB_ACTIONS_ISSUER,
@@ -144,9 +145,15 @@ describe("identityMatches compares keyless identities exactly", () => {
   });
 
   it("matches a nested-quantifier pattern in linear time against a long non-matching subject", () => {
-    const subject = `${"a".repeat(5000)}b`;
+    const subject = `${"a".repeat(CAPS.subject - 1)}b`;
     expect(identityMatches({ issuer: GH, subjectPattern: "(a+)+$" }, keyless(subject))).toBe(false);
     expect(identityMatches({ issuer: GH, subjectPattern: "(a+)+b" }, keyless(subject))).toBe(true);
+  });
+
+  it("matches nothing with a verified subject longer than the cap, even one the pattern would match", () => {
+    const subject = "a".repeat(CAPS.subject + 1);
+    expect(identityMatches({ issuer: GH, subjectPattern: "a+" }, keyless(subject))).toBe(false);
+    expect(identityMatches({ issuer: GH, subject }, keyless(subject))).toBe(false);
   });
 });
 
@@ -244,5 +251,27 @@ describe("openFiefCI is OpenFief's images workflow on main", () => {
     { name: "refuses a fork", subject: OPENFIEF_CI_SUBJECT.replace("arkadiuss/", "mallory/"), want: false },
   ])("$name", ({ subject, want }) => {
     expect(identityMatches(openFiefCI().identity, keyless(subject))).toBe(want);
+  });
+});
+
+describe("identityMatches on malformed values", () => {
+  it.each<[string, unknown]>([
+    ["null", null],
+    ["a number", 5],
+    ["a keyless identity without a subject", { kind: "keyless", issuer: GH }],
+    ["a key identity whose key is a number", { kind: "key", publicKey: 5 }],
+    ["a proxy that throws", new Proxy({}, { get: () => { throw new Error("boom"); } })],
+  ])("matches nothing against %s, without throwing", (_what, verified) => {
+    expect(identityMatches({ issuer: GH, subjectPattern: ".*" }, verified as VerifiedIdentity)).toBe(false);
+    expect(identityMatches({ issuer: GH, subject: BEACON }, verified as VerifiedIdentity)).toBe(false);
+  });
+
+  it.each<[string, unknown]>([
+    ["null", null],
+    ["a string", "signer"],
+    ["a pattern that is not a string", { issuer: GH, subjectPattern: 5 }],
+    ["a proxy that throws", new Proxy({}, { get: () => { throw new Error("boom"); } })],
+  ])("matches nothing for a signer that is %s", (_what, signer) => {
+    expect(identityMatches(signer as SignerIdentity, keyless(BEACON))).toBe(false);
   });
 });

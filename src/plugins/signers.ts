@@ -5,8 +5,10 @@
  * is an RE2 pattern (linear time) that must match the WHOLE subject, and a key is compared by the
  * DER bytes of its one PEM block. A malformed identity matches nothing.
  */
-import { RE2JS } from "re2js";
+import type { RE2JS } from "re2js";
+import { CAPS } from "./caps.js";
 import { ErrorCode, fieldError, join } from "./errors.js";
+import { compileRe2 } from "./regex.js";
 import type { FieldError } from "./errors.js";
 
 /** D-45's three kinds of trusted signer. */
@@ -72,22 +74,56 @@ export function isKeyIdentity(identity: SignerIdentity): identity is KeyIdentity
 /**
  * True when the verified identity is the signer's: issuer exactly equal and subject exactly
  * equal or wholly matched by the RE2 pattern; or the same DER public key. A malformed signer
- * identity (see {@link identityProblems}) or a malformed verified identity matches nothing.
+ * identity (see {@link identityProblems}) or a malformed verified identity (not an object, a field
+ * that is not a string, a subject or key over the caps) matches nothing. Never throws.
  */
 export function identityMatches(signer: SignerIdentity, verified: VerifiedIdentity): boolean {
-  if (identityProblems(signer, "").length > 0) return false;
-  if (isKeyIdentity(signer)) {
-    if (verified.kind !== "key" || typeof verified.publicKey !== "string") return false;
-    const want = publicKeyDer(signer.publicKey);
-    const got = publicKeyDer(verified.publicKey);
-    return want !== undefined && got !== undefined && bytesEqual(want, got);
+  return signerMatcher(signer)(verified);
+}
+
+/**
+ * A matcher for one signer identity, checked and compiled once: what {@link identityMatches}
+ * answers, for many verified identities at the cost of one pattern compile.
+ */
+export function signerMatcher(signer: SignerIdentity): (verified: VerifiedIdentity) => boolean {
+  try {
+    if (identityProblems(signer, "").length > 0) return never;
+    if (isKeyIdentity(signer)) {
+      const want = publicKeyDer(signer.publicKey);
+      if (want === undefined) return never;
+      return guarded((v) => {
+        if (v.kind !== "key" || typeof v.publicKey !== "string" || v.publicKey.length > CAPS.publicKeyPem) return false;
+        const got = publicKeyDer(v.publicKey);
+        return got !== undefined && bytesEqual(want, got);
+      });
+    }
+    const issuer = signer.issuer;
+    const subjectOk = (subject: string): boolean => subject !== "" && subject.length <= CAPS.subject;
+    const keyless = (v: VerifiedIdentity): v is Extract<VerifiedIdentity, { kind: "keyless" }> =>
+      v.kind === "keyless" && typeof v.issuer === "string" && typeof v.subject === "string" && v.issuer === issuer && subjectOk(v.subject);
+    if (isExactIdentity(signer)) {
+      const subject = signer.subject;
+      return guarded((v) => keyless(v) && v.subject === subject);
+    }
+    const pattern = compilePattern(signer.subjectPattern);
+    if (pattern === undefined) return never;
+    return guarded((v) => keyless(v) && pattern.matches(v.subject));
+  } catch {
+    return never;
   }
-  if (verified.kind !== "keyless") return false;
-  if (typeof verified.issuer !== "string" || typeof verified.subject !== "string") return false;
-  if (verified.subject === "" || verified.issuer !== signer.issuer) return false;
-  if (isExactIdentity(signer)) return verified.subject === signer.subject;
-  const pattern = compilePattern(signer.subjectPattern);
-  return pattern !== undefined && pattern.matches(verified.subject);
+}
+
+const never = (): boolean => false;
+
+/** Fails closed on anything that is not an object, or whose reading throws (a getter, a proxy). */
+function guarded(match: (v: VerifiedIdentity) => boolean): (verified: VerifiedIdentity) => boolean {
+  return (verified) => {
+    try {
+      return typeof verified === "object" && verified !== null && match(verified);
+    } catch {
+      return false;
+    }
+  };
 }
 
 /**
@@ -105,33 +141,39 @@ export function identityProblems(identity: SignerIdentity, path: string): FieldE
   if (forms.length !== 1) {
     return [fieldError(ErrorCode.InvalidIdentity, path, "an identity has exactly one of subject, subjectPattern or publicKey")];
   }
+  if (has("publicKey")) return keyProblems(id, has("issuer"), path);
+  return [...issuerProblems(id.issuer, join(path, "issuer")), ...(has("subject") ? subjectProblems(id.subject, join(path, "subject")) : patternProblems(id.subjectPattern, join(path, "subjectPattern")))];
+}
+
+function keyProblems(id: Record<string, unknown>, hasIssuer: boolean, path: string): FieldError[] {
   const errors: FieldError[] = [];
-  if (has("publicKey")) {
-    if (has("issuer")) {
-      errors.push(fieldError(ErrorCode.InvalidIdentity, join(path, "issuer"), "a key identity has no issuer"));
-    }
-    if (typeof id.publicKey !== "string" || publicKeyDer(id.publicKey) === undefined) {
-      errors.push(
-        fieldError(ErrorCode.InvalidIdentity, join(path, "publicKey"), "must be exactly one PEM PUBLIC KEY block"),
-      );
-    }
-    return errors;
-  }
-  if (!isHttpsUrl(id.issuer)) {
-    errors.push(
-      fieldError(ErrorCode.InvalidIdentity, join(path, "issuer"), "must be an https URL without credentials, query or fragment"),
-    );
-  }
-  if (has("subject")) {
-    if (typeof id.subject !== "string" || id.subject === "") {
-      errors.push(fieldError(ErrorCode.InvalidIdentity, join(path, "subject"), "must be a non-empty string"));
-    }
-  } else if (typeof id.subjectPattern !== "string" || compilePattern(id.subjectPattern) === undefined) {
-    errors.push(
-      fieldError(ErrorCode.InvalidIdentity, join(path, "subjectPattern"), "must be a non-empty RE2 pattern that compiles"),
-    );
+  if (hasIssuer) errors.push(fieldError(ErrorCode.InvalidIdentity, join(path, "issuer"), "a key identity has no issuer"));
+  const at = join(path, "publicKey");
+  if (typeof id.publicKey === "string" && id.publicKey.length > CAPS.publicKeyPem) {
+    errors.push(fieldError(ErrorCode.TooLarge, at, `a public key is at most ${CAPS.publicKeyPem} characters of PEM`));
+  } else if (typeof id.publicKey !== "string" || publicKeyDer(id.publicKey) === undefined) {
+    errors.push(fieldError(ErrorCode.InvalidIdentity, at, "must be exactly one PEM PUBLIC KEY block"));
   }
   return errors;
+}
+
+function issuerProblems(issuer: unknown, at: string): FieldError[] {
+  if (typeof issuer === "string" && issuer.length > CAPS.issuer) return [fieldError(ErrorCode.TooLarge, at, `an issuer is at most ${CAPS.issuer} characters`)];
+  if (!isHttpsUrl(issuer)) return [fieldError(ErrorCode.InvalidIdentity, at, "must be an https URL without credentials, query or fragment")];
+  return [];
+}
+
+function subjectProblems(subject: unknown, at: string): FieldError[] {
+  if (typeof subject === "string" && subject.length > CAPS.subject) return [fieldError(ErrorCode.TooLarge, at, `a subject is at most ${CAPS.subject} characters`)];
+  if (typeof subject !== "string" || subject === "") return [fieldError(ErrorCode.InvalidIdentity, at, "must be a non-empty string")];
+  return [];
+}
+
+function patternProblems(pattern: unknown, at: string): FieldError[] {
+  const compiled = typeof pattern === "string" && pattern !== "" ? compileRe2(pattern) : undefined;
+  if (compiled !== undefined && !compiled.ok && compiled.tooLarge) return [fieldError(ErrorCode.TooLarge, at, compiled.message)];
+  if (compiled === undefined || !compiled.ok) return [fieldError(ErrorCode.InvalidIdentity, at, "must be a non-empty RE2 pattern that compiles")];
+  return [];
 }
 
 /** True for an absolute https URL with a host and no credentials, query, fragment or whitespace. */
@@ -160,14 +202,14 @@ export function isHttpsUrl(value: unknown): value is string {
   );
 }
 
-/** Compiles a non-empty RE2 pattern, or undefined when it does not compile. */
+/**
+ * Compiles a non-empty RE2 pattern within the caps ({@link CAPS.patternLength} characters,
+ * {@link CAPS.patternProgram} instructions), or undefined when it does not.
+ */
 export function compilePattern(pattern: string): RE2JS | undefined {
-  if (pattern === "") return undefined;
-  try {
-    return RE2JS.compile(pattern);
-  } catch {
-    return undefined;
-  }
+  if (typeof pattern !== "string" || pattern === "") return undefined;
+  const compiled = compileRe2(pattern);
+  return compiled.ok ? compiled.regex : undefined;
 }
 
 const PEM_LINE = /^-----(BEGIN|END) ([A-Z0-9 ]+)-----$/;

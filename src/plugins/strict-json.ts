@@ -4,6 +4,7 @@
  * last writer wanted; here a repeated key, trailing data, a byte-order mark, a number too large
  * for a double or nesting deeper than {@link MAX_DEPTH} is a refusal.
  */
+import { shown } from "./caps.js";
 import { ErrorCode, fieldError, join, fail, ok } from "./errors.js";
 import type { FieldError, Result } from "./errors.js";
 import type { JsonValue } from "./types.js";
@@ -42,13 +43,15 @@ export function sameDecimal(a: string, b: string): boolean {
 /**
  * Parses `text` as exactly one JSON value (RFC 8259) surrounded only by JSON whitespace.
  * Syntax errors are reported with `syntaxCode` at `path`; repeated keys as
- * {@link ErrorCode.Duplicate} at the path of the repeated key, all of them at once.
+ * {@link ErrorCode.Duplicate} at the path of the repeated key, all of them at once. Anything but a
+ * string is {@link ErrorCode.InvalidType}. Never throws.
  */
 export function parseStrictJson(
   text: string,
   path: string,
   syntaxCode: ErrorCode = ErrorCode.InvalidJSON,
 ): Result<JsonValue> {
+  if (typeof text !== "string") return fail(fieldError(ErrorCode.InvalidType, path, "expected JSON text (a string)"));
   const duplicates: FieldError[] = [];
   let pos = 0;
   let syntaxError: FieldError | undefined;
@@ -160,8 +163,8 @@ export function parseStrictJson(
       skipWhitespace();
       if (text[pos] !== '"') stop("expected a string key");
       const key = parseString();
-      const keyPath = join(at, key);
-      if (seen.has(key)) duplicates.push(fieldError(ErrorCode.Duplicate, keyPath, `duplicate key "${key}"`));
+      const keyPath = join(at, shown(key));
+      if (seen.has(key)) duplicates.push(fieldError(ErrorCode.Duplicate, keyPath, `duplicate key "${shown(key)}"`));
       seen.add(key);
       skipWhitespace();
       if (text[pos] !== ":") stop("expected ':'");
@@ -224,7 +227,7 @@ export function isJsonObject(value: unknown): value is JsonObject {
 export function unknownFields(obj: object, path: string, allowed: readonly string[]): FieldError[] {
   return Object.keys(obj)
     .filter((k) => !allowed.includes(k))
-    .map((k) => fieldError(ErrorCode.UnknownField, join(path, k), `unknown field "${k}"`));
+    .map((k) => fieldError(ErrorCode.UnknownField, join(path, shown(k)), `unknown field "${shown(k)}"`));
 }
 
 /** Reads an own property without reaching the prototype chain (`constructor`, `__proto__`). */

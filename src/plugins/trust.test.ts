@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { emptyCatalog, parseCatalog, parseOwnerSigners } from "./catalog.js";
 import type { Catalog } from "./catalog.js";
+import { CAPS } from "./caps.js";
 import { ErrorCode } from "./errors.js";
 import { parseImageRef } from "./image-ref.js";
 import { OPENFIEF_CI_SUBJECT } from "./signers.js";
@@ -222,5 +223,51 @@ describe("TrustPolicy.decide compares the declared manifest with the signed labe
   it("refuses an unsigned image before it looks at the manifest", () => {
     const r = policy.decide({ digest: `sha256:${HEX_A}`, identities: [], manifest: signed }, signed);
     expect(r.ok ? [] : r.errors.map((e) => e.code)).toEqual([ErrorCode.Unsigned]);
+  });
+});
+
+describe("TrustPolicy.decide on what an adapter got wrong", () => {
+  const junk: unknown[] = [null, 5, "keyless", [], { kind: "keyless" }, { kind: "keyless", issuer: GH, subject: 7 }, { kind: "key", publicKey: null }];
+
+  it.each<[string, unknown, string, string]>([
+    ["no image at all", null, ErrorCode.InvalidType, "image"],
+    ["a string for the image", "sha256:x", ErrorCode.InvalidType, "image"],
+    ["identities that are not a list", { digest: `sha256:${HEX_A}`, identities: { 0: keyless(ACME) } }, ErrorCode.InvalidType, "image.identities"],
+    ["no identities field", { digest: `sha256:${HEX_A}` }, ErrorCode.InvalidType, "image.identities"],
+    ["more identities than the cap", image(HEX_A, ...Array.from({ length: CAPS.verifiedIdentities + 1 }, () => keyless(ACME))), ErrorCode.TooLarge, "image.identities"],
+    ["only malformed identities", { digest: `sha256:${HEX_A}`, identities: junk }, ErrorCode.UntrustedSigner, "image"],
+    ["a digest that is not a string", { digest: 5, identities: [keyless(ACME)] }, ErrorCode.InvalidImageRef, "image.digest"],
+  ])("refuses %s", (_what, img, code, path) => {
+    expect(policy.decide(img as SignedImage)).toEqual({ ok: false, errors: [expect.objectContaining({ code, path })] });
+  });
+
+  it("ignores malformed identities beside one that verifies", () => {
+    const r = policy.decide({ digest: `sha256:${HEX_A}`, identities: [...junk, keyless(ACME)] as VerifiedIdentity[] });
+    expect(r.ok ? r.value.status : r.errors).toBe("verified");
+  });
+
+  it("fails closed on an identity whose reading throws", () => {
+    const hostile = new Proxy({}, { get: () => { throw new Error("boom"); } }) as VerifiedIdentity;
+    expect(policy.decide(image(HEX_A, hostile)).ok).toBe(false);
+  });
+
+  it.each<[string, unknown, unknown]>([
+    ["a declared manifest that is a string", "manifest", undefined],
+    ["a declared manifest without lists", { capabilities: "connector" }, undefined],
+  ])("refuses %s", (_what, declared, label) => {
+    const r = policy.decide({ ...image(HEX_A, keyless(ACME)), manifest: label as Manifest }, declared as Manifest);
+    expect(r.ok ? [] : r.errors.map((e) => e.code)).toEqual([ErrorCode.InvalidType]);
+  });
+
+  it("calls a malformed signed label a mismatch", () => {
+    const declared: Manifest = { capabilities: ["connector"], egress: [], secrets: [], dataTiers: [] };
+    const r = policy.decide({ ...image(HEX_A, keyless(ACME)), manifest: { capabilities: [null] } as unknown as Manifest }, declared);
+    expect(r.ok ? [] : r.errors.map((e) => e.code)).toEqual([ErrorCode.ManifestMismatch]);
+  });
+
+  it("trusts no malformed owner signer, and no catalog that is not one", () => {
+    const p = newTrustPolicy({ entries: [] } as unknown as Catalog, [null, { name: "x", kind: "owner", identity: { issuer: GH } }, 7] as unknown as Signer[]);
+    expect(p.signers.map((s) => s.name)).toEqual(["openfief-ci"]);
+    expect(p.decide(image(HEX_A, keyless(ACME))).ok).toBe(false);
   });
 });

@@ -4,12 +4,15 @@
  * the manifest from the signed label. There is deliberately no option, flag or override that
  * admits an unsigned image or one signed only by an untrusted identity.
  */
+import { CAPS } from "./caps.js";
 import { ErrorCode, fail, fieldError, ok } from "./errors.js";
 import type { Result } from "./errors.js";
-import type { Catalog, CatalogEntry } from "./catalog.js";
+import { Catalog, emptyCatalog } from "./catalog.js";
+import type { CatalogEntry } from "./catalog.js";
 import { manifestEqual } from "./manifest-equal.js";
-import { identityMatches, openFiefCI } from "./signers.js";
-import type { Signer, VerifiedIdentity } from "./signers.js";
+import { isManifestShaped } from "./shapes.js";
+import { identityMatches, identityProblems, openFiefCI, signerMatcher } from "./signers.js";
+import type { Signer, SignerKind, VerifiedIdentity } from "./signers.js";
 import type { Manifest } from "./types.js";
 
 /** What the adapter found for one image: its digest, the verified signers, the signed label. */
@@ -43,11 +46,16 @@ let construct: (catalog: Catalog, owner: readonly Signer[]) => TrustPolicy;
 export class TrustPolicy {
   readonly #catalog: Catalog;
   readonly #signers: readonly Signer[];
+  // Each signer's identity checked and its pattern compiled once, not once per signature.
+  readonly #matchers: readonly ((verified: VerifiedIdentity) => boolean)[];
 
   private constructor(catalog: Catalog, owner: readonly Signer[]) {
-    this.#catalog = catalog;
-    const all = [openFiefCI(), ...catalog.entries.map((e) => e.publisher), ...owner];
+    // What is not a catalog or a signer trusts nobody (fail closed).
+    this.#catalog = catalog instanceof Catalog ? catalog : emptyCatalog();
+    const owners = Array.isArray(owner) ? owner.filter(isSigner) : [];
+    const all = [openFiefCI(), ...this.#catalog.entries.map((e) => e.publisher), ...owners];
     this.#signers = Object.freeze(uniqueSigners(all));
+    this.#matchers = Object.freeze(this.#signers.map((s) => signerMatcher(s.identity)));
   }
 
   static {
@@ -63,28 +71,40 @@ export class TrustPolicy {
    * Decides whether `image` may run. {@link ErrorCode.Unsigned} without verified signatures;
    * {@link ErrorCode.UntrustedSigner} when none is by a trusted signer; otherwise verified or
    * unverified. With a `declared` manifest (the Plugin's copy), {@link ErrorCode.ManifestMismatch}
-   * unless the signed label's manifest exists and equals it.
+   * unless the signed label's manifest exists and equals it. What the adapter passes is checked
+   * first: anything but an object with a list of at most {@link CAPS.verifiedIdentities} identities
+   * is refused ({@link ErrorCode.InvalidType}, {@link ErrorCode.TooLarge}), a malformed identity
+   * matches no signer, a manifest not shaped as one matches nothing. Never throws.
    */
   decide(image: SignedImage, declared?: Manifest): Result<TrustDecision> {
-    if (image.identities.length === 0) {
-      return fail(fieldError(ErrorCode.Unsigned, "image", "the image has no verified signature"));
+    try {
+      return this.#decide(image, declared);
+    } catch {
+      return fail(fieldError(ErrorCode.InvalidType, "image", "what was found for the image could not be read"));
     }
-    if (typeof image.digest !== "string" || !DIGEST.test(image.digest)) {
-      return fail(fieldError(ErrorCode.InvalidImageRef, "image.digest", "the digest must be sha256:<64 lower-case hex>"));
-    }
-    const matched = this.#signers.filter((s) => image.identities.some((id) => identityMatches(s.identity, id)));
+  }
+
+  #decide(image: SignedImage, declared: Manifest | undefined): Result<TrustDecision> {
+    const read = readSignedImage(image);
+    if (!read.ok) return read;
+    const ids = read.value;
+    const matched = this.#signers.filter((_s, i) => ids.some((id) => this.#matchers[i]?.(id) === true));
     if (matched.length === 0) {
       return fail(fieldError(ErrorCode.UntrustedSigner, "image", "no signature is by a trusted signer"));
     }
     const entry = this.#catalog
       .entriesForDigest(image.digest)
-      .find((e: CatalogEntry) => image.identities.some((id) => identityMatches(e.publisher.identity, id)));
-    if (declared !== undefined && (image.manifest === undefined || !manifestEqual(declared, image.manifest))) {
+      .find((e: CatalogEntry) => ids.some((id) => identityMatches(e.publisher.identity, id)));
+    if (declared !== undefined && !isManifestShaped(declared)) {
+      return fail(fieldError(ErrorCode.InvalidType, "manifest", "the declared manifest is not shaped as a manifest"));
+    }
+    const signed = isManifestShaped(image.manifest) ? image.manifest : undefined;
+    if (declared !== undefined && (signed === undefined || !manifestEqual(declared, signed))) {
       return fail(
         fieldError(
           ErrorCode.ManifestMismatch,
           "manifest",
-          image.manifest === undefined
+          signed === undefined
             ? "the image has no signed manifest label to compare the declared manifest with"
             : "the declared manifest differs from the image's signed label",
         ),
@@ -99,9 +119,61 @@ export class TrustPolicy {
   }
 }
 
-/** A policy trusting OpenFief's CI, every catalog publisher and every owner signer (D-45). */
+/** The verified identities of what the adapter found, once it is shaped as a signed image with a digest. */
+function readSignedImage(image: SignedImage): Result<readonly VerifiedIdentity[]> {
+  if (typeof image !== "object" || image === null) {
+    return fail(fieldError(ErrorCode.InvalidType, "image", "a signed image must be an object"));
+  }
+  const identities: unknown = image.identities;
+  if (!Array.isArray(identities)) {
+    return fail(fieldError(ErrorCode.InvalidType, "image.identities", "the verified identities must be a list"));
+  }
+  if (identities.length === 0) {
+    return fail(fieldError(ErrorCode.Unsigned, "image", "the image has no verified signature"));
+  }
+  if (identities.length > CAPS.verifiedIdentities) {
+    return fail(
+      fieldError(ErrorCode.TooLarge, "image.identities", `the image has ${identities.length} verified signatures; at most ${CAPS.verifiedIdentities} are looked at`),
+    );
+  }
+  if (typeof image.digest !== "string" || !DIGEST.test(image.digest)) {
+    return fail(fieldError(ErrorCode.InvalidImageRef, "image.digest", "the digest must be sha256:<64 lower-case hex>"));
+  }
+  // Each identity only ever reaches a matcher, which fails closed on a malformed one.
+  return ok(identities as readonly VerifiedIdentity[]);
+}
+
+/**
+ * A policy trusting OpenFief's CI, every catalog publisher and every owner signer (D-45). What is
+ * not a Catalog, and every owner signer that is not a valid one, is left out (fail closed). Never throws.
+ */
 export function newTrustPolicy(catalog: Catalog, owner: readonly Signer[]): TrustPolicy {
-  return construct(catalog, owner);
+  try {
+    return construct(catalog, owner);
+  } catch {
+    // A signer whose reading throws halfway: trust only what is always trusted.
+    return construct(emptyCatalog(), []);
+  }
+}
+
+const SIGNER_KINDS: readonly SignerKind[] = ["openfief-ci", "publisher", "owner"];
+
+/** A signer as parseOwnerSigners makes one: a string name, a known kind, a valid identity. */
+function isSigner(s: unknown): s is Signer {
+  try {
+    if (typeof s !== "object" || s === null) return false;
+    const { name, kind, identity } = s as Record<string, unknown>;
+    return (
+      typeof name === "string" &&
+      typeof kind === "string" &&
+      (SIGNER_KINDS as readonly string[]).includes(kind) &&
+      typeof identity === "object" &&
+      identity !== null &&
+      identityProblems(identity as Signer["identity"], "").length === 0
+    );
+  } catch {
+    return false;
+  }
 }
 
 /** Drops exact repeats (one publisher listed for several entries) and sorts by name, then kind. */

@@ -4,6 +4,7 @@
  * its digest in the signed manifest, so the bytes the plugin proxy serves are the bytes the vendor
  * signed. `entry` is the page the console frames, a path inside the bundle.
  */
+import { CAPS, shown } from "./caps.js";
 import { ErrorCode, fieldError, join } from "./errors.js";
 import type { FieldError } from "./errors.js";
 import { isPlainObject, ownValue } from "./json.js";
@@ -19,7 +20,7 @@ export interface UiBundle {
 /** The page framed when the manifest names none. */
 export const DEFAULT_UI_ENTRY = "index.html";
 /** The longest entry path. */
-export const MAX_UI_ENTRY = 255;
+export const MAX_UI_ENTRY = CAPS.uiEntry;
 
 const FIELDS = ["bundle", "entry"];
 const DIGEST = /^sha256:[a-f0-9]{64}$/;
@@ -27,9 +28,18 @@ const SEGMENT = /^[A-Za-z0-9_][A-Za-z0-9._-]*$/;
 
 /**
  * Parses `ui: {bundle, entry?}`. Appends every problem to `errors`; returns undefined when the
- * field is absent and null when it is invalid.
+ * field is absent and null when it is invalid (or cannot be read). Never throws.
  */
 export function parseUiBundle(value: unknown, path: string, errors: FieldError[]): UiBundle | null | undefined {
+  try {
+    return readUiBundle(value, path, errors);
+  } catch {
+    errors.push(fieldError(ErrorCode.InvalidType, path, "ui could not be read"));
+    return null;
+  }
+}
+
+function readUiBundle(value: unknown, path: string, errors: FieldError[]): UiBundle | null | undefined {
   if (value === undefined) return undefined;
   if (!isPlainObject(value)) {
     errors.push(fieldError(ErrorCode.InvalidType, path, "ui must be an object {bundle, entry?}"));
@@ -37,7 +47,7 @@ export function parseUiBundle(value: unknown, path: string, errors: FieldError[]
   }
   const before = errors.length;
   for (const key of Object.keys(value)) {
-    if (!FIELDS.includes(key)) errors.push(fieldError(ErrorCode.UnknownField, join(path, key), `unknown field "${key.slice(0, 64)}"`));
+    if (!FIELDS.includes(key)) errors.push(fieldError(ErrorCode.UnknownField, join(path, shown(key)), `unknown field "${shown(key)}"`));
   }
   const bundle = ownValue(value, "bundle");
   if (bundle === undefined) errors.push(fieldError(ErrorCode.Required, join(path, "bundle"), "the UI bundle's digest is required"));

@@ -1,5 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { CAPS } from "./caps.js";
 import { ErrorCode } from "./errors.js";
 import type { FieldError, Result } from "./errors.js";
 import { mountPathsOverlap, parseGrant, parseManifest, parsePlugin, validateMountPath } from "./validate.js";
@@ -307,5 +308,65 @@ describe("the parsers never throw", () => {
       }),
       { numRuns: 100 },
     );
+  });
+});
+
+describe("the caps on manifests, plugins and grants", () => {
+  const many = <T>(n: number, f: (i: number) => T): T[] => Array.from({ length: n }, (_, i) => f(i));
+  const secrets = (n: number): unknown[] => many(n, (i) => ({ name: `s${i}`, mountPath: `/m/s${i}` }));
+  const egress = (n: number): unknown[] => many(n, (i) => ({ host: `h${i}.example.com` }));
+  const tiers = (n: number): unknown[] => many(n, (i) => `t${i}`);
+
+  it.each<[string, unknown, string]>([
+    ["40,000 Secrets", withField("secrets", secrets(40_000)), "manifest.secrets"],
+    ["40,000 data tiers", withField("dataTiers", tiers(40_000)), "manifest.dataTiers"],
+    ["65 egress hosts", withField("egress", egress(65)), "manifest.egress"],
+    ["65 capabilities", withField("capabilities", many(65, () => "connector")), "manifest.capabilities"],
+  ])("refuses a manifest with %s, before reading them", (_what, value, path) => {
+    expect(errorsOf(parseManifest(value))).toEqual([expect.objectContaining({ code: ErrorCode.TooLarge, path })]);
+  });
+
+  it.each<[string, unknown, string]>([
+    ["40,000 Secret names", { name: "x", spec: { secrets: many(40_000, (i) => `s${i}`) } }, "spec.secrets"],
+    ["160,000 data tiers", { name: "x", spec: { dataTiers: tiers(160_000) } }, "spec.dataTiers"],
+    ["65 egress hosts", { name: "x", spec: { egress: egress(65) } }, "spec.egress"],
+  ])("refuses a grant with %s, before reading them", (_what, value, path) => {
+    expect(errorsOf(parseGrant(value))).toEqual([expect.objectContaining({ code: ErrorCode.TooLarge, path })]);
+  });
+
+  it("accepts every list at the cap", () => {
+    const m = { capabilities: ["connector", "view"], egress: egress(CAPS.listItems), secrets: secrets(CAPS.listItems), dataTiers: tiers(CAPS.listItems) };
+    expect(errorsOf(parseManifest(m))).toEqual([]);
+    expect(errorsOf(parseGrant({ name: "x", spec: { ...m, secrets: many(CAPS.listItems, (i) => `s${i}`) } }))).toEqual([]);
+  });
+
+  it.each<[string, unknown]>([
+    ["larger than the cap", { a: "x".repeat(CAPS.configBytes) }],
+    ["nested deeper than the cap", JSON.parse(`${"[".repeat(CAPS.configDepth + 1)}${"]".repeat(CAPS.configDepth + 1)}`)],
+  ])("refuses a plugin whose config is %s", (_what, config) => {
+    const result = parsePlugin({ name: "x", spec: { image: IMAGE, manifest, config } });
+    expect(errorsOf(result)).toContainEqual(expect.objectContaining({ code: ErrorCode.TooLarge }));
+  });
+
+  it("refuses a config a million levels deep without overflowing the stack", () => {
+    let config: unknown = 1;
+    for (let i = 0; i < 1_000_000; i++) config = { a: config };
+    expect(errorsOf(parsePlugin({ name: "x", spec: { image: IMAGE, manifest, config } }))).toContainEqual(
+      expect.objectContaining({ code: ErrorCode.TooLarge, path: expect.stringMatching(/^spec\.config/) }),
+    );
+  });
+
+  it("names an unknown field by at most the shown length", () => {
+    const key = "k".repeat(1_000_000);
+    const [error] = errorsOf(parseManifest({ ...manifest, [key]: 1 }));
+    expect(error?.code).toBe(ErrorCode.UnknownField);
+    expect((error?.path.length ?? 0) + (error?.message.length ?? 0)).toBeLessThan(4 * CAPS.shownName);
+  });
+
+  it("refuses a name of a megabyte without running its pattern over it", () => {
+    expect(errorsOf(parseGrant({ name: "a-".repeat(500_000), spec: { secrets: ["a-".repeat(500_000)] } }))).toEqual([
+      expect.objectContaining({ code: ErrorCode.InvalidName, path: "name" }),
+      expect.objectContaining({ code: ErrorCode.InvalidSecretName, path: "spec.secrets[0]" }),
+    ]);
   });
 });

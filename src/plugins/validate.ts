@@ -8,8 +8,9 @@ import { ErrorCode, fail, fieldError, join, ok } from "./errors.js";
 import type { FieldError, Result } from "./errors.js";
 import { CAPABILITIES } from "./types.js";
 import type { Capability, EgressHost, Grant, JsonValue, Manifest, Plugin, PluginSpec, SecretMount } from "./types.js";
-import { TOKEN_ROOT } from "./constants.js";
+import { CAPS, CONFIG_LIMITS, jsonLimitProblem, shown, tooManyItems } from "./caps.js";
 import { cloneJson, isJsonValue, isPlainObject, ownValue } from "./json.js";
+import { MountTable, checkSecretMount } from "./mount-path.js";
 import { validateDataTier, validatePluginName, validateSecretName } from "./names.js";
 import { egressKey, parseEgressHost } from "./egress-host.js";
 import { validateConfigSchema } from "./config-schema.js";
@@ -18,11 +19,8 @@ import { parseGrantRules, parseManifestViewFields } from "./view-fields.js";
 
 type Obj = Record<string, unknown>;
 
-/**
- * Directories no Secret may be mounted at, under, or above. Tokens live in `/var/run/secrets`;
- * `/var/run` is a symlink to `/run` in most images, so `/run/secrets` is the same directory.
- */
-export const RESERVED_MOUNT_ROOTS: readonly string[] = [TOKEN_ROOT, "/run/secrets"];
+// Moved to mount-path.ts, which compile shares; re-exported for the room's door.
+export { RESERVED_MOUNT_ROOTS, mountPathsOverlap, validateMountPath } from "./mount-path.js";
 
 const MANIFEST_FIELDS = ["capabilities", "egress", "secrets", "dataTiers", "configSchema", "rbac", "ui"];
 const SECRET_FIELDS = ["name", "mountPath"];
@@ -50,16 +48,23 @@ function objectAt(value: unknown, path: string, what: string, errors: FieldError
 
 function unknownFields(obj: Obj, allowed: readonly string[], path: string, errors: FieldError[]): void {
   for (const key of Object.keys(obj)) {
-    if (!allowed.includes(key)) errors.push(fieldError(ErrorCode.UnknownField, join(path, key), `unknown field "${key}"`));
+    if (!allowed.includes(key)) errors.push(fieldError(ErrorCode.UnknownField, join(path, shown(key)), `unknown field "${shown(key)}"`));
   }
 }
 
-/** The list at `obj[key]`: absent is empty; anything but an array is an error (and empty). */
+/**
+ * The list at `obj[key]`: absent is empty; anything but an array is an error (and empty); a list
+ * over {@link CAPS.listItems} is {@link ErrorCode.TooLarge} (and empty), before any entry is read.
+ */
 function listAt(obj: Obj, key: string, path: string, errors: FieldError[]): unknown[] {
   const value = ownValue(obj, key);
   if (value === undefined) return [];
   if (!Array.isArray(value)) {
     errors.push(fieldError(ErrorCode.InvalidType, join(path, key), `${key} must be a list`));
+    return [];
+  }
+  if (value.length > CAPS.listItems) {
+    errors.push(tooManyItems(join(path, key), key, value.length, CAPS.listItems));
     return [];
   }
   return value;
@@ -71,6 +76,7 @@ function duplicate(path: string, what: string): FieldError {
 
 function parseCapabilities(list: readonly unknown[], path: string, errors: FieldError[]): Capability[] {
   const out: Capability[] = [];
+  const seen = new Set<string>();
   list.forEach((item, i) => {
     const at = join(path, i);
     if (typeof item !== "string") {
@@ -79,9 +85,10 @@ function parseCapabilities(list: readonly unknown[], path: string, errors: Field
       errors.push(
         fieldError(ErrorCode.UnknownCapability, at, `unknown capability ${JSON.stringify(item.slice(0, 64))}: use ${CAPABILITIES.join(" or ")}`),
       );
-    } else if (out.includes(item as Capability)) {
+    } else if (seen.has(item)) {
       errors.push(duplicate(at, `capability "${item}"`));
     } else {
+      seen.add(item);
       out.push(item as Capability);
     }
   });
@@ -109,61 +116,39 @@ function parseEgressList(list: readonly unknown[], path: string, errors: FieldEr
   return out;
 }
 
-function parseDataTiers(list: readonly unknown[], path: string, errors: FieldError[]): string[] {
+/** Strings each checked by `validate`, none repeated (a set, so the check stays linear). */
+function parseUniqueNames(
+  list: readonly unknown[],
+  path: string,
+  what: string,
+  validate: (value: unknown, at: string) => FieldError[],
+  errors: FieldError[],
+): string[] {
   const out: string[] = [];
+  const seen = new Set<string>();
   list.forEach((item, i) => {
     const at = join(path, i);
-    const problems = validateDataTier(item, at);
+    const problems = validate(item, at);
     if (problems.length > 0) {
       errors.push(...problems);
-    } else if (out.includes(item as string)) {
-      errors.push(duplicate(at, `data tier "${item as string}"`));
+    } else if (seen.has(item as string)) {
+      errors.push(duplicate(at, `${what} "${item as string}"`));
     } else {
+      seen.add(item as string);
       out.push(item as string);
     }
   });
   return out;
 }
 
-/** True when one path equals the other or is a directory above it (`/a` and `/a/b`, not `/ab`). */
-export function mountPathsOverlap(a: string, b: string): boolean {
-  return a === b || a.startsWith(`${b}/`) || b.startsWith(`${a}/`);
-}
-
-/**
- * Checks a Secret mount path: absolute and clean (no empty, `.` or `..` segment, no trailing
- * '/'), not `/`, no control characters ({@link ErrorCode.InvalidMountPath}), and not at, under or
- * above `/var/run/secrets` where the tokens live ({@link ErrorCode.ReservedMountPath}).
- */
-export function validateMountPath(value: unknown, path: string): FieldError[] {
-  if (value === undefined) return [fieldError(ErrorCode.Required, path, "a mount path is required")];
-  if (typeof value !== "string") return [fieldError(ErrorCode.InvalidType, path, "a mount path must be a string")];
-  const invalid = (message: string): FieldError[] => [fieldError(ErrorCode.InvalidMountPath, path, message)];
-  if (!value.startsWith("/")) return invalid("a mount path must be absolute");
-  if (value === "/") return invalid("a Secret must not be mounted at /");
-  // eslint-disable-next-line no-control-regex
-  if (/[\u0000-\u001f\u007f]/.test(value)) return invalid("a mount path must not contain control characters");
-  const segments = value.slice(1).split("/");
-  if (segments.some((s) => s === "" || s === "." || s === "..")) {
-    return invalid("a mount path must be clean: no '//', no '.' or '..' segment, no trailing '/'");
-  }
-  const reserved = RESERVED_MOUNT_ROOTS.find((root) => mountPathsOverlap(value, root));
-  if (reserved !== undefined) {
-    return [
-      fieldError(
-        ErrorCode.ReservedMountPath,
-        path,
-        `a Secret must not be mounted at, under or above ${reserved}, where the plugin's tokens are mounted`,
-      ),
-    ];
-  }
-  return [];
+function parseDataTiers(list: readonly unknown[], path: string, errors: FieldError[]): string[] {
+  return parseUniqueNames(list, path, "data tier", validateDataTier, errors);
 }
 
 function parseSecretMounts(list: readonly unknown[], path: string, errors: FieldError[]): SecretMount[] {
   const out: SecretMount[] = [];
   const names = new Set<string>();
-  const mounts: { readonly mountPath: string; readonly at: string }[] = [];
+  const mounts = new MountTable();
   list.forEach((item, i) => {
     const at = join(path, i);
     const obj = objectAt(item, at, "a Secret", errors);
@@ -174,7 +159,7 @@ function parseSecretMounts(list: readonly unknown[], path: string, errors: Field
     const namePath = join(at, "name");
     const mountAt = join(at, "mountPath");
     const nameErrors = validateSecretName(name, namePath);
-    const mountErrors = validateMountPath(mountPath, mountAt);
+    const mountErrors = checkSecretMount(mounts, mountPath, mountAt);
     errors.push(...nameErrors, ...mountErrors);
     let good = nameErrors.length === 0 && mountErrors.length === 0;
     if (nameErrors.length === 0) {
@@ -184,35 +169,13 @@ function parseSecretMounts(list: readonly unknown[], path: string, errors: Field
       }
       names.add(name as string);
     }
-    if (mountErrors.length === 0) {
-      const other = mounts.find((m) => mountPathsOverlap(m.mountPath, mountPath as string));
-      if (other !== undefined) {
-        errors.push(
-          fieldError(ErrorCode.MountOverlap, mountAt, `mount path ${mountPath as string} overlaps ${other.mountPath} at ${other.at}`),
-        );
-        good = false;
-      }
-      mounts.push({ mountPath: mountPath as string, at: mountAt });
-    }
     if (good) out.push({ name: name as string, mountPath: mountPath as string });
   });
   return out;
 }
 
 function parseSecretNames(list: readonly unknown[], path: string, errors: FieldError[]): string[] {
-  const out: string[] = [];
-  list.forEach((item, i) => {
-    const at = join(path, i);
-    const problems = validateSecretName(item, at);
-    if (problems.length > 0) {
-      errors.push(...problems);
-    } else if (out.includes(item as string)) {
-      errors.push(duplicate(at, `Secret "${item as string}"`));
-    } else {
-      out.push(item as string);
-    }
-  });
-  return out;
+  return parseUniqueNames(list, path, "Secret", validateSecretName, errors);
 }
 
 function readManifest(value: unknown, path: string, errors: FieldError[]): Manifest | undefined {
@@ -273,7 +236,10 @@ export function parsePlugin(value: unknown): Result<Plugin> {
     if (!image.ok) errors.push(...image.errors);
     const manifest = readManifest(ownValue(spec, "manifest"), join("spec", "manifest"), errors);
     const config = ownValue(spec, "config");
-    if (config !== undefined && !isJsonValue(config)) {
+    const configExcess = config === undefined ? undefined : jsonLimitProblem(config, join("spec", "config"), "the config", CONFIG_LIMITS);
+    if (configExcess !== undefined) {
+      errors.push(configExcess);
+    } else if (config !== undefined && !isJsonValue(config)) {
       errors.push(fieldError(ErrorCode.InvalidJSON, join("spec", "config"), "a config must be JSON"));
     }
     if (errors.length > 0 || !image.ok || manifest === undefined) return fail(errors);
