@@ -156,6 +156,7 @@ describe("4. inputs without limits", () => {
   it.each([
     ["a file over the size cap", async () => file("huge.yaml", `# ${"x".repeat(1_100_000)}\n${plugin("huge", V1_IMAGE)}`), /over the 1048576-byte limit/],
     ["an endless device", async () => "/dev/zero", /over the 1048576-byte limit/],
+    ["a grant with more dataTiers than the CRD allows", async () => file("tiers.yaml", `apiVersion: openfief.io/v1alpha1\nkind: PluginGrant\nmetadata: {name: tiers}\nspec: {dataTiers: [${Array.from({ length: 5000 }, (_, i) => `t${i}`).join(", ")}]}\n`), /dataTiers/],
   ])("refuses %s before parsing it, with exit code 2", async (_what, make, message) => {
     const path = await make();
     const r = await openfief(["apply", "-f", path, "--data", join(dir, "limits")]);
