@@ -64,3 +64,13 @@ export { recentDecisions, summarizeDecisions } from "../projections/index.js";
 export type { DecisionSummary } from "../projections/index.js";
 /** The room's counters (prom-client, registry passed in). */
 export { ViewMetrics } from "./metrics.js";
+
+/** The plugin proxy: view UIs' files with FUN-17's CSP, the browser SDK, the installation routes. */
+export { createPluginProxy, pluginProxyCsp, sdkContextModule, contentTypeOf, checkOrigins, parseAssetPath, IMMUTABLE } from "./plugin-proxy.js";
+export type { PluginProxy, PluginProxyOptions, ViewOrigins, BrowserSdk } from "./plugin-proxy.js";
+/** UI bundles read by digest through a port, verified, split into files, cached within a byte budget. */
+export { UiBundles, UI_BUNDLE_LIMITS } from "./ui-bundles.js";
+export type { UiBlobSource, BlobRead, BundleLookup, UiBundlesOptions } from "./ui-bundles.js";
+/** The bounded tar reader of UI bundles, and what a clean bundle path is. */
+export { readTar, isBundlePath, DEFAULT_TAR_CAPS } from "./tar.js";
+export type { TarCaps, TarProblem, TarResult } from "./tar.js";

@@ -4,7 +4,7 @@
  * `src/views/installations.ts` and `src/views/view-access.ts` hold adapters over the event log;
  * the console (issue 14) supplies the users' roles.
  */
-import type { PolicyRule } from "../plugins/index.js";
+import type { PolicyRule, UiBundle } from "../plugins/index.js";
 
 /** What an installation's state allows: a mint and requests only when `ready`. */
 export type InstallationState =
@@ -32,6 +32,11 @@ export interface Installation {
   readonly rules: readonly PolicyRule[];
   /** The plugin's ServiceAccount, `plugin-<name>`, in namespace `openfief`. */
   readonly serviceAccount: { readonly namespace: string; readonly name: string };
+  /**
+   * The UI bundle of the pinned version, only when a rollout decision runs that version (so its
+   * image was verified) and its manifest names one; the plugin proxy serves nothing else.
+   */
+  readonly ui: UiBundle | null;
 }
 
 /** Looks installations up; every answer reflects the log as it stands. */
