@@ -4,10 +4,11 @@
  * allow-lists, a reconcile loop — a pass whenever the log moved, a full pass every minute so a
  * retried registry or a changed verdict is picked up — and, when asked, the owner's HTTP face (the
  * API and the console, built by `src/server` and handed in as a factory, since the application
- * layer imports no face), and the plugin host running WebAssembly plugins. `stop()` closes in
- * order: the loop (waiting for a pass under way, without polling), the HTTP face (so no request
- * acts on a store being closed), the plugin host, the proxy (draining its tunnels), the store,
- * the lock.
+ * layer imports no face), the plugin host running WebAssembly plugins, and, when asked, the views
+ * part (the mint, the gateway and the plugin proxy on their own origins). `stop()` closes in
+ * order: the loop (waiting for a pass under way, without polling), the HTTP face and the views'
+ * listeners (so no request acts on a store being closed; open watches are cut), the plugin host,
+ * the proxy (draining its tunnels), the store, the lock.
  */
 import type { Logger } from "pino";
 import { MemoryAllowListSource, startEmbeddedEgress } from "../egress/index.js";
@@ -29,6 +30,8 @@ import { checkEmbeddedKey } from "./tokens.js";
 import { startHostedPlugins } from "./hosted-plugins.js";
 import type { HostedPlugins } from "./hosted-plugins.js";
 import type { Settings } from "./settings.js";
+import { VIEW_DEFAULTS } from "./views.js";
+import type { RunningViews, ViewsOptions } from "./views.js";
 
 /** Options of {@link startControlPlane}. */
 export interface ControlPlaneOptions {
@@ -51,6 +54,11 @@ export interface ControlPlaneOptions {
   readonly metrics?: ControlPlaneMetrics;
   /** The plugin host running WebAssembly plugins in this process (on by default); null turns it off. */
   readonly host?: { readonly unconfinedDir?: string } | null;
+  /**
+   * The views part (off unless given): where its listeners bind, who may mint, a shorter token
+   * lifetime for tests. The origins and the cluster ID are settings.
+   */
+  readonly views?: Pick<ViewsOptions, "host" | "sessions" | "roles" | "ttlSeconds" | "upstream"> | null;
 }
 
 /** Whether the control plane can serve: the log checked and a first reconcile pass done. */
@@ -94,8 +102,10 @@ export interface ControlPlane {
   readonly hosted: HostedPlugins | null;
   /** The console's sign-in links and sessions (the data folder's session key). */
   readonly sessions: Sessions;
-  /** The control plane's metrics (the egress proxy's among them, in `metrics.registry`), for `/metrics`. */
+  /** The control plane's metrics (the egress proxy's and the views' among them, in `metrics.registry`), for `/metrics`. */
   readonly metrics: ControlPlaneMetrics;
+  /** The views part, when it runs: its origins and the mint the faces mount. */
+  readonly views: RunningViews | null;
   readiness(): Readiness;
   /** Runs a reconcile pass now (after the one under way, if any) and resolves with its results. */
   pass(): Promise<PluginResult[]>;
@@ -109,11 +119,12 @@ const DEFAULT_FULL_PASS_MS = 60_000;
 /** Starts a control plane on a data folder; refuses (`conflict`) a folder another `up` holds and (`log_broken`) a log that does not hold. */
 export async function startControlPlane(o: ControlPlaneOptions): Promise<ControlPlane> {
   const lock = lockDataDir(o.dataDir, o.clock);
-  const opened: Opened = { rt: null, proxy: null, hosted: null, face: null };
+  const opened: Opened = { rt: null, proxy: null, hosted: null, face: null, views: null };
   try {
     return await compose(o, lock, o.metrics ?? new ControlPlaneMetrics(), opened);
   } catch (err) {
     await opened.face?.close();
+    await opened.views?.close();
     await opened.hosted?.close();
     await opened.proxy?.close();
     await opened.rt?.close();
@@ -129,6 +140,7 @@ interface Opened {
   proxy: EgressProxy | null;
   hosted: HostedPlugins | null;
   face: Face | null;
+  views: RunningViews | null;
 }
 
 async function compose(o: ControlPlaneOptions, lock: DataLock, metrics: ControlPlaneMetrics, opened: Opened): Promise<ControlPlane> {
@@ -152,12 +164,32 @@ async function compose(o: ControlPlaneOptions, lock: DataLock, metrics: ControlP
   const serving = egress === null ? [] : [`egress http://${egress.host}:${egress.port}`];
   lock.update(serving);
   opened.hosted = startHost(o, rt, settings, egress);
+  const views = await openViews(o, settings, rt, metrics);
+  opened.views = views;
+  if (views !== null) serving.push(`plugin-proxy ${views.origins.pluginProxy}`, `gateway ${views.origins.gateway}`);
+  lock.update(serving);
   const sessions = await Sessions.open(o.dataDir, o.clock);
   const state: LoopState = { firstPass: false, failure: null, stopping: false };
   const face = o.server === undefined ? null : await startFace(o, o.server, { store: rt.store, sessions, metrics, state });
   opened.face = face;
   if (face !== null) lock.update([...serving, `console ${face.url}`]);
-  return new Loop(o, { lock, runtime: rt, proxy: opened.proxy, egress, hosted: opened.hosted, face, sessions, metrics, state, feedAllowLists });
+  return new Loop(o, { lock, runtime: rt, proxy: opened.proxy, egress, hosted: opened.hosted, face, views, sessions, metrics, state, feedAllowLists });
+}
+
+/** The views part over the runtime, when asked for, with the settings' origins (or the defaults). */
+async function openViews(o: ControlPlaneOptions, settings: Settings, rt: Runtime, metrics: ControlPlaneMetrics): Promise<RunningViews | null> {
+  if (o.views === null || o.views === undefined) return null;
+  // Loaded here: the views part brings the Connect stack, which other commands do without.
+  const { startViews } = await import("./views.js");
+  return startViews({
+    ...o.views, dataDir: o.dataDir, store: rt.store, sourceFor: rt.sourceFor, logger: o.logger, registry: metrics.registry, ...(o.clock === undefined ? {} : { clock: o.clock }),
+    settings: {
+      clusterId: settings.clusterId ?? VIEW_DEFAULTS.clusterId,
+      consoleOrigin: settings.consoleOrigin ?? VIEW_DEFAULTS.consoleOrigin,
+      pluginProxyOrigin: settings.pluginProxyOrigin ?? VIEW_DEFAULTS.pluginProxyOrigin,
+      gatewayOrigin: settings.gatewayOrigin ?? VIEW_DEFAULTS.gatewayOrigin,
+    },
+  });
 }
 
 /** The embedded egress proxy on 127.0.0.1, fed the projected allow-lists, counting into the control plane's registry. */
@@ -216,6 +248,7 @@ interface Parts {
   readonly egress: { readonly host: string; readonly port: number } | null;
   readonly hosted: HostedPlugins | null;
   readonly face: Face | null;
+  readonly views: RunningViews | null;
   readonly sessions: Sessions;
   readonly metrics: ControlPlaneMetrics;
   readonly state: LoopState;
@@ -228,6 +261,7 @@ class Loop implements ControlPlane {
   readonly egress: { readonly host: string; readonly port: number } | null;
   readonly server: { readonly url: string } | null;
   readonly hosted: HostedPlugins | null;
+  readonly views: RunningViews | null;
   readonly sessions: Sessions;
   readonly metrics: ControlPlaneMetrics;
   readonly #p: Parts;
@@ -248,6 +282,7 @@ class Loop implements ControlPlane {
     this.egress = parts.egress;
     this.server = parts.face === null ? null : { url: parts.face.url };
     this.hosted = parts.hosted;
+    this.views = parts.views;
     this.sessions = parts.sessions;
     this.metrics = parts.metrics;
     this.#unwatch = parts.metrics.watch(parts.runtime.store);
@@ -313,6 +348,7 @@ class Loop implements ControlPlane {
     await this.#chain.catch(() => undefined);
     try {
       await this.#p.face?.close();
+      await this.views?.close();
       await this.hosted?.close();
     } finally {
       try {
