@@ -30,7 +30,7 @@ import { checkEmbeddedKey } from "./tokens.js";
 import { startHostedPlugins } from "./hosted-plugins.js";
 import type { HostedPlugins } from "./hosted-plugins.js";
 import type { Settings } from "./settings.js";
-import { VIEW_DEFAULTS } from "./views.js";
+import { VIEW_DEFAULTS } from "./view-settings.js";
 import type { RunningViews, ViewsOptions } from "./views.js";
 
 /** Options of {@link startControlPlane}. */

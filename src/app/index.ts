@@ -74,6 +74,7 @@ export type { EventStore, KnownEvent } from "../events/index.js";
 export type { GrantSpec, JsonValue, Pending } from "../plugins/index.js";
 /** `why`'s answer in codes and facts. */
 export type { WhyAnswer } from "../projections/index.js";
-/** The views part of `up`: keys, the mint, the gateway and the plugin proxy on their own origins. */
-export { startViews, consoleUserRoles, CONSOLE_USER_RULES, VIEW_DEFAULTS, VIEW_KEYS_FILE, JWKS_PATH, KEY_MAX_AGE_SECONDS } from "./views.js";
-export type { RunningViews, ViewsOptions, ViewSettings } from "./views.js";
+/** The views part of `up` (keys, the mint, the gateway and the plugin proxy), started by `startControlPlane`; its settings and constants. */
+export { consoleUserRoles, CONSOLE_USER_RULES, VIEW_DEFAULTS, VIEW_KEYS_FILE, JWKS_PATH, KEY_MAX_AGE_SECONDS } from "./view-settings.js";
+export type { ViewSettings } from "./view-settings.js";
+export type { RunningViews, ViewsOptions } from "./views.js";

@@ -5,6 +5,8 @@
  * in the control plane's registry. The faces mount the mint (`mint`, `mintJson`, `connectRoutes`);
  * the JWKS is published on the gateway's origin (`/.well-known/jwks.json`), where tokens are
  * verified. `close()` stops the listeners (ending open watches) before anything they read closes.
+ * It loads the Connect stack and the views room: `startControlPlane` imports it only when asked
+ * for views, so other commands start without them (ADR 0008).
  */
 import { readFileSync, statSync } from "node:fs";
 import type { IncomingMessage, ServerResponse } from "node:http";
@@ -14,7 +16,7 @@ import type { Logger } from "pino";
 import type { Registry } from "prom-client";
 import type { EventStore } from "../events/index.js";
 import { parseImageRef } from "../plugins/index.js";
-import type { ImageRef, PolicyRule } from "../plugins/index.js";
+import type { ImageRef } from "../plugins/index.js";
 import { ImageSourceError, shippedFile } from "../trust/index.js";
 import type { ImageSource } from "../trust/index.js";
 import {
@@ -24,48 +26,8 @@ import {
 import type { BlobRead, MintDeps, MintError, Minted, SessionVerifier, UiBlobSource, Upstream, UserRoles, ViewHandler, ViewOrigins } from "../views/index.js";
 import { checkPrivateFile } from "./data-dir.js";
 import { AppError } from "./errors.js";
-
-/** The key ring's file in a data folder (private: whoever reads it can mint any PluginToken). */
-export const VIEW_KEYS_FILE = "view-keys.json";
-
-/** Where the JWKS is published on the gateway's origin. */
-export const JWKS_PATH = "/.well-known/jwks.json";
-
-/**
- * The defaults, on one machine: three origins, and the console's and the plugin proxy's are
- * different sites (`127.0.0.1` and `localhost`, docs/adr/0073).
- */
-export const VIEW_DEFAULTS = {
-  clusterId: "embedded",
-  consoleOrigin: "http://127.0.0.1:4780",
-  pluginProxyOrigin: "http://localhost:4781",
-  gatewayOrigin: "http://localhost:4782",
-} as const;
-
-/** How long a signing key signs before a fresh one takes over (the old one stays published a day). */
-export const KEY_MAX_AGE_SECONDS = 30 * 24 * 3600;
-
-/**
- * What a console user may read through a view, whatever their role: the control plane's own
- * resources, read-only — what the console shows every user. A PluginToken does not say which
- * session minted it, so the gateway grants every user the rules of the least role (docs/adr/0074).
- */
-export const CONSOLE_USER_RULES: readonly PolicyRule[] = [
-  { apiGroups: ["openfief.io"], resources: ["*"], verbs: ["get", "list", "watch"], resourceNames: [], nonResourceURLs: [] },
-];
-
-/** The console users' roles as the views part reads them: every user, the rules of {@link CONSOLE_USER_RULES}. */
-export function consoleUserRoles(): UserRoles {
-  return { rulesFor: async () => CONSOLE_USER_RULES };
-}
-
-/** The settings of the views part (saved with the others). */
-export interface ViewSettings {
-  readonly clusterId: string;
-  readonly consoleOrigin: string;
-  readonly pluginProxyOrigin: string;
-  readonly gatewayOrigin: string;
-}
+import { consoleUserRoles, JWKS_PATH, KEY_MAX_AGE_SECONDS, VIEW_KEYS_FILE } from "./view-settings.js";
+import type { ViewSettings } from "./view-settings.js";
 
 /** Options of {@link startViews}. */
 export interface ViewsOptions {
