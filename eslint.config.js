@@ -26,7 +26,7 @@ export default tseslint.config(
   },
   {
     // Code that runs in a browser: the browser SDK and view plugins' UIs.
-    files: ["sdk/browser/**/*.js", "plugins/*/ui/**/*.js"],
+    files: ["sdk/browser/**/*.js", "plugins/*/ui/**/*.js", "src/server/console/*.js"],
     languageOptions: { globals: { ...globals.browser } },
   },
   {

@@ -1,0 +1,210 @@
+/**
+ * The console's half of a view (seed 002, FUN-17 "Delivering the token"; docs/adr/0075). The
+ * plugin page frames the view's entry on the plugin proxy's origin in
+ * `<iframe sandbox="allow-scripts allow-same-origin" data-openfief-view …>`; this script:
+ *
+ *   - mints a PluginToken at once, in parallel with the iframe's load (the console's JSON route,
+ *     with the session cookie, same origin);
+ *   - answers the view's `plugin:ready` with `openfief:init {protocolVersion: 1, token, theme,
+ *     …context}` once the mint is done;
+ *   - mints again when three quarters of the token's life have passed (before 80 %) and pushes
+ *     `openfief:token-refreshed`;
+ *   - sends `openfief:auth-failed {reason}` when the mint refuses (401, 403, 404, 409); a mint that
+ *     fails otherwise (503, the network) is tried again until the token ends;
+ *   - names the plugin proxy's origin as the target of every message (never `*`), and takes a
+ *     message only from the iframe's window (`event.source`) at that origin (`event.origin`).
+ *
+ * The token is held in a variable of this module only: never in storage, a URL or the DOM.
+ * Served as a file (the console's CSP allows no inline script); no dependencies.
+ */
+
+/** The protocol's version (the SDK's `PROTOCOL_VERSION`). */
+export const PROTOCOL_VERSION = 1;
+/** How far into a token's life the console mints the next one: before FUN-17's 80 %. */
+export const REFRESH_FRACTION = 0.75;
+/** Mint answers that are final: the view can no longer act until something changes. */
+export const REFUSALS = new Set([400, 401, 403, 404, 409]);
+/** Waits between mints that failed but may pass. */
+const RETRY_MS = [1000, 2000, 5000, 10000];
+
+function defaults(o) {
+  return {
+    win: o.window ?? globalThis.window,
+    doFetch: o.fetch ?? ((...a) => globalThis.fetch(...a)),
+    later: o.setTimeout ?? ((f, ms) => globalThis.setTimeout(f, ms)),
+    cancel: o.clearTimeout ?? ((t) => globalThis.clearTimeout(t)),
+    now: o.now ?? (() => Date.now()),
+    onStatus: o.onStatus ?? (() => undefined),
+  };
+}
+
+/** One mint: the token and when it ends, or why not and whether it is final. */
+async function mintOnce(doFetch, mintUrl, installationId) {
+  let res;
+  try {
+    res = await doFetch(mintUrl, {
+      method: "POST",
+      credentials: "same-origin",
+      headers: { "content-type": "application/json", accept: "application/json" },
+      body: JSON.stringify({ installationId }),
+    });
+  } catch {
+    return { ok: false, final: false, reason: "unreachable" };
+  }
+  let body = null;
+  try {
+    body = await res.json();
+  } catch {
+    // Not JSON: the reason is the status alone.
+  }
+  if (res.ok && typeof body?.token === "string" && typeof body?.expiresAt === "string") {
+    return { ok: true, token: body.token, expiresAt: Date.parse(body.expiresAt) };
+  }
+  const reason = typeof body?.error?.reason === "string" ? body.error.reason : typeof body?.error?.code === "string" ? body.error.code : `http_${res.status}`;
+  return { ok: false, final: REFUSALS.has(res.status), reason: reason.slice(0, 100) };
+}
+
+/**
+ * Mounts the console's side of one view. `frame` is the iframe (its `src` names the plugin
+ * proxy's origin); `mintUrl` the console's JSON mint route; `installationId` the view's;
+ * `context` what `openfief:init` carries besides the token (theme, gatewayUrl, …). The rest
+ * (`window`, `fetch`, timers, `now`, `onStatus`) is for tests.
+ */
+export function mountView(options) {
+  const { win, doFetch, later, cancel, now, onStatus } = defaults(options);
+  const { frame, mintUrl, installationId } = options;
+  const context = { ...(options.context ?? {}) };
+  const target = new URL(frame.src).origin;
+  if (target === "null" || target === win.location?.origin) throw new TypeError("a view is framed from the plugin proxy's own origin, never the console's");
+
+  /** The current token: here only. */
+  let token = null;
+  let expiresAt = 0;
+  let failed = null;
+  let ready = false;
+  let initSent = false;
+  let timer = null;
+  let stopped = false;
+
+  const post = (message) => {
+    // Pinned: if the frame was navigated away from the plugin proxy, the browser drops it.
+    frame.contentWindow?.postMessage(message, target);
+  };
+
+  /** Tells the view what it needs to know now: its first token, a fresh one, or that it failed. */
+  const deliver = () => {
+    if (!ready) return;
+    if (token === null) post({ type: "openfief:auth-failed", reason: failed ?? "unavailable" });
+    else if (!initSent) post({ type: "openfief:init", protocolVersion: PROTOCOL_VERSION, token, ...context });
+    else post({ type: "openfief:token-refreshed", token });
+    if (token !== null) initSent = true;
+  };
+
+  const pause = (ms) => new Promise((resolve) => {
+    timer = later(() => {
+      timer = null;
+      resolve();
+    }, ms);
+  });
+
+  /**
+   * Mints until it has a token or a final answer: a refusal, or failures past `until` (the end of
+   * the token in hand, or half a minute for the first). Returns whether it got a token.
+   */
+  async function obtain(until) {
+    for (let attempt = 0; !stopped; attempt++) {
+      const r = await mintOnce(doFetch, mintUrl, installationId);
+      if (stopped) return false;
+      if (r.ok) {
+        token = r.token;
+        expiresAt = r.expiresAt;
+        failed = null;
+        onStatus({ state: "ok", expiresAt });
+        return true;
+      }
+      const wait = RETRY_MS[Math.min(attempt, RETRY_MS.length - 1)];
+      if (r.final || now() + wait >= until) {
+        token = null;
+        failed = r.final ? r.reason : "unavailable";
+        onStatus({ state: "failed", reason: failed });
+        return false;
+      }
+      await pause(wait);
+    }
+    return false;
+  }
+
+  /** Mints the next token when three quarters of this one's life have passed, and so on. */
+  function schedule() {
+    timer = later(async () => {
+      timer = null;
+      const got = await obtain(expiresAt);
+      if (stopped) return;
+      deliver();
+      if (got) schedule();
+    }, Math.max(0, (expiresAt - now()) * REFRESH_FRACTION));
+  }
+
+  // At once, while the browser loads the frame.
+  const first = obtain(now() + 30_000).then((got) => {
+    if (got && !stopped) schedule();
+  });
+
+  async function onMessage(event) {
+    // Both factors, on every message: the frame's own window, at the plugin proxy's origin.
+    if (event.source !== frame.contentWindow || event.origin !== target) return;
+    const data = event.data;
+    if (typeof data !== "object" || data === null || data.type !== "plugin:ready") return;
+    await first;
+    ready = true;
+    // A view that loads again (it navigated within the proxy) starts over with an init.
+    initSent = false;
+    deliver();
+  }
+
+  win.addEventListener("message", onMessage);
+  return {
+    /** The origin every message is sent to. */
+    target,
+    /** Resolves once the first mint has answered. */
+    started: first,
+    stop() {
+      stopped = true;
+      if (timer !== null) cancel(timer);
+      win.removeEventListener("message", onMessage);
+    },
+  };
+}
+
+/** Reads a view's settings from its iframe's data attributes (server-rendered: no inline script). */
+export function viewSettings(frame, doc) {
+  const d = frame.dataset;
+  const theme = doc.documentElement.dataset.theme === "dark" ? "dark" : "light";
+  return {
+    frame,
+    mintUrl: d.mintUrl,
+    installationId: d.installationId,
+    context: { theme, gatewayUrl: d.gatewayUrl, installationId: d.installationId, installationName: d.installationName, clusterId: d.clusterId, user: d.user },
+  };
+}
+
+/** The words a status gives on the page (never the token). */
+function describe(s) {
+  if (s.state === "ok") return `The view acts as you through its PluginToken, renewed before ${new Date(s.expiresAt).toLocaleTimeString()}.`;
+  return `The view cannot act: the console could not mint its token (${s.reason}).`;
+}
+
+// On the plugin page: mount every framed view, and say how it stands beside it.
+if (typeof document !== "undefined") {
+  for (const frame of document.querySelectorAll("iframe[data-openfief-view]")) {
+    const status = document.getElementById(frame.dataset.statusId ?? "");
+    mountView({
+      ...viewSettings(frame, document),
+      onStatus: (s) => {
+        if (status === null) return;
+        status.textContent = describe(s);
+        status.dataset.state = s.state;
+      },
+    });
+  }
+}
