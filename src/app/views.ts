@@ -140,7 +140,7 @@ export async function startViews(o: ViewsOptions): Promise<RunningViews> {
   const access = rbacViewAccess(roles);
   const metrics = new ViewMetrics(o.registry);
   const logger = o.logger.child({ component: "views" });
-  const listeners = await listenViews({ host: o.host ?? "127.0.0.1", pluginProxyOrigin: o.settings.pluginProxyOrigin, gatewayOrigin: o.settings.gatewayOrigin });
+  const listeners = await listenViews({ host: o.host ?? "127.0.0.1", pluginProxyOrigin: o.settings.pluginProxyOrigin, gatewayOrigin: o.settings.gatewayOrigin, logger });
   try {
     const origins: ViewOrigins = { console: o.settings.consoleOrigin, pluginProxy: listeners.pluginProxy.origin, gateway: listeners.gateway.origin };
     problemsOf(origins);

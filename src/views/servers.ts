@@ -3,12 +3,14 @@
  * (FUN-17 "Origin model"). They are bound first, so an origin written with port 0 (tests) becomes
  * the port bound and every policy built from the origins (the CSP, CORS) names the real one; the
  * handlers come after, and until then a request is answered 503. `close()` stops taking
- * connections and ends the open ones (a watch would keep a server open for an hour).
+ * connections and ends the open ones (a watch would keep a server open for an hour). At debug
+ * level each answer is an access line (method, path without its query, status): preflights too.
  */
 import { createServer } from "node:http";
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Duplex } from "node:stream";
+import type { Logger } from "pino";
 
 /** What serves one listener. */
 export interface ViewHandler {
@@ -52,11 +54,20 @@ function notYet(_req: IncomingMessage, res: ServerResponse): void {
   res.end("starting\n");
 }
 
-async function bind(host: string, port: number): Promise<{ slot: Slot; port: number }> {
+/** One access line per answer, at debug level: the method, the path (never the query), the status. */
+function accessLog(logger: Logger | undefined, listener: string, req: IncomingMessage, res: ServerResponse): void {
+  if (logger === undefined || !logger.isLevelEnabled("debug")) return;
+  res.once("finish", () => logger.debug({ listener, method: req.method, path: (req.url ?? "").split("?")[0]?.slice(0, 512), status: res.statusCode }, "views: answered"));
+}
+
+async function bind(host: string, port: number, name: string, logger: Logger | undefined): Promise<{ slot: Slot; port: number }> {
   const server = createServer(SERVER_OPTIONS);
   server.maxHeadersCount = 100;
   const slot: Slot = { server, handler: null };
-  server.on("request", (req: IncomingMessage, res: ServerResponse) => (slot.handler === null ? notYet(req, res) : slot.handler.handle(req, res)));
+  server.on("request", (req: IncomingMessage, res: ServerResponse) => {
+    accessLog(logger, name, req, res);
+    return slot.handler === null ? notYet(req, res) : slot.handler.handle(req, res);
+  });
   server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     if (slot.handler !== null) return slot.handler.handleUpgrade(req, socket, head);
     socket.on("error", () => socket.destroy());
@@ -88,11 +99,11 @@ function closeServer(server: Server): Promise<void> {
 }
 
 /** Binds the plugin proxy's and the gateway's listeners on `host`, at the ports their origins name. */
-export async function listenViews(o: { readonly host: string; readonly pluginProxyOrigin: string; readonly gatewayOrigin: string }): Promise<ViewListeners> {
-  const proxy = await bind(o.host, originPort(o.pluginProxyOrigin));
+export async function listenViews(o: { readonly host: string; readonly pluginProxyOrigin: string; readonly gatewayOrigin: string; readonly logger?: Logger }): Promise<ViewListeners> {
+  const proxy = await bind(o.host, originPort(o.pluginProxyOrigin), "plugin-proxy", o.logger);
   let gateway: Awaited<ReturnType<typeof bind>>;
   try {
-    gateway = await bind(o.host, originPort(o.gatewayOrigin));
+    gateway = await bind(o.host, originPort(o.gatewayOrigin), "gateway", o.logger);
   } catch (err) {
     await closeServer(proxy.slot.server);
     throw err;

@@ -40,7 +40,8 @@ const EXAMPLES = fileURLToPath(new URL("../../examples/", import.meta.url));
 const PLUGIN = { apiVersion: "openfief.io/v1alpha1", kind: "Plugin" } as const;
 const NBP_V1 = "localhost/openfief-demo/nbp-fx@sha256:32a155bf13262adffa93e0d7023b17306472f1dcb8d93c686bfe850e9dc594cb";
 const NBP_V2 = "localhost/openfief-demo/nbp-fx@sha256:ac327d8f7783deccfac561eb6d7231f9a77c219bb934886e9e9e04dd2193321d";
-const LEDGER = "localhost/openfief-demo/ledger-view@sha256:367f7d8ae90d56a6d84306b3672f0d82738c804f8d542f1810bb9a30e47b4e66";
+/** ledger-view's image: its digest moves with its UI bundle, so it is read from the demo. */
+const LEDGER = (parseYaml(readFileSync(join(EXAMPLES, "plugins/ledger-view.yaml"), "utf8")) as { spec: { image: string } }).spec.image;
 /** Addresses no default uses, so seeing them proves OPENFIEF_TOPOLOGY was read. */
 const TOPOLOGY = {
   core: { clusterIP: "10.99.0.20", port: 8443, podPort: 8443, podLabels: { "app.kubernetes.io/name": "openfief-core" } },

@@ -58,8 +58,9 @@ function render() {
     runs.append(code);
     const outcome = p.status?.outcome ?? "undecided";
     cell(row, OUTCOMES[outcome] ?? outcome, `outcome-${outcome}`);
-    const state = p.status?.view ?? "inactive";
-    cell(row, state, `view-${state}`);
+    const isView = (p.spec?.manifest?.capabilities ?? []).includes("view");
+    const state = isView ? (p.status?.view ?? "inactive") : "none";
+    cell(row, isView ? state : "—", `view-${state}`);
     cell(row, granted(grants.get(name)?.spec));
   }
   table.hidden = plugins.size === 0;

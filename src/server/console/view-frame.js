@@ -190,7 +190,7 @@ export function viewSettings(frame, doc) {
 
 /** The words a status gives on the page (never the token). */
 function describe(s) {
-  if (s.state === "ok") return `The view acts as you through its PluginToken, renewed before ${new Date(s.expiresAt).toLocaleTimeString()}.`;
+  if (s.state === "ok") return `The view acts as you, within what its grant allows, through a PluginToken the console renews before it ends (${new Date(s.expiresAt).toLocaleTimeString()}).`;
   return `The view cannot act: the console could not mint its token (${s.reason}).`;
 }
 
