@@ -4,7 +4,7 @@
  * the port bound and every policy built from the origins (the CSP, CORS) names the real one; the
  * handlers come after, and until then a request is answered 503. `close()` stops taking
  * connections and ends the open ones (a watch would keep a server open for an hour). At debug
- * level each answer is an access line (method, path without its query, status): preflights too.
+ * level each answer is an access line (method, target, status): preflights too.
  */
 import { createServer } from "node:http";
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
@@ -54,10 +54,10 @@ function notYet(_req: IncomingMessage, res: ServerResponse): void {
   res.end("starting\n");
 }
 
-/** One access line per answer, at debug level: the method, the path (never the query), the status. */
+/** One access line per answer, at debug level: the method, the target (capped; tokens never ride in one), the status. */
 function accessLog(logger: Logger | undefined, listener: string, req: IncomingMessage, res: ServerResponse): void {
   if (logger === undefined || !logger.isLevelEnabled("debug")) return;
-  res.once("finish", () => logger.debug({ listener, method: req.method, path: (req.url ?? "").split("?")[0]?.slice(0, 512), status: res.statusCode }, "views: answered"));
+  res.once("finish", () => logger.debug({ listener, method: req.method, target: (req.url ?? "").slice(0, 512), status: res.statusCode }, "views: answered"));
 }
 
 async function bind(host: string, port: number, name: string, logger: Logger | undefined): Promise<{ slot: Slot; port: number }> {
