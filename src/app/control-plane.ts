@@ -31,7 +31,7 @@ import { startHostedPlugins } from "./hosted-plugins.js";
 import type { HostedPlugins } from "./hosted-plugins.js";
 import type { Settings } from "./settings.js";
 import { VIEW_DEFAULTS } from "./view-settings.js";
-import type { RunningViews, ViewsOptions } from "./views.js";
+import type { RunningViews, ViewsFace, ViewsOptions } from "./views.js";
 
 /** Options of {@link startControlPlane}. */
 export interface ControlPlaneOptions {
@@ -58,7 +58,7 @@ export interface ControlPlaneOptions {
    * The views part (off unless given): where its listeners bind, who may mint, a shorter token
    * lifetime for tests. The origins and the cluster ID are settings.
    */
-  readonly views?: Pick<ViewsOptions, "host" | "sessions" | "roles" | "ttlSeconds" | "upstream"> | null;
+  readonly views?: Partial<Pick<ViewsOptions, "host" | "sessions" | "roles" | "ttlSeconds" | "upstream">> | null;
 }
 
 /** Whether the control plane can serve: the log checked and a first reconcile pass done. */
@@ -68,11 +68,13 @@ export interface Readiness {
   readonly reasons: readonly string[];
 }
 
-/** What an HTTP face is given: the use cases' store, the sessions, the metrics, readiness. */
+/** What an HTTP face is given: the use cases' store, the sessions, the metrics, readiness, the views. */
 export interface FaceContext {
   readonly dataDir: string;
   readonly store: EventStore;
   readonly sessions: Sessions;
+  /** The views part, when it runs: the console frames views from it and mounts its mint. */
+  readonly views: ViewsFace | null;
   readonly metrics: ControlPlaneMetrics;
   readonly logger: Logger;
   readonly clock: () => Date;
@@ -164,28 +166,38 @@ async function compose(o: ControlPlaneOptions, lock: DataLock, metrics: ControlP
   const serving = egress === null ? [] : [`egress http://${egress.host}:${egress.port}`];
   lock.update(serving);
   opened.hosted = startHost(o, rt, settings, egress);
-  const views = await openViews(o, settings, rt, metrics);
-  opened.views = views;
-  if (views !== null) serving.push(`plugin-proxy ${views.origins.pluginProxy}`, `gateway ${views.origins.gateway}`);
-  lock.update(serving);
   const sessions = await Sessions.open(o.dataDir, o.clock);
+  // The views' listeners first (their origins go into the console's pages), serving once the console's origin is known.
+  const views = await openViews(o, settings, rt, metrics, sessions);
+  opened.views = views;
   const state: LoopState = { firstPass: false, failure: null, stopping: false };
-  const face = o.server === undefined ? null : await startFace(o, o.server, { store: rt.store, sessions, metrics, state });
+  const face = o.server === undefined ? null : await startFace(o, o.server, { store: rt.store, sessions, metrics, state, views });
   opened.face = face;
-  if (face !== null) lock.update([...serving, `console ${face.url}`]);
+  lock.update([...serving, ...serveViews(views, settings, face), ...(face === null ? [] : [`console ${face.url}`])]);
   return new Loop(o, { lock, runtime: rt, proxy: opened.proxy, egress, hosted: opened.hosted, face, views, sessions, metrics, state, feedAllowLists });
 }
 
-/** The views part over the runtime, when asked for, with the settings' origins (or the defaults). */
-async function openViews(o: ControlPlaneOptions, settings: Settings, rt: Runtime, metrics: ControlPlaneMetrics): Promise<RunningViews | null> {
+/**
+ * Lets the views serve, framed only by the console: at the configured origin, else the console's
+ * own URL, else the default. Returns what the lock should say they serve.
+ */
+function serveViews(views: RunningViews | null, settings: Settings, face: Face | null): string[] {
+  if (views === null) return [];
+  views.serve(settings.consoleOrigin ?? face?.url ?? VIEW_DEFAULTS.consoleOrigin);
+  return [`plugin-proxy ${views.pluginProxyOrigin}`, `gateway ${views.gatewayOrigin}`];
+}
+
+/** The views part over the runtime, when asked for, with the settings' origins (or the defaults) and the console's sessions. */
+async function openViews(o: ControlPlaneOptions, settings: Settings, rt: Runtime, metrics: ControlPlaneMetrics, sessions: Sessions): Promise<RunningViews | null> {
   if (o.views === null || o.views === undefined) return null;
   // Loaded here: the views part brings the Connect stack, which other commands do without.
-  const { startViews } = await import("./views.js");
+  const { sessionVerifier, startViews } = await import("./views.js");
   return startViews({
-    ...o.views, dataDir: o.dataDir, store: rt.store, sourceFor: rt.sourceFor, logger: o.logger, registry: metrics.registry, ...(o.clock === undefined ? {} : { clock: o.clock }),
+    ...o.views, sessions: o.views.sessions ?? sessionVerifier(sessions),
+    dataDir: o.dataDir, store: rt.store, sourceFor: rt.sourceFor, logger: o.logger, registry: metrics.registry, ...(o.clock === undefined ? {} : { clock: o.clock }),
     settings: {
       clusterId: settings.clusterId ?? VIEW_DEFAULTS.clusterId,
-      consoleOrigin: settings.consoleOrigin ?? VIEW_DEFAULTS.consoleOrigin,
+      ...(settings.consoleOrigin === undefined ? {} : { consoleOrigin: settings.consoleOrigin }),
       pluginProxyOrigin: settings.pluginProxyOrigin ?? VIEW_DEFAULTS.pluginProxyOrigin,
       gatewayOrigin: settings.gatewayOrigin ?? VIEW_DEFAULTS.gatewayOrigin,
     },
@@ -219,9 +231,9 @@ function startHost(o: ControlPlaneOptions, rt: Runtime, settings: Settings, egre
 }
 
 /** The HTTP face, handed what it serves. */
-function startFace(o: ControlPlaneOptions, factory: FaceFactory, p: { store: EventStore; sessions: Sessions; metrics: ControlPlaneMetrics; state: LoopState }): Promise<Face> {
+function startFace(o: ControlPlaneOptions, factory: FaceFactory, p: { store: EventStore; sessions: Sessions; metrics: ControlPlaneMetrics; state: LoopState; views: ViewsFace | null }): Promise<Face> {
   return factory({
-    dataDir: o.dataDir, store: p.store, sessions: p.sessions, metrics: p.metrics, logger: o.logger.child({ component: "server" }),
+    dataDir: o.dataDir, store: p.store, sessions: p.sessions, views: p.views, metrics: p.metrics, logger: o.logger.child({ component: "server" }),
     clock: o.clock ?? (() => new Date()), readiness: () => readinessOf(p.state),
   });
 }

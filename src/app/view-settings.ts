@@ -42,7 +42,8 @@ export function consoleUserRoles(): UserRoles {
 /** The settings of the views part (saved with the others). */
 export interface ViewSettings {
   readonly clusterId: string;
-  readonly consoleOrigin: string;
+  /** The console's origin; absent: the console's own URL when it runs, else the default. */
+  readonly consoleOrigin?: string;
   readonly pluginProxyOrigin: string;
   readonly gatewayOrigin: string;
 }

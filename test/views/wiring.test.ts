@@ -10,7 +10,8 @@ import { get } from "node:http";
 import type { IncomingMessage } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { Code, createClient } from "@connectrpc/connect";
+import type { ConnectError } from "@connectrpc/connect";
 import { connectNodeAdapter, createConnectTransport } from "@connectrpc/connect-node";
 import { createLocalJWKSet, jwtVerify } from "jose";
 import { pino } from "pino";
@@ -48,7 +49,7 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const session = (user = "alice") => views.signSession(user, 600);
+const session = async (user = "alice") => (await cp.sessions.mintSession(user, "viewer")).token;
 const mint = async () => {
   const r = await views.mint(await session(), installationId);
   if (!r.ok) throw new Error(`mint refused: ${r.error.code}`);
@@ -189,7 +190,7 @@ describe("starting and stopping", () => {
     applyDemoFolder(first.runtime.store, "plugins");
     await first.pass();
     const v1 = first.views as RunningViews;
-    const minted = await v1.mint(await v1.signSession("alice", 600), (await new LogInstallations(first.runtime.store).byName("ledger-view"))?.id);
+    const minted = await v1.mint((await first.sessions.mintSession("alice", "owner")).token, (await new LogInstallations(first.runtime.store).byName("ledger-view"))?.id);
     await first.stop();
     const second = await startControlPlane({ dataDir: data, logger: pino({ level: "silent" }), egress: null, host: null, views: {} });
     try {
@@ -208,7 +209,7 @@ describe("starting and stopping", () => {
     const v = c.views as RunningViews;
     applyDemoFolder(c.runtime.store, "plugins");
     await c.pass();
-    const id = await v.mint(await v.signSession("alice", 600), (await new LogInstallations(c.runtime.store).byName("ledger-view"))?.id);
+    const id = await v.mint((await c.sessions.mintSession("alice", "owner")).token, (await new LogInstallations(c.runtime.store).byName("ledger-view"))?.id);
     if (!id.ok) throw new Error(id.error.code);
     const u = new URL(v.origins.gateway);
     const lines: string[] = [];

@@ -160,7 +160,7 @@ export function register(program: Command): void {
     .option("--user <name>", "the user the printed sign-in link names (default: this machine's user)")
     .option("--no-views", "do not start the views part (the gateway and the plugin proxy)")
     .option("--cluster-id <id>", "the cluster bound into PluginTokens (default: embedded)")
-    .option("--console-origin <origin>", "the console's origin, the only page that may frame a view (default: http://127.0.0.1:4780)")
+    .option("--console-origin <origin>", "the console's origin, the only page that may frame a view (default: the console's own address)")
     .option("--plugin-proxy-origin <origin>", "the plugin proxy's origin, a different site from the console's (default: http://localhost:4781)")
     .option("--gateway-origin <origin>", "the gateway's origin (default: http://localhost:4782)")
     .action(async (o: UpOptions) => {

@@ -3,7 +3,7 @@
  * plugin page frames the view's entry on the plugin proxy's origin in
  * `<iframe sandbox="allow-scripts allow-same-origin" data-openfief-view …>`; this script:
  *
- *   - mints a PluginToken at once, in parallel with the iframe's load (the console's JSON route,
+ *   - mints a PluginToken at once, in parallel with the iframe's load (`POST /api/v1/plugin-tokens`,
  *     with the session cookie, same origin);
  *   - answers the view's `plugin:ready` with `openfief:init {protocolVersion: 1, token, theme,
  *     …context}` once the mint is done;
@@ -60,7 +60,8 @@ async function mintOnce(doFetch, mintUrl, installationId) {
   if (res.ok && typeof body?.token === "string" && typeof body?.expiresAt === "string") {
     return { ok: true, token: body.token, expiresAt: Date.parse(body.expiresAt) };
   }
-  const reason = typeof body?.error?.reason === "string" ? body.error.reason : typeof body?.error?.code === "string" ? body.error.code : `http_${res.status}`;
+  // The console's API answers {code, message, reason}: the mint's reason when it has one.
+  const reason = typeof body?.reason === "string" ? body.reason : typeof body?.code === "string" ? body.code : `http_${res.status}`;
   return { ok: false, final: REFUSALS.has(res.status), reason: reason.slice(0, 100) };
 }
 

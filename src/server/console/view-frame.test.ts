@@ -135,7 +135,7 @@ describe("the console's side of a view", () => {
     [404, "no_installation"],
     [409, "view_not_running"],
   ])("sends openfief:auth-failed when a refresh is refused with %i, and mints no more", async (status, reason) => {
-    const t = setup([ok("1", 1_000_000), { status, body: { error: { code: "x", reason, message: "no" } } }]);
+    const t = setup([ok("1", 1_000_000), { status, body: { code: "x", reason, message: "no" } }]);
     await t.send({ type: "plugin:ready" });
     await t.clock.advance(75_000);
     expect(t.posted.at(-1)).toEqual({ message: { type: "openfief:auth-failed", reason }, target: PROXY });
@@ -144,7 +144,7 @@ describe("the console's side of a view", () => {
   });
 
   it("answers plugin:ready with openfief:auth-failed when the first mint is refused", async () => {
-    const t = setup([{ status: 403, body: { error: { code: "permission_denied", reason: "can_view", message: "no" } } }]);
+    const t = setup([{ status: 403, body: { code: "forbidden", reason: "can_view", message: "no" } }]);
     await t.send({ type: "plugin:ready" });
     expect(t.posted).toEqual([{ message: { type: "openfief:auth-failed", reason: "can_view" }, target: PROXY }]);
   });
@@ -174,7 +174,7 @@ describe("the console's side of a view", () => {
   });
 
   it("never names any target but the plugin proxy's origin, and never touches storage", async () => {
-    const t = setup([ok("1", 1_000_000), ok("2", 1_075_000), { status: 409, body: { error: { reason: "deleting" } } }]);
+    const t = setup([ok("1", 1_000_000), ok("2", 1_075_000), { status: 409, body: { code: "conflict", reason: "deleting", message: "no" } }]);
     await t.send({ type: "plugin:ready" });
     await t.clock.advance(200_000);
     expect(t.posted.length).toBeGreaterThanOrEqual(3);
