@@ -38,8 +38,23 @@ function defaults(o) {
   };
 }
 
-/** One mint: the token and when it ends, or why not and whether it is final. */
-async function mintOnce(doFetch, mintUrl, installationId) {
+/**
+ * When a JWT says it was issued (ms), or null: read only to schedule the next mint from the
+ * token's own life (its `iat` is whole seconds, and the answer arrives after it), never trusted.
+ */
+export function issuedAtOf(token) {
+  const part = typeof token === "string" ? token.split(".")[1] : undefined;
+  if (part === undefined) return null;
+  try {
+    const claims = JSON.parse(atob(part.replace(/-/g, "+").replace(/_/g, "/").padEnd(Math.ceil(part.length / 4) * 4, "=")));
+    return typeof claims?.iat === "number" ? claims.iat * 1000 : null;
+  } catch {
+    return null;
+  }
+}
+
+/** One mint: the token, when it was issued and when it ends, or why not and whether it is final. */
+async function mintOnce(doFetch, mintUrl, installationId, now) {
   let res;
   try {
     res = await doFetch(mintUrl, {
@@ -58,11 +73,12 @@ async function mintOnce(doFetch, mintUrl, installationId) {
     // Not JSON: the reason is the status alone.
   }
   if (res.ok && typeof body?.token === "string" && typeof body?.expiresAt === "string") {
-    return { ok: true, token: body.token, expiresAt: Date.parse(body.expiresAt) };
+    const expiresAt = Date.parse(body.expiresAt);
+    return { ok: true, token: body.token, expiresAt, issuedAt: Math.min(issuedAtOf(body.token) ?? now(), expiresAt) };
   }
   // The console's API answers {code, message, reason}: the mint's reason when it has one.
   const reason = typeof body?.reason === "string" ? body.reason : typeof body?.code === "string" ? body.code : `http_${res.status}`;
-  return { ok: false, final: REFUSALS.has(res.status), reason: reason.slice(0, 100) };
+  return { ok: false, final: REFUSALS.has(res.status), reason: reason.slice(0, 100), status: res.status };
 }
 
 /**
@@ -81,6 +97,7 @@ export function mountView(options) {
   /** The current token: here only. */
   let token = null;
   let expiresAt = 0;
+  let issuedAt = 0;
   let failed = null;
   let ready = false;
   let initSent = false;
@@ -114,11 +131,12 @@ export function mountView(options) {
    */
   async function obtain(until) {
     for (let attempt = 0; !stopped; attempt++) {
-      const r = await mintOnce(doFetch, mintUrl, installationId);
+      const r = await mintOnce(doFetch, mintUrl, installationId, now);
       if (stopped) return false;
       if (r.ok) {
         token = r.token;
         expiresAt = r.expiresAt;
+        issuedAt = r.issuedAt;
         failed = null;
         onStatus({ state: "ok", expiresAt });
         return true;
@@ -127,7 +145,7 @@ export function mountView(options) {
       if (r.final || now() + wait >= until) {
         token = null;
         failed = r.final ? r.reason : "unavailable";
-        onStatus({ state: "failed", reason: failed });
+        onStatus({ state: "failed", reason: failed, status: r.final ? r.status : null });
         return false;
       }
       await pause(wait);
@@ -135,7 +153,7 @@ export function mountView(options) {
     return false;
   }
 
-  /** Mints the next token when three quarters of this one's life have passed, and so on. */
+  /** Mints the next token when three quarters of this one's life (from its `iat`) have passed, and so on. */
   function schedule() {
     timer = later(async () => {
       timer = null;
@@ -143,7 +161,7 @@ export function mountView(options) {
       if (stopped) return;
       deliver();
       if (got) schedule();
-    }, Math.max(0, (expiresAt - now()) * REFRESH_FRACTION));
+    }, Math.max(0, issuedAt + (expiresAt - issuedAt) * REFRESH_FRACTION - now()));
   }
 
   // At once, while the browser loads the frame.
@@ -189,10 +207,20 @@ export function viewSettings(frame, doc) {
   };
 }
 
+/** Why a mint was refused, in the words of the person looking at the page. */
+const REASONS = {
+  view_not_running: "its grant does not give it the view capability, or nothing of it runs (look at Approval below)",
+  deleting: "the plugin is being removed",
+  can_view: "you may not view this plugin",
+  no_installation: "the plugin is gone",
+  unavailable: "the console could not be reached; reload the page to try again",
+};
+
 /** The words a status gives on the page (never the token). */
-function describe(s) {
+export function describe(s) {
   if (s.state === "ok") return `The view acts as you, within what its grant allows, through a PluginToken the console renews before it ends (${new Date(s.expiresAt).toLocaleTimeString()}).`;
-  return `The view cannot act: the console could not mint its token (${s.reason}).`;
+  const why = s.status === 401 ? "your session ended or is not valid here: sign in again" : REASONS[s.reason] ?? "the console refused its token";
+  return `The view cannot act: ${why} (${s.reason}).`;
 }
 
 // On the plugin page: mount every framed view, and say how it stands beside it.

@@ -5,7 +5,7 @@
  * auth-failed on a refusal, a pinned target on every message, both checks on every message.
  */
 import { describe, expect, it } from "vitest";
-import { PROTOCOL_VERSION, REFRESH_FRACTION, mountView } from "./view-frame.js";
+import { describe as sayStatus, issuedAtOf, PROTOCOL_VERSION, REFRESH_FRACTION, mountView } from "./view-frame.js";
 
 const PROXY = "http://localhost:4781";
 const SRC = `${PROXY}/plugins/ledger-view/sha256:${"a".repeat(64)}/console/index.html`;
@@ -129,6 +129,23 @@ describe("the console's side of a view", () => {
     expect(t.mints).toHaveLength(3);
   });
 
+  it("counts the token's life from its own iat, not from when the answer arrived", async () => {
+    // Issued at 999 s (a whole second, before the answer came at 1000 s), for 100 s.
+    const jwt = (iat: number) => `e30.${Buffer.from(JSON.stringify({ iat, exp: iat + 100 })).toString("base64url")}.sig`;
+    const t = setup([{ status: 200, body: { token: jwt(999), expiresAt: new Date(1_099_000).toISOString(), installationId: "ledger-view.3" } }, ok("2", 1_074_000)]);
+    expect(issuedAtOf(jwt(999))).toBe(999_000);
+    await t.send({ type: "plugin:ready" });
+    // Three quarters of [999 s, 1099 s] is 1074 s: 74 s after the answer, not 74.25 s.
+    await t.clock.advance(74_000 - 1);
+    expect(t.mints).toHaveLength(1);
+    await t.clock.advance(1);
+    expect(t.mints).toHaveLength(2);
+  });
+
+  it.each([["not a JWT", "tok"], ["a payload that is no JSON", "a.b.c"], ["no iat", `e30.${Buffer.from("{}").toString("base64url")}.s`]])("reads no issue time from %s", (_what, token) => {
+    expect(issuedAtOf(token)).toBeNull();
+  });
+
   it.each([
     [401, "unauthenticated"],
     [403, "can_view"],
@@ -192,5 +209,21 @@ describe("the console's side of a view", () => {
 
   it("refuses to frame a view from the console's own origin", () => {
     expect(() => mountView({ window: { location: { origin: "http://127.0.0.1:4780" }, addEventListener: () => undefined }, frame: { src: "http://127.0.0.1:4780/x", contentWindow: null }, mintUrl: "/m", installationId: "x" })).toThrow(/plugin proxy's own origin/);
+  });
+
+  it.each([
+    [{ state: "failed", reason: "view_not_running", status: 409 }, /does not give it the view capability.*\(view_not_running\)/],
+    [{ state: "failed", reason: "bad_signature", status: 401 }, /sign in again \(bad_signature\)/],
+    [{ state: "failed", reason: "can_view", status: 403 }, /you may not view this plugin/],
+    [{ state: "failed", reason: "unavailable", status: null }, /could not be reached/],
+    [{ state: "failed", reason: "something_new", status: 400 }, /refused its token \(something_new\)/],
+  ])("says why a view cannot act in words: %o", (status, words) => {
+    expect(sayStatus(status)).toMatch(words);
+  });
+
+  it("passes the refusal's status with a failure", async () => {
+    const t = setup([{ status: 409, body: { code: "conflict", reason: "deleting", message: "no" } }]);
+    await settle();
+    expect(t.statuses).toEqual([{ state: "failed", reason: "deleting", status: 409 }]);
   });
 });
