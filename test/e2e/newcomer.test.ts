@@ -272,6 +272,8 @@ describe("9. npm start again", () => {
     expect(again.code).toBe(0);
     expect(again.stdout).toMatch(/The demo was applied to .* before: its state is kept/);
     expect(again.stdout).toMatch(/--reset/);
+    // Where to see the view: the console's page of ledger-view, which frames it from the plugin proxy.
+    expect(again.stdout).toMatch(/views: a view plugin's page in the console shows the plugin's own UI: http:\/\/127\.0\.0\.1:\d+\/plugins\/ledger-view\n {2}served by the plugin proxy on http:\/\/localhost:\d+/);
     // The approval stands (v2 runs with nothing pending), and the demo's v1 was not applied again.
     const nbp = (await json<(Row & { running: string | null; pending: string[] })[]>(["get", "plugins", "--data", data])).find((r) => r.name === "nbp-fx");
     expect(nbp).toMatchObject({ status: "running", pending: [] });

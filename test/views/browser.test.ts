@@ -3,7 +3,7 @@
  * `startControlPlane` as `openfief up` runs it with the signed demo, on four loopback origins —
  * the console (127.0.0.1), the plugin proxy and the gateway (two ports of localhost, the other
  * site), and an "exfiltration" server (127.0.0.1, another port) — plus a foreign page that tries
- * to frame them. The owner signs in and opens ledger-view's page: the console frames the view,
+ * to frame them. The owner signs in and follows ledger-view's link to its view: the console frames it,
  * mints its PluginToken and hands it over with a pinned target; the view lists the plugins through
  * the gateway; everything the CSP and the gateway must refuse is refused; the token is renewed
  * before 80 % of its life (8 s in this test), and once the grant is revoked the next mint fails and
@@ -151,7 +151,10 @@ beforeAll(async () => {
   page.on("console", (m) => { if (m.type() === "error" || m.type() === "warning") problems.push(`console ${m.type()}: ${m.text()}`); });
   page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
   await page.goto((await signInLink(cp.sessions, consoleUrl, "alice", "owner")).url);
-  await page.goto(`${consoleUrl}/plugins/ledger-view`);
+  // From the plugins page, as a person would: ledger-view's row links to its view.
+  await page.locator('a[href="/plugins/ledger-view#view"]').click();
+  await page.waitForURL(`${consoleUrl}/plugins/ledger-view#view`);
+  await page.waitForLoadState("load");
   const found = page.frames().find((f) => f.url() === viewSrc);
   if (found === undefined) throw new Error(`the console framed no ${viewSrc}: ${page.frames().map((f) => f.url()).join(", ")}`);
   view = found;

@@ -189,7 +189,6 @@ export function register(program: Command): void {
       });
       try {
         if (cp.egress !== null) say(`egress proxy on http://${cp.egress.host}:${cp.egress.port} (tokens: openfief token PLUGIN --data ${dir})`);
-        if (cp.views !== null) say(`views: plugin proxy on ${cp.views.origins.pluginProxy}, gateway on ${cp.views.gatewayUrl} (its keys: ${cp.views.origins.gateway}${JWKS_PATH})`);
         const fresh = cp.runtime.store.head() === 0;
         await cp.pass();
         if (demo) await runDemo(cp, dir, fresh, say);
@@ -206,14 +205,30 @@ export function register(program: Command): void {
 /** Says that the control plane is up: where the console is, with a sign-in link, and where its files are. */
 async function announce(cp: ControlPlane, dir: string, user: string, json: boolean, say: (line?: string) => void): Promise<void> {
   const link = cp.server === null ? null : await signInLink(cp.sessions, cp.server.url, user, "owner");
-  const views = cp.views === null ? null : { pluginProxy: cp.views.origins.pluginProxy, gateway: cp.views.gatewayUrl, jwks: `${cp.views.origins.gateway}${JWKS_PATH}` };
+  const pages = await viewPages(cp);
+  const views = cp.views === null ? null : { pluginProxy: cp.views.origins.pluginProxy, gateway: cp.views.gatewayUrl, jwks: `${cp.views.origins.gateway}${JWKS_PATH}`, pages };
   if (json) printJson({ up: true, data: dir, egress: cp.egress, console: cp.server?.url ?? null, signIn: link?.url ?? null, views, cluster: cp.runtime.target.name, log: logFile(dir) });
   if (cp.server !== null && link !== null) {
     say(`console on ${cp.server.url}; sign in as ${user} with this link (it works once, for ${SIGN_IN_TTL_SECONDS / 60} minutes; openfief login --link makes another):`);
     say(`  ${link.url}`);
     say("");
   }
+  if (views !== null) {
+    const shown = pages.length === 0 ? "no plugin has a view yet" : `a view plugin's page in the console shows the plugin's own UI: ${pages.join(", ")}`;
+    say(`views: ${shown}`);
+    say(`  served by the plugin proxy on ${views.pluginProxy}, reaching only the gateway ${views.gateway} (keys: ${views.jwks})`);
+    say("");
+  }
   say(`openfief is up: data in ${dir}; cluster objects in ${cp.runtime.target.name.replace(/^directory:/, "")}; log in ${logFile(dir)}. Ctrl-C stops it.`);
+}
+
+/** The console pages that show a view plugin's UI (the plugins whose running version has one). */
+async function viewPages(cp: ControlPlane): Promise<string[]> {
+  const views = cp.views;
+  if (views === null || cp.server === null) return [];
+  const consoleUrl = cp.server.url;
+  const pages = await Promise.all(listPlugins(cp.runtime.store).map(async (p) => ((await views.frame(p.name)) === null ? null : `${consoleUrl}/plugins/${encodeURIComponent(p.name)}`)));
+  return pages.filter((u): u is string => u !== null);
 }
 
 /** Calls the demo's WebAssembly connector once and says what came of it (without internet: the refusal). */
