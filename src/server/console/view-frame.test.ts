@@ -135,8 +135,9 @@ describe("the console's side of a view", () => {
     const t = setup([{ status: 200, body: { token: jwt(999), expiresAt: new Date(1_099_000).toISOString(), installationId: "ledger-view.3" } }, ok("2", 1_074_000)]);
     expect(issuedAtOf(jwt(999))).toBe(999_000);
     await t.send({ type: "plugin:ready" });
-    // Three quarters of [999 s, 1099 s] is 1074 s: 74 s after the answer, not 74.25 s.
-    await t.clock.advance(74_000 - 1);
+    // Counted from 999 s: the refresh is due 1 s earlier than when counted from the answer.
+    const due = Math.ceil(999_000 + 100_000 * REFRESH_FRACTION) - 1_000_000;
+    await t.clock.advance(due - 1);
     expect(t.mints).toHaveLength(1);
     await t.clock.advance(1);
     expect(t.mints).toHaveLength(2);
