@@ -25,6 +25,11 @@ export default tseslint.config(
     },
   },
   {
+    // Code that runs in a browser: the browser SDK and view plugins' UIs.
+    files: ["sdk/browser/**/*.js", "plugins/*/ui/**/*.js", "src/server/console/*.js"],
+    languageOptions: { globals: { ...globals.browser } },
+  },
+  {
     // Each room's index.ts is its only door, and rooms import one another only along DESIGN.md's arrows.
     files: ["src/**/*.ts"],
     plugins: { house: { rules: { doors: doorsRule(SRC) } } },

@@ -4,10 +4,11 @@
  * allow-lists, a reconcile loop — a pass whenever the log moved, a full pass every minute so a
  * retried registry or a changed verdict is picked up — and, when asked, the owner's HTTP face (the
  * API and the console, built by `src/server` and handed in as a factory, since the application
- * layer imports no face), and the plugin host running WebAssembly plugins. `stop()` closes in
- * order: the loop (waiting for a pass under way, without polling), the HTTP face (so no request
- * acts on a store being closed), the plugin host, the proxy (draining its tunnels), the store,
- * the lock.
+ * layer imports no face), the plugin host running WebAssembly plugins, and, when asked, the views
+ * part (the mint, the gateway and the plugin proxy on their own origins). `stop()` closes in
+ * order: the loop (waiting for a pass under way, without polling), the HTTP face and the views'
+ * listeners (so no request acts on a store being closed; open watches are cut), the plugin host,
+ * the proxy (draining its tunnels), the store, the lock.
  */
 import type { Logger } from "pino";
 import { MemoryAllowListSource, startEmbeddedEgress } from "../egress/index.js";
@@ -29,6 +30,8 @@ import { checkEmbeddedKey } from "./tokens.js";
 import { startHostedPlugins } from "./hosted-plugins.js";
 import type { HostedPlugins } from "./hosted-plugins.js";
 import type { Settings } from "./settings.js";
+import { VIEW_DEFAULTS } from "./view-settings.js";
+import type { RunningViews, ViewsFace, ViewsOptions } from "./views.js";
 
 /** Options of {@link startControlPlane}. */
 export interface ControlPlaneOptions {
@@ -51,6 +54,11 @@ export interface ControlPlaneOptions {
   readonly metrics?: ControlPlaneMetrics;
   /** The plugin host running WebAssembly plugins in this process (on by default); null turns it off. */
   readonly host?: { readonly unconfinedDir?: string } | null;
+  /**
+   * The views part (off unless given): where its listeners bind, who may mint, a shorter token
+   * lifetime for tests. The origins and the cluster ID are settings.
+   */
+  readonly views?: Partial<Pick<ViewsOptions, "host" | "sessions" | "roles" | "ttlSeconds" | "upstream">> | null;
 }
 
 /** Whether the control plane can serve: the log checked and a first reconcile pass done. */
@@ -60,11 +68,13 @@ export interface Readiness {
   readonly reasons: readonly string[];
 }
 
-/** What an HTTP face is given: the use cases' store, the sessions, the metrics, readiness. */
+/** What an HTTP face is given: the use cases' store, the sessions, the metrics, readiness, the views. */
 export interface FaceContext {
   readonly dataDir: string;
   readonly store: EventStore;
   readonly sessions: Sessions;
+  /** The views part, when it runs: the console frames views from it and mounts its mint. */
+  readonly views: ViewsFace | null;
   readonly metrics: ControlPlaneMetrics;
   readonly logger: Logger;
   readonly clock: () => Date;
@@ -94,8 +104,10 @@ export interface ControlPlane {
   readonly hosted: HostedPlugins | null;
   /** The console's sign-in links and sessions (the data folder's session key). */
   readonly sessions: Sessions;
-  /** The control plane's metrics (the egress proxy's among them, in `metrics.registry`), for `/metrics`. */
+  /** The control plane's metrics (the egress proxy's and the views' among them, in `metrics.registry`), for `/metrics`. */
   readonly metrics: ControlPlaneMetrics;
+  /** The views part, when it runs: its origins and the mint the faces mount. */
+  readonly views: RunningViews | null;
   readiness(): Readiness;
   /** Runs a reconcile pass now (after the one under way, if any) and resolves with its results. */
   pass(): Promise<PluginResult[]>;
@@ -109,11 +121,12 @@ const DEFAULT_FULL_PASS_MS = 60_000;
 /** Starts a control plane on a data folder; refuses (`conflict`) a folder another `up` holds and (`log_broken`) a log that does not hold. */
 export async function startControlPlane(o: ControlPlaneOptions): Promise<ControlPlane> {
   const lock = lockDataDir(o.dataDir, o.clock);
-  const opened: Opened = { rt: null, proxy: null, hosted: null, face: null };
+  const opened: Opened = { rt: null, proxy: null, hosted: null, face: null, views: null };
   try {
     return await compose(o, lock, o.metrics ?? new ControlPlaneMetrics(), opened);
   } catch (err) {
     await opened.face?.close();
+    await opened.views?.close();
     await opened.hosted?.close();
     await opened.proxy?.close();
     await opened.rt?.close();
@@ -129,6 +142,7 @@ interface Opened {
   proxy: EgressProxy | null;
   hosted: HostedPlugins | null;
   face: Face | null;
+  views: RunningViews | null;
 }
 
 async function compose(o: ControlPlaneOptions, lock: DataLock, metrics: ControlPlaneMetrics, opened: Opened): Promise<ControlPlane> {
@@ -153,11 +167,41 @@ async function compose(o: ControlPlaneOptions, lock: DataLock, metrics: ControlP
   lock.update(serving);
   opened.hosted = startHost(o, rt, settings, egress);
   const sessions = await Sessions.open(o.dataDir, o.clock);
+  // The views' listeners first (their origins go into the console's pages), serving once the console's origin is known.
+  const views = await openViews(o, settings, rt, metrics, sessions);
+  opened.views = views;
   const state: LoopState = { firstPass: false, failure: null, stopping: false };
-  const face = o.server === undefined ? null : await startFace(o, o.server, { store: rt.store, sessions, metrics, state });
+  const face = o.server === undefined ? null : await startFace(o, o.server, { store: rt.store, sessions, metrics, state, views });
   opened.face = face;
-  if (face !== null) lock.update([...serving, `console ${face.url}`]);
-  return new Loop(o, { lock, runtime: rt, proxy: opened.proxy, egress, hosted: opened.hosted, face, sessions, metrics, state, feedAllowLists });
+  lock.update([...serving, ...serveViews(views, settings, face), ...(face === null ? [] : [`console ${face.url}`])]);
+  return new Loop(o, { lock, runtime: rt, proxy: opened.proxy, egress, hosted: opened.hosted, face, views, sessions, metrics, state, feedAllowLists });
+}
+
+/**
+ * Lets the views serve, framed only by the console: at the configured origin, else the console's
+ * own URL, else the default. Returns what the lock should say they serve.
+ */
+function serveViews(views: RunningViews | null, settings: Settings, face: Face | null): string[] {
+  if (views === null) return [];
+  views.serve(settings.consoleOrigin ?? face?.url ?? VIEW_DEFAULTS.consoleOrigin);
+  return [`plugin-proxy ${views.pluginProxyOrigin}`, `gateway ${views.gatewayOrigin}`];
+}
+
+/** The views part over the runtime, when asked for, with the settings' origins (or the defaults) and the console's sessions. */
+async function openViews(o: ControlPlaneOptions, settings: Settings, rt: Runtime, metrics: ControlPlaneMetrics, sessions: Sessions): Promise<RunningViews | null> {
+  if (o.views === null || o.views === undefined) return null;
+  // Loaded here: the views part brings the Connect stack, which other commands do without.
+  const { sessionVerifier, startViews } = await import("./views.js");
+  return startViews({
+    ...o.views, sessions: o.views.sessions ?? sessionVerifier(sessions),
+    dataDir: o.dataDir, store: rt.store, sourceFor: rt.sourceFor, logger: o.logger, registry: metrics.registry, ...(o.clock === undefined ? {} : { clock: o.clock }),
+    settings: {
+      clusterId: settings.clusterId ?? VIEW_DEFAULTS.clusterId,
+      ...(settings.consoleOrigin === undefined ? {} : { consoleOrigin: settings.consoleOrigin }),
+      pluginProxyOrigin: settings.pluginProxyOrigin ?? VIEW_DEFAULTS.pluginProxyOrigin,
+      gatewayOrigin: settings.gatewayOrigin ?? VIEW_DEFAULTS.gatewayOrigin,
+    },
+  });
 }
 
 /** The embedded egress proxy on 127.0.0.1, fed the projected allow-lists, counting into the control plane's registry. */
@@ -187,9 +231,9 @@ function startHost(o: ControlPlaneOptions, rt: Runtime, settings: Settings, egre
 }
 
 /** The HTTP face, handed what it serves. */
-function startFace(o: ControlPlaneOptions, factory: FaceFactory, p: { store: EventStore; sessions: Sessions; metrics: ControlPlaneMetrics; state: LoopState }): Promise<Face> {
+function startFace(o: ControlPlaneOptions, factory: FaceFactory, p: { store: EventStore; sessions: Sessions; metrics: ControlPlaneMetrics; state: LoopState; views: ViewsFace | null }): Promise<Face> {
   return factory({
-    dataDir: o.dataDir, store: p.store, sessions: p.sessions, metrics: p.metrics, logger: o.logger.child({ component: "server" }),
+    dataDir: o.dataDir, store: p.store, sessions: p.sessions, views: p.views, metrics: p.metrics, logger: o.logger.child({ component: "server" }),
     clock: o.clock ?? (() => new Date()), readiness: () => readinessOf(p.state),
   });
 }
@@ -216,6 +260,7 @@ interface Parts {
   readonly egress: { readonly host: string; readonly port: number } | null;
   readonly hosted: HostedPlugins | null;
   readonly face: Face | null;
+  readonly views: RunningViews | null;
   readonly sessions: Sessions;
   readonly metrics: ControlPlaneMetrics;
   readonly state: LoopState;
@@ -228,6 +273,7 @@ class Loop implements ControlPlane {
   readonly egress: { readonly host: string; readonly port: number } | null;
   readonly server: { readonly url: string } | null;
   readonly hosted: HostedPlugins | null;
+  readonly views: RunningViews | null;
   readonly sessions: Sessions;
   readonly metrics: ControlPlaneMetrics;
   readonly #p: Parts;
@@ -248,6 +294,7 @@ class Loop implements ControlPlane {
     this.egress = parts.egress;
     this.server = parts.face === null ? null : { url: parts.face.url };
     this.hosted = parts.hosted;
+    this.views = parts.views;
     this.sessions = parts.sessions;
     this.metrics = parts.metrics;
     this.#unwatch = parts.metrics.watch(parts.runtime.store);
@@ -313,6 +360,7 @@ class Loop implements ControlPlane {
     await this.#chain.catch(() => undefined);
     try {
       await this.#p.face?.close();
+      await this.views?.close();
       await this.hosted?.close();
     } finally {
       try {

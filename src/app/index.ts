@@ -39,6 +39,8 @@ export type { ChainHead, IntegrityReport, LogIntegrity } from "./integrity.js";
 /** `openfief up` as one value: lock, runtime, egress, the reconcile loop; an ordered stop. */
 export { startControlPlane } from "./control-plane.js";
 export type { ControlPlane, ControlPlaneOptions } from "./control-plane.js";
+/** A file the product ships (from the sources and from the CLI's bundle alike), for the faces' own assets. */
+export { shippedFile } from "../trust/index.js";
 /** The shipped demo. */
 export { applyDemoFolder, demoSettings, EXAMPLES, resetDataDir } from "./demo.js";
 /** Egress tokens for a plugin, signed by the data folder's embedded key. */
@@ -74,3 +76,7 @@ export type { EventStore, KnownEvent } from "../events/index.js";
 export type { GrantSpec, JsonValue, Pending } from "../plugins/index.js";
 /** `why`'s answer in codes and facts. */
 export type { WhyAnswer } from "../projections/index.js";
+/** The views part of `up` (keys, the mint, the gateway and the plugin proxy), started by `startControlPlane`; its settings and constants. */
+export { consoleUserRoles, CONSOLE_USER_RULES, VIEW_DEFAULTS, VIEW_KEYS_FILE, JWKS_PATH, KEY_MAX_AGE_SECONDS } from "./view-settings.js";
+export type { ViewSettings } from "./view-settings.js";
+export type { RunningViews, ViewFrame, ViewsFace, ViewsOptions } from "./views.js";

@@ -17,6 +17,14 @@ export interface Settings {
   readonly insecureRegistries?: readonly string[];
   /** The unconfined tier's folder (seed 003): off unless set. */
   readonly unconfinedDir?: string;
+  /** The cluster this control plane fronts, bound into every PluginToken (default `embedded`). */
+  readonly clusterId?: string;
+  /** The console's origin: the only page that may frame a view (default `http://127.0.0.1:4780`). */
+  readonly consoleOrigin?: string;
+  /** The plugin proxy's origin, a different site from the console's (default `http://localhost:4781`). */
+  readonly pluginProxyOrigin?: string;
+  /** The gateway's origin (default `http://localhost:4782`). */
+  readonly gatewayOrigin?: string;
 }
 
 const MAX_SETTINGS_BYTES = 64 * 1024;
@@ -52,7 +60,7 @@ export function loadSettings(dir: string): Settings {
   if (ociLayouts !== undefined) out.ociLayouts = ociLayouts;
   const insecure = strings(o.insecureRegistries);
   if (insecure !== undefined) out.insecureRegistries = insecure;
-  for (const k of ["trustedSigners", "catalog", "trustedRoot", "outDir", "unconfinedDir"] as const) {
+  for (const k of ["trustedSigners", "catalog", "trustedRoot", "outDir", "unconfinedDir", "clusterId", "consoleOrigin", "pluginProxyOrigin", "gatewayOrigin"] as const) {
     const s = str(o[k]);
     if (s !== undefined) out[k] = s;
   }
@@ -71,7 +79,15 @@ export function mergeSettings(saved: Settings, given: Settings): Settings {
     ...(given.outDir !== undefined ? { outDir: abs(given.outDir) } : {}),
     ...(given.insecureRegistries !== undefined ? { insecureRegistries: given.insecureRegistries } : {}),
     ...(given.unconfinedDir !== undefined ? { unconfinedDir: abs(given.unconfinedDir) } : {}),
+    ...pick(given, ["clusterId", "consoleOrigin", "pluginProxyOrigin", "gatewayOrigin"]),
   };
+}
+
+/** The settings of `keys` that `s` gives, as they are (not paths). */
+function pick(s: Settings, keys: readonly ("clusterId" | "consoleOrigin" | "pluginProxyOrigin" | "gatewayOrigin")[]): Settings {
+  const out: { -readonly [K in keyof Settings]: Settings[K] } = {};
+  for (const k of keys) if (s[k] !== undefined) out[k] = s[k];
+  return out;
 }
 
 /** Saves a data folder's settings. */

@@ -5,10 +5,11 @@
  * Each handler parses its request, calls one use case and answers; none decides anything.
  */
 import {
-  AppError, applyResources, approve, checkLogDecisions, deleteResource, egressDecisions, egressSummary, explain, listPlugins,
+  APP_ERRORS, AppError, applyResources, approve, checkLogDecisions, deleteResource, egressDecisions, egressSummary, explain, listPlugins,
   parseReplayPoint, parseResources, pendingApprovals, pluginTimeline, pluginView, readLog, replay, verifyLog, webActor,
 } from "../app/index.js";
-import type { NextSteps, UserSession } from "../app/index.js";
+import type { AppErrorCode, NextSteps, UserSession } from "../app/index.js";
+import { presented } from "./auth.js";
 import { etag, ifMatchVersion, mediaType, optionalIfMatch, readBody, sendJson } from "./http.js";
 import { OPENAPI } from "./openapi.js";
 import { limitOf, logFilters, pluginParam, resumeAfter, seqOf, timeOf } from "./params.js";
@@ -156,7 +157,45 @@ function sessionRoutes(): Route[] {
   ];
 }
 
+/** The most bytes a mint request may send. */
+export const MAX_MINT_BYTES = 4096;
+
+/** The mint's refusals as the API's codes (each with its status), the mint's reason kept beside. */
+const MINT_CODES = {
+  unauthenticated: "unauthorized", invalid_argument: "usage", permission_denied: "forbidden", not_found: "not_found", failed_precondition: "conflict", unavailable: "unavailable",
+} as const satisfies Record<string, AppErrorCode>;
+
+/** `{installationId}` from a JSON body, or a refusal. */
+async function installationIdOf(req: RequestContext["req"]): Promise<unknown> {
+  if (mediaType(req) !== "application/json") throw new AppError("unsupported_media_type", "send {\"installationId\": …} as application/json", "Content-Type");
+  let body: unknown;
+  try {
+    body = JSON.parse(await readBody(req, MAX_MINT_BYTES, "the request"));
+  } catch (err) {
+    if (err instanceof AppError) throw err;
+    throw new AppError("usage", "the body is not JSON");
+  }
+  return typeof body === "object" && body !== null && !Array.isArray(body) ? (body as Record<string, unknown>)["installationId"] : undefined;
+}
+
+function viewRoutes(): Route[] {
+  return [
+    api({ method: "POST", path: "/api/v1/plugin-tokens", access: "viewer", summary: "a PluginToken for a view, acting as the session's user (seed 002); refusals carry the mint's reason", statuses: [200, 401, 403, 404, 409, 415, ...BASE_STATUSES],
+      handle: async ({ res, app, req, settings }) => {
+        if (app.views === null) throw new AppError("not_found", "no views run here (openfief up without --no-views serves them)");
+        const installationId = await installationIdOf(req);
+        const p = presented(req, settings.tls);
+        const r = await app.views.mint(p.via === "none" ? undefined : p.token, installationId);
+        if (!r.ok) {
+          const code = MINT_CODES[r.error.code];
+          return sendJson(res, APP_ERRORS[code].status, { code, message: r.error.message, reason: r.error.reason });
+        }
+        sendJson(res, 200, { token: r.value.token, expiresAt: r.value.expiresAt.toISOString(), installationId: r.value.installation.id });
+      } }),
+  ];
+}
+
 /** Every route of the JSON API. */
 export function apiRoutes(streams: EventStreams): Route[] {
-  return [...pluginRoutes(), ...writeRoutes(), ...logRoutes(streams), ...egressRoutes(), ...sessionRoutes()];
+  return [...pluginRoutes(), ...writeRoutes(), ...logRoutes(streams), ...egressRoutes(), ...sessionRoutes(), ...viewRoutes()];
 }

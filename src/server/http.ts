@@ -9,9 +9,17 @@ import { AppError, toAppError } from "../app/index.js";
 /** The console's Content-Security-Policy: nothing inline, nothing from elsewhere, never framed. */
 export const CSP = "default-src 'self'; script-src 'self'; style-src 'self'; frame-ancestors 'none'; base-uri 'none'; object-src 'none'; form-action 'self'";
 
-/** Headers every answer carries, whatever it is. */
-export function secureHeaders(res: ServerResponse): void {
-  res.setHeader("Content-Security-Policy", CSP);
+/**
+ * The console's CSP when views run: the same, and the plugin proxy's origin the one place it may
+ * frame (`frame-src`), nothing else more (docs/adr/0075).
+ */
+export function consoleCsp(pluginProxyOrigin: string | null): string {
+  return pluginProxyOrigin === null ? CSP : `${CSP}; frame-src ${pluginProxyOrigin}`;
+}
+
+/** Headers every answer carries, whatever it is; `pluginProxyOrigin` when views may be framed. */
+export function secureHeaders(res: ServerResponse, pluginProxyOrigin: string | null = null): void {
+  res.setHeader("Content-Security-Policy", consoleCsp(pluginProxyOrigin));
   res.setHeader("X-Content-Type-Options", "nosniff");
   res.setHeader("Referrer-Policy", "no-referrer");
   res.setHeader("X-Frame-Options", "DENY");

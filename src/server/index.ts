@@ -13,6 +13,6 @@ export type { Access, Method, Route, RouteKind } from "./routes.js";
 /** The OpenAPI 3.1 document of the API. */
 export { OPENAPI } from "./openapi.js";
 /** The console's Content-Security-Policy. */
-export { CSP } from "./http.js";
+export { CSP, consoleCsp } from "./http.js";
 /** The one escaping helper of the console's markup. */
 export { escapeHtml, html, Markup } from "./console/html.js";

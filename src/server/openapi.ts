@@ -26,6 +26,18 @@ function errors(...codes: number[]): Record<string, Json> {
   return Object.fromEntries(codes.map((c) => [String(c), { description: ERROR_TEXT[c] ?? "an error", content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } } }]));
 }
 
+const MINT_TEXT: Readonly<Record<number, string>> = {
+  401: "no session, an invalid one, or a PluginToken (code unauthorized; reason the token's problem)",
+  403: "the user may not view the plugin (code forbidden, reason can_view)",
+  404: "no such installation, or no views run (code not_found)",
+  409: "the installation is being deleted, or no view of it runs: its grant was revoked or narrowed (code conflict, reason deleting or view_not_running)",
+};
+
+/** A refusal of the mint: an error with the mint's finer reason. */
+function mintErrors(...codes: number[]): Record<string, Json> {
+  return Object.fromEntries(codes.map((c) => [String(c), { description: MINT_TEXT[c] ?? ERROR_TEXT[c] ?? "an error", content: { "application/json": { schema: { $ref: "#/components/schemas/MintRefusal" } } } }]));
+}
+
 function ok(description: string, schema: Json, headers?: Record<string, Json>): Record<string, Json> {
   return { 200: { description, content: { "application/json": { schema } }, ...(headers === undefined ? {} : { headers }) } };
 }
@@ -88,6 +100,17 @@ const paths: Record<string, Record<string, Json>> = {
   "/api/v1/egress/decisions": { get: get("egress decisions", { ...ok("a page", obj({ decisions: { type: "array" }, next: { type: ["integer", "null"] } }, ["decisions", "next"])), ...errors(...READ_ERRORS) }, [ref("PluginFilter"), ref("Host"), ref("Outcome"), ref("After"), ref("Limit")]) },
   "/api/v1/egress/summary": { get: get("egress counted by destination and over time", { ...ok("the summary", { type: "object" }), ...errors(...READ_ERRORS) }, [ref("PluginFilter"), ref("Since"), ref("Until"), ref("Buckets")]) },
   "/api/v1/session": { get: get("the caller's session", { ...ok("the session", obj({ user: { type: "string" }, role: { enum: ["owner", "viewer"] }, expiresAt: { type: "string" }, signedInAt: { type: "string" } }, ["user", "role", "expiresAt"])), ...errors(...READ_ERRORS) }) },
+  "/api/v1/plugin-tokens": {
+    post: {
+      summary: "a PluginToken for a view, acting as the session's user (15 minutes at most; mint again, never refresh)",
+      requestBody: { required: true, content: { "application/json": { schema: obj({ installationId: { type: "string", maxLength: 80 } }, ["installationId"]) } } },
+      responses: {
+        ...ok("the token", obj({ token: { type: "string" }, expiresAt: { type: "string" }, installationId: { type: "string" } }, ["token", "expiresAt", "installationId"])),
+        ...mintErrors(401, 403, 404, 409, 415, ...BASE),
+      },
+      security: SECURED,
+    },
+  },
   "/api/v1/openapi.json": { get: get("this document", { ...ok("the document", { type: "object" }), ...errors(...BASE) }, [], []) },
   "/healthz": { get: get("liveness", { ...ok("the process answers", obj({ ok: { type: "boolean" } })), ...errors(...BASE) }, [], []) },
   "/readyz": { get: get("readiness (503 with reasons when not ready)", { ...ok("ready", obj({ ready: { type: "boolean" }, reasons: { type: "array", items: { type: "string" } } })), ...errors(...BASE) }, [], []) },
@@ -116,6 +139,7 @@ const parameters: Record<string, Json> = {
 
 const schemas: Record<string, Json> = {
   Error: obj({ code: { type: "string" }, message: { type: "string" }, field: { type: "string" } }, ["code", "message"]),
+  MintRefusal: obj({ code: { type: "string" }, message: { type: "string" }, reason: { type: "string" }, field: { type: "string" } }, ["code", "message"]),
   PluginRow: obj({
     name: { type: "string" }, status: { enum: ["running", "held_back", "stopped", "deleted"] }, running: { type: ["string", "null"] }, asked: { type: ["string", "null"] },
     verdict: { type: ["string", "null"] }, pending: { type: "array", items: { type: "string" } }, problems: { type: "array" }, deleted: { type: "boolean" }, version: { type: "integer" },

@@ -115,17 +115,31 @@ class Dispatcher {
     this.routes = routeTable(streams);
   }
 
+  /** The request's URL, once its length and Host are checked. */
+  #url(req: IncomingMessage, target: string): URL {
+    if (target.length > MAX_URL) throw new AppError("too_large", `the request target is over ${MAX_URL} characters`);
+    // A name this server was not told it has (DNS rebinding) is refused before anything is read.
+    if (!this.hosts.has((req.headers.host ?? "").toLowerCase())) throw new AppError("usage", "unknown Host: open the console at the address `openfief up` printed", "Host");
+    return new URL(target, this.base);
+  }
+
+  /** The MintPluginToken RPC (Connect), when views run: it checks its own session, in Authorization only. */
+  #rpc(url: URL, req: IncomingMessage, res: ServerResponse): boolean {
+    const views = this.app.views;
+    if (views === null || !url.pathname.startsWith(views.connectPrefix)) return false;
+    views.connect(req, res);
+    return true;
+  }
+
   async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    secureHeaders(res);
+    secureHeaders(res, this.app.views?.pluginProxyOrigin ?? null);
     const target = req.url ?? "/";
     const isApi = target.startsWith("/api/");
     let route: Route | null = null;
     let session: UserSession | null = null;
     try {
-      if (target.length > MAX_URL) throw new AppError("too_large", `the request target is over ${MAX_URL} characters`);
-      // A name this server was not told it has (DNS rebinding) is refused before anything is read.
-      if (!this.hosts.has((req.headers.host ?? "").toLowerCase())) throw new AppError("usage", "unknown Host: open the console at the address `openfief up` printed", "Host");
-      const url = new URL(target, this.base);
+      const url = this.#url(req, target);
+      if (this.#rpc(url, req, res)) return;
       const found = findRoute(this.routes, req.method ?? "GET", url.pathname);
       if (found.route === null) {
         throw found.pathKnown ? new AppError("usage", `${req.method ?? "?"} is not a method of ${url.pathname}`) : new AppError("not_found", `nothing at ${url.pathname}`);

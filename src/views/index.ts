@@ -29,7 +29,7 @@ export {
 export type { TokenProblem, Verified, TokenValidatorOptions, PluginTokenClaims, UserIdentity } from "./tokens.js";
 
 /** The ports: installations, can_view, the users' roles. */
-export type { Installation, InstallationState, Installations, ViewAccess, UserRoles } from "./ports.js";
+export type { Installation, InstallationState, Installations, ViewAccess, UserRoles, SessionVerifier } from "./ports.js";
 /** Installations read from the event log, and the definition hash of a manifest. */
 export { LogInstallations, definitionHash, parseInstallationId } from "./installations.js";
 /** can_view as RBAC over the users' roles, and a fixed table of roles. */
@@ -64,3 +64,19 @@ export { recentDecisions, summarizeDecisions } from "../projections/index.js";
 export type { DecisionSummary } from "../projections/index.js";
 /** The room's counters (prom-client, registry passed in). */
 export { ViewMetrics } from "./metrics.js";
+
+/** The two listeners of the views part, bound before their handlers so that port 0 origins work. */
+export { listenViews, originPort } from "./servers.js";
+export type { ViewListeners, ViewHandler, BoundListener } from "./servers.js";
+/** Sites as browsers tell them apart, and the check that the plugin proxy is not the console's site. */
+export { siteOf, sameSite, viewOriginProblems } from "./sites.js";
+
+/** The plugin proxy: view UIs' files with FUN-17's CSP, the browser SDK, the installation routes. */
+export { createPluginProxy, pluginProxyCsp, sdkContextModule, contentTypeOf, checkOrigins, parseAssetPath, IMMUTABLE } from "./plugin-proxy.js";
+export type { PluginProxy, PluginProxyOptions, ViewOrigins, BrowserSdk } from "./plugin-proxy.js";
+/** UI bundles read by digest through a port, verified, split into files, cached within a byte budget. */
+export { UiBundles, UI_BUNDLE_LIMITS } from "./ui-bundles.js";
+export type { UiBlobSource, BlobRead, BundleLookup, UiBundlesOptions } from "./ui-bundles.js";
+/** The bounded tar reader of UI bundles, and what a clean bundle path is. */
+export { readTar, isBundlePath, DEFAULT_TAR_CAPS } from "./tar.js";
+export type { TarCaps, TarProblem, TarResult } from "./tar.js";

@@ -96,6 +96,7 @@ export class LogInstallations implements Installations {
       definitionHash: pinned.definitionHash,
       rules: pinned.rules,
       serviceAccount: { namespace: NAMESPACE, name: serviceAccountName(name) },
+      ui: pinned.ui,
     };
   }
 
@@ -103,7 +104,7 @@ export class LogInstallations implements Installations {
    * The pinned version (what the latest decision runs; the spec's, for names only, when nothing
    * runs) and its effective permissions under the grant as it stands now.
    */
-  #pinned(name: string, stream: string, spec: unknown): { pluginName: string; pluginVersion: string; definitionHash: string; rules: Installation["rules"]; view: boolean } {
+  #pinned(name: string, stream: string, spec: unknown): { pluginName: string; pluginVersion: string; definitionHash: string; rules: Installation["rules"]; view: boolean; ui: Installation["ui"] } {
     const run = this.#store.last(stream, "rollout.decided")?.data.plan.run ?? null;
     const asked = (spec ?? {}) as { image?: unknown; manifest?: unknown };
     const manifest = parseManifest(run === null ? asked.manifest : run.manifest);
@@ -116,6 +117,7 @@ export class LogInstallations implements Installations {
       definitionHash: manifest.ok ? definitionHash(manifest.value) : "",
       rules: granted === null ? [] : granted.rbac,
       view: granted !== null && granted.capabilities.includes("view"),
+      ui: runningUi(run, manifest),
     };
   }
 
@@ -137,6 +139,11 @@ export class LogInstallations implements Installations {
     const applied = this.#store.last(stream, "workload.applied");
     return !(applied !== null && applied.seq > desired.seq && applied.data.ok);
   }
+}
+
+/** The UI bundle of a version a decision runs: only that version was verified, so only its bundle is served. */
+function runningUi(run: unknown, manifest: ReturnType<typeof parseManifest>): Installation["ui"] {
+  return run !== null && manifest.ok ? (manifest.value.ui ?? null) : null;
 }
 
 /** The stream of an installation's gateway decisions. */

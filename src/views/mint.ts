@@ -15,9 +15,9 @@ import type { Logger } from "pino";
 import { TokenService } from "../gen/openfief/auth/v1/token_pb.js";
 import { readBody, sendJson } from "./http.js";
 import type { ViewMetrics } from "./metrics.js";
-import type { Installation, Installations, ViewAccess } from "./ports.js";
+import type { Installation, Installations, SessionVerifier, ViewAccess } from "./ports.js";
 import { PLUGIN_TOKEN_TTL_SECONDS, bearerToken, signPluginToken } from "./tokens.js";
-import type { TokenProblem, TokenSigner, UserTokenValidator } from "./tokens.js";
+import type { TokenProblem, TokenSigner } from "./tokens.js";
 
 /** Stable error codes of the mint, each with its HTTP status (JSON route) and Connect code. */
 export const MINT_ERRORS = {
@@ -48,7 +48,8 @@ export interface Minted {
 
 /** What minting needs. */
 export interface MintDeps {
-  readonly users: UserTokenValidator;
+  /** Verifies the caller's session: only a user's session may mint. */
+  readonly users: SessionVerifier;
   readonly installations: Installations;
   readonly access: ViewAccess;
   readonly signer: TokenSigner;

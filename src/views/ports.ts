@@ -2,9 +2,10 @@
  * The ports of the views room: what the mint, the gateway and the installation routes need from
  * the rest of the control plane, as small interfaces the shell passes in (DESIGN.md, rule 1).
  * `src/views/installations.ts` and `src/views/view-access.ts` hold adapters over the event log;
- * the console (issue 14) supplies the users' roles.
+ * the console (issue 14) supplies the users' roles and verifies their sessions.
  */
-import type { PolicyRule } from "../plugins/index.js";
+import type { PolicyRule, UiBundle } from "../plugins/index.js";
+import type { UserIdentity, Verified } from "./tokens.js";
 
 /** What an installation's state allows: a mint and requests only when `ready`. */
 export type InstallationState =
@@ -32,6 +33,11 @@ export interface Installation {
   readonly rules: readonly PolicyRule[];
   /** The plugin's ServiceAccount, `plugin-<name>`, in namespace `openfief`. */
   readonly serviceAccount: { readonly namespace: string; readonly name: string };
+  /**
+   * The UI bundle of the pinned version, only when a rollout decision runs that version (so its
+   * image was verified) and its manifest names one; the plugin proxy serves nothing else.
+   */
+  readonly ui: UiBundle | null;
 }
 
 /** Looks installations up; every answer reflects the log as it stands. */
@@ -52,4 +58,13 @@ export interface ViewAccess {
 export interface UserRoles {
   /** Every rule that applies to `user` in `namespace` ("" for cluster-wide and non-resource requests). */
   rulesFor(user: string, namespace: string): Promise<readonly PolicyRule[]>;
+}
+
+/**
+ * Who a user's session token names: the mint's only way in. A valid session for the audience
+ * `openfief-user` passes, nothing else (a PluginToken, a token for two audiences, none). The
+ * console's sessions, or {@link UserTokenValidator} over the key ring.
+ */
+export interface SessionVerifier {
+  verify(token: string | undefined | null): Promise<Verified<UserIdentity>>;
 }

@@ -17,6 +17,7 @@ import { parseCatalog, parseOwnerSigners } from "../../src/plugins/catalog.js";
 import { validateConfig } from "../../src/plugins/config-schema.js";
 import { MANIFEST_LABEL } from "../../src/plugins/constants.js";
 import { effective, needsApproval } from "../../src/plugins/effective.js";
+import { uncoveredRules } from "../../src/plugins/rbac-scope.js";
 import { formatHostPort } from "../../src/plugins/egress-host.js";
 import { parseImageRef } from "../../src/plugins/image-ref.js";
 import type { ImageRef } from "../../src/plugins/image-ref.js";
@@ -32,7 +33,12 @@ import { checkImage, readLabel } from "../../src/trust/image-check.js";
 import { MEDIA_TYPE, parseImageManifest } from "../../src/trust/oci.js";
 import { OciLayoutSource } from "../../src/trust/oci-layout.js";
 import { loadShippedTrustedRoot } from "../../src/trust/trusted-root.js";
-import { DEMO_IMAGES, DEMO_WASM_IMAGES, WASM_LAYER_MEDIA_TYPE, buildDemoImage, buildDemoWasmImage, makeDemo } from "../../scripts/make-demo.js";
+import {
+  DEMO_IMAGES, DEMO_WASM_IMAGES, LEDGER_VIEW_RULES, LEDGER_VIEW_UI_DIR, UI_ARTIFACT_TYPE, UI_LAYER_MEDIA_TYPE, WASM_LAYER_MEDIA_TYPE,
+  buildDemoImage, buildDemoWasmImage, makeDemo, uiBundleTar,
+} from "../../scripts/make-demo.js";
+import { readTar } from "../../src/views/tar.js";
+import { SDK_VERSION } from "../../sdk/browser/sdk.js";
 import { toJsonSchema } from "../support/crd-schema.js";
 
 const ROOT = join(import.meta.dirname, "../..");
@@ -65,8 +71,8 @@ const TAGS: Record<string, string> = {
   "plugins/ecb-fx.yaml": "ecb-fx-v1",
   "upgrade/nbp-fx-v2.yaml": "nbp-fx-v2",
 };
-/** Every image in the layout, with its bundle: one index entry each. */
-const INDEX_ENTRIES = 2 * (DEMO_IMAGES.length + DEMO_WASM_IMAGES.length);
+/** Every image in the layout, with its bundle: one index entry each; and the UI artifacts of the views. */
+const INDEX_ENTRIES = 2 * (DEMO_IMAGES.length + DEMO_WASM_IMAGES.length) + DEMO_IMAGES.filter((d) => d.ui !== undefined).length;
 
 function ownerSigners(dir = EXAMPLES): Signer[] {
   return must(parseOwnerSigners(readFileSync(join(dir, "trusted-signers.json"), "utf8")));
@@ -144,8 +150,10 @@ describe("the demo's images", () => {
     expect(tagged.map((d) => d.annotations?.["org.opencontainers.image.ref.name"]).sort()).toEqual(["ecb-fx-v1", "ledger-view-v1", "nbp-fx-v1", "nbp-fx-v2"]);
     for (const d of tagged) {
       const referrers = await source.referrers("any", d.digest);
-      expect(referrers).toHaveLength(1);
-      expect(referrers[0]?.artifactType).toBe(MEDIA_TYPE.sigstoreBundle);
+      expect(referrers.filter((r) => r.artifactType === MEDIA_TYPE.sigstoreBundle)).toHaveLength(1);
+      // The only other referrer is a view's UI bundle.
+      const ui = d.annotations?.["org.opencontainers.image.ref.name"] === "ledger-view-v1" ? [UI_ARTIFACT_TYPE] : [];
+      expect(referrers.filter((r) => r.artifactType !== MEDIA_TYPE.sigstoreBundle).map((r) => r.artifactType)).toEqual(ui);
     }
     expect(index).toHaveLength(INDEX_ENTRIES);
   });
@@ -233,6 +241,67 @@ describe("the demo's WebAssembly plugin", () => {
     const e = must(effective(p.spec.manifest, asGrant(resource("plugins/ecb-fx-grant.yaml")).spec));
     expect(e.egress.map(formatHostPort)).toEqual(["www.ecb.europa.eu:443"]);
     expect(e.capabilities).toEqual(["connector"]);
+  });
+});
+
+describe("the demo's view, ledger-view", () => {
+  const source = new OciLayoutSource(LAYOUT);
+  const p = asPlugin(resource("plugins/ledger-view.yaml"));
+  const grant = asGrant(resource("plugins/ledger-view-grant.yaml"));
+  const ui = p.spec.manifest.ui;
+
+  it("names its UI bundle by the digest of the tar of plugins/ledger-view/ui, framing index.html", () => {
+    expect(ui).toEqual({ bundle: createHash("sha256").update(uiBundleTar(LEDGER_VIEW_UI_DIR)).digest("hex").replace(/^/, "sha256:"), entry: "index.html" });
+  });
+
+  it("has the bundle in the layout, attached to its image as a UI artifact whose one layer is the bundle", async () => {
+    const image = imageOf(p);
+    const referrers = await source.referrers("any", image.digest);
+    const artifact = referrers.find((r) => r.artifactType === UI_ARTIFACT_TYPE);
+    expect(artifact).toBeDefined();
+    const m = parseImageManifest((await source.manifest("any", artifact?.digest as string)).bytes, MEDIA_TYPE.ociManifest);
+    expect(m.subject?.digest).toBe(image.digest);
+    expect(m.layers.map((l) => [l.mediaType, l.digest])).toEqual([[UI_LAYER_MEDIA_TYPE, ui?.bundle]]);
+  });
+
+  it("ships an HTML page, a script and a stylesheet in separate files, read by the plugin proxy's tar reader", async () => {
+    const tar = readTar(await source.blob("any", ui?.bundle as string, 1 << 20));
+    expect(tar.ok).toBe(true);
+    const files = tar.ok ? tar.files : new Map<string, Uint8Array>();
+    expect([...files.keys()].sort()).toEqual(["app.js", "index.html", "style.css"]);
+    for (const [name, bytes] of files) expect(Buffer.from(bytes).equals(readFileSync(join(ROOT, LEDGER_VIEW_UI_DIR, name)))).toBe(true);
+  });
+
+  it("has no inline script, style or event handler in its page (the CSP would block them)", () => {
+    const html = readFileSync(join(ROOT, LEDGER_VIEW_UI_DIR, "index.html"), "utf8");
+    const scripts = [...html.matchAll(/<script\b([^>]*)>([\s\S]*?)<\/script>/gi)];
+    expect(scripts.length).toBeGreaterThan(0);
+    for (const [, attrs, body] of scripts) {
+      expect(attrs).toMatch(/\bsrc="[^"]+"/);
+      expect(body?.trim()).toBe("");
+    }
+    expect(html).not.toMatch(/<style\b/i);
+    expect(html).not.toMatch(/\sstyle=/i);
+    expect(html).not.toMatch(/\son[a-z]+=/i);
+    expect(html).not.toMatch(/javascript:/i);
+  });
+
+  it("loads the SDK the plugin proxy serves, from its own origin", () => {
+    const app = readFileSync(join(ROOT, LEDGER_VIEW_UI_DIR, "app.js"), "utf8");
+    expect(app).toContain(`from "/plugins/sdk/${SDK_VERSION}/sdk.js"`);
+    expect(app).not.toMatch(/https?:\/\//);
+    expect(app).not.toMatch(/localStorage|sessionStorage|indexedDB|document\.cookie|innerHTML/);
+  });
+
+  it("asks to read plugins and plugin grants, and its grant approves exactly those rules", () => {
+    expect(p.spec.manifest.capabilities).toEqual(["view"]);
+    expect(p.spec.manifest.rbac).toHaveLength(LEDGER_VIEW_RULES.length);
+    expect(uncoveredRules(p.spec.manifest.rbac ?? [], grant.spec.rbac ?? [])).toEqual([]);
+    const e = must(effective(p.spec.manifest, grant.spec));
+    expect(e.capabilities).toContain("view");
+    const shape = (rules: readonly { apiGroups: readonly string[]; resources: readonly string[]; verbs: readonly string[] }[]) =>
+      rules.map((r) => JSON.stringify([r.apiGroups, r.resources, [...r.verbs].sort()])).sort();
+    expect(shape(e.rbac)).toEqual(shape(LEDGER_VIEW_RULES));
   });
 });
 

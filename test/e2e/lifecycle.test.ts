@@ -60,7 +60,9 @@ describe("the plugin lifecycle through the CLI", () => {
     const r = await rows();
     expect(r.get("nbp-fx")).toMatchObject({ verdict: "unverified", pending: [] });
     expect(r.get("nbp-fx")?.running).toContain(V1);
-    expect(r.get("ledger-view")?.running).toContain("c525d5ae");
+    // ledger-view's digest moves with its UI bundle: the demo's Plugin names it.
+    const ledger = (parse(await readFile(join(ROOT, "examples/plugins/ledger-view.yaml"), "utf8")) as { spec: { image: string } }).spec.image;
+    expect(r.get("ledger-view")?.running).toContain((ledger.split("@sha256:")[1] ?? "?").slice(0, 8));
     // The WebAssembly plugin runs in the plugin host: no objects of its own, an allow-list all the same.
     expect(r.get("ecb-fx")).toMatchObject({ verdict: "unverified", pending: [], runtime: "wasm", module: "1750a4f19745c2f4db091a42c7340371be133ebc5470ab0ea806263453d10b3c" });
     expect(r.get("nbp-fx")).toMatchObject({ runtime: "container", module: null });

@@ -75,11 +75,12 @@ async function logLines(args: readonly string[]): Promise<{ seq: number; type: s
   return (await ok(["log", "--json", ...args])).trim().split("\n").filter((l) => l !== "").map((l) => JSON.parse(l) as { seq: number; type: string });
 }
 
-/** Runs `openfief up ARGS` until it says it is up (or prints `ready`), then stops it with SIGTERM. */
+/** Runs `openfief up ARGS` until it says it is up (or prints `ready`), then stops it with SIGTERM. Its views listen on free ports. */
 function upUntilReady(args: readonly string[], ready: RegExp = /openfief is up/): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    // A free port for the console: parallel test files would otherwise all want 4780.
-    const child = spawn(process.execPath, [BIN, "up", "--listen", "127.0.0.1:0", ...args], { cwd: ROOT, env: { ...process.env, OPENFIEF_LOG_LEVEL: "warn" } });
+    // Free ports for the console and the views: parallel test files would otherwise all want 4780-4782.
+    const views = ["--plugin-proxy-origin", "http://localhost:0", "--gateway-origin", "http://localhost:0"];
+    const child = spawn(process.execPath, [BIN, "up", "--listen", "127.0.0.1:0", ...args, ...views], { cwd: ROOT, env: { ...process.env, OPENFIEF_LOG_LEVEL: "warn" } });
     let stdout = "";
     let stderr = "";
     let stopping = false;
@@ -271,6 +272,8 @@ describe("9. npm start again", () => {
     expect(again.code).toBe(0);
     expect(again.stdout).toMatch(/The demo was applied to .* before: its state is kept/);
     expect(again.stdout).toMatch(/--reset/);
+    // Where to see the view: the console's page of ledger-view, which frames it from the plugin proxy.
+    expect(again.stdout).toMatch(/views: a view plugin's page in the console shows the plugin's own UI: http:\/\/127\.0\.0\.1:\d+\/plugins\/ledger-view\n {2}served by the plugin proxy on http:\/\/localhost:\d+/);
     // The approval stands (v2 runs with nothing pending), and the demo's v1 was not applied again.
     const nbp = (await json<(Row & { running: string | null; pending: string[] })[]>(["get", "plugins", "--data", data])).find((r) => r.name === "nbp-fx");
     expect(nbp).toMatchObject({ status: "running", pending: [] });
@@ -281,7 +284,7 @@ describe("9. npm start again", () => {
   it("prints JSON with --json, and keeps the JSON log in the data folder", async () => {
     const data = join(dir, `json-${++counter}`);
     const r = await upUntilReady(["--json", "--no-egress", "--data", data], /"up": true/);
-    expect(JSON.parse(r.stdout)).toMatchObject({ up: true, data, egress: null });
+    expect(JSON.parse(r.stdout)).toMatchObject({ up: true, data, egress: null, views: { pluginProxy: expect.stringMatching(/^http:\/\/localhost:[1-9][0-9]*$/), gateway: expect.stringMatching(/^http:\/\/localhost:[1-9][0-9]*\/clusters\/embedded$/) } });
     expect(existsSync(join(data, "openfief.log"))).toBe(true);
   }, 60_000);
 });

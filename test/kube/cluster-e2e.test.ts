@@ -40,7 +40,8 @@ const EXAMPLES = fileURLToPath(new URL("../../examples/", import.meta.url));
 const PLUGIN = { apiVersion: "openfief.io/v1alpha1", kind: "Plugin" } as const;
 const NBP_V1 = "localhost/openfief-demo/nbp-fx@sha256:32a155bf13262adffa93e0d7023b17306472f1dcb8d93c686bfe850e9dc594cb";
 const NBP_V2 = "localhost/openfief-demo/nbp-fx@sha256:ac327d8f7783deccfac561eb6d7231f9a77c219bb934886e9e9e04dd2193321d";
-const LEDGER = "localhost/openfief-demo/ledger-view@sha256:c525d5aedd8a2f433fe59200e2a73852e1a97e3bff40e65c5b8315bc4fe57f8e";
+/** ledger-view's image: its digest moves with its UI bundle, so it is read from the demo. */
+const LEDGER = (parseYaml(readFileSync(join(EXAMPLES, "plugins/ledger-view.yaml"), "utf8")) as { spec: { image: string } }).spec.image;
 /** Addresses no default uses, so seeing them proves OPENFIEF_TOPOLOGY was read. */
 const TOPOLOGY = {
   core: { clusterIP: "10.99.0.20", port: 8443, podPort: 8443, podLabels: { "app.kubernetes.io/name": "openfief-core" } },

@@ -37,7 +37,8 @@ function startUp(args: readonly string[]): Promise<{ child: ChildProcess; printe
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "openfief-console-cli-"));
-  const r = await startUp(["--no-egress", "--listen", "127.0.0.1:0", "--user", "olga", "--data", dir]);
+  // Free ports for the views too: another up (or a test file) may hold 4781-4782.
+  const r = await startUp(["--no-egress", "--listen", "127.0.0.1:0", "--plugin-proxy-origin", "http://localhost:0", "--gateway-origin", "http://localhost:0", "--user", "olga", "--data", dir]);
   up = r.child;
   started = r.printed;
 }, 60_000);

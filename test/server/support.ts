@@ -79,7 +79,7 @@ export function bearer(token: string): Record<string, string> {
 /** The context `startControlPlane` hands a face, for starting a second server with other options. */
 export function faceContext(cp: ControlPlane): FaceContext {
   return {
-    dataDir: cp.dataDir, store: cp.runtime.store, sessions: cp.sessions, metrics: cp.metrics, logger: pino({ level: "silent" }),
+    dataDir: cp.dataDir, store: cp.runtime.store, sessions: cp.sessions, views: cp.views, metrics: cp.metrics, logger: pino({ level: "silent" }),
     clock: () => new Date(), readiness: () => cp.readiness(),
   };
 }

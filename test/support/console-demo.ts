@@ -4,7 +4,8 @@
  * and a day of history behind it: the clock starts a day ago, the demo's plugins are applied, the
  * egress proxy's decisions accumulate through the day (appended as the proxy records them, since
  * nothing here may reach the hosts they name), and the upgrade of nbp-fx that is held back
- * arrives an hour before now. The browser test and `npm run screenshots` both start it.
+ * arrives an hour before now; with `views`, the gateway and the plugin proxy run too, so that
+ * ledger-view's page frames its view. The browser test and `npm run screenshots` both start it.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -51,7 +52,7 @@ async function day(cp: ControlPlane, setNow: (t: number) => void, start: number,
 }
 
 /** Starts the demo in a fresh data folder (or `dir`), its history a day long, ending now. */
-export async function startConsoleDemo(o: { dir?: string; history?: boolean } = {}): Promise<ConsoleDemo> {
+export async function startConsoleDemo(o: { dir?: string; history?: boolean; views?: boolean } = {}): Promise<ConsoleDemo> {
   const dir = o.dir ?? mkdtempSync(join(tmpdir(), "openfief-console-"));
   const real = Date.now();
   const start = o.history === false ? real : real - 24 * HOUR;
@@ -60,8 +61,12 @@ export async function startConsoleDemo(o: { dir?: string; history?: boolean } = 
   let frozen = true;
   const clock = () => new Date(frozen ? now : Math.max(Date.now(), now));
   const cp = await startControlPlane({
-    dataDir: dir, logger: pino({ level: "warn" }), egress: null, settings: demoSettings(), clock, intervalMs: 100,
+    dataDir: dir, logger: pino({ level: "warn" }), egress: null, clock, intervalMs: 100,
     server: serverFactory({ host: "127.0.0.1", port: 0 }),
+    // With views: the plugin proxy and the gateway on free ports of localhost (the other site).
+    ...(o.views === true
+      ? { settings: { ...demoSettings(), pluginProxyOrigin: "http://localhost:0", gatewayOrigin: "http://localhost:0" }, views: {} }
+      : { settings: demoSettings() }),
   });
   try {
     await cp.pass();

@@ -12,7 +12,7 @@
 import { readFileSync } from "node:fs";
 import type { Command } from "commander";
 import {
-  AppError, applyDemoFolder, assertLogHolds, checkUserName, defaultUser, demoSettings, listPlugins, logFile, mergeSettings, loadSettings, openRuntime, saveSettings,
+  AppError, applyDemoFolder, assertLogHolds, checkUserName, defaultUser, demoSettings, JWKS_PATH, listPlugins, logFile, mergeSettings, loadSettings, openRuntime, saveSettings,
   signInLink, SIGN_IN_TTL_SECONDS, startControlPlane,
 } from "../../app/index.js";
 import type { ControlPlane, FaceFactory, Settings } from "../../app/index.js";
@@ -30,6 +30,11 @@ interface RuntimeFlags extends DataOptions {
 }
 
 interface UpOptions extends RuntimeFlags {
+  views?: boolean;
+  clusterId?: string;
+  consoleOrigin?: string;
+  pluginProxyOrigin?: string;
+  gatewayOrigin?: string;
   demo?: boolean;
   reset?: boolean;
   egress?: boolean;
@@ -56,6 +61,16 @@ function withRuntimeFlags(cmd: Command): Command {
     .option("--trusted-root <file>", "a Sigstore trusted root (default: the pinned public-good root)")
     .option("--out <dir>", "where the directory target writes the cluster objects (default: <data>/cluster)")
     .option("--insecure-registry <host:port>", "a registry reached over plain HTTP (repeatable; tests)", repeatable);
+}
+
+/** The views' settings the flags give. */
+function viewSettings(o: UpOptions): Settings {
+  return {
+    ...(o.clusterId !== undefined ? { clusterId: o.clusterId } : {}),
+    ...(o.consoleOrigin !== undefined ? { consoleOrigin: o.consoleOrigin } : {}),
+    ...(o.pluginProxyOrigin !== undefined ? { pluginProxyOrigin: o.pluginProxyOrigin } : {}),
+    ...(o.gatewayOrigin !== undefined ? { gatewayOrigin: o.gatewayOrigin } : {}),
+  };
 }
 
 /** The settings the flags give (the saved ones fill the rest). */
@@ -143,6 +158,11 @@ export function register(program: Command): void {
     .option("--tls-key <file>", "the console's TLS private key (PEM)")
     .option("--origin <url>", "another origin the console is reached at, such as https://openfief.example:4780 (repeatable)", repeatable)
     .option("--user <name>", "the user the printed sign-in link names (default: this machine's user)")
+    .option("--no-views", "do not start the views part (the gateway and the plugin proxy)")
+    .option("--cluster-id <id>", "the cluster bound into PluginTokens (default: embedded)")
+    .option("--console-origin <origin>", "the console's origin, the only page that may frame a view (default: the console's own address)")
+    .option("--plugin-proxy-origin <origin>", "the plugin proxy's origin, a different site from the console's (default: http://localhost:4781)")
+    .option("--gateway-origin <origin>", "the gateway's origin (default: http://localhost:4782)")
     .action(async (o: UpOptions) => {
       const interval = wholeNumber(o.interval ?? "300", "--interval", 50, 3_600_000);
       const egressPort = wholeNumber(o.egressPort ?? "4750", "--egress-port", 0, 65535);
@@ -155,8 +175,9 @@ export function register(program: Command): void {
         dataDir: dir,
         logger,
         intervalMs: interval,
-        settings: { ...(demo ? demoSettings() : {}), ...givenSettings(o) },
+        settings: { ...(demo ? demoSettings() : {}), ...givenSettings(o), ...viewSettings(o) },
         egress: o.egress === false ? null : { port: egressPort, ...(o.dnsServer !== undefined ? { dnsServers: o.dnsServer } : {}) },
+        views: o.views === false ? null : {},
         reset: o.reset === true,
         ...(server === undefined ? {} : { server }),
       });
@@ -184,13 +205,30 @@ export function register(program: Command): void {
 /** Says that the control plane is up: where the console is, with a sign-in link, and where its files are. */
 async function announce(cp: ControlPlane, dir: string, user: string, json: boolean, say: (line?: string) => void): Promise<void> {
   const link = cp.server === null ? null : await signInLink(cp.sessions, cp.server.url, user, "owner");
-  if (json) printJson({ up: true, data: dir, egress: cp.egress, console: cp.server?.url ?? null, signIn: link?.url ?? null, cluster: cp.runtime.target.name, log: logFile(dir) });
+  const pages = await viewPages(cp);
+  const views = cp.views === null ? null : { pluginProxy: cp.views.origins.pluginProxy, gateway: cp.views.gatewayUrl, jwks: `${cp.views.origins.gateway}${JWKS_PATH}`, pages };
+  if (json) printJson({ up: true, data: dir, egress: cp.egress, console: cp.server?.url ?? null, signIn: link?.url ?? null, views, cluster: cp.runtime.target.name, log: logFile(dir) });
   if (cp.server !== null && link !== null) {
     say(`console on ${cp.server.url}; sign in as ${user} with this link (it works once, for ${SIGN_IN_TTL_SECONDS / 60} minutes; openfief login --link makes another):`);
     say(`  ${link.url}`);
     say("");
   }
+  if (views !== null) {
+    const shown = pages.length === 0 ? "no plugin has a view yet" : `a view plugin's page in the console shows the plugin's own UI: ${pages.join(", ")}`;
+    say(`views: ${shown}`);
+    say(`  served by the plugin proxy on ${views.pluginProxy}, reaching only the gateway ${views.gateway} (keys: ${views.jwks})`);
+    say("");
+  }
   say(`openfief is up: data in ${dir}; cluster objects in ${cp.runtime.target.name.replace(/^directory:/, "")}; log in ${logFile(dir)}. Ctrl-C stops it.`);
+}
+
+/** The console pages that show a view plugin's UI (the plugins whose running version has one). */
+async function viewPages(cp: ControlPlane): Promise<string[]> {
+  const views = cp.views;
+  if (views === null || cp.server === null) return [];
+  const consoleUrl = cp.server.url;
+  const pages = await Promise.all(listPlugins(cp.runtime.store).map(async (p) => ((await views.frame(p.name)) === null ? null : `${consoleUrl}/plugins/${encodeURIComponent(p.name)}`)));
+  return pages.filter((u): u is string => u !== null);
 }
 
 /** Calls the demo's WebAssembly connector once and says what came of it (without internet: the refusal). */

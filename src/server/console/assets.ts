@@ -1,11 +1,12 @@
 /**
- * The console's static files: htmx (2.0.x, read once from node_modules), the stylesheet and the
- * icon, each at a URL that names its content, so browsers may keep them for good.
+ * The console's static files: htmx (2.0.x, read once from node_modules), the stylesheet, the
+ * icon and the script that frames views, each at a URL that names its content, so browsers may
+ * keep them for good.
  */
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
-import { AppError } from "../../app/index.js";
+import { AppError, shippedFile } from "../../app/index.js";
 import type { Route } from "../routes.js";
 import { STYLESHEET } from "./stylesheet.js";
 
@@ -20,18 +21,30 @@ function named(stem: string, ext: string, body: Buffer): string {
   return `${stem}-${createHash("sha256").update(body).digest("hex").slice(0, 12)}.${ext}`;
 }
 
-function load(): { files: ReadonlyMap<string, Asset>; urls: { htmx: string; css: string; icon: string } } {
+/** The URLs of the console's assets. */
+export interface AssetUrls {
+  readonly htmx: string;
+  readonly css: string;
+  readonly icon: string;
+  /** The console's half of a view (`view-frame.js`, a module). */
+  readonly viewFrame: string;
+}
+
+function load(): { files: ReadonlyMap<string, Asset>; urls: AssetUrls } {
   const require = createRequire(import.meta.url);
   const htmx = readFileSync(require.resolve("htmx.org/dist/htmx.min.js"));
   const css = Buffer.from(STYLESHEET, "utf8");
   const icon = Buffer.from(ICON, "utf8");
-  const names = { htmx: named("htmx", "js", htmx), css: named("console", "css", css), icon: named("icon", "svg", icon) };
+  // A file beside this module in the sources; found through the product's folder from the CLI's bundle too.
+  const viewFrame = readFileSync(shippedFile("src", "server", "console", "view-frame.js"));
+  const names = { htmx: named("htmx", "js", htmx), css: named("console", "css", css), icon: named("icon", "svg", icon), viewFrame: named("view-frame", "js", viewFrame) };
   const files = new Map<string, Asset>([
     [names.htmx, { type: "text/javascript; charset=utf-8", body: htmx }],
     [names.css, { type: "text/css; charset=utf-8", body: css }],
     [names.icon, { type: "image/svg+xml", body: icon }],
+    [names.viewFrame, { type: "text/javascript; charset=utf-8", body: viewFrame }],
   ]);
-  return { files, urls: { htmx: `/assets/${names.htmx}`, css: `/assets/${names.css}`, icon: `/assets/${names.icon}` } };
+  return { files, urls: { htmx: `/assets/${names.htmx}`, css: `/assets/${names.css}`, icon: `/assets/${names.icon}`, viewFrame: `/assets/${names.viewFrame}` } };
 }
 
 let loaded: ReturnType<typeof load> | null = null;
@@ -43,7 +56,7 @@ function assets(): ReturnType<typeof load> {
 }
 
 /** The URLs a page links to. */
-export function assetUrls(): { readonly htmx: string; readonly css: string; readonly icon: string } {
+export function assetUrls(): AssetUrls {
   return assets().urls;
 }
 

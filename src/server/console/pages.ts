@@ -13,16 +13,16 @@ import { html } from "./html.js";
 import { integrityPage } from "./integrity-page.js";
 import { page } from "./layout.js";
 import { logPage, logRows } from "./log-page.js";
-import { approveForm, pluginPage } from "./plugin-page.js";
+import { approveForm, pluginPageWithView } from "./plugin-page.js";
 import { pluginsPage } from "./plugins-page.js";
 import { replayPage } from "./replay-page.js";
 
 const PAGE_STATUSES = [200, 400, 401, 403, 404, 413, 500, 503];
 
-function pageRoute(path: string, summary: string, query: readonly string[], render: (ctx: RequestContext) => string, access: Access = "viewer"): Route {
+function pageRoute(path: string, summary: string, query: readonly string[], render: (ctx: RequestContext) => string | Promise<string>, access: Access = "viewer"): Route {
   return {
     method: "GET", path, kind: "page", access, summary, query, headers: [], statuses: PAGE_STATUSES,
-    handle: (ctx) => sendHtml(ctx.res, 200, render(ctx)),
+    handle: async (ctx) => sendHtml(ctx.res, 200, await render(ctx)),
   };
 }
 
@@ -66,7 +66,7 @@ function signOut(ctx: RequestContext): void {
 export function consolePageRoutes(): Route[] {
   return [
     pageRoute("/", "the plugins", [], pluginsPage),
-    pageRoute("/plugins/{name}", "one plugin", ["approved"], (ctx) => pluginPage(ctx)),
+    pageRoute("/plugins/{name}", "one plugin", ["approved"], pluginPageWithView),
     {
       method: "POST", path: "/plugins/{name}/approve", kind: "page", access: "owner", summary: "the approval form", query: [], headers: [], statuses: [303, 400, 401, 403, 404, 409, 412, 413, 415, 428, 500, 503],
       handle: async (ctx) => {

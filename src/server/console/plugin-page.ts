@@ -1,11 +1,14 @@
 /**
  * One plugin: its state, what waits for approval with an Approve button that says exactly what it
  * adds (pinned to the version the page was read at), `why` in the CLI's sentences, the three sides
- * of its permissions (asked, granted, run with), its config and its timeline with causes. The
- * approval is a plain form (POST, then a redirect back here); htmx only keeps the page current.
+ * of its permissions (asked, granted, run with), its config and its timeline with causes; for a
+ * view plugin, its own UI in a sandboxed iframe from the plugin proxy (seed 002). The approval is a
+ * plain form (POST, then a redirect back here); htmx only keeps the page current, around the view,
+ * which it never swaps (that would reload it).
  */
 import { AppError, approve, describeRule, hostPort, pendingItems, pluginView, webActor } from "../../app/index.js";
-import type { GrantSpec, NextSteps, Pending, PluginView, TimelineEntry, UserSession } from "../../app/index.js";
+import type { GrantSpec, NextSteps, Pending, PluginView, TimelineEntry, UserSession, ViewFrame, ViewsFace } from "../../app/index.js";
+import { assetUrls } from "./assets.js";
 import { mediaType, readBody } from "../http.js";
 import type { RequestContext } from "../routes.js";
 import { ago, hash, image, json, permissionRows, richText, statusBadge, verdictBadge, verdictHelp, when } from "./format.js";
@@ -76,13 +79,36 @@ function flash(approved: string | undefined): Markup {
   return html`<div class="flash ok" role="status">Approved: your grant edit is event ${approved}. The reconciler rolls out the version asked for in a moment; this page follows it.</div>`;
 }
 
-/** The plugin page's markup; `notice` is a message above it (a refused approval). */
-export function pluginPage(ctx: RequestContext, notice: Markup = html``): string {
+/**
+ * A view plugin's UI: framed from the plugin proxy's origin in a sandbox that gives it scripts and
+ * its own origin, nothing more (no top navigation, no popups, no forms); the console's script mints
+ * its token in parallel with the frame's load and hands it over (docs/adr/0075).
+ */
+export function viewCard(f: ViewFrame | null, views: ViewsFace | null, session: UserSession | null): Markup {
+  if (f === null || views === null) return html``;
+  return html`<section class="card view-card" id="view" aria-labelledby="view-h">
+<div class="view-head"><h2 id="view-h">${f.installationName}'s view</h2><span class="small muted">The plugin's own page, from the plugin proxy (${views.pluginProxyOrigin}). It acts as you, and only within what both you and its grant allow.</span></div>
+<iframe class="view-frame" title="${f.installationName}: the plugin's view" sandbox="allow-scripts allow-same-origin" src="${f.src}" referrerpolicy="no-referrer" data-openfief-view data-status-id="view-status" data-mint-url="/api/v1/plugin-tokens" data-installation-id="${f.installationId}" data-installation-name="${f.installationName}" data-gateway-url="${views.gatewayUrl}" data-cluster-id="${views.clusterId}" data-user="${session?.user ?? ""}"></iframe>
+<p id="view-status" class="small muted" role="status">${f.state === "ready" ? "Minting the view's token…" : "The view cannot act now: its grant does not give it the view capability, or it is being removed."}</p>
+<script type="module" src="${assetUrls().viewFrame}"></script>
+</section>`;
+}
+
+/** The plugin page with its view, when it has one. */
+export async function pluginPageWithView(ctx: RequestContext): Promise<string> {
+  const views = ctx.app.views;
+  const frame = views === null ? null : await views.frame(ctx.params.name ?? "");
+  return pluginPage(ctx, html``, frame);
+}
+
+/** The plugin page's markup; `notice` is a message above it (a refused approval), `frame` its view. */
+export function pluginPage(ctx: RequestContext, notice: Markup, frame: ViewFrame | null): string {
   const { app, params, session, query } = ctx;
   const now = app.clock();
   const v = pluginView(app.store, params.name ?? "", { steps: WEB_STEPS, timeline: 30 });
+  // Kept current in two parts around the view: the view itself is never swapped (that would reload it).
   const body = html`${notice}${flash(ctx.req.method === "POST" ? undefined : query.get("approved"))}
-<div id="live" hx-get="/plugins/${v.name}" hx-trigger="every 3s" hx-select="#live" hx-swap="outerHTML">
+<div id="live" hx-get="/plugins/${v.name}" hx-trigger="every 3s" hx-select="#live" hx-select-oob="#live-more" hx-swap="outerHTML">
 <div class="page-head big"><h1>${v.name}</h1>${statusBadge(v.row.status)}</div>
 <section class="card"><dl class="facts">
 <dt>Running</dt><dd>${image(v.row.running)}${v.row.runtime === null ? "" : html` <span class="small muted">${v.row.runtime === "wasm" ? html`as WebAssembly in the plugin host, module ${hash(v.row.module ?? "")}` : "as a container"}</span>`}</dd>
@@ -91,6 +117,9 @@ ${v.row.lastCall === null ? "" : html`<dt>Last call</dt><dd>${v.row.lastCall.ok 
 <dt>Signature</dt><dd>${verdictBadge(v.row.verdict)}${v.row.verdict === null ? "" : html` <span class="small muted">${verdictHelp(v.row.verdict)}</span>`}</dd>
 <dt>Last decision</dt><dd>${v.why === null ? html`<span class="muted">none yet</span>` : html`event ${v.why.answer.decision.seq}, ${when(v.why.answer.decision.time, now)}`}</dd>
 </dl></section>
+</div>
+${viewCard(frame, app.views, session)}
+<div id="live-more">
 ${pendingCard(v, session)}
 ${whyCard(v)}
 <section class="card"><h2>Permissions</h2><div class="table-wrap"><table><thead><tr><th></th><th>Asked for (the version asked for)</th><th>Granted</th><th>Runs with</th></tr></thead><tbody>${permissionRows(v.permissions)}</tbody></table></div>
@@ -117,6 +146,6 @@ export async function approveForm(ctx: RequestContext): Promise<{ redirect: stri
   } catch (err) {
     if (!(err instanceof AppError) || err.code !== "precondition_failed") throw err;
     const notice = html`<div class="flash bad" role="alert"><strong>Nothing was approved.</strong> ${name} changed since you looked at it (version ${version}): look again at what is pending now, below, and approve that if you agree.</div>`;
-    return { status: 412, markup: pluginPage(ctx, notice) };
+    return { status: 412, markup: pluginPage(ctx, notice, null) };
   }
 }

@@ -1,6 +1,6 @@
 /**
  * The plugins page: one row per plugin — its state at a glance, what runs, what is asked for, the
- * signature verdict, what waits for approval, the last decision — and, above the table, the
+ * signature verdict, what waits for approval, the last decision, a link to a view plugin's UI — and, above the table, the
  * plugins waiting for the owner. The table refreshes itself (htmx polls and swaps it).
  */
 import { pluginsOverview, problemText } from "../../app/index.js";
@@ -11,12 +11,12 @@ import { html } from "./html.js";
 import type { Markup } from "./html.js";
 import { page } from "./layout.js";
 
-function row(r: PluginRow, approval: PendingApproval | undefined, decidedAt: string | undefined, now: Date): Markup {
+function row(r: PluginRow, approval: PendingApproval | undefined, decidedAt: string | undefined, now: Date, hasView: boolean): Markup {
   const pending = approval === undefined ? html`<span class="muted">nothing</span>` : html`<a href="/plugins/${r.name}#pending"><span class="badge pending">waiting</span></a> <span class="small">${approval.text}</span>`;
   const decided = r.decided === null ? html`<span class="muted">none yet</span>` : html`${r.decided.outcome === "current" ? "runs what is asked" : r.decided.outcome === "previous" ? "keeps the earlier version" : "runs nothing"}<br><span class="small muted nowrap">event ${r.decided.seq}${decidedAt === undefined ? "" : html`, ${ago(decidedAt, now)}`}</span>`;
   const problems = r.problems.length === 0 ? "" : html`<div class="small"><span class="badge bad">problem</span> ${r.problems.map(problemText).join("; ")}</div>`;
   return html`<tr>
-<td class="nowrap"><a href="/plugins/${r.name}"><strong>${r.name}</strong></a>${problems}</td>
+<td class="nowrap"><a href="/plugins/${r.name}"><strong>${r.name}</strong></a>${hasView ? html`<br><a class="small" href="/plugins/${r.name}#view">its view →</a>` : ""}${problems}</td>
 <td>${statusBadge(r.status)}</td>
 <td>${image(r.running)}${r.runtime === "wasm" ? html`<br><span class="small muted">WebAssembly</span>` : ""}</td>
 <td>${r.deleted ? html`<span class="muted">(deleted)</span>` : r.asked !== null && r.asked === r.running ? html`<span class="muted">the version running</span>` : image(r.asked)}</td>
@@ -37,13 +37,23 @@ function summary(rows: readonly PluginRow[]): string {
   return `${rows.length} plugin${rows.length === 1 ? "" : "s"}${parts.length === 0 ? "" : `: ${parts.join(", ")}`}`;
 }
 
+/** The plugins whose page frames a view (their running version has a UI), when views run. */
+async function withViews(ctx: RequestContext, rows: readonly PluginRow[]): Promise<ReadonlySet<string>> {
+  const views = ctx.app.views;
+  if (views === null) return new Set();
+  const framed = await Promise.all(rows.map(async (r) => ((await views.frame(r.name)) === null ? null : r.name)));
+  return new Set(framed.filter((n): n is string => n !== null));
+}
+
 /** `GET /`. */
-export function pluginsPage({ app, session }: RequestContext): string {
+export async function pluginsPage(ctx: RequestContext): Promise<string> {
+  const { app, session } = ctx;
   const now = app.clock();
   const { rows, pending, decidedAt } = pluginsOverview(app.store);
+  const viewed = await withViews(ctx, rows);
   const table = rows.length === 0
     ? html`<p class="empty">No plugins yet. Apply a Plugin with <code>openfief apply -f plugin.yaml</code>, or start with <code>openfief up --demo</code>.</p>`
-    : html`<div class="table-wrap"><table><thead><tr><th>Plugin</th><th>State</th><th>Running</th><th>Asked for</th><th>Signature</th><th>Pending approval</th><th>Last decision</th></tr></thead><tbody>${rows.map((r) => row(r, pending.find((p) => p.name === r.name), decidedAt.get(r.name), now))}</tbody></table></div>`;
+    : html`<div class="table-wrap"><table><thead><tr><th>Plugin</th><th>State</th><th>Running</th><th>Asked for</th><th>Signature</th><th>Pending approval</th><th>Last decision</th></tr></thead><tbody>${rows.map((r) => row(r, pending.find((p) => p.name === r.name), decidedAt.get(r.name), now, viewed.has(r.name)))}</tbody></table></div>`;
   const body = html`<div class="page-head"><h1>Plugins</h1><p>${summary(rows)}</p></div>
 <div id="live" hx-get="/" hx-trigger="every 3s" hx-select="#live" hx-swap="outerHTML">
 ${waiting(pending)}

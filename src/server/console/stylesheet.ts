@@ -114,4 +114,11 @@ button[disabled] { opacity: 0.55; cursor: not-allowed; }
 .live::before { content: "● "; }
 .empty { color: var(--muted); font-style: italic; padding: 0.75rem 0; }
 .signin { max-width: 38rem; margin: 3rem auto; }
+
+.view-card { padding-bottom: 0.75rem; }
+.view-head { display: flex; align-items: baseline; gap: 0.75rem; flex-wrap: wrap; margin-bottom: 0.6rem; }
+.view-head h2 { margin: 0; }
+.view-frame { display: block; width: 100%; height: 26rem; border: 1px solid var(--line); border-radius: 6px; background: var(--paper); }
+#view-status[data-state="failed"] { color: var(--bad); }
+#view-status[data-state="ok"] { color: var(--ok); }
 `;
