@@ -22,7 +22,7 @@
  */
 import { CustomObjectsApi, KubernetesObjectApi, PatchStrategy } from "@kubernetes/client-node";
 import type { KubeConfig, KubernetesObject } from "@kubernetes/client-node";
-import { ALLOWLIST_CONFIGMAP, PLUGIN_HOST_CONFIGMAP, API_GROUP, API_VERSION, isValidPluginName, NAMESPACE, PLUGIN_LABEL, toClientNodeModel } from "../plugins/index.js";
+import { ALLOWLIST_CONFIGMAP, PLUGIN_HOST_CONFIGMAP, pluginHostTokenRole, SERVICE_ACCOUNT_PREFIX, API_GROUP, API_VERSION, isValidPluginName, NAMESPACE, PLUGIN_LABEL, toClientNodeModel } from "../plugins/index.js";
 import type { KubeObject, Target } from "../reconciler/index.js";
 import { apiError, httpStatus, KubeError, KubeErrorCode } from "./errors.js";
 
@@ -182,7 +182,13 @@ export class KubernetesTarget implements Target {
    * plugin's own manager, as {@link applyAllowListsRecorded} does for the allow-lists.
    */
   async applyPluginHostRecorded(data: Readonly<Record<string, string>>): Promise<ApplyRecord[]> {
-    return this.#publishKeyed(PLUGIN_HOST_CONFIGMAP, data, pluginHostFieldManager, "plugin-host-key-applied", "plugin-host-key-removed");
+    const records = await this.#publishKeyed(PLUGIN_HOST_CONFIGMAP, data, pluginHostFieldManager, "plugin-host-key-applied", "plugin-host-key-removed");
+    // Then the host may mint tokens for exactly these plugins' ServiceAccounts (none: no rule).
+    // A removed plugin's name leaves the Role after its key left the ConfigMap, so the host has
+    // stopped serving it before it loses the right to call out for it.
+    const role = pluginHostTokenRole(Object.keys(data), this.#namespace, SERVICE_ACCOUNT_PREFIX);
+    await this.#apply(role as unknown as KubernetesObject, OPERATOR_FIELD_MANAGER);
+    return records;
   }
 
   async #publishKeyed(

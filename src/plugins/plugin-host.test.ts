@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { ErrorCode } from "./errors.js";
-import { decodeHostedPlugins, encodeHostedPlugins, hostOrigin, MAX_HOSTED_PLUGINS, originHost } from "./plugin-host.js";
+import { decodeHostedPlugins, encodeHostedPlugins, hostOrigin, MAX_HOSTED_PLUGINS, originHost, pluginHostTokenRole } from "./plugin-host.js";
 
 const IMAGE = `ghcr.io/openfief/ecb-fx@sha256:${"ab".repeat(32)}`;
 const MODULE = "1a".repeat(32);
@@ -75,5 +75,17 @@ describe("the plugin-host ConfigMap codec", () => {
   ])("writes %j as the origin %s and reads it back", (h, origin) => {
     expect(hostOrigin(h)).toBe(origin);
     expect(originHost(origin)).toEqual(h);
+  });
+});
+
+describe("the plugin host's token Role", () => {
+  it("names exactly the running plugins' ServiceAccounts, sorted, and skips what is not a plugin name", () => {
+    expect(pluginHostTokenRole(["z-fx", "ecb-fx", "ecb-fx", "../x"], "openfief", "plugin-").rules).toEqual([
+      { apiGroups: [""], resources: ["serviceaccounts/token"], verbs: ["create"], resourceNames: ["plugin-ecb-fx", "plugin-z-fx"] },
+    ]);
+  });
+
+  it("has no rule at all without plugins, since a rule without names would cover every ServiceAccount", () => {
+    expect(pluginHostTokenRole([], "openfief", "plugin-").rules).toEqual([]);
   });
 });

@@ -189,3 +189,30 @@ export function originHostPort(origin: string): string | undefined {
   const h = originHost(origin);
   return h === undefined ? undefined : formatHostPort(h);
 }
+
+/** The Role that lets the plugin host mint its plugins' egress tokens; the operator keeps its names. */
+export const PLUGIN_HOST_TOKEN_ROLE = "openfief-plugin-host-tokens";
+
+/** The Role {@link PLUGIN_HOST_TOKEN_ROLE}'s rules, as plain JSON. */
+export interface TokenRole {
+  readonly apiVersion: "rbac.authorization.k8s.io/v1";
+  readonly kind: "Role";
+  readonly metadata: { readonly name: string; readonly namespace: string; readonly labels: Readonly<Record<string, string>> };
+  readonly rules: ReadonlyArray<{ readonly apiGroups: readonly string[]; readonly resources: readonly string[]; readonly verbs: readonly string[]; readonly resourceNames: readonly string[] }>;
+}
+
+/**
+ * The plugin host's Role for TokenRequests: `create` on `serviceaccounts/token` for exactly the
+ * ServiceAccounts of the plugins it runs. RBAC has no `plugin-*`, and a rule without
+ * resourceNames would cover every ServiceAccount (the operator's among them), so with no plugin
+ * the Role has no rule at all. Sorted; byte-stable.
+ */
+export function pluginHostTokenRole(plugins: readonly string[], namespace: string, serviceAccountPrefix: string): TokenRole {
+  const names = sortedUnique(plugins.filter(isValidPluginName).map((p) => serviceAccountPrefix + p));
+  return {
+    apiVersion: "rbac.authorization.k8s.io/v1",
+    kind: "Role",
+    metadata: { name: PLUGIN_HOST_TOKEN_ROLE, namespace, labels: { "app.kubernetes.io/managed-by": "openfief" } },
+    rules: names.length === 0 ? [] : [{ apiGroups: [""], resources: ["serviceaccounts/token"], verbs: ["create"], resourceNames: names }],
+  };
+}

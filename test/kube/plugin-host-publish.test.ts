@@ -17,7 +17,7 @@ import { clusterReconcilerFactory } from "../../src/app/index.js";
 import { runOperator } from "../../src/kube/operator.js";
 import { pluginHostFieldManager } from "../../src/kube/target.js";
 import { TRUSTED_SIGNERS_KEY } from "../../src/kube/trusted-signers.js";
-import { decodeHostedPlugins, NAMESPACE, PLUGIN_HOST_CONFIGMAP, TRUSTED_SIGNERS_CONFIGMAP } from "../../src/plugins/index.js";
+import { decodeHostedPlugins, NAMESPACE, PLUGIN_HOST_CONFIGMAP, PLUGIN_HOST_TOKEN_ROLE, TRUSTED_SIGNERS_CONFIGMAP } from "../../src/plugins/index.js";
 import { FakeApiServer } from "./fake-apiserver.js";
 
 const NS = NAMESPACE;
@@ -102,6 +102,11 @@ describe("the operator running a WebAssembly plugin in the plugin host (fake API
     expect(server.managers("v1", "ConfigMap", NS, PLUGIN_HOST_CONFIGMAP)).toMatchObject({ [pluginHostFieldManager("ecb-fx")]: ["data.ecb-fx"] });
   });
 
+  it("lets the plugin host mint tokens for exactly the plugin's ServiceAccount, through the Role the operator keeps", () => {
+    const role = server.get("rbac.authorization.k8s.io/v1", "Role", NS, PLUGIN_HOST_TOKEN_ROLE);
+    expect(role?.["rules"]).toEqual([{ apiGroups: [""], resources: ["serviceaccounts/token"], verbs: ["create"], resourceNames: ["plugin-ecb-fx"] }]);
+  });
+
   it("applies only the plugin's ServiceAccount and a Service selecting the plugin host's pods, valid Kubernetes objects", () => {
     const sa = server.get("v1", "ServiceAccount", NS, "plugin-ecb-fx");
     const svc = server.get("v1", "Service", NS, "plugin-ecb-fx");
@@ -124,5 +129,7 @@ describe("the operator running a WebAssembly plugin in the plugin host (fake API
     await until("ecb-fx's key removed", () => hosted() !== undefined && hosted()?.["ecb-fx"] === undefined);
     await until("ecb-fx's Service pruned", () => server.get("v1", "Service", NS, "plugin-ecb-fx") === undefined);
     expect(server.get("v1", "ServiceAccount", NS, "plugin-ecb-fx")).toBeUndefined();
+    // No rule at all, rather than a rule without names (which would cover every ServiceAccount).
+    expect(server.get("rbac.authorization.k8s.io/v1", "Role", NS, PLUGIN_HOST_TOKEN_ROLE)?.["rules"]).toEqual([]);
   });
 });
