@@ -58,8 +58,10 @@ export async function tokenRequestTokens(kc: KubeConfig, o: TokenRequestOptions 
     try {
       answer = await Promise.race([call, timeout]);
     } catch (err) {
-      // client-node's errors carry the request and its headers: only the status goes on.
+      // client-node's errors carry the request and its headers (the host's own bearer token):
+      // only the status goes on, never the error itself as a cause.
       const status = (err as { code?: unknown }).code;
+      // eslint-disable-next-line preserve-caught-error -- the caught error holds credentials (above)
       throw new Error(`the TokenRequest for ${SERVICE_ACCOUNT_PREFIX}${plugin} failed${typeof status === "number" ? ` with ${status}` : ""}`);
     } finally {
       clearTimeout(timer);
