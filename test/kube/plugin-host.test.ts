@@ -208,7 +208,14 @@ describe("the cluster's plugin host", () => {
     expect(metrics).toContain("openfief_plugin_host_plugins 1");
   });
 
-  it("stops serving a plugin removed from the ConfigMap, and uninstalls its module", async () => {
+  it("stops serving a plugin removed from the ConfigMap, and uninstalls its module, after its watch failed and was restarted", async () => {
+    const watches = (): number => server.requests.filter((r) => r.path === `/api/v1/namespaces/${NS}/configmaps` && r.query["watch"] === "true").length;
+    const before = watches();
+    // The next watch answers 500, and the open one is cut: client-node's informer stops for good.
+    server.failNextWatch("configmaps", "500");
+    server.dropWatches("configmaps");
+    await until("the watch restarted past the failure", () => watches() >= before + 2 && server.openWatches("configmaps") === 1);
+    expect(host.plugins()).toEqual(["ecb-fx"]);
     server.put({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: PLUGIN_HOST_CONFIGMAP, namespace: NS }, data: {} });
     await until("ecb-fx no longer listed", () => host.plugins().length === 0);
     const err = await client(await token("ecb-fx"), "2").sync({ batchId: "b-gone" }).catch((e: unknown) => e);
