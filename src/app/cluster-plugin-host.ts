@@ -223,13 +223,20 @@ export async function startClusterPluginHost(o: ClusterPluginHostOptions): Promi
     ready,
     plugins: () => [...current.keys()].sort(),
     close: async () => {
+      const step = (what: string): void => o.logger.debug({ step: what }, "plugin host closing");
       await source.stop();
+      step("watch stopped");
       await connectors.close();
+      step("connector server closed");
+      health.closeAllConnections();
       await new Promise<void>((resolve) => health.close(() => resolve()));
+      step("health server closed");
       await following.catch(() => undefined);
       await host.close();
+      step("host closed");
       await http.close();
       store.close();
+      step("store closed");
     },
   };
 }

@@ -25,6 +25,8 @@ import type { CoreTokenRefusal, CoreTokenResult } from "./core-token.js";
 
 /** The largest file an ImportFile stream may carry to a plugin. */
 export const MAX_IMPORT_BYTES = 8 * 1024 * 1024;
+/** How long calls in flight may finish once shutdown starts. */
+export const SHUTDOWN_GRACE_MS = 20_000;
 /** The largest message the server reads. */
 const READ_MAX_BYTES = MAX_IMPORT_BYTES + 64 * 1024;
 const H2_PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "latin1");
@@ -129,7 +131,21 @@ export async function serveConnectors(p: ConnectorPorts, listen: { readonly host
     readMaxBytes: READ_MAX_BYTES,
     contextValues: (req) => createContextValues().set(INSTANCE, instances.get(req) ?? ""),
   });
+  let closing = false;
+  let inflight = 0;
+  let drained: (() => void) | undefined;
   const gate = (req: AnyRequest, res: AnyResponse): void => {
+    if (closing) {
+      req.resume();
+      res.writeHead(503, { "content-type": "application/json" });
+      res.end(JSON.stringify({ code: "unavailable", message: "the plugin host is shutting down" }));
+      return;
+    }
+    inflight++;
+    res.once("close", () => {
+      inflight--;
+      if (inflight === 0) drained?.();
+    });
     const header = req.headers.authorization;
     const token = typeof header === "string" ? BEARER.exec(header)?.[1] : undefined;
     void p.verify(token).then((who) => {
@@ -146,6 +162,8 @@ export async function serveConnectors(p: ConnectorPorts, listen: { readonly host
       }
       instances.set(req, who.instance);
       connect(req as never, res as never);
+    }).catch(() => {
+      if (!res.headersSent) res.writeHead(500, { "content-type": "application/json" }).end(JSON.stringify({ code: "internal", message: "the request could not be served" }));
     });
   };
   const h1 = http.createServer(gate);
@@ -183,7 +201,19 @@ export async function serveConnectors(p: ConnectorPorts, listen: { readonly host
   return {
     port,
     close: async () => {
+      closing = true;
       const closed = new Promise<void>((resolve) => front.close(() => resolve()));
+      // Calls in flight may finish within the grace period (seed 000: up to 20 s), then the rest go.
+      if (inflight > 0) {
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, SHUTDOWN_GRACE_MS);
+          timer.unref();
+          drained = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+      }
       for (const s of sockets) s.destroy();
       await closed;
     },

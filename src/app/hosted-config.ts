@@ -10,6 +10,9 @@ import type { Logger } from "pino";
 import { decodeHostedPlugins, formatErrors, NAMESPACE, PLUGIN_HOST_CONFIGMAP } from "../plugins/index.js";
 import type { HostedPlugin } from "../plugins/index.js";
 
+/** How long stopping waits for a start under way. */
+const STOP_WAIT_MS = 5000;
+
 /** Options of {@link watchHostedPlugins}. */
 export interface WatchHostedPluginsOptions {
   readonly logger: Logger;
@@ -79,7 +82,7 @@ export async function watchHostedPlugins(kc: KubeConfig, o: WatchHostedPluginsOp
     pending = true;
     timer = setTimeout(() => {
       pending = false;
-      if (!stopped) informer.start().catch(() => restart());
+      if (!stopped) starting = informer.start().catch(() => restart());
     }, o.restartDelayMs ?? 5000);
     timer.unref();
   };
@@ -87,13 +90,18 @@ export async function watchHostedPlugins(kc: KubeConfig, o: WatchHostedPluginsOp
     o.logger.warn({ err: err instanceof Error ? err.message : String(err) }, "openfief-plugin-host watch failed; restarting, keeping the last set");
     restart();
   });
-  informer.start().catch(() => restart());
+  // The start under way: stopping waits for it, or its watch would open after the stop and stay open.
+  let starting: Promise<void> = informer.start().catch(() => restart());
   return {
     current: () => current,
     synced: () => synced,
     stop: async () => {
       stopped = true;
       if (timer !== undefined) clearTimeout(timer);
+      // Bounded: an API server that never answers must not hold the shutdown.
+      let bound: NodeJS.Timeout | undefined;
+      await Promise.race([starting, new Promise<void>((resolve) => (bound = setTimeout(resolve, STOP_WAIT_MS)))]);
+      clearTimeout(bound);
       await informer.stop();
     },
   };

@@ -65,6 +65,18 @@ export function register(program: Command): void {
       } catch (err) {
         throw new CliError(`plugin-host refused to start: ${err instanceof Error ? err.message : String(err)}`, 1);
       }
+      // Listening for the signals before anything starts: one that comes while the host starts
+      // (after it said it serves) stops it as soon as it has started.
+      let stop = (): void => undefined;
+      const stopped = new Promise<void>((resolve) => {
+        stop = () => {
+          process.off("SIGTERM", stop);
+          process.off("SIGINT", stop);
+          resolve();
+        };
+        process.once("SIGTERM", stop);
+        process.once("SIGINT", stop);
+      });
       let host;
       try {
         host = await startClusterPluginHost({
@@ -80,17 +92,10 @@ export function register(program: Command): void {
           insecureRegistries: opts.insecureRegistry,
         });
       } catch (err) {
+        stop();
         throw new CliError(`plugin-host failed to start: ${err instanceof Error ? err.message : String(err)}`, 1);
       }
-      await new Promise<void>((resolve) => {
-        const stop = (): void => {
-          process.off("SIGTERM", stop);
-          process.off("SIGINT", stop);
-          resolve();
-        };
-        process.once("SIGTERM", stop);
-        process.once("SIGINT", stop);
-      });
+      await stopped;
       logger.info("shutting down");
       await host.close();
     });
