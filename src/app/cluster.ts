@@ -73,7 +73,7 @@ export function observePrevious(store: EventStore, name: string, deployed: Deplo
 
 /** One target record as the `kube.applied` event carries it. */
 export function kubeChange(r: ApplyRecord): KubeChange {
-  const prune = r.action === "pruned" || r.action === "allowlist-key-removed";
+  const prune = r.action === "pruned" || r.action === "allowlist-key-removed" || r.action === "plugin-host-key-removed";
   return {
     action: prune ? "prune" : "apply",
     apiVersion: r.apiVersion,

@@ -37,6 +37,22 @@ export async function openDataStore(dataDir: string, clock?: () => Date): Promis
   return openStore({ file: storeFile(dataDir), ...(clock === undefined ? {} : { clock }) });
 }
 
+/** Where an image is read from: the first OCI layout holding it, else its registry (plain HTTP for `insecure` ones). */
+export type ImageSourceFor = (image: ImageRef) => Promise<{ readonly source: ImageSource; readonly repository: string }>;
+
+/** The {@link ImageSourceFor} of these layouts and registries. */
+export function imageSources(ociLayouts: readonly string[], insecureRegistries: readonly string[]): ImageSourceFor {
+  const layouts = ociLayouts.map((dir) => new OciLayoutSource(dir));
+  const insecure = new Set(insecureRegistries);
+  return async (image) => {
+    for (const layout of layouts) {
+      if (await exists(join(layout.dir, "blobs", "sha256", image.hex))) return { source: layout, repository: image.repository };
+    }
+    const loc = registryLocation(image);
+    return { source: new RegistryClient({ registry: loc.registry, ...(insecure.has(loc.registry) ? { scheme: "http" as const } : {}) }), repository: loc.repository };
+  };
+}
+
 export interface RuntimeOptions {
   readonly dataDir: string;
   readonly logger: Logger;
@@ -79,16 +95,7 @@ export async function openRuntime(o: RuntimeOptions): Promise<Runtime> {
   const owner = [...(o.trustedSigners === undefined ? [] : loadOwnerSignersFile(o.trustedSigners)), ...(o.ownerSigners ?? [])];
   const root = o.trustedRoot === undefined ? loadShippedTrustedRoot() : loadTrustedRootFile(o.trustedRoot);
   const policy = newTrustPolicy(catalog.value, owner);
-  const layouts = (o.ociLayouts ?? []).map((dir) => new OciLayoutSource(dir));
-  const insecure = new Set(o.insecureRegistries ?? []);
-
-  const sourceFor = async (image: ImageRef): Promise<{ source: ImageSource; repository: string }> => {
-    for (const layout of layouts) {
-      if (await exists(join(layout.dir, "blobs", "sha256", image.hex))) return { source: layout, repository: image.repository };
-    }
-    const loc = registryLocation(image);
-    return { source: new RegistryClient({ registry: loc.registry, ...(insecure.has(loc.registry) ? { scheme: "http" as const } : {}) }), repository: loc.repository };
-  };
+  const sourceFor = imageSources(o.ociLayouts ?? [], o.insecureRegistries ?? []);
 
   const opened = await openDataStore(o.dataDir, clock);
   const store = o.instrument === undefined ? opened : o.instrument(opened);

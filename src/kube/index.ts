@@ -8,6 +8,7 @@ export { KubernetesSource, type CustomResource, type SourceCallbacks, type Sourc
 export { keepTransitionTimes, pluginStatus, PluginStatusWriter, reasonFromCode, type Condition, type PluginStatus, type PluginStatusInput, type PluginStatusWriterOptions, type SignatureState } from "./status.js";
 export {
   allowListFieldManager,
+  pluginHostFieldManager,
   KubernetesTarget,
   MANAGED_BY,
   MANAGED_BY_LABEL,

@@ -22,7 +22,7 @@
  */
 import { CustomObjectsApi, KubernetesObjectApi, PatchStrategy } from "@kubernetes/client-node";
 import type { KubeConfig, KubernetesObject } from "@kubernetes/client-node";
-import { ALLOWLIST_CONFIGMAP, API_GROUP, API_VERSION, isValidPluginName, NAMESPACE, PLUGIN_LABEL, toClientNodeModel } from "../plugins/index.js";
+import { ALLOWLIST_CONFIGMAP, PLUGIN_HOST_CONFIGMAP, pluginHostTokenRole, SERVICE_ACCOUNT_PREFIX, API_GROUP, API_VERSION, isValidPluginName, NAMESPACE, PLUGIN_LABEL, toClientNodeModel } from "../plugins/index.js";
 import type { KubeObject, Target } from "../reconciler/index.js";
 import { apiError, httpStatus, KubeError, KubeErrorCode } from "./errors.js";
 
@@ -38,6 +38,11 @@ export const MANAGED_BY = "openfief";
 /** The field manager of one plugin's key in the allow-list ConfigMap. */
 export function allowListFieldManager(plugin: string): string {
   return `openfief-allowlist-${plugin}`;
+}
+
+/** The field manager of one plugin's key in the plugin-host ConfigMap (ADR 0080). */
+export function pluginHostFieldManager(plugin: string): string {
+  return `openfief-plugin-host-${plugin}`;
 }
 
 /** The kinds a plugin's workload consists of (seed 000, BuildObjects); pruning looks at these. */
@@ -65,14 +70,14 @@ function clusterScoped(k: { readonly apiVersion: string; readonly kind: string }
 
 /** One change the target made, for the caller to record as an event. */
 export interface ApplyRecord {
-  readonly action: "applied" | "pruned" | "allowlist-key-applied" | "allowlist-key-removed";
+  readonly action: "applied" | "pruned" | "allowlist-key-applied" | "allowlist-key-removed" | "plugin-host-key-applied" | "plugin-host-key-removed";
   readonly plugin: string;
   readonly apiVersion: string;
   readonly kind: string;
   readonly namespace: string;
   readonly name: string;
   readonly fieldManager: string;
-  /** For allow-list records: the ConfigMap key. */
+  /** For allow-list and plugin-host records: the ConfigMap key. */
   readonly key?: string;
   /** The object's resourceVersion after the change, when the server returned one. */
   readonly resourceVersion?: string;
@@ -113,6 +118,11 @@ export class KubernetesTarget implements Target {
   /** Publishes the allow-lists; see {@link applyAllowListsRecorded}. */
   async applyAllowLists(data: Readonly<Record<string, string>>): Promise<void> {
     await this.applyAllowListsRecorded(data);
+  }
+
+  /** Publishes the running WebAssembly plugins; see {@link applyPluginHostRecorded}. */
+  async applyPluginHost(data: Readonly<Record<string, string>>): Promise<void> {
+    await this.applyPluginHostRecorded(data);
   }
 
   /** {@link applyPlugin}, returning what it changed. */
@@ -164,23 +174,47 @@ export class KubernetesTarget implements Target {
    * empty ConfigMap with that key's manager.
    */
   async applyAllowListsRecorded(data: Readonly<Record<string, string>>): Promise<ApplyRecord[]> {
+    return this.#publishKeyed(ALLOWLIST_CONFIGMAP, data, allowListFieldManager, "allowlist-key-applied", "allowlist-key-removed");
+  }
+
+  /**
+   * Makes the plugin-host ConfigMap hold exactly `data`'s keys, each applied (or removed) by its
+   * plugin's own manager, as {@link applyAllowListsRecorded} does for the allow-lists.
+   */
+  async applyPluginHostRecorded(data: Readonly<Record<string, string>>): Promise<ApplyRecord[]> {
+    const records = await this.#publishKeyed(PLUGIN_HOST_CONFIGMAP, data, pluginHostFieldManager, "plugin-host-key-applied", "plugin-host-key-removed");
+    // Then the host may mint tokens for exactly these plugins' ServiceAccounts (none: no rule).
+    // A removed plugin's name leaves the Role after its key left the ConfigMap, so the host has
+    // stopped serving it before it loses the right to call out for it.
+    const role = pluginHostTokenRole(Object.keys(data), this.#namespace, SERVICE_ACCOUNT_PREFIX);
+    await this.#apply(role as unknown as KubernetesObject, OPERATOR_FIELD_MANAGER);
+    return records;
+  }
+
+  async #publishKeyed(
+    name: string,
+    data: Readonly<Record<string, string>>,
+    managerOf: (plugin: string) => string,
+    applied: ApplyRecord["action"],
+    removed: ApplyRecord["action"],
+  ): Promise<ApplyRecord[]> {
     const records: ApplyRecord[] = [];
-    const meta = { name: ALLOWLIST_CONFIGMAP, namespace: this.#namespace };
+    const meta = { name, namespace: this.#namespace };
     // The ConfigMap's own labels, under the operator's manager; also creates it when absent.
     await this.#apply({ apiVersion: "v1", kind: "ConfigMap", metadata: { ...meta, labels: { [MANAGED_BY_LABEL]: MANAGED_BY } } }, OPERATOR_FIELD_MANAGER);
     for (const key of Object.keys(data).sort()) {
       checkPluginName(key);
-      const manager = allowListFieldManager(key);
+      const manager = managerOf(key);
       const configMap: ConfigMapBody = { apiVersion: "v1", kind: "ConfigMap", metadata: meta, data: { [key]: data[key] ?? "" } };
-      const applied = await this.#apply(configMap, manager);
-      records.push(this.#record({ action: "allowlist-key-applied", plugin: key, apiVersion: "v1", kind: "ConfigMap", ...meta, fieldManager: manager, key, ...rv(applied) }));
+      const result = await this.#apply(configMap, manager);
+      records.push(this.#record({ action: applied, plugin: key, apiVersion: "v1", kind: "ConfigMap", ...meta, fieldManager: manager, key, ...rv(result) }));
     }
-    const current = await this.#readAllowListKeys();
+    const current = await this.#readKeys(name);
     for (const key of current) {
       if (Object.hasOwn(data, key) || !isValidPluginName(key)) continue;
-      const manager = allowListFieldManager(key);
-      const applied = await this.#apply({ apiVersion: "v1", kind: "ConfigMap", metadata: meta }, manager);
-      records.push(this.#record({ action: "allowlist-key-removed", plugin: key, apiVersion: "v1", kind: "ConfigMap", ...meta, fieldManager: manager, key, ...rv(applied) }));
+      const manager = managerOf(key);
+      const result = await this.#apply({ apiVersion: "v1", kind: "ConfigMap", metadata: meta }, manager);
+      records.push(this.#record({ action: removed, plugin: key, apiVersion: "v1", kind: "ConfigMap", ...meta, fieldManager: manager, key, ...rv(result) }));
     }
     return records;
   }
@@ -237,15 +271,15 @@ export class KubernetesTarget implements Target {
     }
   }
 
-  async #readAllowListKeys(): Promise<string[]> {
+  async #readKeys(name: string): Promise<string[]> {
     try {
-      const cm = (await this.#objects.read({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: ALLOWLIST_CONFIGMAP, namespace: this.#namespace } })) as KubernetesObject & {
+      const cm = (await this.#objects.read({ apiVersion: "v1", kind: "ConfigMap", metadata: { name, namespace: this.#namespace } })) as KubernetesObject & {
         data?: Record<string, string>;
       };
       return Object.keys(cm.data ?? {}).sort();
     } catch (err) {
       if (httpStatus(err) === 404) return [];
-      throw apiError(`read ConfigMap ${this.#namespace}/${ALLOWLIST_CONFIGMAP}`, err);
+      throw apiError(`read ConfigMap ${this.#namespace}/${name}`, err);
     }
   }
 

@@ -53,6 +53,8 @@ export const ErrorCode = {
   // allow-lists and identities
   InvalidAllowList: "invalid_allowlist",
   NotAPlugin: "not_a_plugin",
+  /** An entry of the `openfief-plugin-host` ConfigMap the plugin host cannot read (it is not served). */
+  InvalidHostedPlugin: "invalid_hosted_plugin",
   // topology
   InvalidTopology: "invalid_topology",
   // views: PolicyRules and the UI bundle

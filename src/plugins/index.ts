@@ -45,6 +45,15 @@ export type { Topology, CompileInput, JwksMount } from "./compile.js";
 export { SA_JWKS_CONFIGMAP, SA_JWKS_DIR, SA_JWKS_ITEMS, coreSubjectProblems } from "./jwks.js";
 export { buildObjects, listObjects, objectToJSON, objectsToJSON, toClientNodeModel } from "./objects.js";
 export type { PluginObjects, PluginObject } from "./objects.js";
+/** The objects of a WebAssembly plugin the plugin host runs: its ServiceAccount and a Service selecting the host (ADR 0080). */
+export { buildHostedObjects, hostedObjectsToJSON } from "./objects.js";
+export type { HostedPluginObjects } from "./objects.js";
+/** The `openfief-plugin-host` ConfigMap's codec: what the operator publishes and the plugin host follows (ADR 0080). */
+export {
+  PLUGIN_HOST_CONFIGMAP, PLUGIN_HOST_NAME, PLUGIN_HOST_POD_LABELS, MAX_HOSTED_PLUGINS, decodeHostedPlugins, encodeHostedPlugins, hostOrigin, originHost, originHostPort,
+  PLUGIN_HOST_TOKEN_ROLE, pluginHostTokenRole,
+} from "./plugin-host.js";
+export type { DecodedHostedPlugins, HostedPlugin, HostedPluginInput, TokenRole } from "./plugin-host.js";
 
 /** Which version runs, and what is pending approval. */
 export { canonicalManifest, manifestToJSON, planRollout, rolloutPlanToJSON, sameRolloutPlan } from "./rollout.js";

@@ -21,6 +21,7 @@ import {
   coreSubjectProblems,
   decideEgress,
   decodeAllowLists,
+  decodeHostedPlugins,
   effective,
   emptyCatalog,
   identityMatches,
@@ -199,6 +200,11 @@ function expectErrors(errors: unknown): void {
   expect(Array.isArray(errors) && (errors as unknown[]).every(isFieldError)).toBe(true);
 }
 
+/** The plugin-host decoder's answer as a Result: its errors when it has any. */
+function asResult(d: ReturnType<typeof decodeHostedPlugins>): Result<unknown> {
+  return d.errors.length > 0 ? { ok: false, errors: d.errors } : { ok: true, value: d.plugins };
+}
+
 function expectResult(r: unknown): void {
   const result = r as Result<unknown>;
   expect(typeof result === "object" && result !== null).toBe(true);
@@ -236,6 +242,7 @@ describe("every parser returns a Result", () => {
     ["parseCatalog", (v) => parseCatalog(v as string), 1],
     ["parseOwnerSigners", (v) => parseOwnerSigners(v as string), 1],
     ["decodeAllowLists", (v) => decodeAllowLists(v), 1],
+    ["decodeHostedPlugins", (v) => asResult(decodeHostedPlugins(v)), 1],
     ["allowListFromHosts", (v) => allowListFromHosts(v as never), 1],
     ["pluginForServiceAccount", (v) => pluginForServiceAccount(v as string), 1],
   ])("%s, given anything", (_name, parse, weight) => {
@@ -259,6 +266,7 @@ describe("every parser returns a Result", () => {
     ["parseCatalog", (v) => parseCatalog(text({ plugins: [{ name: "x", image: v, publisher: v }] }))],
     ["parseOwnerSigners", (v) => parseOwnerSigners(text({ signers: [v] }))],
     ["decodeAllowLists", (v) => decodeAllowLists({ p: v, "bad key": v })],
+    ["decodeHostedPlugins", (v) => asResult(decodeHostedPlugins({ p: typeof v === "string" ? v : text(v), "bad key": v }))],
   ])("%s, given plausible files with hostile entries", (_name, parse) => {
     fc.assert(fc.property(signerShape, (v) => {
         expectResult(parse(v));

@@ -10,7 +10,7 @@ import { CORE_TOKEN_PATH, EGRESS_TOKEN_PATH } from "./constants.js";
 import { effective } from "./effective.js";
 import { parseImageRef } from "./image-ref.js";
 import type { ImageRef } from "./image-ref.js";
-import { buildObjects, listObjects, objectToJSON, objectsToJSON, toClientNodeModel } from "./objects.js";
+import { buildHostedObjects, buildObjects, hostedObjectsToJSON, listObjects, objectToJSON, objectsToJSON, toClientNodeModel } from "./objects.js";
 import type { PluginObject } from "./objects.js";
 import type { JsonValue, Manifest } from "./types.js";
 
@@ -273,5 +273,34 @@ describe("buildObjects", () => {
     const sent = parseYaml(dumpYaml(np)) as Json;
     expect(at(sent, "spec", "ingress", 0, "from")).toBeUndefined();
     expect(at(np, "spec", "ingress", 0, "from")).toHaveLength(1);
+  });
+});
+
+describe("buildHostedObjects (a plugin the plugin host runs)", () => {
+  it.each(CASES)("is only the plugin's ServiceAccount and its Service, valid against Kubernetes' schemas, $name", ({ w }) => {
+    const o = buildHostedObjects(w);
+    const json = hostedObjectsToJSON(o);
+    expect(json.map((x) => x["kind"])).toEqual(["ServiceAccount", "Service"]);
+    expect(() => new ServiceAccount(json[0] as never).validate()).not.toThrow();
+    expect(() => new Service(json[1] as never).validate()).not.toThrow();
+    for (const x of [o.serviceAccount, o.service]) expect(parseYaml(dumpYaml(x))).toEqual(objectToJSON(x));
+  });
+
+  it.each(CASES)("names both plugin-<name> and keeps the ServiceAccount's token unmounted, $name", ({ w }) => {
+    const o = buildHostedObjects(w);
+    expect(o.serviceAccount.metadata?.name).toBe("plugin-ibkr-main");
+    expect(o.serviceAccount.automountServiceAccountToken).toBe(false);
+    expect(o.service.metadata?.name).toBe("plugin-ibkr-main");
+    expect(o.service.metadata?.labels).toMatchObject({ "openfief.io/plugin": "ibkr-main" });
+  });
+
+  it("selects the plugin host's pods on the plugin port, never a pod carrying the plugin label", () => {
+    const svc = buildHostedObjects(CASES[0]!.w).service;
+    expect(svc.spec).toEqual({ type: "ClusterIP", selector: { "app.kubernetes.io/name": "openfief-plugin-host" }, ports: [{ name: "rpc", port: 9090, protocol: "TCP", targetPort: 9090 }] });
+    expect(Object.keys(svc.spec?.selector ?? {})).not.toContain("openfief.io/plugin");
+  });
+
+  it("is byte-stable for equal workloads", () => {
+    expect(JSON.stringify(hostedObjectsToJSON(buildHostedObjects(workload({}))))).toBe(JSON.stringify(hostedObjectsToJSON(buildHostedObjects(workload({})))));
   });
 });

@@ -21,6 +21,7 @@ import type {
 import { PLUGIN_LABEL } from "./compile.js";
 import type { NetworkRule, Workload } from "./compile.js";
 import { compareStrings } from "./effective.js";
+import { PLUGIN_HOST_POD_LABELS } from "./plugin-host.js";
 import { scopeObjects } from "./scope-objects.js";
 
 /** The single container's name. */
@@ -213,6 +214,39 @@ export function buildObjects(w: Workload): PluginObjects {
   };
 
   return { serviceAccount, configMap, networkPolicy, service, deployment, ...scopeObjects(w) };
+}
+
+/**
+ * The objects of a plugin the plugin host runs (a WebAssembly plugin; ADR 0080): its
+ * ServiceAccount, whose tokens are its identity for egress, and its Service on the plugin port,
+ * selecting the plugin host's pods, so the core reaches `plugin-<name>` wherever the plugin runs.
+ * No Deployment, ConfigMap or NetworkPolicy: the host's own Deployment and NetworkPolicies
+ * (deploy/base/plugin-host.yaml) confine every plugin it runs, and its config reaches it through
+ * the `openfief-plugin-host` ConfigMap.
+ */
+export interface HostedPluginObjects {
+  readonly serviceAccount: V1ServiceAccount;
+  readonly service: V1Service;
+}
+
+/** Maps a compiled workload onto the objects of a plugin the plugin host runs. */
+export function buildHostedObjects(w: Workload): HostedPluginObjects {
+  const o = buildObjects(w);
+  const service: V1Service = {
+    ...o.service,
+    spec: {
+      type: "ClusterIP",
+      selector: { ...PLUGIN_HOST_POD_LABELS },
+      // The host serves every plugin's contract on the plugin port; the token's audience names the instance.
+      ports: [{ name: PORT_NAME, port: w.listenPort, protocol: "TCP", targetPort: w.listenPort }],
+    },
+  };
+  return { serviceAccount: o.serviceAccount, service };
+}
+
+/** A hosted plugin's objects as Kubernetes JSON, in apply order (identity first); byte-stable. */
+export function hostedObjectsToJSON(o: HostedPluginObjects): Record<string, unknown>[] {
+  return [o.serviceAccount, o.service].map(objectToJSON);
 }
 
 /**

@@ -25,6 +25,8 @@ export { checkEgress, EgressChecker, EGRESS_CHECK_EVENT_TYPES, type AddressReche
 export { viewPlan, isNothingPending } from "./plan-view.js";
 export type { PlanView } from "./plan-view.js";
 export { allowListConfigData, entryToHost } from "./allowlists.js";
+/** The `openfief-plugin-host` ConfigMap's data: the running WebAssembly plugins (ADR 0080). */
+export { pluginHostConfigData } from "./plugin-host.js";
 /** A view's recent gateway decisions and their counts by gate. */
 export { recentDecisions, summarizeDecisions } from "./gateway-decisions.js";
 export type { DecisionSummary } from "./gateway-decisions.js";

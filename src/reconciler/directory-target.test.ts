@@ -53,6 +53,17 @@ describe("DirectoryTarget", () => {
     expect(obj.data["b-plugin"]).toBe("api.b.example:443\n");
   });
 
+  it("publishes the running WebAssembly plugins as the openfief-plugin-host ConfigMap with sorted keys, and empties it", async () => {
+    const t = new DirectoryTarget(dir);
+    await t.applyPluginHost({ "z-fx": '{"image":"x","module":"y","origins":[]}', "ecb-fx": '{"image":"a","module":"b","origins":[]}' });
+    const obj = parse(await readFile(join(dir, "openfief-plugin-host.yaml"), "utf8"));
+    expect(obj).toMatchObject({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "openfief-plugin-host", namespace: "openfief" } });
+    expect(Object.keys(obj.data)).toEqual(["ecb-fx", "z-fx"]);
+    expect(obj.data["ecb-fx"]).toBe('{"image":"a","module":"b","origins":[]}');
+    await t.applyPluginHost({});
+    expect(parse(await readFile(join(dir, "openfief-plugin-host.yaml"), "utf8")).data).toEqual({});
+  });
+
   it.each(["../escape", "UPPER", "a/b", "", "9starts-with-digit"])("refuses the plugin name %j, which could escape the folder", async (name) => {
     const t = new DirectoryTarget(dir);
     await expect(t.applyPlugin(name, [])).rejects.toThrow(/invalid plugin name/);

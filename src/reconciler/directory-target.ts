@@ -1,13 +1,14 @@
 /**
  * The embedded default target: each running plugin's objects as one multi-document YAML file
  * under `<dir>/plugins/<name>.yaml`, and the allow-lists as the `openfief-egress-allowlist`
- * ConfigMap in `<dir>/openfief-egress-allowlist.yaml`. Files are replaced atomically (write to a
+ * ConfigMap in `<dir>/openfief-egress-allowlist.yaml`, and the running WebAssembly plugins as the
+ * `openfief-plugin-host` ConfigMap in `<dir>/openfief-plugin-host.yaml` (ADR 0080). Files are replaced atomically (write to a
  * temporary file, fsync, rename) so a crash never leaves a half-written object behind.
  */
 import { mkdir, open, readdir, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { stringify } from "yaml";
-import { ALLOWLIST_CONFIGMAP, NAMESPACE } from "../plugins/index.js";
+import { ALLOWLIST_CONFIGMAP, NAMESPACE, PLUGIN_HOST_CONFIGMAP } from "../plugins/index.js";
 import type { KubeObject, Target } from "./target.js";
 
 const PLUGIN_NAME = /^[a-z][a-z0-9-]{0,55}$/;
@@ -30,15 +31,23 @@ export class DirectoryTarget implements Target {
   }
 
   async applyAllowLists(data: Readonly<Record<string, string>>): Promise<void> {
+    await this.#writeConfigMap(ALLOWLIST_CONFIGMAP, data);
+  }
+
+  async applyPluginHost(data: Readonly<Record<string, string>>): Promise<void> {
+    await this.#writeConfigMap(PLUGIN_HOST_CONFIGMAP, data);
+  }
+
+  async #writeConfigMap(name: string, data: Readonly<Record<string, string>>): Promise<void> {
     const sorted: Record<string, string> = {};
     for (const key of Object.keys(data).sort()) sorted[key] = data[key] ?? "";
     const configMap = {
       apiVersion: "v1",
       kind: "ConfigMap",
-      metadata: { name: ALLOWLIST_CONFIGMAP, namespace: NAMESPACE, labels: { "app.kubernetes.io/managed-by": "openfief" } },
+      metadata: { name, namespace: NAMESPACE, labels: { "app.kubernetes.io/managed-by": "openfief" } },
       data: sorted,
     };
-    await writeAtomically(join(this.dir, `${ALLOWLIST_CONFIGMAP}.yaml`), stringify(configMap, { lineWidth: 0 }));
+    await writeAtomically(join(this.dir, `${name}.yaml`), stringify(configMap, { lineWidth: 0 }));
   }
 
   async listPlugins(): Promise<string[]> {

@@ -20,7 +20,7 @@ import type { EventDataMap, EventOf, EventStore, EventTypeName, RolloutDecided }
 import { isEventOf, manifestDigest, pluginStream, StoreError } from "../events/index.js";
 import { parseImageRef, parseManifest, parsePlugin } from "../plugins/index.js";
 import type { ImageRef, Manifest, Topology } from "../plugins/index.js";
-import { allowListConfigData, deployedBy, loadDeciderState, moduleOfVersion, previousVersion, Projector } from "../projections/index.js";
+import { allowListConfigData, deployedBy, pluginHostConfigData, loadDeciderState, moduleOfVersion, previousVersion, Projector } from "../projections/index.js";
 import type { PluginState } from "../projections/index.js";
 import type { ImageVerifier, VerdictRecorder } from "../trust/index.js";
 import { appliedRecord, desiredChanged, desiredWorkload, needsApply, nextConfigVerdict, nextDecision } from "./steps.js";
@@ -62,6 +62,8 @@ export class Reconciler {
   readonly #projector: Projector;
   /** The allow-list data last published, so an unchanged set is not written again. */
   #publishedAllowLists: string | null = null;
+  /** The plugin-host data last published, likewise. */
+  #publishedPluginHost: string | null = null;
 
   constructor(deps: ReconcilerDeps) {
     this.#d = deps;
@@ -82,6 +84,7 @@ export class Reconciler {
       }
     }
     await this.publishAllowLists();
+    await this.publishPluginHost();
     return results;
   }
 
@@ -121,6 +124,16 @@ export class Reconciler {
     if (text === this.#publishedAllowLists) return;
     await this.#d.target.applyAllowLists(data);
     this.#publishedAllowLists = text;
+  }
+
+  /** Publishes the running WebAssembly plugins to the plugin host through the target when they changed (ADR 0080). */
+  async publishPluginHost(): Promise<void> {
+    this.#projector.catchUp();
+    const data = pluginHostConfigData(this.#projector);
+    const text = canonicalize(data);
+    if (text === this.#publishedPluginHost) return;
+    await this.#d.target.applyPluginHost(data);
+    this.#publishedPluginHost = text;
   }
 
   async #reconcileOnce(name: string): Promise<PluginResult> {
@@ -226,12 +239,13 @@ export class Reconciler {
     const { target } = this.#d;
     let error: string | undefined;
     try {
-      // The recorded objects are the pure model's Kubernetes objects (step 4 compiled them).
-      // A WebAssembly plugin runs in the plugin host: it has no objects of its own to apply.
-      if (desired.data.running && desired.data.runtime !== "wasm") await target.applyPlugin(name, desired.data.objects as unknown as KubeObject[]);
+      // The recorded objects are the pure model's Kubernetes objects (step 4 compiled them); a
+      // WebAssembly plugin's are only its ServiceAccount and its Service selecting the plugin host.
+      if (desired.data.running) await target.applyPlugin(name, desired.data.objects as unknown as KubeObject[]);
       else await target.removePlugin(name);
       this.#projector.catchUp();
       await this.publishAllowLists();
+      await this.publishPluginHost();
     } catch (err) {
       error = err instanceof Error ? err.message : String(err);
       this.#d.logger.error({ plugin: name, err: error }, "applying the desired workload failed");

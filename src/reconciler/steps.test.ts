@@ -99,6 +99,16 @@ describe("step 4, the desired workload", () => {
     expect(desired.objects.length).toBeGreaterThan(0);
   });
 
+  it("gives a WebAssembly version only its ServiceAccount and a Service selecting the plugin host, with its module and allow-list", () => {
+    const module = "1a".repeat(32);
+    const { desired, problem } = desiredWorkload("echo", RUNS_CURRENT, TOPOLOGY, module);
+    expect(problem).toBeNull();
+    expect(desired).toMatchObject({ running: true, image: IMAGE, runtime: "wasm", module, allowList: ["api.example.com:443"] });
+    const objects = desired.objects as Array<{ kind: string; metadata: { name: string }; spec?: { selector?: unknown } }>;
+    expect(objects.map((o) => [o.kind, o.metadata.name])).toEqual([["ServiceAccount", "plugin-echo"], ["Service", "plugin-echo"]]);
+    expect(objects[1]?.spec?.selector).toEqual({ "app.kubernetes.io/name": "openfief-plugin-host" });
+  });
+
   it("runs nothing, and says so, when the recorded version no longer parses", () => {
     const broken = { ...RUNS_CURRENT, plan: { ...RUNS_CURRENT.plan, run: { ...RUNS_CURRENT.plan.run!, image: "not an image" } } };
     expect(desiredWorkload("echo", broken, TOPOLOGY)).toEqual({ desired: { name: "echo", running: false, objects: [], allowList: [] }, problem: { code: "version_unparseable" } });

@@ -6,7 +6,7 @@
  */
 import { canonicalize } from "json-canonicalize";
 import type { ConfigVerdict, EventOf, RolloutDecided, WorkloadApplied, WorkloadDesired } from "../events/index.js";
-import { buildObjects, compile, effective, formatErrors, formatHostPort, objectsToJSON, parseGrant, parseImageRef, parseManifest, validateConfig } from "../plugins/index.js";
+import { buildHostedObjects, buildObjects, compile, effective, formatErrors, formatHostPort, hostedObjectsToJSON, objectsToJSON, parseGrant, parseImageRef, parseManifest, validateConfig } from "../plugins/index.js";
 import type { JsonValue, Manifest, Topology } from "../plugins/index.js";
 import { decideRollout, deployedBy } from "../projections/index.js";
 import type { DeciderSources, DeciderState } from "../projections/index.js";
@@ -59,8 +59,9 @@ export interface Desired {
 
 /**
  * Step 4: the desired workload of what a recorded decision runs — a container's compiled objects,
- * or, when `module` names the version's WebAssembly module, the module the plugin host runs (no
- * objects of its own) — or a stopped one. Either way the allow-list is the effective egress.
+ * or, when `module` names the version's WebAssembly module, the module the plugin host runs with
+ * only its identity and its Service selecting the host (ADR 0080) — or a stopped one. Either way
+ * the allow-list is the effective egress.
  */
 export function desiredWorkload(name: string, decision: RolloutDecided, topology: Topology, module: string | null = null): Desired {
   const stopped: WorkloadDesired = { name, running: false, objects: [], allowList: [] };
@@ -75,7 +76,10 @@ export function desiredWorkload(name: string, decision: RolloutDecided, topology
   const workload = compile({ name, image: image.value, ...(run.config === undefined ? {} : { config: run.config }) }, perms.value, topology);
   if (!workload.ok) return { desired: stopped, problem: { code: "compile_failed", problems: formatErrors(workload.errors) } };
   const allowList = workload.value.allowList.map(formatHostPort);
-  if (module !== null) return { desired: { name, running: true, image: image.value.toString(), runtime: "wasm", module, objects: [], allowList }, problem: null };
+  if (module !== null) {
+    const objects = hostedObjectsToJSON(buildHostedObjects(workload.value)) as JsonValue[];
+    return { desired: { name, running: true, image: image.value.toString(), runtime: "wasm", module, objects, allowList }, problem: null };
+  }
   return {
     desired: {
       name,

@@ -21,6 +21,11 @@ export interface Target {
   removePlugin(plugin: string): Promise<void>;
   /** Publishes every running plugin's allow-list (the encoded ConfigMap data). */
   applyAllowLists(data: Readonly<Record<string, string>>): Promise<void>;
+  /**
+   * Publishes the running WebAssembly plugins to the plugin host: the `openfief-plugin-host`
+   * ConfigMap's data, one key per plugin (ADR 0080). Keys not in `data` are removed.
+   */
+  applyPluginHost(data: Readonly<Record<string, string>>): Promise<void>;
   /** The plugins the target currently holds objects for, so a restart can prune leftovers. */
   listPlugins(): Promise<string[]>;
 }

@@ -8,7 +8,7 @@ import { cp, mkdtemp, readFile, readdir, rm, writeFile } from "node:fs/promises"
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { parse } from "yaml";
+import { parse, parseAllDocuments } from "yaml";
 import { buildDemoImage, DEMO_IMAGES } from "../../scripts/make-demo.js";
 import { writeImageToLayout } from "../../src/trust/oci-layout.js";
 import { json, ok, openfief, ROOT } from "./support.js";
@@ -24,6 +24,8 @@ const V2 = "ac327d8f";
 async function rows(): Promise<Map<string, Row>> {
   return new Map((await json<Row[]>(["get", "plugins", ...data])).map((r) => [r.name, r]));
 }
+
+const ECB_MODULE = "1750a4f19745c2f4db091a42c7340371be133ebc5470ab0ea806263453d10b3c";
 
 async function allowList(): Promise<Record<string, string>> {
   const cm = parse(await readFile(join(dir, "cluster", "openfief-egress-allowlist.yaml"), "utf8")) as { data: Record<string, string> };
@@ -63,10 +65,17 @@ describe("the plugin lifecycle through the CLI", () => {
     // ledger-view's digest moves with its UI bundle: the demo's Plugin names it.
     const ledger = (parse(await readFile(join(ROOT, "examples/plugins/ledger-view.yaml"), "utf8")) as { spec: { image: string } }).spec.image;
     expect(r.get("ledger-view")?.running).toContain((ledger.split("@sha256:")[1] ?? "?").slice(0, 8));
-    // The WebAssembly plugin runs in the plugin host: no objects of its own, an allow-list all the same.
-    expect(r.get("ecb-fx")).toMatchObject({ verdict: "unverified", pending: [], runtime: "wasm", module: "1750a4f19745c2f4db091a42c7340371be133ebc5470ab0ea806263453d10b3c" });
+    // The WebAssembly plugin runs in the plugin host: only its identity and its Service selecting the
+    // host are its own; the host is told what to run in openfief-plugin-host; an allow-list all the same.
+    expect(r.get("ecb-fx")).toMatchObject({ verdict: "unverified", pending: [], runtime: "wasm", module: ECB_MODULE });
     expect(r.get("nbp-fx")).toMatchObject({ runtime: "container", module: null });
-    expect((await readdir(join(dir, "cluster", "plugins"))).sort()).toEqual(["ledger-view.yaml", "nbp-fx.yaml"]);
+    expect((await readdir(join(dir, "cluster", "plugins"))).sort()).toEqual(["ecb-fx.yaml", "ledger-view.yaml", "nbp-fx.yaml"]);
+    const ecb = parseAllDocuments(await readFile(join(dir, "cluster", "plugins", "ecb-fx.yaml"), "utf8")).map((d) => d.toJSON() as { kind: string; spec?: { selector?: unknown } });
+    expect(ecb.map((o) => o.kind)).toEqual(["ServiceAccount", "Service"]);
+    expect(ecb[1]?.spec?.selector).toEqual({ "app.kubernetes.io/name": "openfief-plugin-host" });
+    const hosted = parse(await readFile(join(dir, "cluster", "openfief-plugin-host.yaml"), "utf8")) as { data: Record<string, string> };
+    expect(Object.keys(hosted.data)).toEqual(["ecb-fx"]);
+    expect(JSON.parse(hosted.data["ecb-fx"] ?? "{}")).toMatchObject({ module: ECB_MODULE, origins: ["https://www.ecb.europa.eu"] });
     expect(await allowList()).toEqual({ "ecb-fx": "www.ecb.europa.eu:443\n", "ledger-view": "", "nbp-fx": "api.nbp.pl:443\n" });
   });
 
@@ -140,7 +149,7 @@ describe("the plugin lifecycle through the CLI", () => {
     const before = (await ok(["log", "--plugin", "nbp-fx", "--json", ...data])).trim().split("\n").length;
     await ok(["delete", "plugin", "nbp-fx", ...data]);
     await ok(["reconcile", ...data]);
-    expect((await readdir(join(dir, "cluster", "plugins"))).sort()).toEqual(["ledger-view.yaml"]);
+    expect((await readdir(join(dir, "cluster", "plugins"))).sort()).toEqual(["ecb-fx.yaml", "ledger-view.yaml"]);
     expect(await allowList()).toEqual({ "ecb-fx": "www.ecb.europa.eu:443\n", "ledger-view": "" });
     expect((await rows()).get("nbp-fx")).toMatchObject({ running: null, deleted: true });
     const after = (await ok(["log", "--plugin", "nbp-fx", "--json", ...data])).trim().split("\n");

@@ -319,7 +319,8 @@ describe("the operator in a cluster, end to end on the signed demo (fake API ser
         checked += 1;
       }
     }
-    expect(checked).toBe(2 * WORKLOAD.length + 1);
+    // Each plugin's objects, the allow-list ConfigMap and the (empty) plugin-host ConfigMap.
+    expect(checked).toBe(2 * WORKLOAD.length + 2);
     for (const name of ["nbp-fx", "ledger-view"]) {
       const plugin = server.get(PLUGIN.apiVersion, PLUGIN.kind, NS, name) as Obj;
       const ok = validatePluginCr({ ...plugin, metadata: { name, namespace: NS } });

@@ -54,6 +54,8 @@ export const FAKE_RESOURCES: readonly FakeResource[] = [
   { group: "authorization.k8s.io", version: "v1", kind: "SubjectAccessReview", plural: "subjectaccessreviews", namespaced: false, verbs: ["create"] },
   { group: "rbac.authorization.k8s.io", version: "v1", kind: "ClusterRole", plural: "clusterroles", namespaced: false },
   { group: "rbac.authorization.k8s.io", version: "v1", kind: "ClusterRoleBinding", plural: "clusterrolebindings", namespaced: false },
+  { group: "rbac.authorization.k8s.io", version: "v1", kind: "Role", plural: "roles", namespaced: true },
+  { group: "rbac.authorization.k8s.io", version: "v1", kind: "RoleBinding", plural: "rolebindings", namespaced: true },
   { group: "openfief.io", version: "v1alpha1", kind: "Plugin", plural: "plugins", namespaced: true, status: true },
   { group: "openfief.io", version: "v1alpha1", kind: "PluginGrant", plural: "plugingrants", namespaced: true, status: true },
 ];

@@ -15,6 +15,7 @@ import { describe, expect, it } from "vitest";
 import { parseAllDocuments } from "yaml";
 import { EMPTY_PENDING } from "../../src/plugins/effective.js";
 import { pluginStatus } from "../../src/kube/status.js";
+import { PLUGIN_HOST_POD_LABELS, PLUGIN_LABEL } from "../../src/plugins/index.js";
 import { toJsonSchema } from "../support/crd-schema.js";
 
 const ROOT = join(import.meta.dirname, "../../deploy");
@@ -76,6 +77,13 @@ function podSpec(deployment: Doc["obj"]): { securityContext?: Record<string, unk
 }
 
 
+function envOf(deployment: Doc["obj"], name: string): string {
+  const env = (podSpec(deployment).containers[0] as { env?: Array<{ name: string; value?: string }> }).env ?? [];
+  const v = env.find((e) => e.name === name)?.value;
+  if (v === undefined) throw new Error(`no ${name} in the Deployment`);
+  return v;
+}
+
 function crdSchema(name: string): { schema: Record<string, unknown>; crd: Doc["obj"] } {
   const crd = find("CustomResourceDefinition", name);
   const version = (crd["spec"] as { versions: Array<{ schema: { openAPIV3Schema: Record<string, unknown> } }> }).versions[0];
@@ -115,7 +123,7 @@ describe("the manifests under deploy/", () => {
     }
   });
 
-  it.each(["openfief-operator", "openfief-egress-proxy"])("run %s non-root, read-only, without capabilities, escalation or a custom seccomp profile", (name) => {
+  it.each(["openfief-operator", "openfief-egress-proxy", "openfief-plugin-host"])("run %s non-root, read-only, without capabilities, escalation or a custom seccomp profile", (name) => {
     const spec = podSpec(find("Deployment", name));
     expect(spec.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 65532, seccompProfile: { type: "RuntimeDefault" } });
     for (const c of spec.containers) {
@@ -166,6 +174,61 @@ describe("the manifests under deploy/", () => {
     expect(flat).not.toContain("*");
     expect(flat).not.toContain("secrets");
     expect(find("RoleBinding", "openfief-operator")["subjects"]).toEqual([{ kind: "ServiceAccount", name: "openfief-operator", namespace: "openfief" }]);
+  });
+
+  describe("the plugin host", () => {
+    const policy = find("NetworkPolicy", "openfief-plugin-host")["spec"] as {
+      podSelector: { matchLabels: Record<string, string> };
+      policyTypes: string[];
+      ingress: Array<{ from: unknown[]; ports: Array<{ port: number; protocol: string }> }>;
+      egress: Array<{ to: Array<Record<string, unknown>>; ports: Array<{ port: number; protocol: string }> }>;
+    };
+    const pod = (find("Deployment", "openfief-plugin-host")["spec"] as { template: { metadata: { labels: Record<string, string> } } }).template.metadata.labels;
+
+    it("is in the kustomize base", () => {
+      const k = parseAllDocuments(readFileSync(join(ROOT, "base", "kustomization.yaml"), "utf8"))[0]?.toJS() as { resources: string[] };
+      expect(k.resources).toContain("plugin-host.yaml");
+    });
+
+    it("runs pods the plugins' Services select, which never carry the plugin label", () => {
+      expect(pod).toEqual(PLUGIN_HOST_POD_LABELS);
+      expect(Object.keys(pod)).not.toContain(PLUGIN_LABEL);
+      expect(policy.podSelector.matchLabels).toEqual(PLUGIN_HOST_POD_LABELS);
+    });
+
+    it("serves the plugin port OPENFIEF_TOPOLOGY names, and admits only the core's pods to it", () => {
+      const topology = JSON.parse(envOf(find("Deployment", "openfief-operator"), "OPENFIEF_TOPOLOGY")) as { pluginPort: number; core: { podLabels: Record<string, string> } };
+      expect(podSpec(find("Deployment", "openfief-plugin-host")).containers[0]?.ports).toContainEqual(expect.objectContaining({ containerPort: topology.pluginPort }));
+      expect(policy.policyTypes).toEqual(["Ingress", "Egress"]);
+      expect(policy.ingress).toEqual([
+        { from: [{ podSelector: { matchExpressions: [{ key: PLUGIN_LABEL, operator: "DoesNotExist" }], matchLabels: topology.core.podLabels } }], ports: [{ port: topology.pluginPort, protocol: "TCP" }] },
+      ]);
+    });
+
+    it("reaches out only to the egress proxy's pod port and the API server's port, never DNS", () => {
+      const ports = policy.egress.flatMap((r) => r.ports.map((p) => p.port)).sort((a, b) => a - b);
+      expect(ports).toEqual([4750, 6443]);
+      expect(policy.egress[0]?.to).toEqual([{ podSelector: { matchExpressions: [{ key: PLUGIN_LABEL, operator: "DoesNotExist" }], matchLabels: { "app.kubernetes.io/name": "openfief-egress-proxy" } } }]);
+      for (const rule of policy.egress) expect(rule.ports.length).toBeGreaterThan(0);
+    });
+
+    it("may read only its one ConfigMap and mint tokens only for the ServiceAccounts the operator names", () => {
+      expect(find("Role", "openfief-plugin-host")["rules"]).toEqual([{ apiGroups: [""], resources: ["configmaps"], resourceNames: ["openfief-plugin-host"], verbs: ["get", "list", "watch"] }]);
+      // Shipped without a rule: a rule without resourceNames would cover every ServiceAccount.
+      expect(find("Role", "openfief-plugin-host-tokens")["rules"]).toEqual([]);
+      for (const name of ["openfief-plugin-host", "openfief-plugin-host-tokens"]) {
+        expect(find("RoleBinding", name)["subjects"]).toEqual([{ kind: "ServiceAccount", name: "openfief-plugin-host", namespace: "openfief" }]);
+      }
+      const operatorRoles = (find("Role", "openfief-operator")["rules"] as Array<{ resources: string[]; resourceNames?: string[]; verbs: string[] }>).filter((r) => r.resources.includes("roles"));
+      expect(operatorRoles).toEqual([{ apiGroups: ["rbac.authorization.k8s.io"], resources: ["roles"], resourceNames: ["openfief-plugin-host-tokens"], verbs: ["get", "patch"] }]);
+    });
+
+    it("keeps its own event store on a persistent volume and mounts the cluster's keys whole", () => {
+      const spec = podSpec(find("Deployment", "openfief-plugin-host"));
+      expect(spec.volumes).toContainEqual({ name: "data", persistentVolumeClaim: { claimName: "openfief-plugin-host-data" } });
+      expect(spec.volumes).toContainEqual(expect.objectContaining({ name: "openfief-sa-jwks", configMap: expect.objectContaining({ name: "openfief-sa-jwks" }) }));
+      expect(find("PersistentVolumeClaim", "openfief-plugin-host-data")).toBeDefined();
+    });
   });
 
   it.each(KUSTOMIZATIONS.map((f) => [relative(ROOT, f), f]))("%s lists only files that exist", (_name, file) => {

@@ -3,7 +3,7 @@ import { ConfigMap, ServiceAccount } from "kubernetes-models/v1";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { KubeObject } from "../../src/reconciler/target.js";
 import { KubeError } from "../../src/kube/errors.js";
-import { allowListFieldManager, KubernetesTarget, OPERATOR_FIELD_MANAGER, PLUGIN_LABEL } from "../../src/kube/target.js";
+import { allowListFieldManager, KubernetesTarget, OPERATOR_FIELD_MANAGER, PLUGIN_LABEL, pluginHostFieldManager } from "../../src/kube/target.js";
 import type { ApplyRecord } from "../../src/kube/target.js";
 import { FakeApiServer } from "./fake-apiserver.js";
 
@@ -191,6 +191,34 @@ describe("KubernetesTarget against the fake API server", () => {
       server.put({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "openfief-egress-allowlist", namespace: NS }, data: { "not a plugin": "x" } });
       await target.applyAllowLists({ a: "a.example.com:443\n" });
       expect(server.get("v1", "ConfigMap", NS, "openfief-egress-allowlist")?.["data"]).toEqual({ "not a plugin": "x", a: "a.example.com:443\n" });
+    });
+  });
+
+  describe("the plugin-host ConfigMap", () => {
+    const entry = (m: string): string => `{"image":"ghcr.io/acme/x@sha256:${"a".repeat(64)}","module":"${m.repeat(64)}","origins":[]}`;
+
+    it("applies each plugin's key with that plugin's own field manager, sending only that key", async () => {
+      const result = await target.applyPluginHostRecorded({ "ecb-fx": entry("1"), other: entry("2") });
+      const patches = server.requests.filter((r) => r.method === "PATCH" && r.path.endsWith("/configmaps/openfief-plugin-host"));
+      const byManager = Object.fromEntries(patches.map((p) => [p.query["fieldManager"], (p.body as { data?: unknown }).data]));
+      expect(byManager).toEqual({ [OPERATOR_FIELD_MANAGER]: undefined, [pluginHostFieldManager("ecb-fx")]: { "ecb-fx": entry("1") }, [pluginHostFieldManager("other")]: { other: entry("2") } });
+      expect(server.managers("v1", "ConfigMap", NS, "openfief-plugin-host")).toMatchObject({ "openfief-plugin-host-ecb-fx": ["data.ecb-fx"], "openfief-plugin-host-other": ["data.other"] });
+      expect(result.map((r) => [r.action, r.key])).toEqual([["plugin-host-key-applied", "ecb-fx"], ["plugin-host-key-applied", "other"]]);
+    });
+
+    it("removes a stopped plugin's key with its manager, keeps the rest, and never touches the allow-lists", async () => {
+      await target.applyAllowLists({ "ecb-fx": "www.ecb.europa.eu:443\n" });
+      await target.applyPluginHost({ "ecb-fx": entry("1"), other: entry("2") });
+      records.length = 0;
+      await target.applyPluginHost({ other: entry("2") });
+      expect(server.get("v1", "ConfigMap", NS, "openfief-plugin-host")?.["data"]).toEqual({ other: entry("2") });
+      expect(records.filter((r) => r.action === "plugin-host-key-removed").map((r) => r.key)).toEqual(["ecb-fx"]);
+      expect(server.get("v1", "ConfigMap", NS, "openfief-egress-allowlist")?.["data"]).toEqual({ "ecb-fx": "www.ecb.europa.eu:443\n" });
+    });
+
+    it("refuses a key that is not a plugin name before sending anything for it", async () => {
+      await expect(target.applyPluginHost({ "../x": entry("1") })).rejects.toBeInstanceOf(KubeError);
+      expect(server.requests.filter((r) => r.method === "PATCH" && r.query["fieldManager"] === pluginHostFieldManager("../x"))).toEqual([]);
     });
   });
 });
