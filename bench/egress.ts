@@ -176,9 +176,9 @@ async function roleLock(): Promise<void> {
 
 // ───────────────────────────── helpers ─────────────────────────────
 
-function startChild(role: string, extra: string[] = [], env: Record<string, string> = {}): Promise<{ child: ChildProcess; msg: Record<string, unknown> }> {
+function startChild(role: string, extra: string[] = [], env: Record<string, string> = {}, script = SELF): Promise<{ child: ChildProcess; msg: Record<string, unknown> }> {
   const prof = process.env.BENCH_CPU_PROFILE_DIR !== undefined && role === "proxy" ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROFILE_DIR}`] : [];
-  const child = spawn(process.execPath, [...prof, "--expose-gc", "--import", "tsx", SELF, "--role", role, ...extra], { stdio: ["ignore", "inherit", "inherit", "ipc"], env: { ...process.env, ...env } });
+  const child = spawn(process.execPath, [...prof, "--expose-gc", "--import", "tsx", script, "--role", role, ...extra], { stdio: ["ignore", "inherit", "inherit", "ipc"], env: { ...process.env, ...env } });
   return new Promise((resolve, reject) => {
     child.once("message", (msg) => resolve({ child, msg: msg as Record<string, unknown> }));
     child.once("exit", (code) => reject(new Error(`${role} exited ${code}`)));
@@ -517,6 +517,14 @@ async function main(): Promise<void> {
   if (squid !== undefined) targets.push(proxyTarget("squid", squid.port, upstreamPort, squid.pid));
   targets.push(proxyTarget("bare node:net relay", relay.msg.port as number, upstreamPort, relay.child.pid));
   targets.push(ours);
+  // BENCH_BASELINE=<another checkout>: its proxy beside this one, in the same interleaved rounds
+  // (a before/after that sees the same load).
+  const baselineDir = process.env.BENCH_BASELINE;
+  const baseline = baselineDir !== undefined && baselineDir !== "" ? await startChild("proxy", proxyArgs, {}, join(baselineDir, "bench", "egress.ts")) : undefined;
+  if (baseline !== undefined) {
+    const baseAuth = `Basic ${Buffer.from(`plugin:${baseline.msg.token as string}`).toString("base64")}`;
+    targets.push(proxyTarget("openfief egress, baseline", baseline.msg.port as number, upstreamPort, baseline.child.pid, baseAuth, true));
+  }
   const active = targets.filter((t) => !SKIP.has(t.name));
 
   console.log(`egress benchmark (${new Date().toISOString()}, ${load()}): ${ROUNDS} interleaved rounds, medians; 2-core machine, noisy. Squid: ${squid === undefined ? "not installed" : "5.x (names from a hosts file)"}; the proxy asks ${dnsmasq === undefined ? "dns2 (JavaScript)" : "dnsmasq"} over UDP, answers with TTL ${DNS_TTL} s (reused for min(TTL, 30 s), every address checked on every CONNECT); decisions committed by ${process.env.BENCH_RECORDER === "inline" ? "the event loop (BENCH_RECORDER=inline)" : "the writer thread"}`);
@@ -604,6 +612,7 @@ async function main(): Promise<void> {
   squid?.stop();
   dnsmasq?.stop();
   px.child.disconnect();
+  baseline?.child.disconnect();
   relay.child.disconnect();
   up.child.kill();
 }
