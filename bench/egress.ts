@@ -608,6 +608,10 @@ async function main(): Promise<void> {
   const ev = await ask<{ events: number; batches: number | null }>(px.child, { events: true });
   const batches = ev.batches === null ? "" : ` in ${ev.batches} commits (${(ev.events / Math.max(1, ev.batches)).toFixed(1)} a commit)`;
   console.log(`\ndecisions committed in the proxy's event store: ${ev.events}${batches}; ${load()}`);
+  if (baseline !== undefined) {
+    const bv = await ask<{ events: number; batches: number | null }>(baseline.child, { events: true });
+    console.log(`the baseline's: ${bv.events}${bv.batches === null ? "" : ` in ${bv.batches} commits (${(bv.events / Math.max(1, bv.batches)).toFixed(1)} a commit)`}`);
+  }
 
   squid?.stop();
   dnsmasq?.stop();
