@@ -17,6 +17,11 @@ export interface ConnectionHandlers {
   refused(socket: Socket, rejection: HeadRejection): void;
   /** No whole head within the head timeout; the socket is destroyed right after. */
   timedOut(socket: Socket): void;
+  /**
+   * The client ended its side after part of a head (node:http answered that 400 too). Answer it
+   * with {@link Connections.answer}. A client that ends without sending a byte is only closed.
+   */
+  truncated(socket: Socket): void;
 }
 
 /** Options of {@link Connections}. */
@@ -49,6 +54,8 @@ export class Connections {
     this.#handlers = o.handlers;
     const data = (socket: Socket, chunk: Buffer): void => this.#data(socket, chunk);
     const awaiting = this.#awaiting;
+    const readers = this.#readers;
+    const handlers = o.handlers;
     const forget = (socket: Socket): void => {
       this.#all.delete(socket);
       awaiting.delete(socket);
@@ -59,7 +66,11 @@ export class Connections {
     };
     // The client half-closed before its head ended: nothing more can come.
     this.#onEnd = function (this: Socket) {
-      if (awaiting.has(this)) this.destroy();
+      if (!awaiting.delete(this)) return;
+      const partial = (readers.get(this)?.length ?? 0) > 0;
+      readers.delete(this);
+      if (partial) handlers.truncated(this);
+      else this.destroy();
     };
     this.#onClose = function (this: Socket) {
       forget(this);

@@ -185,6 +185,10 @@ export function createEgressProxy(ports: EgressProxyPorts): EgressProxy {
       },
       // Cut off without an answer: a client that has not finished its head is not reading one.
       timedOut: (socket) => parserRejected("timeout", "head_timeout", socket),
+      truncated: (socket) => {
+        parserRejected("other", "truncated_head", socket);
+        connections.answer(socket, BAD_REQUEST);
+      },
     },
   });
   // Half-open: a client's FIN ends only its direction of a tunnel; no Nagle delay on answers
@@ -193,7 +197,7 @@ export function createEgressProxy(ports: EgressProxyPorts): EgressProxy {
   server.on("connection", (socket: Socket) => connections.accept(socket));
 
   /** A request refused before the proxy's checks: one log line and one count each, never its bytes. */
-  function parserRejected(kind: ParserRejection, code: HeadRejection["reason"] | "missing_host" | "head_timeout", socket: Socket): void {
+  function parserRejected(kind: ParserRejection, code: HeadRejection["reason"] | "missing_host" | "head_timeout" | "truncated_head", socket: Socket): void {
     metrics?.parserRejections.inc({ kind });
     // Never the raw packet: it may hold a Proxy-Authorization header.
     logger.warn({ status: 400, kind, code, remote: socket.remoteAddress }, "egress request rejected by the HTTP parser");

@@ -39,7 +39,7 @@ async function count(kind: string): Promise<number> {
 }
 
 /** Writes `pieces` one by one (a few ms apart, so each is its own read) and collects everything until the proxy closes. */
-function exchange(port: number, pieces: Buffer[]): Promise<string> {
+function exchange(port: number, pieces: Buffer[], thenEnd = false): Promise<string> {
   return new Promise((resolve, reject) => {
     const s = netConnect({ host: "127.0.0.1", port });
     const got: Buffer[] = [];
@@ -48,7 +48,11 @@ function exchange(port: number, pieces: Buffer[]): Promise<string> {
     s.on("close", () => resolve(Buffer.concat(got).toString("latin1")));
     s.on("connect", () => {
       const next = (i: number): void => {
-        if (i >= pieces.length || s.destroyed) return;
+        if (s.destroyed) return;
+        if (i >= pieces.length) {
+          if (thenEnd) s.end();
+          return;
+        }
         s.write(pieces[i] as Buffer);
         setTimeout(() => next(i + 1), 2);
       };
@@ -92,6 +96,23 @@ describe("hostile heads on the proxy's port", () => {
     expect(a.status).toBe(407);
     expect(a.body.startsWith("bad_proxy_auth_duplicate:")).toBe(true);
     expect(p.reviewer.calls).toBe(0);
+  });
+
+  it("answers a head cut short by the client's end with 400, and counts and logs it", async () => {
+    const p = await harness();
+    const answer = await exchange(p.port, [Buffer.from(`CONNECT api.example.com:443 HTTP/1.1\r\n${auth}\r\n`)], true);
+    expect(answer).toBe("HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
+    expect(await count("other")).toBe(1);
+    const lines = p.logs.filter((l) => l.includes("rejected by the HTTP parser")).map((l) => JSON.parse(l) as { code: string });
+    expect(lines.map((l) => l.code)).toEqual(["truncated_head"]);
+    expect(p.dials).toEqual([]);
+  });
+
+  it("closes a connection that ends without sending a byte, counting nothing", async () => {
+    const p = await harness();
+    expect(await exchange(p.port, [], true)).toBe("");
+    expect((await metrics.parserRejections.get()).values.reduce((n, v) => n + v.value, 0)).toBe(0);
+    expect(p.logs.filter((l) => l.includes("rejected by the HTTP parser"))).toEqual([]);
   });
 
   it("counts and logs a head that does not arrive in time, and cuts it off without an answer", async () => {
