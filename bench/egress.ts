@@ -16,7 +16,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync, chmodSync, existsSync, readFileSync } from "node:fs";
 import { connect as netConnect, createServer, Socket, type AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
+import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
@@ -149,7 +149,7 @@ async function roleProxy(): Promise<void> {
       const u = process.memoryUsage();
       process.send?.({ rss: u.rss, heapUsed: u.heapUsed });
     }
-    if (m.events === true) process.send?.({ events: store.head() });
+    if (m.events === true) process.send?.({ events: store.head(), batches: "committed" in recorder ? recorder.committed.batches : null });
   });
   process.on("disconnect", () => {
     void proxy.close().finally(() => {
@@ -176,9 +176,9 @@ async function roleLock(): Promise<void> {
 
 // ───────────────────────────── helpers ─────────────────────────────
 
-function startChild(role: string, extra: string[] = [], env: Record<string, string> = {}): Promise<{ child: ChildProcess; msg: Record<string, unknown> }> {
+function startChild(role: string, extra: string[] = [], env: Record<string, string> = {}, script = SELF): Promise<{ child: ChildProcess; msg: Record<string, unknown> }> {
   const prof = process.env.BENCH_CPU_PROFILE_DIR !== undefined && role === "proxy" ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROFILE_DIR}`] : [];
-  const child = spawn(process.execPath, [...prof, "--expose-gc", "--import", "tsx", SELF, "--role", role, ...extra], { stdio: ["ignore", "inherit", "inherit", "ipc"], env: { ...process.env, ...env } });
+  const child = spawn(process.execPath, [...prof, "--expose-gc", "--import", "tsx", script, "--role", role, ...extra], { stdio: ["ignore", "inherit", "inherit", "ipc"], env: { ...process.env, ...env } });
   return new Promise((resolve, reject) => {
     child.once("message", (msg) => resolve({ child, msg: msg as Record<string, unknown> }));
     child.once("exit", (code) => reject(new Error(`${role} exited ${code}`)));
@@ -324,6 +324,11 @@ function pageFaults(pid: number | undefined): number {
 function percentile(sorted: number[], p: number): number {
   if (sorted.length === 0) return Number.NaN;
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
+}
+
+/** The machine's load averages (1, 5, 15 min), printed beside every table: other work on it moves every figure. */
+function load(): string {
+  return `load average ${loadavg().map((l) => l.toFixed(2)).join(" / ")}`;
 }
 
 function median(xs: number[]): number {
@@ -512,9 +517,17 @@ async function main(): Promise<void> {
   if (squid !== undefined) targets.push(proxyTarget("squid", squid.port, upstreamPort, squid.pid));
   targets.push(proxyTarget("bare node:net relay", relay.msg.port as number, upstreamPort, relay.child.pid));
   targets.push(ours);
+  // BENCH_BASELINE=<another checkout>: its proxy beside this one, in the same interleaved rounds
+  // (a before/after that sees the same load).
+  const baselineDir = process.env.BENCH_BASELINE;
+  const baseline = baselineDir !== undefined && baselineDir !== "" ? await startChild("proxy", proxyArgs, {}, join(baselineDir, "bench", "egress.ts")) : undefined;
+  if (baseline !== undefined) {
+    const baseAuth = `Basic ${Buffer.from(`plugin:${baseline.msg.token as string}`).toString("base64")}`;
+    targets.push(proxyTarget("openfief egress, baseline", baseline.msg.port as number, upstreamPort, baseline.child.pid, baseAuth, true));
+  }
   const active = targets.filter((t) => !SKIP.has(t.name));
 
-  console.log(`egress benchmark: ${ROUNDS} interleaved rounds, medians; 2-core machine, noisy. Squid: ${squid === undefined ? "not installed" : "5.x (names from a hosts file)"}; the proxy asks ${dnsmasq === undefined ? "dns2 (JavaScript)" : "dnsmasq"} over UDP, answers with TTL ${DNS_TTL} s (reused for min(TTL, 30 s), every address checked on every CONNECT); decisions committed by ${process.env.BENCH_RECORDER === "inline" ? "the event loop (BENCH_RECORDER=inline)" : "the writer thread"}`);
+  console.log(`egress benchmark (${new Date().toISOString()}, ${load()}): ${ROUNDS} interleaved rounds, medians; 2-core machine, noisy. Squid: ${squid === undefined ? "not installed" : "5.x (names from a hosts file)"}; the proxy asks ${dnsmasq === undefined ? "dns2 (JavaScript)" : "dnsmasq"} over UDP, answers with TTL ${DNS_TTL} s (reused for min(TTL, 30 s), every address checked on every CONNECT); decisions committed by ${process.env.BENCH_RECORDER === "inline" ? "the event loop (BENCH_RECORDER=inline)" : "the writer thread"}`);
   const results: Record<string, Record<string, Handshakes>> = {};
   for (const c of CONCURRENCY) {
     for (const t of active) await handshakes(t, Math.min(c, 16), 50); // warm-up
@@ -532,7 +545,7 @@ async function main(): Promise<void> {
     }
   }
   for (const [why, n] of failures) console.log(`  failed ${n}× ${why}`);
-  console.log("\nCONNECT handshakes (time to 200; direct TCP = time to connect); CPU of the process in the middle per CONNECT");
+  console.log(`\nCONNECT handshakes (time to 200; direct TCP = time to connect); CPU of the process in the middle per CONNECT; ${load()} at the end`);
   console.log("| target | clients | handshakes/s | p50 ms | p99 ms | /s vs squid | CPU µs/CONNECT, all threads | of which event loop |");
   console.log("|---|---:|---:|---:|---:|---:|---:|---:|");
   for (const c of CONCURRENCY) {
@@ -550,7 +563,7 @@ async function main(): Promise<void> {
     // The same proxy with glibc's heap trimming off (ADR 0034): the page faults of the tunnel.
     const untrimmed = await startChild("proxy", proxyArgs, { GLIBC_TUNABLES: MALLOC_TUNABLES });
     const tt: Target[] = [...active, proxyTarget("openfief egress, GLIBC_TUNABLES trim off", untrimmed.msg.port as number, upstreamPort, untrimmed.child.pid, `Basic ${Buffer.from(`plugin:${untrimmed.msg.token as string}`).toString("base64")}`, true)];
-    console.log("\n256 MiB tunnelled transfer (client to upstream)");
+    console.log(`\n256 MiB tunnelled transfer (client to upstream); ${load()} at the start`);
     console.log("| target | MiB/s | vs direct | vs squid | CPU s in the middle | minor page faults |");
     console.log("|---|---:|---:|---:|---:|---:|");
     const rounds: Record<string, { mibPerSecond: number; cpuSeconds: number; faults: number }[]> = {};
@@ -567,7 +580,7 @@ async function main(): Promise<void> {
   }
 
   if (!SKIP.has("lock")) {
-    console.log(`\nwhile another process holds the store's write lock for ${LOCK_HOLD_MS / 1000} s: 8 open tunnels echo 16 bytes in a loop; 3 new CONNECTs are made one after another`);
+    console.log(`\nwhile another process holds the store's write lock for ${LOCK_HOLD_MS / 1000} s: 8 open tunnels echo 16 bytes in a loop; 3 new CONNECTs are made one after another; ${load()} at the start`);
     console.log("| recorder | worst round trip while held | worst round trip otherwise | echoes while held | the new CONNECTs |");
     console.log("|---|---:|---:|---:|---|");
     const held = await lockHeld(proxyPort, echoPort, auth, px.msg.store as string, LOCK_HOLD_MS);
@@ -582,7 +595,7 @@ async function main(): Promise<void> {
   }
 
   if (!SKIP.has("memory")) {
-    console.log(`\nmemory of the proxy over ${MEMORY_CONNECTS} CONNECTs (64 clients; after GC)`);
+    console.log(`\nmemory of the proxy over ${MEMORY_CONNECTS} CONNECTs (64 clients; after GC); ${load()} at the start`);
     console.log("| CONNECTs | rss MiB | heap MiB |");
     console.log("|---:|---:|---:|");
     const step = Math.max(1, Math.floor(MEMORY_CONNECTS / 10));
@@ -592,12 +605,18 @@ async function main(): Promise<void> {
       console.log(`| ${done} | ${(m.rss / 2 ** 20).toFixed(1)} | ${(m.heapUsed / 2 ** 20).toFixed(1)} |`);
     }
   }
-  const ev = await ask<{ events: number }>(px.child, { events: true });
-  console.log(`\ndecisions committed in the proxy's event store: ${ev.events}`);
+  const ev = await ask<{ events: number; batches: number | null }>(px.child, { events: true });
+  const batches = ev.batches === null ? "" : ` in ${ev.batches} commits (${(ev.events / Math.max(1, ev.batches)).toFixed(1)} a commit)`;
+  console.log(`\ndecisions committed in the proxy's event store: ${ev.events}${batches}; ${load()}`);
+  if (baseline !== undefined) {
+    const bv = await ask<{ events: number; batches: number | null }>(baseline.child, { events: true });
+    console.log(`the baseline's: ${bv.events}${bv.batches === null ? "" : ` in ${bv.batches} commits (${(bv.events / Math.max(1, bv.batches)).toFixed(1)} a commit)`}`);
+  }
 
   squid?.stop();
   dnsmasq?.stop();
   px.child.disconnect();
+  baseline?.child.disconnect();
   relay.child.disconnect();
   up.child.kill();
 }

@@ -1,7 +1,8 @@
 /**
- * The answer on the wire: the 200 that opens a tunnel, or a refusal written from its row of the
- * refusal table. Written by hand on the hijacked socket (node:http has no response object for a
- * CONNECT), always with `Connection: close`.
+ * The answer on the wire: the 200 that opens a tunnel, a refusal written from its row of the
+ * refusal table, and the few answers to a request that is not a CONNECT (the health check,
+ * metrics, 405, a head the reader refused). Written by hand on the socket (the proxy's port is
+ * `node:net`, ADR 0035), always with `Connection: close`: one request per connection.
  */
 import type { Duplex } from "node:stream";
 import { REFUSALS, type RefusalCode } from "./refusals.js";
@@ -35,4 +36,30 @@ export function refusalBytes(code: RefusalCode, detail?: string, extra: Readonly
 export function answerRefusal(socket: Duplex, code: RefusalCode, detail?: string, extra?: Readonly<Record<string, string>>): void {
   if (socket.destroyed || REFUSALS[code].status === 499) return;
   socket.end(refusalBytes(code, detail, extra));
+}
+
+/** A head the reader refused (as node:http answered llhttp's errors): no body, no detail. */
+export const BAD_REQUEST: Buffer = Buffer.from("HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n", "latin1");
+
+/** The health check: ready. */
+export const HEALTHY: Buffer = Buffer.from("HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n", "latin1");
+
+/** The health check while draining or before listening. */
+export const UNAVAILABLE: Buffer = Buffer.from("HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Length: 0\r\n\r\n", "latin1");
+
+const ONLY_CONNECT = "only CONNECT is allowed\n";
+const NOT_ALLOWED_HEAD = `HTTP/1.1 405 Method Not Allowed\r\nAllow: CONNECT\r\nContent-Type: text/plain\r\nContent-Length: ${ONLY_CONNECT.length}\r\nConnection: close\r\n\r\n`;
+/** Anything but a CONNECT, the health check or metrics. */
+export const METHOD_NOT_ALLOWED: Buffer = Buffer.from(`${NOT_ALLOWED_HEAD}${ONLY_CONNECT}`, "latin1");
+/** The same to a HEAD request, which is answered without a body (RFC 9110 §9.3.2, as node:http did). */
+export const METHOD_NOT_ALLOWED_TO_HEAD: Buffer = Buffer.from(NOT_ALLOWED_HEAD, "latin1");
+
+/** Metrics that could not be collected. */
+export const INTERNAL_ERROR: Buffer = Buffer.from("HTTP/1.1 500 Internal Server Error\r\nConnection: close\r\nContent-Length: 0\r\n\r\n", "latin1");
+
+/** A 200 with a body (the metrics' text). */
+export function okBytes(contentType: string, body: string): Buffer {
+  const text = Buffer.from(body, "utf8");
+  const head = Buffer.from(`HTTP/1.1 200 OK\r\nContent-Type: ${contentType}\r\nContent-Length: ${text.length}\r\nConnection: close\r\n\r\n`, "latin1");
+  return Buffer.concat([head, text]);
 }

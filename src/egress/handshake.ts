@@ -4,7 +4,7 @@
  * answers a value; the token never leaves this module's results except to the reviewer.
  */
 import { pluginForServiceAccount } from "../plugins/index.js";
-import { proxyToken, type ProxyAuthError } from "./proxy-auth.js";
+import { proxyAuthorizationValues, proxyTokenFrom, type ProxyAuthError } from "./proxy-auth.js";
 import { reviewWithin, type ReviewRefusal, type TokenReviewer } from "./reviewer.js";
 import { parseConnectTarget, type ConnectTarget } from "./target.js";
 
@@ -24,19 +24,35 @@ export type HandshakeResult =
   | { readonly ok: true; readonly value: Handshake }
   | { readonly ok: false; readonly code: HandshakeRefusal; readonly target?: ConnectTarget };
 
-/** Reads a CONNECT's target and token from its head. Pure. */
-export function readHandshake(url: string, rawHeaders: readonly string[]): HandshakeResult {
-  const target = parseConnectTarget(url);
+/** What the handshake reads of a head: the target, whether it asks to chain, its Proxy-Authorization. */
+export interface HandshakeFields {
+  readonly target: string;
+  readonly upstreamProxy: boolean;
+  /** The first Proxy-Authorization value, and how many the head held. */
+  readonly proxyAuthorization: string | undefined;
+  readonly proxyAuthorizations: number;
+}
+
+/** Reads a CONNECT's target and token from the fields of its head (`request-head.ts`). Pure. */
+export function handshakeOf(head: HandshakeFields): HandshakeResult {
+  const target = parseConnectTarget(head.target);
   if (!target.ok) return { ok: false, code: target.code };
-  const { host, port } = target.value;
+  if (head.upstreamProxy) return { ok: false, code: "upstream_proxy_refused", target: target.value };
+  const tok = proxyTokenFrom(head.proxyAuthorization, head.proxyAuthorizations);
+  if (!tok.ok) return { ok: false, code: tok.code, target: target.value };
+  return { ok: true, value: { host: target.value.host, port: target.value.port, token: tok.token } };
+}
+
+/** Reads a CONNECT's target and token from a request-target and Node's `rawHeaders`. Pure. */
+export function readHandshake(url: string, rawHeaders: readonly string[]): HandshakeResult {
+  let upstreamProxy = false;
   for (let i = 0; i < rawHeaders.length; i += 2) {
     const name = rawHeaders[i] ?? "";
     // Only a header of that length can be it: no lower-casing of every header name.
-    if (name.length === 22 && name.toLowerCase() === "x-upstream-https-proxy") return { ok: false, code: "upstream_proxy_refused", target: target.value };
+    if (name.length === 22 && name.toLowerCase() === "x-upstream-https-proxy") upstreamProxy = true;
   }
-  const tok = proxyToken(rawHeaders);
-  if (!tok.ok) return { ok: false, code: tok.code, target: target.value };
-  return { ok: true, value: { host, port, token: tok.token } };
+  const values = proxyAuthorizationValues(rawHeaders);
+  return handshakeOf({ target: url, upstreamProxy, proxyAuthorization: values[0], proxyAuthorizations: values.length });
 }
 
 /** Who asked: a plugin, or why not. */

@@ -8,7 +8,7 @@ import { Counter, Gauge, Histogram, type Registry } from "prom-client";
 import type { ConnectOutcome } from "./outcome.js";
 import { REFUSALS } from "./refusals.js";
 
-/** The kinds of request Node's HTTP parser rejects before the proxy sees them. */
+/** The kinds of request refused before the proxy's checks (by its head reader, ADR 0035; the labels Node's parser errors were counted under). */
 export type ParserRejection = "invalid_method" | "invalid_target" | "header_overflow" | "invalid_header" | "missing_host" | "timeout" | "other";
 
 /** The parser's error codes, by the label they count under. */
@@ -58,7 +58,7 @@ export class EgressMetrics {
     });
     this.tokenCache = new Counter({ name: `${prefix}token_review_cache_total`, help: "token reviews answered by the cache (hit) or asked of the reviewer (miss)", labelNames: ["result"], registers });
     this.dnsCache = new Counter({ name: `${prefix}dns_cache_total`, help: "name resolutions answered by the cache (hit) or asked of DNS (miss)", labelNames: ["result"], registers });
-    this.parserRejections = new Counter({ name: `${prefix}parser_rejections_total`, help: "requests Node's HTTP parser rejected before the proxy's handler, by kind", labelNames: ["kind"], registers });
+    this.parserRejections = new Counter({ name: `${prefix}parser_rejections_total`, help: "requests the head reader on the proxy's port rejected before its checks (as Node's HTTP parser did), by kind", labelNames: ["kind"], registers });
     this.anonymousRecorded = new Counter({ name: `${prefix}anonymous_refusals_recorded_total`, help: "refusals before identity recorded in egress/-", registers });
     this.anonymousDropped = new Counter({ name: `${prefix}anonymous_refusals_dropped_total`, help: "refusals before identity not recorded because their source (or all sources) exceeded the rate limit", registers });
     this.commitQueue = new Gauge({ name: `${prefix}commits_waiting`, help: "decisions waiting for their commit", registers });

@@ -81,9 +81,17 @@ export function proxyAuthorizationValues(rawHeaders: readonly string[]): string[
 /** The seed's proxyToken: the password of a Basic Proxy-Authorization header is the token. */
 export function proxyToken(rawHeaders: readonly string[]): ProxyTokenResult {
   const values = proxyAuthorizationValues(rawHeaders);
-  if (values.length === 0) return { ok: false, code: "no_token" };
-  if (values.length > 1) return { ok: false, code: "bad_proxy_auth_duplicate" };
-  const value = (values[0] ?? "").trim();
+  return proxyTokenFrom(values[0], values.length);
+}
+
+/**
+ * The same, from the first Proxy-Authorization value of a head and how many the head held (the
+ * proxy's own head reader keeps no more).
+ */
+export function proxyTokenFrom(first: string | undefined, count: number): ProxyTokenResult {
+  if (count === 0 || first === undefined) return { ok: false, code: "no_token" };
+  if (count > 1) return { ok: false, code: "bad_proxy_auth_duplicate" };
+  const value = first.trim();
   const space = value.search(/[ \t]/);
   const scheme = space < 0 ? value : value.slice(0, space);
   // RFC 9110 §11.1: auth schemes are case-insensitive.

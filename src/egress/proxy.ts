@@ -1,7 +1,8 @@
 /**
- * The egress proxy (seed 004, issue 6): an HTTP CONNECT proxy on node:http that lets each plugin
+ * The egress proxy (seed 004, issue 6): an HTTP CONNECT proxy on node:net that lets each plugin
  * reach only the `host:port`s of its allow-list, and never a private address. This module is the
- * server and its lifecycle; the steps of a CONNECT are values from `handshake.ts` (target and
+ * server and its lifecycle; a connection's head is read by hand (`connections.ts`,
+ * `request-head.ts`, ADR 0035), the steps of a CONNECT are values from `handshake.ts` (target and
  * identity), `decide.ts` (allow-list and addresses), `dial.ts`, `answer.ts` and `tunnel.ts`, and
  * every refusal is a row of `refusals.ts`.
  *
@@ -11,28 +12,27 @@
  * byte in either direction wait for both: no byte crosses a tunnel whose decision is not committed,
  * and when the commit fails the upstream socket is destroyed unused and the client gets a 503.
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { createServer, type Server, type Socket } from "node:net";
 import { networkInterfaces } from "node:os";
-import { performance } from "node:perf_hooks";
-import type { Duplex } from "node:stream";
-import type { Socket } from "node:net";
 import type { Logger } from "pino";
 import type { Registry } from "prom-client";
 import { PROXY_PORT } from "../plugins/index.js";
 import { AddressPolicy } from "./address.js";
-import { answerRefusal } from "./answer.js";
+import { answerRefusal, BAD_REQUEST, HEALTHY, INTERNAL_ERROR, METHOD_NOT_ALLOWED, METHOD_NOT_ALLOWED_TO_HEAD, okBytes, UNAVAILABLE } from "./answer.js";
+import { Connections } from "./connections.js";
 import type { AllowListSource } from "./allowlist-source.js";
 import { AnonymousRefusalLimit, type AnonymousLimitOptions } from "./anonymous-limit.js";
 import { afterResolution, decideAddresses, decideListed, type DestinationDecision } from "./decide.js";
 import { decisionRecord, type EgressDecisionRecord } from "./decision.js";
 import { withTimeout } from "./deadline.js";
 import { dial, type ConnectFn } from "./dial.js";
-import { identify, readHandshake } from "./handshake.js";
+import { handshakeOf, identify } from "./handshake.js";
 import { decisionLine, refused, refusalDetail, type ConnectFacts, type ConnectOutcome } from "./outcome.js";
-import { parserRejection, type EgressMetrics, type ParserRejection } from "./metrics.js";
+import type { EgressMetrics, ParserRejection } from "./metrics.js";
+import type { HeadRejection, RequestHead } from "./request-head.js";
 import type { DecisionRecorder } from "./recorder.js";
 import { CommitError } from "./writer.js";
-import { REFUSALS } from "./refusals.js";
+import { REFUSALS, type RefusalCode } from "./refusals.js";
 import type { ResolveOutcome, Resolver } from "./resolver.js";
 import { systemClock, type Clock, type TokenReviewer } from "./reviewer.js";
 import { Tunnels, type Slot } from "./tunnel.js";
@@ -172,93 +172,67 @@ export function createEgressProxy(ports: EgressProxyPorts): EgressProxy {
   const metrics = ports.metrics;
   const tunnels = new Tunnels({ maxTunnels: o.maxTunnels, idleMs: o.idleMs, ...(metrics !== undefined ? { onOpenChange: (n: number) => metrics.openTunnels.set(n) } : {}) });
   const anonymous = new AnonymousRefusalLimit({ ...(ports.anonymousLimits ?? {}), clock });
-  const connections = new Set<Socket>();
-
-  const headSweepMs = Math.max(10, Math.min(1000, Math.floor(o.headTimeoutMs / 4)));
-  // Node's own head timeouts are a backstop behind the sweep below, which cuts a slow head off
-  // without an answer; were Node's to fire first, its 400 could sit unread in a silent client.
-  const nodeHeadTimeoutMs = o.headTimeoutMs + 2 * headSweepMs;
-  const server = createServer({
-    highWaterMark: o.highWaterMark,
-    headersTimeout: nodeHeadTimeoutMs,
-    requestTimeout: nodeHeadTimeoutMs,
-    connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(o.headTimeoutMs / 4))),
-    keepAliveTimeout: 5000,
-    // The missing Host of a plain request is refused by the handler below, which logs and counts
-    // it; Node's own check would answer 400 without telling anyone.
-    requireHostHeader: false,
+  const connections = new Connections({
+    headTimeoutMs: o.headTimeoutMs,
+    handlers: {
+      head: (socket, head, rest) => {
+        if (head.method === "CONNECT") void handleConnect(socket, head, rest);
+        else plainRequest(socket, head);
+      },
+      refused: (socket, rejection) => {
+        parserRejected(rejection.kind, rejection.reason, socket);
+        connections.answer(socket, BAD_REQUEST);
+      },
+      // Cut off without an answer: a client that has not finished its head is not reading one.
+      timedOut: (socket) => parserRejected("timeout", "head_timeout", socket),
+      truncated: (socket) => {
+        parserRejected("other", "truncated_head", socket);
+        connections.answer(socket, BAD_REQUEST);
+      },
+    },
   });
+  // Half-open: a client's FIN ends only its direction of a tunnel; no Nagle delay on answers
+  // (both as node:http's server had it, ADR 0035).
+  const server = createServer({ allowHalfOpen: true, noDelay: true, highWaterMark: o.highWaterMark });
+  server.on("connection", (socket: Socket) => connections.accept(socket));
 
   /** A request refused before the proxy's checks: one log line and one count each, never its bytes. */
-  function parserRejected(kind: ParserRejection, code: string | undefined, socket: Duplex): void {
+  function parserRejected(kind: ParserRejection, code: HeadRejection["reason"] | "missing_host" | "head_timeout" | "truncated_head", socket: Socket): void {
     metrics?.parserRejections.inc({ kind });
     // Never the raw packet: it may hold a Proxy-Authorization header.
-    logger.warn({ status: 400, kind, code, remote: (socket as Socket).remoteAddress }, "egress request rejected by the HTTP parser");
+    logger.warn({ status: 400, kind, code, remote: socket.remoteAddress }, "egress request rejected by the HTTP parser");
   }
 
-  // A client that never finishes its head is cut off even if no byte ever arrives: one sweep over
-  // the connections still waiting for a head, instead of a timer armed on every socket.
-  const awaitingHead = new Map<Socket, number>();
-  let headSweeper: NodeJS.Timeout | undefined;
-  function sweepHeads(): void {
-    const cutoff = performance.now() - o.headTimeoutMs;
-    for (const [socket, since] of awaitingHead) {
-      // Map order is arrival order: the rest arrived later.
-      if (since > cutoff) break;
-      awaitingHead.delete(socket);
-      socket.destroy();
-    }
-    if (awaitingHead.size === 0 && headSweeper !== undefined) {
-      clearInterval(headSweeper);
-      headSweeper = undefined;
-    }
-  }
-  const headArrived = (socket: Socket): void => void awaitingHead.delete(socket);
-
-  server.on("connection", (socket: Socket) => {
-    connections.add(socket);
-    awaitingHead.set(socket, performance.now());
-    socket.on("close", () => {
-      connections.delete(socket);
-      awaitingHead.delete(socket);
-    });
-    if (headSweeper === undefined) {
-      headSweeper = setInterval(sweepHeads, headSweepMs);
-      headSweeper.unref();
-    }
-  });
-
-  server.on("clientError", (err: NodeJS.ErrnoException, socket: Duplex) => {
-    // A reset by the peer is not a request the parser refused.
-    if (err.code !== "ECONNRESET") parserRejected(parserRejection(err.code), err.code, socket);
-    if (socket.writable) socket.end(`HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
-    else socket.destroy();
-  });
-
-  server.on("request", (req: IncomingMessage, res: ServerResponse) => {
-    headArrived(req.socket);
-    res.shouldKeepAlive = false;
-    if (req.httpVersionMajor === 1 && req.httpVersionMinor === 1 && req.headers.host === undefined) {
-      parserRejected("missing_host", undefined, req.socket);
-      res.writeHead(400, { Connection: "close" }).end();
+  /** Anything but a CONNECT: the health check, metrics (cluster mode), or a 405. One answer, then close. */
+  function plainRequest(socket: Socket, head: RequestHead): void {
+    if (head.minor === 1 && !head.host) {
+      parserRejected("missing_host", "missing_host", socket);
+      connections.answer(socket, BAD_REQUEST);
       return;
     }
-    if ((req.method === "GET" || req.method === "HEAD") && req.url === "/healthcheck") {
-      res.writeHead(draining || !listening ? 503 : 204).end();
+    const { method, target } = head;
+    if ((method === "GET" || method === "HEAD") && target === "/healthcheck") {
+      connections.answer(socket, draining || !listening ? UNAVAILABLE : HEALTHY);
       return;
     }
     const registry = ports.metricsRegistry;
-    if (registry !== undefined && req.method === "GET" && req.url === "/metrics") {
+    if (registry !== undefined && method === "GET" && target === "/metrics") {
       void registry.metrics().then(
-        (text) => res.writeHead(200, { "Content-Type": registry.contentType }).end(text),
-        () => res.writeHead(500).end(),
+        (text) => connections.answer(socket, okBytes(registry.contentType, text)),
+        () => connections.answer(socket, INTERNAL_ERROR),
       );
       return;
     }
     // Anything but CONNECT would show the proxy the whole request, and let it change it.
-    res.writeHead(405, { Allow: "CONNECT", "Content-Type": "text/plain" }).end("only CONNECT is allowed\n");
-    logger.info({ status: 405, code: "method_not_allowed", method: req.method }, "egress refused");
-  });
+    connections.answer(socket, method === "HEAD" ? METHOD_NOT_ALLOWED_TO_HEAD : METHOD_NOT_ALLOWED);
+    logger.info({ status: 405, code: "method_not_allowed", method }, "egress refused");
+  }
+
+  /** Answers a refusal from the table and closes the connection once its client has gone. */
+  function refuse(socket: Socket, code: RefusalCode, detail?: string, headers?: Readonly<Record<string, string>>): void {
+    answerRefusal(socket, code, detail, headers);
+    connections.linger(socket);
+  }
 
   function logDecision(out: ConnectOutcome, started: number): void {
     const status = out.kind === "tunnel" ? 200 : REFUSALS[out.code].status;
@@ -297,8 +271,8 @@ export function createEgressProxy(ports: EgressProxyPorts): EgressProxy {
   }
 
   /** Every step of one admitted CONNECT, up to its outcome. Answers nothing itself. */
-  async function decide(req: IncomingMessage, client: Duplex): Promise<Decided> {
-    const hs = readHandshake(req.url ?? "", req.rawHeaders);
+  async function decide(head: RequestHead, client: Socket): Promise<Decided> {
+    const hs = handshakeOf(head);
     if (!hs.ok) return { outcome: refused(hs.code, hs.target) };
     const { host, port, token } = hs.value;
     // Identity. The token lives only in this scope: never in an outcome, a log line or an answer.
@@ -343,13 +317,14 @@ export function createEgressProxy(ports: EgressProxyPorts): EgressProxy {
   }
 
   /** Answers, opens or frees the slot, and logs: the one place an outcome takes effect. */
-  function settle(slot: Slot, head: Buffer, d: Decided, started: number): void {
+  function settle(slot: Slot, rest: Buffer, d: Decided, started: number): void {
     const out = d.outcome;
-    if (out.kind === "tunnel" && d.upstream !== undefined) tunnels.start(slot, d.upstream, head);
+    const client = slot.client as Socket;
+    if (out.kind === "tunnel" && d.upstream !== undefined) tunnels.start(slot, d.upstream, rest);
     else if (out.kind === "refused") {
-      answerRefusal(slot.client, out.code, refusalDetail(out), out.headers);
+      refuse(client, out.code, refusalDetail(out), out.headers);
       tunnels.release(slot);
-      if (REFUSALS[out.code].recorded === "anonymous") recordAnonymous(out, (slot.client as Socket).remoteAddress);
+      if (REFUSALS[out.code].recorded === "anonymous") recordAnonymous(out, client.remoteAddress);
     }
     logDecision(out, started);
   }
@@ -371,35 +346,29 @@ export function createEgressProxy(ports: EgressProxyPorts): EgressProxy {
     });
   }
 
-  async function handleConnect(req: IncomingMessage, client: Duplex, head: Buffer): Promise<void> {
+  async function handleConnect(client: Socket, head: RequestHead, rest: Buffer): Promise<void> {
     const started = clock.now();
-    headArrived(client as Socket);
-    client.pause();
-    client.on("error", () => client.destroy());
     if (draining) {
       const out = refused("draining");
-      answerRefusal(client, "draining");
+      refuse(client, "draining");
       return logDecision(out, started);
     }
     const slot = tunnels.admit(client);
     if (slot === undefined) {
-      const out = refused("too_many_tunnels", {}, { headers: { "Retry-After": String(o.retryAfterSeconds) } });
-      answerRefusal(client, "too_many_tunnels", undefined, { "Retry-After": String(o.retryAfterSeconds) });
+      const headers = { "Retry-After": String(o.retryAfterSeconds) };
+      const out = refused("too_many_tunnels", {}, { headers });
+      refuse(client, "too_many_tunnels", undefined, headers);
       return logDecision(out, started);
     }
     let decided: Decided;
     try {
-      decided = await decide(req, client);
+      decided = await decide(head, client);
     } catch (err) {
       logger.error({ err: err instanceof Error ? err.message : String(err) }, "egress internal error");
       decided = { outcome: refused("internal_error") };
     }
-    settle(slot, head, decided, started);
+    settle(slot, rest, decided, started);
   }
-
-  server.on("connect", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-    void handleConnect(req, socket, head);
-  });
 
   return {
     server,
@@ -429,7 +398,6 @@ export function createEgressProxy(ports: EgressProxyPorts): EgressProxy {
       logger.info({ tunnels: tunnels.open }, "egress proxy draining");
       // The port stays open while draining so that /healthcheck can answer 503 (not ready) and a
       // late CONNECT gets a clear 503 rather than a refused connection; it closes after the drain.
-      server.closeIdleConnections();
       // Wall time, not the injected clock: a frozen test clock must not make draining endless.
       const deadline = Date.now() + o.drainMs;
       while (tunnels.busy && Date.now() < deadline) {
@@ -437,9 +405,7 @@ export function createEgressProxy(ports: EgressProxyPorts): EgressProxy {
       }
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       tunnels.destroyAll();
-      for (const s of connections) s.destroy();
-      if (headSweeper !== undefined) clearInterval(headSweeper);
-      headSweeper = undefined;
+      connections.destroyAll();
       await closed;
       await ports.recorder.close?.().catch((err: unknown) => logger.error({ err: err instanceof Error ? err.message : String(err) }, "egress recorder did not close cleanly"));
       logger.info("egress proxy closed");

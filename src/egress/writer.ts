@@ -213,7 +213,9 @@ export class WorkerDecisionRecorder implements DecisionRecorder {
       const err = failure(r.failure, r.error);
       for (const w of batch.items) w.reject(err);
     } else this.#o.onError?.(new Error(`egress refusals could not be recorded: ${r.error}`));
-    this.#pump();
+    // The next batch goes at the end of this turn, not now: the heads read in this turn after
+    // the reply join it (wider commits, one wake-up of the worker fewer each time).
+    this.#schedule();
   }
 
   #start(): Promise<Worker> {
