@@ -2,8 +2,10 @@
  * A buffered destination for the proxy's JSON log (issue 17): one line per CONNECT costs a write
  * system call when unbuffered. Lines are gathered up to `bufferBytes`, written at most every
  * `flushMs`, bounded by `maxBytes` (past it lines are dropped and counted, never an unbounded
- * queue), and flushed synchronously at close and at process exit, so a SIGTERM that the owner
- * handles by closing loses nothing.
+ * queue). `close` ends the stream and waits for the write already under way (sonic-boom's
+ * `flushSync` cannot: an asynchronous write in flight would land after it, or never if the process
+ * exits first), so a SIGTERM that the owner handles by closing loses nothing; at a bare process
+ * exit what is buffered is still written synchronously.
  */
 import { pino, type DestinationStream, type Logger, type LoggerOptions } from "pino";
 
@@ -28,9 +30,12 @@ export interface BufferedLog {
   readonly dropped: number;
   /** Writes what is buffered now, synchronously. */
   flush(): void;
-  /** Flushes and stops the timer. */
-  close(): void;
+  /** Stops the timer, writes everything (the write under way included) and resolves; at most {@link CLOSE_WAIT_MS}. */
+  close(): Promise<void>;
 }
+
+/** The longest `close` waits for the last writes (a blocked stdout must not hold a shutdown forever). */
+export const CLOSE_WAIT_MS = 5_000;
 
 /** ADR 0033: 8 KiB buffers, written every 100 ms, at most 4 MiB held. */
 export const LOG_BUFFER = { bufferBytes: 8 * 1024, flushMs: 100, maxBytes: 4 * 1024 * 1024 } as const;
@@ -60,12 +65,31 @@ export function bufferedLog(o: BufferedLogOptions): BufferedLog {
       return dropped;
     },
     flush: flushSync,
-    close() {
+    async close() {
       if (closed) return;
       closed = true;
       clearInterval(timer);
+      await ended(destination);
       process.off("exit", flushSync);
-      flushSync();
     },
   };
+}
+
+/** Ends a sonic-boom stream and waits until its last write has landed (or {@link CLOSE_WAIT_MS} passed). */
+function ended(stream: ReturnType<typeof pino.destination>): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, CLOSE_WAIT_MS);
+    timer.unref();
+    const done = (): void => {
+      clearTimeout(timer);
+      resolve();
+    };
+    stream.once("close", done);
+    stream.once("error", done);
+    try {
+      stream.end();
+    } catch {
+      done();
+    }
+  });
 }

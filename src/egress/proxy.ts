@@ -86,7 +86,7 @@ export interface EgressProxyPorts {
   /** When set, `GET /metrics` on the proxy's own port serves this registry (cluster mode). */
   readonly metricsRegistry?: Registry;
   /** Flushes a buffered log (`bufferedLog`); called at the end of `close`, after the last line. */
-  readonly flushLog?: () => void;
+  readonly flushLog?: () => void | Promise<void>;
   /** The rate limit on recording refusals before identity (ADR 0031's defaults otherwise). */
   readonly anonymousLimits?: Omit<AnonymousLimitOptions, "clock">;
 }
@@ -409,7 +409,7 @@ export function createEgressProxy(ports: EgressProxyPorts): EgressProxy {
       await closed;
       await ports.recorder.close?.().catch((err: unknown) => logger.error({ err: err instanceof Error ? err.message : String(err) }, "egress recorder did not close cleanly"));
       logger.info("egress proxy closed");
-      ports.flushLog?.();
+      await ports.flushLog?.();
     },
   };
 }
