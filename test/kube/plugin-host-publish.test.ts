@@ -81,7 +81,10 @@ describe("the operator running a WebAssembly plugin in the plugin host (fake API
       clusterReconcilerFactory,
     );
     for (const file of ["plugins/ecb-fx.yaml", "plugins/ecb-fx-grant.yaml"]) server.put(parseYaml(await readFile(join(EXAMPLES, file), "utf8")) as Obj);
+    // One pass writes the ConfigMap key, the tokens Role and the objects in turn: wait for all three.
     await until("ecb-fx published to the plugin host", () => hosted()?.["ecb-fx"] !== undefined);
+    await until("the tokens Role naming ecb-fx", () => JSON.stringify(server.get("rbac.authorization.k8s.io/v1", "Role", NS, PLUGIN_HOST_TOKEN_ROLE)?.["rules"] ?? []).includes("plugin-ecb-fx"));
+    await until("ecb-fx's Service applied", () => server.get("v1", "Service", NS, "plugin-ecb-fx") !== undefined && server.get("v1", "ServiceAccount", NS, "plugin-ecb-fx") !== undefined);
   }, 30_000);
 
   afterAll(async () => {
