@@ -48,7 +48,7 @@ export { checkEmbeddedKey, mintPluginEgressToken } from "./tokens.js";
 /** WebAssembly plugins run by this process: the plugin host fed what the log says runs. */
 export { startHostedPlugins } from "./hosted-plugins.js";
 /** `openfief plugin-host`: the cluster's plugin host, following openfief-plugin-host and serving ConnectorService (ADRs 0080, 0081). */
-export { PLUGIN_HOST_ACTOR, startClusterPluginHost } from "./cluster-plugin-host.js";
+export { startClusterPluginHost } from "./plugin-host-loader.js";
 export type { ClusterPluginHost, ClusterPluginHostOptions } from "./cluster-plugin-host.js";
 /** The core's token as the plugin host checks it: the cluster's JWKS, the core's subject, one `openfief-plugin:<instance>` audience. */
 export { CoreTokenVerifier, instanceOfAudience } from "./core-token.js";

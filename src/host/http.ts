@@ -4,7 +4,8 @@
  * and the sizes before the port is asked; the port sends exactly one request, never follows a
  * redirect, reads at most `maxResponseBytes` of the answer and stops when `signal` aborts.
  */
-import { ProxyAgent, request as undiciRequest } from "undici";
+import type * as Undici from "undici";
+import type { ProxyAgent } from "undici";
 import { basicProxyAuthorization } from "../egress/index.js";
 
 /** A request a plugin makes, already checked by the host. */
@@ -56,6 +57,10 @@ export interface ProxyHttpOptions {
 
 const MAX_AGENTS = 32;
 
+/** undici (a megabyte of code), loaded by the first request: commands that never call a plugin never compile it. */
+let undici: Promise<typeof Undici> | null = null;
+const loadUndici = (): Promise<typeof Undici> => (undici ??= import("undici"));
+
 /**
  * The HTTP capability through the egress proxy: every request is a CONNECT tunnel with the
  * plugin's own token in `Proxy-Authorization: Basic base64("plugin:" + token)`, so the proxy's
@@ -68,14 +73,14 @@ export function proxyHttp(o: ProxyHttpOptions): HttpCapability {
   }
   // One agent per token (a plugin's connections are its own); the least recently used closes.
   const agents = new Map<string, ProxyAgent>();
-  const agentFor = (token: string): ProxyAgent => {
+  const agentFor = (lib: typeof Undici, token: string): ProxyAgent => {
     const found = agents.get(token);
     if (found !== undefined) {
       agents.delete(token);
       agents.set(token, found);
       return found;
     }
-    const agent = new ProxyAgent({
+    const agent = new lib.ProxyAgent({
       uri: proxy.href,
       token: basicProxyAuthorization("plugin", token),
       connectTimeout: o.connectTimeoutMs ?? 10_000,
@@ -93,11 +98,12 @@ export function proxyHttp(o: ProxyHttpOptions): HttpCapability {
   return {
     async send(req, ctx) {
       try {
-        const res = await undiciRequest(req.url, {
+        const lib = await loadUndici();
+        const res = await lib.request(req.url, {
           method: req.method as "GET",
           headers: { ...req.headers },
           ...(req.body === undefined ? {} : { body: Buffer.from(req.body.buffer, req.body.byteOffset, req.body.byteLength) }),
-          dispatcher: agentFor(ctx.egressToken),
+          dispatcher: agentFor(lib, ctx.egressToken),
           signal: ctx.signal,
         });
         const chunks: Buffer[] = [];

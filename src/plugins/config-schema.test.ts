@@ -350,3 +350,25 @@ describe("the caps on a config and its formats", () => {
     expect(validateConfig({ type: "string", format: "byte" }, "QUJD".repeat(CAPS.formatString), "config")).toEqual([]);
   });
 });
+
+describe("the meta-schema check shared per dialect", () => {
+  const DIALECTS: [Dialect, Record<string, JsonValue>][] = [
+    ["draft-07", {}],
+    ["2019-09", { $schema: "https://json-schema.org/draft/2019-09/schema" }],
+    ["2020-12", { $schema: "https://json-schema.org/draft/2020-12/schema" }],
+  ];
+
+  it.each(DIALECTS)("words a %s schema's refusal as ajv does, whatever was checked before it", (_dialect, head) => {
+    const bad = { ...head, properties: { a: { minLength: -1 } } };
+    const first = validateConfigSchema(bad, "configSchema");
+    expect(validateConfigSchema({ ...head, type: "object" }, "configSchema")).toEqual([]);
+    expect(validateConfigSchema(bad, "configSchema")).toEqual(first);
+    expect(first).toEqual([{ code: ErrorCode.InvalidConfigSchema, path: "configSchema", message: "the config schema does not compile: schema is invalid: data/properties/a/minLength must be >= 0" }]);
+  });
+
+  it.each(DIALECTS)("compiles two %s schemas with the same $id one after another", (_dialect, head) => {
+    const schema = { ...head, $id: "https://vendor.example/config", type: "object" };
+    expect(validateConfigSchema(schema, "configSchema")).toEqual([]);
+    expect(validateConfigSchema({ ...schema, required: ["a"] }, "configSchema")).toEqual([]);
+  });
+});

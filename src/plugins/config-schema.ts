@@ -89,8 +89,9 @@ function dialectOf(schema: JsonValue, path: string): Dialect | FieldError {
  * A fresh ajv for `dialect`, set up as the module comment says. Exported for the tests that check
  * it runs patterns on RE2.
  */
-export function newAjv(dialect: Dialect): Ajv {
-  const ajv = dialect === "draft-07" ? new Ajv(AJV_OPTIONS) : dialect === "2019-09" ? new Ajv2019(AJV_OPTIONS) : new Ajv2020(AJV_OPTIONS);
+export function newAjv(dialect: Dialect, validateSchema = true): Ajv {
+  const options: Options = validateSchema ? AJV_OPTIONS : { ...AJV_OPTIONS, validateSchema: false };
+  const ajv = dialect === "draft-07" ? new Ajv(options) : dialect === "2019-09" ? new Ajv2019(options) : new Ajv2020(options);
   ajv.removeKeyword("uniqueItems");
   ajv.addKeyword(UNIQUE_ITEMS);
   for (const [name, format] of SCHEMA_FORMATS) ajv.addFormat(name, format);
@@ -125,11 +126,32 @@ function precheck(schema: unknown, path: string): { ok: true; schema: JsonValue;
   return { ok: true, schema, dialect };
 }
 
+/**
+ * Per dialect, one ajv that only checks schemas against the dialect's meta-schema, shared: compiling
+ * a meta-schema costs more than most vendor schemas, and this instance holds nothing but the
+ * meta-schemas (each vendor schema is compiled by a fresh instance, so none accumulates).
+ */
+const metaCheckers = new Map<Dialect, Ajv>();
+
+function metaChecker(dialect: Dialect): Ajv {
+  let ajv = metaCheckers.get(dialect);
+  if (ajv === undefined) {
+    ajv = newAjv(dialect);
+    metaCheckers.set(dialect, ajv);
+  }
+  return ajv;
+}
+
 function compile(schema: unknown, path: string): Compiled {
   const checked = precheck(schema, path);
   if (!checked.ok) return checked;
   try {
-    return { ok: true, validate: newAjv(checked.dialect).compile(checked.schema as AnySchema) };
+    const meta = metaChecker(checked.dialect);
+    // ajv's own words when `validateSchema` is on, so a refusal reads as it always did.
+    if (meta.validateSchema(checked.schema as AnySchema) !== true) {
+      return { ok: false, errors: [invalidSchema(path, `the config schema does not compile: schema is invalid: ${meta.errorsText(meta.errors)}`)] };
+    }
+    return { ok: true, validate: newAjv(checked.dialect, false).compile(checked.schema as AnySchema) };
   } catch (e) {
     const reason = e instanceof Error ? e.message : "unknown error";
     return { ok: false, errors: [invalidSchema(path, `the config schema does not compile: ${reason}`)] };
