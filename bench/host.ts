@@ -74,6 +74,18 @@ rl.on("line", (line) => {
 rl.on("close", () => process.exit(0));
 `;
 
+/** The median round trip of `once(msg)` over {@link CALLS} calls, after 200 to warm up. */
+async function roundTrips(once: (m: unknown) => Promise<void>, msg: unknown): Promise<number> {
+  for (let i = 0; i < 200; i++) await once(msg);
+  const lat: number[] = [];
+  for (let i = 0; i < CALLS; i++) {
+    const s = performance.now();
+    await once(msg);
+    lat.push(performance.now() - s);
+  }
+  return median(lat);
+}
+
 async function ipcRoundTrip(): Promise<number> {
   const dir = mkdtempSync(join(tmpdir(), "bench-ipc-"));
   const file = join(dir, "child.mjs");
@@ -81,31 +93,19 @@ async function ipcRoundTrip(): Promise<number> {
   const child = fork(file, [], { serialization: "advanced", execArgv: [], stdio: ["ignore", "ignore", "ignore", "ipc"] });
   const once = (m: unknown) => new Promise<void>((resolve) => { child.once("message", () => resolve()); child.send(m as object); });
   const msg = { t: "call", iid: 1, cid: 1, request: new TextEncoder().encode('{"method":"m","params":{}}'), secrets: [] };
-  for (let i = 0; i < 200; i++) await once(msg);
-  const lat: number[] = [];
-  for (let i = 0; i < CALLS; i++) {
-    const s = performance.now();
-    await once(msg);
-    lat.push(performance.now() - s);
-  }
+  const lat = await roundTrips(once, msg);
   child.disconnect();
   rmSync(dir, { recursive: true, force: true });
-  return median(lat);
+  return lat;
 }
 
 async function workerRoundTrip(): Promise<number> {
   const w = new Worker("require('node:worker_threads').parentPort.on('message', (m) => require('node:worker_threads').parentPort.postMessage(m));", { eval: true });
   const once = (m: unknown) => new Promise<void>((resolve) => { w.once("message", () => resolve()); w.postMessage(m); });
   const msg = { t: "call", cid: 1, request: new TextEncoder().encode('{"method":"m","params":{}}'), secrets: [] };
-  for (let i = 0; i < 200; i++) await once(msg);
-  const lat: number[] = [];
-  for (let i = 0; i < CALLS; i++) {
-    const s = performance.now();
-    await once(msg);
-    lat.push(performance.now() - s);
-  }
+  const lat = await roundTrips(once, msg);
   await w.terminate();
-  return median(lat);
+  return lat;
 }
 
 type Call = (req: { method: string; params: JsonValue }) => Promise<unknown>;

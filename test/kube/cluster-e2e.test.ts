@@ -17,40 +17,28 @@ import { Ajv } from "ajv";
 import { Deployment } from "kubernetes-models/apps/v1";
 import { NetworkPolicy } from "kubernetes-models/networking.k8s.io/v1";
 import { ConfigMap, Service, ServiceAccount } from "kubernetes-models/v1";
-import { pino } from "pino";
 import { parseAllDocuments, parse as parseYaml } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { KubeApplied, PreviousObserved, RolloutDecided } from "../../src/events/catalog.js";
 import type { EventStore } from "../../src/events/store.js";
 import type { StoredEvent } from "../../src/events/types.js";
 import { runOperator } from "../../src/kube/operator.js";
-import type { OperatorOptions } from "../../src/kube/operator.js";
 import { allowListFieldManager, OPERATOR_FIELD_MANAGER } from "../../src/kube/target.js";
-import { TRUSTED_SIGNERS_KEY } from "../../src/kube/trusted-signers.js";
 import { ALLOWLIST_CONFIGMAP, NAMESPACE, TRUSTED_SIGNERS_CONFIGMAP } from "../../src/plugins/constants.js";
 import { checkDecisions } from "../../src/projections/check-decisions.js";
 import { clusterReconcilerFactory, topologyFromEnv } from "../../src/app/index.js";
 import { openDataStore } from "../../src/app/index.js";
 import { FakeApiServer } from "./fake-apiserver.js";
+import { EXAMPLES, operatorOptions, putTrustedSigners, setOperatorEnv, until as waitUntil } from "./operator-fixture.js";
 import type { LoggedRequest } from "./fake-apiserver.js";
 import { toJsonSchema } from "../support/crd-schema.js";
 
 const NS = NAMESPACE;
-const EXAMPLES = fileURLToPath(new URL("../../examples/", import.meta.url));
 const PLUGIN = { apiVersion: "openfief.io/v1alpha1", kind: "Plugin" } as const;
 const NBP_V1 = "localhost/openfief-demo/nbp-fx@sha256:32a155bf13262adffa93e0d7023b17306472f1dcb8d93c686bfe850e9dc594cb";
 const NBP_V2 = "localhost/openfief-demo/nbp-fx@sha256:ac327d8f7783deccfac561eb6d7231f9a77c219bb934886e9e9e04dd2193321d";
 /** ledger-view's image: its digest moves with its UI bundle, so it is read from the demo. */
 const LEDGER = (parseYaml(readFileSync(join(EXAMPLES, "plugins/ledger-view.yaml"), "utf8")) as { spec: { image: string } }).spec.image;
-/** Addresses no default uses, so seeing them proves OPENFIEF_TOPOLOGY was read. */
-const TOPOLOGY = {
-  core: { clusterIP: "10.99.0.20", port: 8443, podPort: 8443, podLabels: { "app.kubernetes.io/name": "openfief-core" } },
-  proxy: { clusterIP: "10.99.0.30", port: 4750, podPort: 4750, podLabels: { "app.kubernetes.io/name": "openfief-egress-proxy" } },
-  pluginPort: 8080,
-  coreSubject: "system:serviceaccount:openfief:openfief-core",
-};
-const ENV_VARS = { OPENFIEF_OCI_LAYOUTS: join(EXAMPLES, "oci"), OPENFIEF_TOPOLOGY: JSON.stringify(TOPOLOGY), OPENFIEF_INSECURE_REGISTRIES: "" };
-/** The kinds of a plugin's workload, by the path segment the API server serves them under. */
 const WORKLOAD = [
   { apiVersion: "v1", kind: "ServiceAccount", base: "/api/v1", plural: "serviceaccounts" },
   { apiVersion: "v1", kind: "ConfigMap", base: "/api/v1", plural: "configmaps" },
@@ -60,7 +48,6 @@ const WORKLOAD = [
 ] as const;
 const TOKEN_A = "replica-a-token";
 const TOKEN_B = "replica-b-token";
-const DEADLINE_MS = 15_000;
 
 type Obj = Record<string, unknown> & { metadata: Record<string, unknown> };
 interface Condition {
@@ -93,33 +80,12 @@ const PLUGIN_CRD = parseYaml(readFileSync(fileURLToPath(new URL("../../deploy/cr
 const validatePluginCr = new Ajv({ allErrors: true, strict: false }).compile(toJsonSchema(PLUGIN_CRD.spec.versions[0]?.schema.openAPIV3Schema) as Record<string, unknown>);
 
 /** A replica's options: fast relists and elections, so the story runs in seconds. */
-function operatorOptions(server: FakeApiServer, identity: string, token: string, dataDir: string, signal: AbortSignal): OperatorOptions {
-  return {
-    kubeConfigObject: server.kubeConfig(token),
-    dataDir,
-    healthPort: 0,
-    healthHost: "127.0.0.1",
-    identity,
-    log: pino({ level: "silent" }),
-    signal,
-    sourceOptions: { relistIntervalMs: 1_000, initialBackoffMs: 50, maxBackoffMs: 500 },
-    retryPeriodSeconds: 0.1,
-    reconcileDelayMs: 10,
-  };
-}
-
 /** Set when an operator replica stops with an error, so a wait fails with that error at once. */
 let operatorFailure: unknown;
 
-/** Polls `predicate` until it holds or the deadline passes; the error names what never happened. */
-async function until(what: string, predicate: () => boolean | Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + DEADLINE_MS;
-  while (Date.now() < deadline) {
-    if (operatorFailure !== undefined) throw new Error(`an operator replica failed while waiting for: ${what}`, { cause: operatorFailure });
-    if (await predicate()) return;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  throw new Error(`never happened within ${DEADLINE_MS} ms: ${what}`);
+/** Polls until `predicate` holds, failing at once when a replica stopped with an error. */
+function until(what: string, predicate: () => boolean | Promise<boolean>): Promise<void> {
+  return waitUntil(what, predicate, () => operatorFailure);
 }
 
 async function example(path: string): Promise<Obj> {
@@ -137,7 +103,7 @@ function writes(requests: readonly LoggedRequest[]): LoggedRequest[] {
 describe("the operator in a cluster, end to end on the signed demo (fake API server, real client-node)", () => {
   let server: FakeApiServer;
   let dir: string;
-  const savedEnv: Record<string, string | undefined> = {};
+  let restoreEnv: () => void = () => undefined;
   const replicas: Array<{ controller: AbortController; done: Promise<void> }> = [];
 
   const status = (name: string): Status | undefined => server.get(PLUGIN.apiVersion, PLUGIN.kind, NS, name)?.["status"] as Status | undefined;
@@ -158,18 +124,10 @@ describe("the operator in a cluster, end to end on the signed demo (fake API ser
   }
 
   beforeAll(async () => {
-    for (const [k, v] of Object.entries(ENV_VARS)) {
-      savedEnv[k] = process.env[k];
-      process.env[k] = v;
-    }
+    restoreEnv = setOperatorEnv();
     server = await FakeApiServer.start();
     dir = await mkdtemp(join(tmpdir(), "openfief-cluster-e2e-"));
-    server.put({
-      apiVersion: "v1",
-      kind: "ConfigMap",
-      metadata: { name: TRUSTED_SIGNERS_CONFIGMAP, namespace: NS },
-      data: { [TRUSTED_SIGNERS_KEY]: await readFile(join(EXAMPLES, "trusted-signers.json"), "utf8") },
-    });
+    await putTrustedSigners(server);
     startReplica("replica-a", TOKEN_A);
     await until("replica-a holds the Lease", () => (server.get("coordination.k8s.io/v1", "Lease", NS, "openfief-operator")?.["spec"] as { holderIdentity?: string } | undefined)?.holderIdentity === "replica-a");
     startReplica("replica-b", TOKEN_B);
@@ -181,10 +139,7 @@ describe("the operator in a cluster, end to end on the signed demo (fake API ser
     await Promise.allSettled(replicas.map((r) => r.done));
     await server.close();
     await rm(dir, { recursive: true, force: true });
-    for (const [k, v] of Object.entries(savedEnv)) {
-      if (v === undefined) delete process.env[k];
-      else process.env[k] = v;
-    }
+    restoreEnv();
   });
 
   it("applies each plugin's objects with forced server-side apply as openfief-operator, the NetworkPolicy keeping `from`", { timeout: 30_000 }, async () => {
@@ -385,7 +340,7 @@ describe("the operator in a cluster, end to end on the signed demo (fake API ser
 describe("an operator that starts on an empty store while an upgrade is held back (seed 000: Previous from status.deployed)", () => {
   let server: FakeApiServer;
   let dir: string;
-  const savedEnv: Record<string, string | undefined> = {};
+  let restoreEnv: () => void = () => undefined;
   const running: Array<{ controller: AbortController; done: Promise<void> }> = [];
   const TOKEN_FIRST = "first-operator-token";
   const TOKEN_SUCCESSOR = "successor-token";
@@ -418,18 +373,10 @@ describe("an operator that starts on an empty store while an upgrade is held bac
 
   beforeAll(async () => {
     operatorFailure = undefined;
-    for (const [k, v] of Object.entries(ENV_VARS)) {
-      savedEnv[k] = process.env[k];
-      process.env[k] = v;
-    }
+    restoreEnv = setOperatorEnv();
     server = await FakeApiServer.start();
     dir = await mkdtemp(join(tmpdir(), "openfief-cluster-successor-"));
-    server.put({
-      apiVersion: "v1",
-      kind: "ConfigMap",
-      metadata: { name: TRUSTED_SIGNERS_CONFIGMAP, namespace: NS },
-      data: { [TRUSTED_SIGNERS_KEY]: await readFile(join(EXAMPLES, "trusted-signers.json"), "utf8") },
-    });
+    await putTrustedSigners(server);
   });
 
   afterAll(async () => {
@@ -437,10 +384,7 @@ describe("an operator that starts on an empty store while an upgrade is held bac
     await Promise.allSettled(running.map((r) => r.done));
     await server.close();
     await rm(dir, { recursive: true, force: true });
-    for (const [k, v] of Object.entries(savedEnv)) {
-      if (v === undefined) delete process.env[k];
-      else process.env[k] = v;
-    }
+    restoreEnv();
   });
 
   it("keeps v1 running: its Deployment and allow-list key untouched, status.deployed still v1, static.nbp.pl:443 still pending", { timeout: 60_000 }, async () => {

@@ -8,78 +8,35 @@
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { Service, ServiceAccount } from "kubernetes-models/v1";
-import { pino } from "pino";
 import { parse as parseYaml } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { clusterReconcilerFactory } from "../../src/app/index.js";
 import { runOperator } from "../../src/kube/operator.js";
 import { pluginHostFieldManager } from "../../src/kube/target.js";
-import { TRUSTED_SIGNERS_KEY } from "../../src/kube/trusted-signers.js";
-import { decodeHostedPlugins, NAMESPACE, PLUGIN_HOST_CONFIGMAP, PLUGIN_HOST_TOKEN_ROLE, TRUSTED_SIGNERS_CONFIGMAP } from "../../src/plugins/index.js";
+import { decodeHostedPlugins, NAMESPACE, PLUGIN_HOST_CONFIGMAP, PLUGIN_HOST_TOKEN_ROLE } from "../../src/plugins/index.js";
 import { FakeApiServer } from "./fake-apiserver.js";
+import { EXAMPLES, operatorOptions, putTrustedSigners, setOperatorEnv, until } from "./operator-fixture.js";
 
 const NS = NAMESPACE;
-const EXAMPLES = fileURLToPath(new URL("../../examples/", import.meta.url));
 const ECB = "localhost/openfief-demo/ecb-fx@sha256:ab40921848cba3ff4d2ebe42e8e929362d256ff94edc90fa2113caa3b6ff45dd";
 const ECB_MODULE = "1750a4f19745c2f4db091a42c7340371be133ebc5470ab0ea806263453d10b3c";
-const TOPOLOGY = {
-  core: { clusterIP: "10.99.0.20", port: 8443, podPort: 8443, podLabels: { "app.kubernetes.io/name": "openfief-core" } },
-  proxy: { clusterIP: "10.99.0.30", port: 4750, podPort: 4750, podLabels: { "app.kubernetes.io/name": "openfief-egress-proxy" } },
-  pluginPort: 8080,
-  coreSubject: "system:serviceaccount:openfief:openfief-core",
-};
-const ENV_VARS = { OPENFIEF_OCI_LAYOUTS: join(EXAMPLES, "oci"), OPENFIEF_TOPOLOGY: JSON.stringify(TOPOLOGY), OPENFIEF_INSECURE_REGISTRIES: "" };
-const DEADLINE_MS = 15_000;
-
 type Obj = Record<string, unknown> & { metadata: Record<string, unknown> };
-
-async function until(what: string, predicate: () => boolean): Promise<void> {
-  const deadline = Date.now() + DEADLINE_MS;
-  while (Date.now() < deadline) {
-    if (predicate()) return;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  throw new Error(`never happened within ${DEADLINE_MS} ms: ${what}`);
-}
 
 describe("the operator running a WebAssembly plugin in the plugin host (fake API server)", () => {
   let server: FakeApiServer;
   let dir: string;
   const controller = new AbortController();
   let done: Promise<void>;
-  const savedEnv: Record<string, string | undefined> = {};
+  let restoreEnv: () => void = () => undefined;
   const hosted = (): Record<string, string> | undefined => server.get("v1", "ConfigMap", NS, PLUGIN_HOST_CONFIGMAP)?.["data"] as Record<string, string> | undefined;
 
   beforeAll(async () => {
-    for (const [k, v] of Object.entries(ENV_VARS)) {
-      savedEnv[k] = process.env[k];
-      process.env[k] = v;
-    }
+    restoreEnv = setOperatorEnv();
     server = await FakeApiServer.start();
     dir = await mkdtemp(join(tmpdir(), "openfief-plugin-host-publish-"));
-    server.put({
-      apiVersion: "v1",
-      kind: "ConfigMap",
-      metadata: { name: TRUSTED_SIGNERS_CONFIGMAP, namespace: NS },
-      data: { [TRUSTED_SIGNERS_KEY]: await readFile(join(EXAMPLES, "trusted-signers.json"), "utf8") },
-    });
-    done = runOperator(
-      {
-        kubeConfigObject: server.kubeConfig("operator-token"),
-        dataDir: dir,
-        healthPort: 0,
-        healthHost: "127.0.0.1",
-        identity: "replica-a",
-        log: pino({ level: "silent" }),
-        signal: controller.signal,
-        sourceOptions: { relistIntervalMs: 1_000, initialBackoffMs: 50, maxBackoffMs: 500 },
-        retryPeriodSeconds: 0.1,
-        reconcileDelayMs: 10,
-      },
-      clusterReconcilerFactory,
-    );
+    await putTrustedSigners(server);
+    done = runOperator(operatorOptions(server, "replica-a", "operator-token", dir, controller.signal), clusterReconcilerFactory);
     for (const file of ["plugins/ecb-fx.yaml", "plugins/ecb-fx-grant.yaml"]) server.put(parseYaml(await readFile(join(EXAMPLES, file), "utf8")) as Obj);
     // One pass writes the ConfigMap key, the tokens Role and the objects in turn: wait for all three.
     await until("ecb-fx published to the plugin host", () => hosted()?.["ecb-fx"] !== undefined);
@@ -92,10 +49,7 @@ describe("the operator running a WebAssembly plugin in the plugin host (fake API
     await done;
     await server.close();
     await rm(dir, { recursive: true, force: true });
-    for (const [k, v] of Object.entries(savedEnv)) {
-      if (v === undefined) delete process.env[k];
-      else process.env[k] = v;
-    }
+    restoreEnv();
   });
 
   it("publishes the plugin's image, module and origins under the plugin's own field manager", () => {

@@ -1,0 +1,80 @@
+/**
+ * What the tests that run the real operator against the fake API server share: the environment
+ * the operator reads (the demo's OCI layout, a topology no default uses), its options for a
+ * quick test, the owner's trusted signers as the cluster's ConfigMap, and a bounded wait.
+ */
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { pino } from "pino";
+import type { OperatorOptions } from "../../src/kube/operator.js";
+import { TRUSTED_SIGNERS_KEY } from "../../src/kube/trusted-signers.js";
+import { NAMESPACE, TRUSTED_SIGNERS_CONFIGMAP } from "../../src/plugins/constants.js";
+import type { FakeApiServer } from "./fake-apiserver.js";
+
+export const EXAMPLES = fileURLToPath(new URL("../../examples/", import.meta.url));
+
+/** Addresses no default uses, so seeing them proves OPENFIEF_TOPOLOGY was read. */
+const TOPOLOGY = {
+  core: { clusterIP: "10.99.0.20", port: 8443, podPort: 8443, podLabels: { "app.kubernetes.io/name": "openfief-core" } },
+  proxy: { clusterIP: "10.99.0.30", port: 4750, podPort: 4750, podLabels: { "app.kubernetes.io/name": "openfief-egress-proxy" } },
+  pluginPort: 8080,
+  coreSubject: "system:serviceaccount:openfief:openfief-core",
+};
+
+const OPERATOR_ENV = { OPENFIEF_OCI_LAYOUTS: join(EXAMPLES, "oci"), OPENFIEF_TOPOLOGY: JSON.stringify(TOPOLOGY), OPENFIEF_INSECURE_REGISTRIES: "" };
+
+/** Sets the environment the operator reads; returns what puts the previous one back. */
+export function setOperatorEnv(): () => void {
+  const saved = Object.keys(OPERATOR_ENV).map((k) => [k, process.env[k]] as const);
+  Object.assign(process.env, OPERATOR_ENV);
+  return () => {
+    for (const [k, v] of saved) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+  };
+}
+
+/** A replica's options: a silent log, a free health port, short relist, retry and reconcile delays. */
+export function operatorOptions(server: FakeApiServer, identity: string, token: string, dataDir: string, signal: AbortSignal): OperatorOptions {
+  return {
+    kubeConfigObject: server.kubeConfig(token),
+    dataDir,
+    healthPort: 0,
+    healthHost: "127.0.0.1",
+    identity,
+    log: pino({ level: "silent" }),
+    signal,
+    sourceOptions: { relistIntervalMs: 1_000, initialBackoffMs: 50, maxBackoffMs: 500 },
+    retryPeriodSeconds: 0.1,
+    reconcileDelayMs: 10,
+  };
+}
+
+/** The demo's trusted signers as the cluster's ConfigMap. */
+export async function putTrustedSigners(server: FakeApiServer): Promise<void> {
+  server.put({
+    apiVersion: "v1",
+    kind: "ConfigMap",
+    metadata: { name: TRUSTED_SIGNERS_CONFIGMAP, namespace: NAMESPACE },
+    data: { [TRUSTED_SIGNERS_KEY]: await readFile(join(EXAMPLES, "trusted-signers.json"), "utf8") },
+  });
+}
+
+const DEADLINE_MS = 15_000;
+
+/**
+ * Polls `predicate` until it holds or the deadline passes; the error names what never happened.
+ * `failed` (when given) ends the wait at once with the error of a replica that stopped.
+ */
+export async function until(what: string, predicate: () => boolean | Promise<boolean>, failed: () => unknown = () => undefined): Promise<void> {
+  const deadline = Date.now() + DEADLINE_MS;
+  while (Date.now() < deadline) {
+    const failure = failed();
+    if (failure !== undefined) throw new Error(`an operator replica failed while waiting for: ${what}`, { cause: failure });
+    if (await predicate()) return;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error(`never happened within ${DEADLINE_MS} ms: ${what}`);
+}
