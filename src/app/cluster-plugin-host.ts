@@ -172,9 +172,13 @@ export async function startClusterPluginHost(o: ClusterPluginHostOptions): Promi
     for (const name of current.keys()) if (!plugins.has(name)) tokens.forget(name);
     current = plugins;
     metrics.plugins.set(plugins.size);
+    // A pass that fails (the store refusing an uninstall's event) is logged and the next change
+    // still runs: a rejected chain would skip every later change and keep /readyz at 503.
     following = following.then(async () => {
       await follow(host, sourceFor, current, o.logger);
       followed = true;
+    }).catch((err: unknown) => {
+      o.logger.error({ err: err instanceof Error ? err.message : String(err) }, "plugin host: following the ConfigMap failed; the next change tries again");
     });
   };
   const source: HostedPluginsSource = await watchHostedPlugins(o.kc, {

@@ -142,7 +142,7 @@ export function shippedBrowserSdk(): { version: string; source: Uint8Array } {
   return { version: pkg.version, source: readFileSync(shippedFile("sdk", "browser", "sdk.js")) };
 }
 
-/** UI bundles read through the runtime's image sources: a refusal is final, an unreachable source is tried again. */
+/** UI bundles read through the runtime's image sources: an unreachable source is 503 (try again), any other refusal 502. */
 export function imageBlobSource(sourceFor: ViewsOptions["sourceFor"]): UiBlobSource {
   return {
     async read(image, digest, maxBytes): Promise<BlobRead> {

@@ -1,18 +1,27 @@
 import { describe, expect, it } from "vitest";
-import { identify, readHandshake } from "./handshake.js";
+import { handshakeOf, identify } from "./handshake.js";
 import { basicProxyAuthorization } from "./proxy-auth.js";
+import { readHead } from "./request-head.js";
 import type { TokenReviewer } from "./reviewer.js";
 
-const auth = ["Proxy-Authorization", basicProxyAuthorization("plugin", "tok")];
+const auth = [`Proxy-Authorization: ${basicProxyAuthorization("plugin", "tok")}`];
 
-describe("readHandshake", () => {
+/** The handshake of a head as the proxy reads it: the head reader, then `handshakeOf`. */
+function handshakeOfHead(target: string, fields: readonly string[]): ReturnType<typeof handshakeOf> {
+  const step = readHead(Buffer.from(`CONNECT ${target} HTTP/1.1\r\nHost: ${target}\r\n${fields.map((f) => `${f}\r\n`).join("")}\r\n`));
+  if (step.state !== "done") throw new Error(`the head did not read: ${JSON.stringify(step)}`);
+  return handshakeOf(step.head);
+}
+
+describe("handshakeOf", () => {
   it.each([
     ["a target without a port", "api.example.com", auth, { ok: false, code: "malformed_target" }],
-    ["a chaining header", "api.example.com:443", [...auth, "X-Upstream-HTTPS-Proxy", "http://10.0.0.1:3128"], { ok: false, code: "upstream_proxy_refused", target: { host: "api.example.com", port: 443 } }],
+    ["a chaining header", "api.example.com:443", [...auth, "X-Upstream-HTTPS-Proxy: http://10.0.0.1:3128"], { ok: false, code: "upstream_proxy_refused", target: { host: "api.example.com", port: 443 } }],
     ["no token", "api.example.com:443", [], { ok: false, code: "no_token", target: { host: "api.example.com", port: 443 } }],
+    ["two tokens", "api.example.com:443", [...auth, ...auth], { ok: false, code: "bad_proxy_auth_duplicate", target: { host: "api.example.com", port: 443 } }],
     ["a good head", "api.example.com:443", auth, { ok: true, value: { host: "api.example.com", port: 443, token: "tok" } }],
-  ])("reads %s", (_what, url, headers, expected) => {
-    expect(readHandshake(url, headers)).toEqual(expected);
+  ])("reads %s", (_what, target, fields, expected) => {
+    expect(handshakeOfHead(target, fields)).toEqual(expected);
   });
 });
 

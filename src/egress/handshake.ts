@@ -4,7 +4,7 @@
  * answers a value; the token never leaves this module's results except to the reviewer.
  */
 import { pluginForServiceAccount } from "../plugins/index.js";
-import { proxyAuthorizationValues, proxyTokenFrom, type ProxyAuthError } from "./proxy-auth.js";
+import { proxyTokenFrom, type ProxyAuthError } from "./proxy-auth.js";
 import { reviewWithin, type ReviewRefusal, type TokenReviewer } from "./reviewer.js";
 import { parseConnectTarget, type ConnectTarget } from "./target.js";
 
@@ -41,18 +41,6 @@ export function handshakeOf(head: HandshakeFields): HandshakeResult {
   const tok = proxyTokenFrom(head.proxyAuthorization, head.proxyAuthorizations);
   if (!tok.ok) return { ok: false, code: tok.code, target: target.value };
   return { ok: true, value: { host: target.value.host, port: target.value.port, token: tok.token } };
-}
-
-/** Reads a CONNECT's target and token from a request-target and Node's `rawHeaders`. Pure. */
-export function readHandshake(url: string, rawHeaders: readonly string[]): HandshakeResult {
-  let upstreamProxy = false;
-  for (let i = 0; i < rawHeaders.length; i += 2) {
-    const name = rawHeaders[i] ?? "";
-    // Only a header of that length can be it: no lower-casing of every header name.
-    if (name.length === 22 && name.toLowerCase() === "x-upstream-https-proxy") upstreamProxy = true;
-  }
-  const values = proxyAuthorizationValues(rawHeaders);
-  return handshakeOf({ target: url, upstreamProxy, proxyAuthorization: values[0], proxyAuthorizations: values.length });
 }
 
 /** Who asked: a plugin, or why not. */

@@ -5,7 +5,7 @@ export { CachingTokenReviewer, DEFAULT_TOKEN_CACHE_TTL_MS, InvalidCacheTtlError,
 export { watchAllowLists, type ConfigMapAllowListSource } from "./configmap-source.js";
 export { decisionRecord, EGRESS_DECISION_TYPE, EGRESS_REFUSED_TYPE, egressDecisionEvent, egressRefusedEvent, type AnonymousRefusalRecord, type EgressDecisionRecord } from "./decision.js";
 /** The proxy's prom-client counters, registered in a registry the caller passes in. */
-export { EgressMetrics, parserRejection, type CacheLookup, type ParserRejection } from "./metrics.js";
+export { EgressMetrics, type CacheLookup, type ParserRejection } from "./metrics.js";
 /** The rate limit on recording refusals before identity (ADR 0031). */
 export { ANONYMOUS_LIMITS, AnonymousRefusalLimit, type AnonymousLimitOptions } from "./anonymous-limit.js";
 export { dialTcp, startEmbeddedEgress, type EmbeddedEgressOptions } from "./embedded.js";

@@ -11,28 +11,6 @@ import { REFUSALS } from "./refusals.js";
 /** The kinds of request refused before the proxy's checks (by its head reader, ADR 0035; the labels Node's parser errors were counted under). */
 export type ParserRejection = "invalid_method" | "invalid_target" | "header_overflow" | "invalid_header" | "missing_host" | "timeout" | "other";
 
-/** The parser's error codes, by the label they count under. */
-const PARSER_CODES: Readonly<Record<string, ParserRejection>> = {
-  HPE_INVALID_METHOD: "invalid_method",
-  HPE_INVALID_URL: "invalid_target",
-  HPE_HEADER_OVERFLOW: "header_overflow",
-  HPE_INVALID_HEADER_TOKEN: "invalid_header",
-  HPE_INVALID_CONSTANT: "invalid_header",
-  HPE_INVALID_VERSION: "invalid_header",
-  HPE_LF_EXPECTED: "invalid_header",
-  HPE_CR_EXPECTED: "invalid_header",
-  HPE_INVALID_TRANSFER_ENCODING: "invalid_header",
-  HPE_INVALID_CONTENT_LENGTH: "invalid_header",
-  HPE_UNEXPECTED_CONTENT_LENGTH: "invalid_header",
-  HPE_HEADERS_TIMEOUT: "timeout",
-  ERR_HTTP_REQUEST_TIMEOUT: "timeout",
-};
-
-/** The label of a parser error code (an unknown code counts as `other`). */
-export function parserRejection(code: unknown): ParserRejection {
-  return (typeof code === "string" ? PARSER_CODES[code] : undefined) ?? "other";
-}
-
 /** A cache's answer to one lookup. */
 export type CacheLookup = (hit: boolean) => void;
 
@@ -47,6 +25,7 @@ export class EgressMetrics {
   readonly anonymousDropped: Counter;
   readonly anonymousRecorded: Counter;
   readonly commitQueue: Gauge;
+  #waiting: () => number = () => 0;
 
   constructor(registry: Registry, prefix = "openfief_egress_") {
     const registers = [registry];
@@ -61,10 +40,21 @@ export class EgressMetrics {
     this.parserRejections = new Counter({ name: `${prefix}parser_rejections_total`, help: "requests the head reader on the proxy's port rejected before its checks (as Node's HTTP parser did), by kind", labelNames: ["kind"], registers });
     this.anonymousRecorded = new Counter({ name: `${prefix}anonymous_refusals_recorded_total`, help: "refusals before identity recorded in egress/-", registers });
     this.anonymousDropped = new Counter({ name: `${prefix}anonymous_refusals_dropped_total`, help: "refusals before identity not recorded because their source (or all sources) exceeded the rate limit", registers });
-    this.commitQueue = new Gauge({ name: `${prefix}commits_waiting`, help: "decisions waiting for their commit", registers });
+    const waiting = (): number => this.#waiting();
+    this.commitQueue = new Gauge({
+      name: `${prefix}commits_waiting`, help: "decisions waiting for their commit", registers,
+      collect() {
+        this.set(waiting());
+      },
+    });
     // Every label of the table exists from the start, so a rate() over a refusal never sees a gap.
     for (const code of Object.keys(REFUSALS) as (keyof typeof REFUSALS)[]) this.decisions.inc({ outcome: "refused", reason: REFUSALS[code].label }, 0);
     this.decisions.inc({ outcome: "allowed", reason: "listed" }, 0);
+  }
+
+  /** Reads the commits waiting from `count` whenever the metrics are collected (nothing on the CONNECT path). */
+  watchCommits(count: () => number): void {
+    this.#waiting = count;
   }
 
   /** Counts one CONNECT's outcome and its latency. */

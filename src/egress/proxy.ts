@@ -170,6 +170,7 @@ export function createEgressProxy(ports: EgressProxyPorts): EgressProxy {
   let listening = false;
   let draining = false;
   const metrics = ports.metrics;
+  metrics?.watchCommits(() => ports.recorder.waiting ?? 0);
   const tunnels = new Tunnels({ maxTunnels: o.maxTunnels, idleMs: o.idleMs, ...(metrics !== undefined ? { onOpenChange: (n: number) => metrics.openTunnels.set(n) } : {}) });
   const anonymous = new AnonymousRefusalLimit({ ...(ports.anonymousLimits ?? {}), clock });
   const connections = new Connections({

@@ -17,6 +17,8 @@ export interface DecisionRecorder {
   recordRefusal?(refusal: AnonymousRefusalRecord): void;
   /** Commits what is queued and lets go of its resources; the proxy calls it at the end of `close`. */
   close?(): Promise<void>;
+  /** Decisions waiting for their commit now (the `commits_waiting` gauge); absent: none are kept waiting. */
+  readonly waiting?: number;
 }
 
 /**

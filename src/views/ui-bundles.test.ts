@@ -65,7 +65,6 @@ describe("UiBundles", () => {
   it.each([
     ["bytes that are not the digest's", digestOf(a), (): BlobRead => ({ ok: true, bytes: b }), "does not match its digest"],
     ["bytes that are not a tar", digestOf(notTar), (): BlobRead => ({ ok: true, bytes: notTar }), "not a clean tar"],
-    ["a refusal of the source (not found, too large)", digestOf(a), (): BlobRead => ({ ok: false, retry: false, message: "too large" }), "cannot be read"],
   ])("answers 502 for %s, and keeps that answer (the digest names those bytes forever)", async (_what, digest, answer, reason) => {
     const { s, reads } = source({}, answer);
     const bundles = new UiBundles(s);
@@ -75,6 +74,17 @@ describe("UiBundles", () => {
       expect(r.ok === false && r.reason).toContain(reason);
     }
     expect(reads).toHaveLength(1);
+  });
+
+  it("answers 502 for a refusal of the source (not found, too large, a registry's 500) and asks the source again next time", async () => {
+    const { s, reads } = source({}, (): BlobRead => ({ ok: false, retry: false, message: "too large" }));
+    const bundles = new UiBundles(s);
+    for (let i = 0; i < 2; i++) {
+      const r = await bundles.get(IMAGE, digestOf(a));
+      expect(r.ok === false && r.status).toBe(502);
+      expect(r.ok === false && r.reason).toContain("cannot be read");
+    }
+    expect(reads).toHaveLength(2);
   });
 
   it("refuses a tar that is a clean digest match but unsafe inside (a link)", async () => {

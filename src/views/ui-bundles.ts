@@ -100,10 +100,9 @@ export class UiBundles {
     } catch (err) {
       read = { ok: false, retry: true, message: err instanceof Error ? err.message : String(err) };
     }
-    if (!read.ok) {
-      if (read.retry) return { ok: false, status: 503, reason: "the UI bundle cannot be read now" };
-      return this.#unusable(digest, "the UI bundle cannot be read");
-    }
+    // A source's refusal is not remembered: a registry's 500, 429 or failed token passes, and only
+    // what the bytes themselves fail (size, digest, tar) holds for the digest forever.
+    if (!read.ok) return read.retry ? { ok: false, status: 503, reason: "the UI bundle cannot be read now" } : { ok: false, status: 502, reason: "the UI bundle cannot be read" };
     const bytes = read.bytes;
     if (bytes.length > this.#max) return this.#unusable(digest, "the UI bundle is too large");
     if (`sha256:${createHash("sha256").update(bytes).digest("hex")}` !== digest) return this.#unusable(digest, "the UI bundle does not match its digest");

@@ -11,6 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Writable } from "node:stream";
 import { pino } from "pino";
+import { Registry } from "prom-client";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { MemoryAllowListSource } from "../../src/egress/allowlist-source.js";
 import { mintEgressToken } from "../../src/egress/embedded-key.js";
@@ -116,12 +117,16 @@ function roundTrip(s: Socket, text: string): Promise<string> {
   });
 }
 
+/** The registry of the last embedded proxy's counters. */
+let registry = new Registry();
+
 async function embedded(commitTimeoutMs: number): Promise<{ port: number; token: string }> {
+  registry = new Registry();
   const s = await freshStore();
   const allowLists = new MemoryAllowListSource();
   allowLists.setData({ alpha: "api.example.com:443\n" });
   const started = await startEmbeddedEgress({
-    dataDir: dir, store: s, allowLists, commitTimeoutMs, env: {},
+    dataDir: dir, store: s, allowLists, commitTimeoutMs, env: {}, registry,
     logger: pino({}, new Writable({ write: (_c, _e, cb) => cb() })),
     resolver: { resolve: () => ({ ok: true, addresses: ["8.8.4.4"] }) },
     connect: () => netConnect({ host: "127.0.0.1", port: echoPort }),
@@ -147,8 +152,10 @@ describe("while another connection holds the store's write lock", () => {
     expect(echoes).toEqual(Array.from({ length: 20 }, (_, i) => `ping-${i}`));
     expect(holder.inTransaction).toBe(true);
     expect(answered).toBe(false);
+    expect((await registry.getSingleMetric("openfief_egress_commits_waiting")?.get())?.values[0]?.value).toBe(1);
     holder.exec("COMMIT");
     const a = await waiting;
+    expect((await registry.getSingleMetric("openfief_egress_commits_waiting")?.get())?.values[0]?.value).toBe(0);
     expect(a.status).toBe(200);
     expect(await roundTrip(a.socket, "after")).toBe("after");
     a.socket.destroy();
