@@ -222,11 +222,15 @@ export function buildObjects(w: Workload): PluginObjects {
  * selecting the plugin host's pods, so the core reaches `plugin-<name>` wherever the plugin runs.
  * No Deployment, ConfigMap or NetworkPolicy: the host's own Deployment and NetworkPolicies
  * (deploy/base/plugin-host.yaml) confine every plugin it runs, and its config reaches it through
- * the `openfief-plugin-host` ConfigMap.
+ * the `openfief-plugin-host` ConfigMap. A view's effective rules are its ClusterRole and binding, as
+ * for a container.
  */
 export interface HostedPluginObjects {
   readonly serviceAccount: V1ServiceAccount;
   readonly service: V1Service;
+  /** The effective Kubernetes rules of a view, bound to its ServiceAccount, as for any plugin. */
+  readonly clusterRole?: V1ClusterRole;
+  readonly clusterRoleBinding?: V1ClusterRoleBinding;
 }
 
 /** Maps a compiled workload onto the objects of a plugin the plugin host runs. */
@@ -241,12 +245,16 @@ export function buildHostedObjects(w: Workload): HostedPluginObjects {
       ports: [{ name: PORT_NAME, port: w.listenPort, protocol: "TCP", targetPort: w.listenPort }],
     },
   };
-  return { serviceAccount: o.serviceAccount, service };
+  return { serviceAccount: o.serviceAccount, service, ...scopeObjects(w) };
 }
 
 /** A hosted plugin's objects as Kubernetes JSON, in apply order (identity first); byte-stable. */
 export function hostedObjectsToJSON(o: HostedPluginObjects): Record<string, unknown>[] {
-  return [o.serviceAccount, o.service].map(objectToJSON);
+  return [o.serviceAccount, ...scopeOf(o), o.service].map(objectToJSON);
+}
+
+function scopeOf(o: Pick<PluginObjects, "clusterRole" | "clusterRoleBinding">): PluginObject[] {
+  return o.clusterRole !== undefined && o.clusterRoleBinding !== undefined ? [o.clusterRole, o.clusterRoleBinding] : [];
 }
 
 /**
@@ -254,8 +262,7 @@ export function hostedObjectsToJSON(o: HostedPluginObjects): Record<string, unkn
  * that selects or runs the pod, so the pod is never up without its confinement.
  */
 export function listObjects(o: PluginObjects): PluginObject[] {
-  const scope = o.clusterRole !== undefined && o.clusterRoleBinding !== undefined ? [o.clusterRole, o.clusterRoleBinding] : [];
-  return [o.serviceAccount, ...scope, o.configMap, o.networkPolicy, o.service, o.deployment];
+  return [o.serviceAccount, ...scopeOf(o), o.configMap, o.networkPolicy, o.service, o.deployment];
 }
 
 /** Kubernetes' own JSON form of one object (`from`, not `_from`): what a directory target writes. */

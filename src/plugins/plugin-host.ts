@@ -13,6 +13,7 @@
  */
 import { CAPS } from "./caps.js";
 import { formatHostPort, hostnameProblem, isValidPort } from "./egress-host.js";
+import { compareStrings, sortedUnique } from "./effective.js";
 import { ErrorCode, fieldError, join } from "./errors.js";
 import type { FieldError } from "./errors.js";
 import { parseImageRef } from "./image-ref.js";
@@ -66,10 +67,6 @@ function entryText(image: string, module: string, origins: readonly string[]): s
   return JSON.stringify({ image, module, origins });
 }
 
-function sortedUnique(values: readonly string[]): string[] {
-  return [...new Set(values)].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
-}
-
 /**
  * The ConfigMap data for the running WebAssembly plugins. Its inputs are what the model already
  * checked (a running version's image, module and effective egress); {@link decodeHostedPlugins}
@@ -77,7 +74,7 @@ function sortedUnique(values: readonly string[]): string[] {
  */
 export function encodeHostedPlugins(plugins: ReadonlyMap<string, HostedPluginInput>): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [name, p] of [...plugins].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+  for (const [name, p] of [...plugins].sort(([a], [b]) => compareStrings(a, b))) {
     Object.defineProperty(out, name, {
       value: entryText(p.image, p.module, sortedUnique(p.egress.map(hostOrigin))),
       enumerable: true,
@@ -145,8 +142,9 @@ function decodeEntry(name: string, text: unknown, errors: FieldError[]): HostedP
   fieldProblems(name, v, bad);
   if (errors.length > before) return undefined;
   const entry: HostedPlugin = { image: v["image"] as string, module: v["module"] as string, origins: v["origins"] as string[] };
-  // Exactly what encoding writes: no other key, the keys in order, the origins sorted and unique.
-  if (entryText(entry.image, entry.module, entry.origins) !== text || sortedUnique(entry.origins).length !== entry.origins.length || sortedUnique(entry.origins).some((o, i) => o !== entry.origins[i])) {
+  // Exactly what encoding writes (no other key, the keys in order, the origins sorted and unique):
+  // the text was parsed into `entry`, so encoding it again must give the same text.
+  if (entryText(entry.image, entry.module, sortedUnique(entry.origins)) !== text) {
     return bad(name, "the value is not as the operator writes it (keys image, module, origins in that order; origins sorted, unique)");
   }
   return { image: entry.image, module: entry.module, origins: [...entry.origins] };

@@ -5,7 +5,7 @@ import { compile } from "./compile.js";
 import type { Topology } from "./compile.js";
 import { effective, isEmptyPending, needsApproval } from "./effective.js";
 import { parseImageRef } from "./image-ref.js";
-import { buildObjects, listObjects, objectToJSON } from "./objects.js";
+import { buildHostedObjects, buildObjects, hostedObjectsToJSON, listObjects, objectToJSON } from "./objects.js";
 import type { PolicyRule } from "./rbac.js";
 import { intersectRules, ruleCovered, uncoveredRules } from "./rbac-scope.js";
 import { planRollout, rolloutPlanToJSON } from "./rollout.js";
@@ -150,6 +150,13 @@ describe("the plugin ServiceAccount's ClusterRole", () => {
 
   it("applies them right after the ServiceAccount", () => {
     expect(listObjects(objects).map((o) => o.kind)).toEqual(["ServiceAccount", "ClusterRole", "ClusterRoleBinding", "ConfigMap", "NetworkPolicy", "Service", "Deployment"]);
+  });
+
+  it("binds the same rules to a plugin the plugin host runs, right after its ServiceAccount", () => {
+    const hosted = buildHostedObjects(w.value);
+    expect(hostedObjectsToJSON(hosted).map((o) => o["kind"])).toEqual(["ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Service"]);
+    expect(hosted.clusterRole).toEqual(objects.clusterRole);
+    expect(hosted.clusterRoleBinding).toEqual(objects.clusterRoleBinding);
   });
 
   it("makes no ClusterRole when no rule is effective", () => {

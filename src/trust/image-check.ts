@@ -10,8 +10,8 @@ import { formatErrors, isKeyIdentity, MANIFEST_LABEL, parseManifestLabel, parseS
 import type { TrustedRoot } from "@sigstore/protobuf-specs";
 import { verifySignedBundle } from "./bundle-verify.js";
 import { readBundles } from "./bundle-referrer.js";
-import type { Descriptor, ImageManifest, ImageSource, Limits } from "./oci.js";
-import { WASM_LAYER_MEDIA_TYPE } from "./wasm-module.js";
+import type { ImageManifest, ImageSource, Limits } from "./oci.js";
+import { wasmModuleLayer } from "./wasm-module.js";
 import { DEFAULT_LIMITS, ImageSourceError, checkDigest, parseImageManifest } from "./oci.js";
 
 /** What one image check concluded. `refused` carries a stable reason code. */
@@ -170,18 +170,10 @@ export async function checkImage(input: ImageCheckInput): Promise<ImageVerdict> 
   }
 }
 
-/**
- * The module a WebAssembly plugin's manifest names (its one layer, of the wasm media type), null
- * for a container image, or why an artifact with a module layer is not a WebAssembly plugin.
- */
+/** The module a WebAssembly plugin's manifest names, null for a container image, or why not a WebAssembly plugin. */
 function moduleOf(manifest: ImageManifest): { digest: string; size: number } | null | string {
-  const wasm = manifest.layers.filter((l) => l.mediaType === WASM_LAYER_MEDIA_TYPE);
-  if (wasm.length === 0) return null;
-  if (manifest.layers.length !== 1) return `a WebAssembly plugin's image has exactly one layer, not ${manifest.layers.length}`;
-  const layer = wasm[0] as Descriptor;
-  const hex = /^sha256:([0-9a-f]{64})$/.exec(layer.digest)?.[1];
-  if (hex === undefined) return `the module layer's digest ${layer.digest} is not a SHA-256 digest`;
-  return { digest: hex, size: layer.size };
+  const m = wasmModuleLayer(manifest);
+  return m === null || typeof m === "string" ? m : { digest: m.digest, size: m.layer.size };
 }
 
 /** The manifest label's value from a config blob, or undefined when it has none. */
