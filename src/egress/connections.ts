@@ -34,9 +34,8 @@ export interface ConnectionsOptions {
 /** Every accepted socket of one proxy, until it closes. */
 export class Connections {
   readonly #all = new Set<Socket>();
-  /** Sockets still sending their head, by when they began (Map order is arrival order). */
-  readonly #awaiting = new Map<Socket, number>();
-  readonly #readers = new WeakMap<Socket, HeadReader>();
+  /** Sockets still sending their head: when they began (Map order is arrival order) and their reader. */
+  readonly #awaiting = new Map<Socket, { readonly since: number; readonly reader: HeadReader }>();
   /** Sockets answered without a tunnel, by when, waiting for their client to go. */
   readonly #lingering = new Map<Socket, number>();
   readonly #timeoutMs: number;
@@ -54,7 +53,6 @@ export class Connections {
     this.#handlers = o.handlers;
     const data = (socket: Socket, chunk: Buffer): void => this.#data(socket, chunk);
     const awaiting = this.#awaiting;
-    const readers = this.#readers;
     const handlers = o.handlers;
     const forget = (socket: Socket): void => {
       this.#all.delete(socket);
@@ -66,10 +64,10 @@ export class Connections {
     };
     // The client half-closed before its head ended: nothing more can come.
     this.#onEnd = function (this: Socket) {
-      if (!awaiting.delete(this)) return;
-      const partial = (readers.get(this)?.length ?? 0) > 0;
-      readers.delete(this);
-      if (partial) handlers.truncated(this);
+      const reading = awaiting.get(this);
+      if (reading === undefined) return;
+      awaiting.delete(this);
+      if (reading.reader.length > 0) handlers.truncated(this);
       else this.destroy();
     };
     this.#onClose = function (this: Socket) {
@@ -85,8 +83,7 @@ export class Connections {
   /** Takes a socket the server accepted. */
   accept(socket: Socket): void {
     this.#all.add(socket);
-    this.#awaiting.set(socket, performance.now());
-    this.#readers.set(socket, new HeadReader());
+    this.#awaiting.set(socket, { since: performance.now(), reader: new HeadReader() });
     socket.on("data", this.#onData);
     socket.on("end", this.#onEnd);
     socket.on("error", destroySelf);
@@ -127,12 +124,11 @@ export class Connections {
   }
 
   #data(socket: Socket, chunk: Buffer): void {
-    const reader = this.#readers.get(socket);
-    if (reader === undefined || !this.#awaiting.has(socket)) return;
-    const step = reader.push(chunk);
+    const reading = this.#awaiting.get(socket);
+    if (reading === undefined) return;
+    const step = reading.reader.push(chunk);
     if (step.state === "more") return;
     this.#awaiting.delete(socket);
-    this.#readers.delete(socket);
     socket.off("data", this.#onData);
     // No 'data' until the CONNECT is decided; what arrives meanwhile is held by the stream (up to
     // its high-water mark, then in the kernel) and goes upstream once the tunnel's pipe starts.
@@ -149,7 +145,7 @@ export class Connections {
 
   #sweep(): void {
     const cutoff = performance.now() - this.#timeoutMs;
-    for (const [socket, since] of this.#awaiting) {
+    for (const [socket, { since }] of this.#awaiting) {
       // Map order is arrival order: the rest arrived later.
       if (since > cutoff) break;
       this.#awaiting.delete(socket);

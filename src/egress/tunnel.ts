@@ -41,7 +41,6 @@ export class Tunnels {
   readonly #o: TunnelsOptions;
   readonly #deciding = new Set<TunnelSlot>();
   readonly #open = new Set<TunnelSlot>();
-  #admitted = 0;
   #sweeper: NodeJS.Timeout | undefined;
   readonly #sweepEveryMs: number;
 
@@ -52,7 +51,7 @@ export class Tunnels {
 
   /** Admitted and not yet closed: CONNECTs being decided plus open tunnels. */
   get active(): number {
-    return this.#admitted;
+    return this.#deciding.size + this.#open.size;
   }
 
   /** Open tunnels. */
@@ -67,9 +66,8 @@ export class Tunnels {
 
   /** A slot for `client`, or undefined when the limit is reached. */
   admit(client: Duplex): Slot | undefined {
-    if (this.#admitted >= this.#o.maxTunnels) return undefined;
+    if (this.active >= this.#o.maxTunnels) return undefined;
     const slot = new TunnelSlot(client, this);
-    this.#admitted++;
     this.#deciding.add(slot);
     client.once("close", () => this.#close(slot));
     return slot;
@@ -131,7 +129,6 @@ export class Tunnels {
     const was = slot.state;
     if (was.phase === "closed") return;
     slot.state = { phase: "closed" };
-    this.#admitted--;
     if (was.phase === "deciding") {
       this.#deciding.delete(slot);
       return;
