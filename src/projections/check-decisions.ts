@@ -6,6 +6,7 @@
 import { canonicalize } from "json-canonicalize";
 import { verdictKey } from "../events/index.js";
 import type { EventOf, EventStore, EventTypeName, KnownEvent, VerdictOutcome } from "../events/index.js";
+import { eventsInPages } from "./pages.js";
 import { decideRollout, emptyFacts, evolveFacts } from "./decide-rollout.js";
 import type { PluginFacts } from "./decide-rollout.js";
 import { checkEgress, type AddressRecheck } from "./check-egress.js";
@@ -76,14 +77,7 @@ export function checkDecisions(store: EventStore, opts: { toSeq?: number; pageSi
   const checker = new DecisionChecker();
   const toSeq = opts.toSeq ?? store.head();
   const pageSize = opts.pageSize ?? 20_000;
-  let cursor = 0;
-  for (;;) {
-    const page = store.read({ afterSeq: cursor, toSeq, type: DECIDER_EVENT_TYPES, limit: pageSize });
-    for (const e of page) checker.feed(e);
-    const last = page[page.length - 1];
-    if (last === undefined || page.length < pageSize) break;
-    cursor = last.seq;
-  }
+  for (const e of eventsInPages(store, { types: DECIDER_EVENT_TYPES, toSeq, pageSize })) checker.feed(e);
   const rollouts = checker.result();
   // Egress decisions too (ADR 0032); their address step is the proxy's, passed in by the caller.
   const egress = checkEgress(store, { toSeq, pageSize, ...(opts.egressAddresses !== undefined ? { recheck: opts.egressAddresses } : {}) });

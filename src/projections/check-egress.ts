@@ -9,9 +9,10 @@
  * caller passes it in as an {@link AddressRecheck} (`recheckAddresses` from `src/egress`); without
  * one, only the allow-list is re-decided and the rest is counted.
  */
-import type { EgressDecision, EventStore, KnownEvent } from "../events/index.js";
+import type { EgressDecision, EventStore, EventTypeName, KnownEvent } from "../events/index.js";
 import { allowListFromHosts, decideEgress, type AllowLists, type EgressAllowList } from "../plugins/index.js";
 import { entryToHost } from "./allowlists.js";
+import { eventsInPages } from "./pages.js";
 import { evolveAllowList, type AllowListState } from "./folds.js";
 
 /** One recorded egress decision its inputs do not reproduce. */
@@ -45,7 +46,7 @@ export interface EgressCheckResult {
 }
 
 /** The event types the egress re-decider reads. */
-export const EGRESS_CHECK_EVENT_TYPES: readonly string[] = ["workload.desired", "plugin.deleted", "egress.decision"];
+export const EGRESS_CHECK_EVENT_TYPES: readonly EventTypeName[] = ["workload.desired", "plugin.deleted", "egress.decision"];
 
 /** Address refusals that depend on the deployment (its deny CIDRs, its own addresses). */
 const DEPLOYMENT_REFUSALS: ReadonlySet<string> = new Set(["denied_cidr", "own_address"]);
@@ -164,13 +165,6 @@ export function checkEgress(store: EventStore, opts: { toSeq?: number; pageSize?
   const checker = new EgressChecker(opts.recheck);
   const toSeq = opts.toSeq ?? store.head();
   const pageSize = opts.pageSize ?? 20_000;
-  let cursor = 0;
-  for (;;) {
-    const page = store.read({ afterSeq: cursor, toSeq, type: EGRESS_CHECK_EVENT_TYPES, limit: pageSize });
-    for (const e of page) checker.feed(e);
-    const last = page[page.length - 1];
-    if (last === undefined || page.length < pageSize) break;
-    cursor = last.seq;
-  }
+  for (const e of eventsInPages(store, { types: EGRESS_CHECK_EVENT_TYPES, toSeq, pageSize })) checker.feed(e);
   return checker.result();
 }

@@ -1,5 +1,6 @@
 /** Replay: the projected state as of a sequence number or a time, folded in memory from the log. */
 import type { EventStore } from "../events/index.js";
+import { eventsInPages } from "./pages.js";
 import type { Projection } from "./projection.js";
 import { PROJECTIONS } from "./projections.js";
 
@@ -27,23 +28,16 @@ export function stateAt(
   toSeq = Math.min(toSeq, store.head());
   const tables = new Map(projections.map((p) => [p.name, new Map<string, unknown>()]));
   const types = [...new Set(projections.flatMap((p) => p.types))];
-  let cursor = 0;
-  while (cursor < toSeq) {
-    const page = store.read({ afterSeq: cursor, toSeq, type: types, limit: PAGE_SIZE });
-    for (const e of page) {
-      for (const p of projections) {
-        if (!p.types.includes(e.type)) continue;
-        const key = p.keyOf(e);
-        const t = tables.get(p.name);
-        if (key === null || t === undefined) continue;
-        const next = p.evolve(t.get(key), e);
-        if (next === undefined) t.delete(key);
-        else t.set(key, next);
-      }
+  for (const e of eventsInPages(store, { types, toSeq, pageSize: PAGE_SIZE })) {
+    for (const p of projections) {
+      if (!p.types.includes(e.type)) continue;
+      const key = p.keyOf(e);
+      const t = tables.get(p.name);
+      if (key === null || t === undefined) continue;
+      const next = p.evolve(t.get(key), e);
+      if (next === undefined) t.delete(key);
+      else t.set(key, next);
     }
-    const last = page[page.length - 1];
-    if (last === undefined || page.length < PAGE_SIZE) break;
-    cursor = last.seq;
   }
   return { seq: toSeq, tables };
 }
