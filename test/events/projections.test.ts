@@ -192,6 +192,8 @@ describe("projections and queries", () => {
     const forgedInputs = { ...honest, inputs: { ...honest.inputs, currentDeployable: false } };
     const [forged2] = store.append([{ stream: "plugin/other", type: "rollout.decided", actor: "mallory", data: { ...forgedInputs, name: "other" } }]);
     const result = checkDecisions(store);
+    // Read a few events at a time, the answer is the same: no page boundary loses or repeats one.
+    expect(checkDecisions(store, { pageSize: 2 })).toEqual(result);
     expect(result.checked).toBe(12);
     expect(result.divergences.map((d) => [d.seq, d.name, d.field])).toEqual([
       [forged?.seq, "echo", "plan"],
