@@ -8,6 +8,7 @@
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, statSync, unlinkSync, writeFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
+import { processAlive } from "../reconciler/index.js";
 import { AppError } from "./errors.js";
 
 /** The data folder when neither `--data` nor `OPENFIEF_DATA` names one. */
@@ -52,15 +53,6 @@ function lockFile(dataDir: string): string {
   return join(dataDir, "up.lock");
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
-
 function readHolder(path: string): LockHolder | null {
   try {
     const v = JSON.parse(readFileSync(path, "utf8")) as Partial<LockHolder>;
@@ -90,7 +82,7 @@ export function lockDataDir(dataDir: string, clock: () => Date = () => new Date(
       if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
     }
     const holder = readHolder(path);
-    if (holder !== null && holder.host === me.host && (holder.pid !== me.pid ? alive(holder.pid) : HELD.has(path))) {
+    if (holder !== null && holder.host === me.host && (holder.pid !== me.pid ? processAlive(holder.pid) : HELD.has(path))) {
       const what = holder.serving.length === 0 ? "" : `; ${holder.serving.join(", ")}`;
       throw new AppError("conflict", `${dataDir} is in use by openfief up (pid ${holder.pid}, since ${holder.since}${what}): stop it, or pass another --data`);
     }
@@ -110,7 +102,7 @@ export function lockDataDir(dataDir: string, clock: () => Date = () => new Date(
 /** The `openfief up` holding a data folder now, or null when none does. */
 export function lockHolder(dataDir: string): LockHolder | null {
   const holder = readHolder(lockFile(dataDir));
-  return holder !== null && holder.host === hostname() && alive(holder.pid) ? holder : null;
+  return holder !== null && holder.host === hostname() && processAlive(holder.pid) ? holder : null;
 }
 
 /** The egress proxy of the `openfief up` holding a data folder (`http://127.0.0.1:4750`), or null. */

@@ -77,7 +77,8 @@ export class DirectoryTarget implements Target {
 
 const TEMP = /\.tmp-(\d+)$/;
 
-function alive(pid: number): boolean {
+/** Whether a process with this id runs (one we may not signal runs too). */
+export function processAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
@@ -91,7 +92,7 @@ async function removeStaleTemps(dir: string, names: readonly string[]): Promise<
   for (const n of names) {
     const m = TEMP.exec(n);
     const pid = m === null ? NaN : Number(m[1]);
-    if (Number.isInteger(pid) && pid !== process.pid && !alive(pid)) await rm(join(dir, n), { force: true });
+    if (Number.isInteger(pid) && pid !== process.pid && !processAlive(pid)) await rm(join(dir, n), { force: true });
   }
 }
 

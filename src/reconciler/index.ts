@@ -6,3 +6,5 @@ export type { PluginResult, ReconcilerDeps } from "./reconciler.js";
 /** Where desired state goes: the port, and the embedded default that writes YAML to a folder. */
 export type { KubeObject, Target } from "./target.js";
 export { DirectoryTarget } from "./directory-target.js";
+/** Whether a process runs: the directory target's stale temp files and the data folder's lock ask it. */
+export { processAlive } from "./directory-target.js";
