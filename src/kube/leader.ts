@@ -49,6 +49,9 @@ export class LeaderElector {
   #observed: { key: string; at: number } | undefined;
   #lastRenew: number | undefined;
   #timer: unknown;
+  #stopped = false;
+  /** The acquire-or-renew round under way, if any. */
+  #round: Promise<unknown> | undefined;
   #leading = false;
 
   constructor(kc: KubeConfig, options: LeaderElectorOptions) {
@@ -129,7 +132,10 @@ export class LeaderElector {
 
   /** Gives the lease up at once (on shutdown), so another replica need not wait for it to expire. */
   async release(): Promise<void> {
-    this.#stopTimer();
+    this.stop();
+    // A renewal still in flight would land after the release (or make it a 409) and hold the
+    // lease for its whole duration: let it finish first.
+    await this.#round?.catch(() => undefined);
     const wasLeading = this.#lastRenew !== undefined;
     this.#lastRenew = undefined;
     this.#leading = false;
@@ -151,8 +157,13 @@ export class LeaderElector {
    * after every round.
    */
   run(callbacks: { onStarted(): void; onStopped(): void; onRound?(leading: boolean): void }): void {
+    this.#stopped = false;
     const tick = async (): Promise<void> => {
-      await this.tryAcquireOrRenew();
+      const round = this.tryAcquireOrRenew();
+      this.#round = round;
+      await round;
+      // Stopped meanwhile: no callback and no next round (release waits for this one).
+      if (this.#stopped) return;
       const leading = this.isLeader();
       if (leading && !this.#leading) {
         this.#leading = true;
@@ -167,8 +178,9 @@ export class LeaderElector {
     void tick();
   }
 
-  /** Stops {@link run}'s loop without releasing. */
+  /** Stops {@link run}'s loop without releasing (a round under way finishes, and none follows). */
   stop(): void {
+    this.#stopped = true;
     this.#stopTimer();
   }
 

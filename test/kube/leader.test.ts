@@ -69,6 +69,18 @@ describe("LeaderElector against the fake API server", () => {
     expect(await b.tryAcquireOrRenew()).toBe(true);
   });
 
+  it("releases after the round under way when asked mid-round, and that round starts no other", async () => {
+    const a = elector("pod-a");
+    const b = elector("pod-b");
+    const started: string[] = [];
+    // The first round is in flight when the release comes: it must not land after it.
+    a.run({ onStarted: () => started.push("started"), onStopped: () => started.push("stopped") });
+    await a.release();
+    expect(a.isLeader()).toBe(false);
+    expect(await b.tryAcquireOrRenew()).toBe(true);
+    expect(started).toEqual([]);
+  });
+
   it("never lets both replicas lead when they race for a missing lease", async () => {
     const a = elector("pod-a");
     const b = elector("pod-b");
