@@ -85,6 +85,9 @@ describe("the operator running a WebAssembly plugin in the plugin host (fake API
     server.remove("openfief.io/v1alpha1", "Plugin", NS, "ecb-fx");
     await until("ecb-fx's key removed", () => hosted() !== undefined && hosted()?.["ecb-fx"] === undefined);
     await until("ecb-fx's Service pruned", () => server.get("v1", "Service", NS, "plugin-ecb-fx") === undefined);
+    // The pass prunes the objects and rewrites the tokens Role in turn: wait for both.
+    await until("the tokens Role no longer naming ecb-fx", () => !JSON.stringify(server.get("rbac.authorization.k8s.io/v1", "Role", NS, PLUGIN_HOST_TOKEN_ROLE)?.["rules"] ?? []).includes("plugin-ecb-fx"));
+    await until("ecb-fx's ServiceAccount pruned", () => server.get("v1", "ServiceAccount", NS, "plugin-ecb-fx") === undefined);
     expect(server.get("v1", "ServiceAccount", NS, "plugin-ecb-fx")).toBeUndefined();
     // No rule at all, rather than a rule without names (which would cover every ServiceAccount).
     expect(server.get("rbac.authorization.k8s.io/v1", "Role", NS, PLUGIN_HOST_TOKEN_ROLE)?.["rules"]).toEqual([]);
