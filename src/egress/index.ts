@@ -3,7 +3,7 @@ export { AddressPolicy, checkAddress, embeddedIPv4, FORBIDDEN_IPV4, FORBIDDEN_IP
 export { ALLOWLISTS_REFUSED_MESSAGE, ErrNotSynced, MemoryAllowListSource, type AllowListSource } from "./allowlist-source.js";
 export { CachingTokenReviewer, DEFAULT_TOKEN_CACHE_TTL_MS, InvalidCacheTtlError, TOKEN_CACHE_MAX_ENTRIES } from "./caching-reviewer.js";
 export { watchAllowLists, type ConfigMapAllowListSource } from "./configmap-source.js";
-export { decisionRecord, EGRESS_DECISION_TYPE, EGRESS_REFUSED_TYPE, egressDecisionEvent, egressRefusedEvent, type AnonymousRefusalRecord, type EgressDecisionRecord } from "./decision.js";
+export { anonymousEvent, decisionRecord, EGRESS_DECISION_TYPE, EGRESS_REFUSED_TYPE, EGRESS_REFUSALS_TYPE, egressDecisionEvent, egressRefusalsEvent, egressRefusedEvent, isSummary, type AnonymousRecord, type AnonymousRefusalRecord, type AnonymousSummaryRecord, type EgressDecisionRecord } from "./decision.js";
 /** The proxy's prom-client counters, registered in a registry the caller passes in. */
 export { EgressMetrics, type CacheLookup, type ParserRejection } from "./metrics.js";
 /** The rate limit on recording refusals before identity (ADR 0031). */

@@ -16,6 +16,7 @@ import { createServer, type Server, type Socket } from "node:net";
 import { networkInterfaces } from "node:os";
 import type { Logger } from "pino";
 import type { Registry } from "prom-client";
+import type { EgressRefusals } from "../events/index.js";
 import { PROXY_PORT } from "../plugins/index.js";
 import { AddressPolicy } from "./address.js";
 import { answerRefusal, BAD_REQUEST, HEALTHY, INTERNAL_ERROR, METHOD_NOT_ALLOWED, METHOD_NOT_ALLOWED_TO_HEAD, okBytes, UNAVAILABLE } from "./answer.js";
@@ -87,7 +88,7 @@ export interface EgressProxyPorts {
   readonly metricsRegistry?: Registry;
   /** Flushes a buffered log (`bufferedLog`); called at the end of `close`, after the last line. */
   readonly flushLog?: () => void | Promise<void>;
-  /** The rate limit on recording refusals before identity (ADR 0031's defaults otherwise). */
+  /** The budget of refusals before identity recorded one by one (docs/adr/0091's defaults otherwise). */
   readonly anonymousLimits?: Omit<AnonymousLimitOptions, "clock">;
 }
 
@@ -173,6 +174,9 @@ export function createEgressProxy(ports: EgressProxyPorts): EgressProxy {
   metrics?.watchCommits(() => ports.recorder.waiting ?? 0);
   const tunnels = new Tunnels({ maxTunnels: o.maxTunnels, idleMs: o.idleMs, ...(metrics !== undefined ? { onOpenChange: (n: number) => metrics.openTunnels.set(n) } : {}) });
   const anonymous = new AnonymousRefusalLimit({ ...(ports.anonymousLimits ?? {}), clock });
+  // A quiet source's summary is recorded soon after its window ends, not at its next refusal.
+  const sweep = setInterval(() => summarise(anonymous.due()), Math.min(5000, anonymous.windowMs));
+  sweep.unref();
   const connections = new Connections({
     headTimeoutMs: o.headTimeoutMs,
     handlers: {
@@ -330,19 +334,25 @@ export function createEgressProxy(ports: EgressProxyPorts): EgressProxy {
     logDecision(out, started);
   }
 
-  /** A refusal before identity, recorded in `egress/-` within the rate limit (ADR 0031). */
+  /** Records summaries of refusals before identity past their budget. */
+  function summarise(due: readonly EgressRefusals[]): void {
+    for (const s of due) ports.recorder.recordRefusal?.(s);
+  }
+
+  /** A refusal before identity, recorded in `egress/-` one by one within its budget, else counted into a summary (docs/adr/0091). */
   function recordAnonymous(out: ConnectOutcome & { kind: "refused" }, source: string | undefined): void {
     const recorder = ports.recorder;
     if (recorder.recordRefusal === undefined) return;
     const from = source ?? "unknown";
-    const admitted = anonymous.admit(from);
+    const admitted = anonymous.admit(out.code, from);
+    summarise(admitted.due);
     if (!admitted.record) {
       metrics?.anonymousDropped.inc();
       return;
     }
     metrics?.anonymousRecorded.inc();
     recorder.recordRefusal({
-      code: out.code, source: from, dropped: admitted.dropped,
+      code: out.code, source: from, dropped: 0,
       ...(out.host !== undefined ? { host: out.host } : {}), ...(out.port !== undefined ? { port: out.port } : {}),
     });
   }
@@ -408,6 +418,9 @@ export function createEgressProxy(ports: EgressProxyPorts): EgressProxy {
       tunnels.destroyAll();
       connections.destroyAll();
       await closed;
+      // What the budget counted is recorded before the recorder closes: nothing counted is lost.
+      clearInterval(sweep);
+      summarise(anonymous.drain());
       await ports.recorder.close?.().catch((err: unknown) => logger.error({ err: err instanceof Error ? err.message : String(err) }, "egress recorder did not close cleanly"));
       logger.info("egress proxy closed");
       await ports.flushLog?.();
