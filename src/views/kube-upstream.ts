@@ -74,12 +74,13 @@ export function accessReviewSpec(subject: KubeSubject, a: RequestAttributes): Re
  */
 export function watchTarget(ctx: Pick<ForwardContext, "attributes" | "target" | "served" | "endsAt">, now: number): string {
   const a = ctx.attributes;
-  // A subresource has no collection form: sent as it came (the API server refuses it itself).
+  // Sent as they came: a subresource (no collection form; the API server refuses it itself), and
+  // a namespace watched by name (`/watch/namespaces/x` is authorised in namespace x, its collection
+  // form cluster-wide: rewriting would change what the cluster checks; its handler pins the name).
   if (a.kind !== "resource" || a.verb !== "watch" || ctx.served === null || a.subresource !== "" || a.parts.length > 2) return ctx.target;
+  if (a.resource === "namespaces" && a.namespace !== "") return ctx.target;
   const enc = encodeURIComponent;
-  // `/api/v1/watch/namespaces/x` watches the namespace x itself: a cluster-scoped collection.
-  const inNamespace = a.namespace !== "" && !(a.resource === "namespaces" && a.parts.length === 2 && a.name === a.namespace);
-  const path = [a.apiPrefix, ...(a.apiGroup === "" ? [] : [a.apiGroup]), a.apiVersion, ...(inNamespace ? ["namespaces", a.namespace] : []), a.resource].map(enc).join("/");
+  const path = [a.apiPrefix, ...(a.apiGroup === "" ? [] : [a.apiGroup]), a.apiVersion, ...(a.namespace === "" ? [] : ["namespaces", a.namespace]), a.resource].map(enc).join("/");
   const q = ctx.target.indexOf("?");
   const kept = (q < 0 ? [] : ctx.target.slice(q + 1).split("&")).filter((pair) => {
     if (pair === "") return false;

@@ -166,6 +166,22 @@ describe("streams", () => {
     expect(JSON.parse(line)).toMatchObject({ type: "ADDED", object: { metadata: { name: "later" } } });
   });
 
+  it("send a watch named in its /watch/ path as its collection with that name as a field selector, so the API server serves only it", async () => {
+    const before = fake.requests.length;
+    const w = stream(gw.url, "/clusters/c1/api/v1/watch/namespaces/openfief/configmaps/named-later", { authorization: `Bearer ${await pluginToken()}` });
+    expect(await w.status).toBe(200);
+    fake.put({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "noise-later", namespace: "openfief" }, data: {} });
+    fake.put({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "named-later", namespace: "openfief" }, data: {} });
+    const line = await w.waitFor((l) => l.includes('"named-later"'));
+    w.close();
+    expect(JSON.parse(line)).toMatchObject({ type: "ADDED", object: { metadata: { name: "named-later" } } });
+    expect(w.lines.some((l) => l.includes("noise-later"))).toBe(false);
+    const sent = fake.requests.slice(before).find((q) => q.path === "/api/v1/namespaces/openfief/configmaps");
+    expect(sent?.query).toMatchObject({ watch: "true", fieldSelector: "metadata.name=named-later" });
+    expect(Number(sent?.query["timeoutSeconds"])).toBeLessThanOrEqual(900);
+    expect(lastDecision()).toMatchObject({ decision: "allow", attributes: { verb: "watch", name: "named-later" }, served: { fieldSelector: "metadata.name=named-later" } });
+  });
+
   function upgrade(path: string, protocolToken: string): Promise<{ head: string; socket: Socket; data: Buffer[] }> {
     return new Promise((resolve, reject) => {
       const u = new URL(gw.url);
