@@ -7,6 +7,7 @@
  */
 import { RefusalBudget } from "../events/index.js";
 import type { EgressRefusals, RefusalBudgetLimits, RefusalSummary } from "../events/index.js";
+import type { AnonymousRecord } from "./decision.js";
 import type { Clock } from "./reviewer.js";
 
 /** The limits, in part; the rest are {@link ANONYMOUS_LIMITS}. */
@@ -62,5 +63,57 @@ export class AnonymousRefusalLimit {
   /** Codes × sources tracked now. */
   get sources(): number {
     return this.#budget.keys;
+  }
+}
+
+/** Where {@link AnonymousRecording} sends records, and what it counts. */
+export interface AnonymousSink {
+  readonly record?: (r: AnonymousRecord) => void;
+  readonly recorded?: () => void;
+  readonly summarised?: () => void;
+}
+
+/** One refusal before identity, as the proxy knows it. */
+export interface AnonymousRefusal {
+  readonly code: string;
+  readonly source: string;
+  readonly host?: string;
+  readonly port?: number;
+}
+
+/**
+ * The proxy's recording of refusals before identity: one by one within the budget, the rest as
+ * summaries, swept on a timer so a quiet source's summary is recorded soon after its window, and
+ * drained at close so nothing counted is left unrecorded.
+ */
+export class AnonymousRecording {
+  readonly #limit: AnonymousRefusalLimit;
+  readonly #sink: AnonymousSink;
+  readonly #sweep: NodeJS.Timeout;
+
+  constructor(o: AnonymousLimitOptions, sink: AnonymousSink) {
+    this.#limit = new AnonymousRefusalLimit(o);
+    this.#sink = sink;
+    this.#sweep = setInterval(() => this.#summarise(this.#limit.due()), Math.min(5000, this.#limit.windowMs)).unref();
+  }
+
+  /** Records `r` now, or counts it into its summary. */
+  refused(r: AnonymousRefusal): void {
+    if (this.#sink.record === undefined) return;
+    const admitted = this.#limit.admit(r.code, r.source);
+    this.#summarise(admitted.due);
+    if (!admitted.record) return void this.#sink.summarised?.();
+    this.#sink.recorded?.();
+    this.#sink.record({ code: r.code, source: r.source, dropped: 0, ...(r.host !== undefined ? { host: r.host } : {}), ...(r.port !== undefined ? { port: r.port } : {}) });
+  }
+
+  /** Records every summary still counting and stops the sweep. */
+  close(): void {
+    clearInterval(this.#sweep);
+    this.#summarise(this.#limit.drain());
+  }
+
+  #summarise(due: readonly EgressRefusals[]): void {
+    for (const s of due) this.#sink.record?.(s);
   }
 }

@@ -16,15 +16,14 @@ import { createServer, type Server, type Socket } from "node:net";
 import { networkInterfaces } from "node:os";
 import type { Logger } from "pino";
 import type { Registry } from "prom-client";
-import type { EgressRefusals } from "../events/index.js";
 import { PROXY_PORT } from "../plugins/index.js";
 import { AddressPolicy } from "./address.js";
 import { answerRefusal, BAD_REQUEST, HEALTHY, INTERNAL_ERROR, METHOD_NOT_ALLOWED, METHOD_NOT_ALLOWED_TO_HEAD, okBytes, UNAVAILABLE } from "./answer.js";
 import { Connections } from "./connections.js";
 import type { AllowListSource } from "./allowlist-source.js";
-import { AnonymousRefusalLimit, type AnonymousLimitOptions } from "./anonymous-limit.js";
+import { AnonymousRecording, type AnonymousLimitOptions } from "./anonymous-limit.js";
 import { afterResolution, decideAddresses, decideListed, type DestinationDecision } from "./decide.js";
-import { decisionRecord, type EgressDecisionRecord } from "./decision.js";
+import { decisionRecord, type AnonymousRecord, type EgressDecisionRecord } from "./decision.js";
 import { withTimeout } from "./deadline.js";
 import { dial, type ConnectFn } from "./dial.js";
 import { handshakeOf, identify } from "./handshake.js";
@@ -173,10 +172,12 @@ export function createEgressProxy(ports: EgressProxyPorts): EgressProxy {
   const metrics = ports.metrics;
   metrics?.watchCommits(() => ports.recorder.waiting ?? 0);
   const tunnels = new Tunnels({ maxTunnels: o.maxTunnels, idleMs: o.idleMs, ...(metrics !== undefined ? { onOpenChange: (n: number) => metrics.openTunnels.set(n) } : {}) });
-  const anonymous = new AnonymousRefusalLimit({ ...(ports.anonymousLimits ?? {}), clock });
-  // A quiet source's summary is recorded soon after its window ends, not at its next refusal.
-  const sweep = setInterval(() => summarise(anonymous.due()), Math.min(5000, anonymous.windowMs));
-  sweep.unref();
+  // Refusals before identity: one by one within their budget, then summaries (docs/adr/0091).
+  const anonymous = new AnonymousRecording({ ...(ports.anonymousLimits ?? {}), clock }, {
+    ...(ports.recorder.recordRefusal === undefined ? {} : { record: (r: AnonymousRecord) => ports.recorder.recordRefusal?.(r) }),
+    recorded: () => metrics?.anonymousRecorded.inc(),
+    summarised: () => metrics?.anonymousDropped.inc(),
+  });
   const connections = new Connections({
     headTimeoutMs: o.headTimeoutMs,
     handlers: {
@@ -329,32 +330,11 @@ export function createEgressProxy(ports: EgressProxyPorts): EgressProxy {
     else if (out.kind === "refused") {
       refuse(client, out.code, refusalDetail(out), out.headers);
       tunnels.release(slot);
-      if (REFUSALS[out.code].recorded === "anonymous") recordAnonymous(out, client.remoteAddress);
+      if (REFUSALS[out.code].recorded === "anonymous") {
+        anonymous.refused({ code: out.code, source: client.remoteAddress ?? "unknown", ...(out.host !== undefined ? { host: out.host } : {}), ...(out.port !== undefined ? { port: out.port } : {}) });
+      }
     }
     logDecision(out, started);
-  }
-
-  /** Records summaries of refusals before identity past their budget. */
-  function summarise(due: readonly EgressRefusals[]): void {
-    for (const s of due) ports.recorder.recordRefusal?.(s);
-  }
-
-  /** A refusal before identity, recorded in `egress/-` one by one within its budget, else counted into a summary (docs/adr/0091). */
-  function recordAnonymous(out: ConnectOutcome & { kind: "refused" }, source: string | undefined): void {
-    const recorder = ports.recorder;
-    if (recorder.recordRefusal === undefined) return;
-    const from = source ?? "unknown";
-    const admitted = anonymous.admit(out.code, from);
-    summarise(admitted.due);
-    if (!admitted.record) {
-      metrics?.anonymousDropped.inc();
-      return;
-    }
-    metrics?.anonymousRecorded.inc();
-    recorder.recordRefusal({
-      code: out.code, source: from, dropped: 0,
-      ...(out.host !== undefined ? { host: out.host } : {}), ...(out.port !== undefined ? { port: out.port } : {}),
-    });
   }
 
   async function handleConnect(client: Socket, head: RequestHead, rest: Buffer): Promise<void> {
@@ -419,8 +399,7 @@ export function createEgressProxy(ports: EgressProxyPorts): EgressProxy {
       connections.destroyAll();
       await closed;
       // What the budget counted is recorded before the recorder closes: nothing counted is lost.
-      clearInterval(sweep);
-      summarise(anonymous.drain());
+      anonymous.close();
       await ports.recorder.close?.().catch((err: unknown) => logger.error({ err: err instanceof Error ? err.message : String(err) }, "egress recorder did not close cleanly"));
       logger.info("egress proxy closed");
       await ports.flushLog?.();

@@ -127,14 +127,7 @@ export class EmbeddedApi {
       const obj = a.namespace === "" || a.namespace === NAMESPACE ? await this.#get(kind, a.name) : null;
       return obj === null ? send(404, notFound(kind, a.name)) : send(200, obj);
     }
-    let served = r.served;
-    if (served === undefined || served === null) {
-      const s = selectionOf(a, q);
-      if (!s.ok) return send(400, statusBody(400, s.problem.message));
-      served = s.value;
-    }
-    if (served === null) return send(405, statusBody(405, `${a.verb} is not served`));
-    const filter = this.#filter(served, a);
+    const filter = this.#filter(r.served ?? selectionOf(a, q), a);
     if (!filter.ok) return send(400, statusBody(400, filter.message));
     if (a.verb === "watch") return this.#watch({ kind, match: filter.match, rv: first("resourceVersion"), timeout: first("timeoutSeconds"), req, res, headers, signal: r.signal });
     const page = pageOf(first("limit"), first("continue"));
@@ -166,7 +159,11 @@ export class EmbeddedApi {
     return null;
   }
 
-  #filter(served: Selection, a: ResourceAttributes): { ok: true; match: (o: Obj) => boolean } | { ok: false; message: string } {
+  /** The match of a selection (the gateway's, or one read from the request when none is given). */
+  #filter(given: Selection | ReturnType<typeof selectionOf>, a: ResourceAttributes): { ok: true; match: (o: Obj) => boolean } | { ok: false; message: string } {
+    if ("ok" in given && !given.ok) return { ok: false, message: given.problem.message };
+    const served = "ok" in given ? given.value : given;
+    if (served === null) return { ok: false, message: `${a.verb} is not served` };
     const { fieldSelector, labelSelector } = served;
     let terms: FieldTerm[] = [];
     if (fieldSelector !== "") {

@@ -76,16 +76,20 @@ export class Passage {
   path: string;
   slot: WatchSlot | null = null;
   readonly routeName: GatewayRoute;
+  readonly id: string;
+  readonly req: IncomingMessage;
+  readonly upgrade: boolean;
+  readonly foreign: boolean;
+  readonly claims: PluginTokenClaims;
+  readonly expiresAt: Date;
 
   constructor(
-    readonly id: string,
-    readonly req: IncomingMessage,
-    readonly upgrade: boolean,
-    readonly foreign: boolean,
+    a: Arrival,
     readonly route: Route,
-    readonly claims: PluginTokenClaims,
-    readonly expiresAt: Date,
+    identity: NonNullable<Arrival["identity"]>,
   ) {
+    ({ id: this.id, req: this.req, upgrade: this.upgrade, foreign: this.foreign } = a);
+    ({ claims: this.claims, expiresAt: this.expiresAt } = identity);
     this.routeName = route.kind === "kube" ? "kube" : route.route;
     const rawPath = (route.kind === "kube" ? route.target : route.rest).split("?")[0] ?? "";
     const decoded = goUnescape(rawPath, false);
@@ -344,7 +348,7 @@ export async function runGates(a: Arrival, d: GateDeps, gates: readonly Gate[] =
       }
       if (p === null) {
         if (a.route === null || a.identity === null) throw new Error("the gates before identity left no route or identity");
-        p = new Passage(a.id, a.req, a.upgrade, a.foreign, a.route, a.identity.claims, a.identity.expiresAt);
+        p = new Passage(a, a.route, a.identity);
       }
       if (!g.routes.includes(p.route.kind)) continue;
       const refusal = await g.check(p, d);

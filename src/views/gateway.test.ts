@@ -181,7 +181,7 @@ describe("the gates", () => {
   });
 
   it("fail at the gate that threw, with what was known", async () => {
-    const d = { ...deps(), installations: { get: async () => { throw new Error("log unreadable"); } } };
+    const d = { ...deps(), installations: { get: async () => { throw new Error("log unreadable"); }, byName: async () => null } };
     const out = await arrive({ target: PLUGINS }, d);
     expect(out).toMatchObject({ kind: "failed", gate: { name: "installation" } });
     expect(out.kind === "failed" && out.passage?.claims.sub).toBe("alice");

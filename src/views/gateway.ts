@@ -93,6 +93,14 @@ interface Onward {
   installation(installation: Installation, route: "runtime" | "controller", rest: string, headers: Record<string, string>): Promise<void>;
 }
 
+/** One request's exchange: how it arrived, where its answer goes, the headers every answer carries, when it began. */
+interface Exchange {
+  readonly a: Arrival;
+  readonly answer: Answer;
+  readonly headers: Record<string, string>;
+  readonly started: number;
+}
+
 /** What a summary counts a refusal by, and what it says of it. */
 interface Counted {
   readonly requestId: string;
@@ -182,7 +190,8 @@ export function createGateway(o: GatewayOptions): Gateway {
   }
 
   /** Records a refusal within the budget (a refusal that cannot be recorded is still refused) and answers it. */
-  function deny(a: Arrival, p: Passage, gate: GatewayGate, r: Refusal, answer: Answer, headers: Record<string, string>, started: number): void {
+  function deny(x: Exchange, p: Passage, gate: GatewayGate, r: Refusal): void {
+    const { a, answer, headers, started } = x;
     const c = p.claims;
     const admitted = budget.admit(`${p.routeName}\u0000${gate}\u0000${r.reason}\u0000${r.status}\u0000${c.installation_id}\u0000${c.sub}`, {
       requestId: p.id, user: c.sub, installation: c.installation_id, installationName: c.installation_name, route: p.routeName, gate, status: r.status, reason: r.reason,
@@ -206,30 +215,27 @@ export function createGateway(o: GatewayOptions): Gateway {
     const slot = p.slot;
     if (slot === null) return { endsAt: null, signal: ac.signal };
     m?.openWatches.inc({ kind: slot.kind });
-    let timer: NodeJS.Timeout | undefined;
+    // The seed lets streams outlive their token; a watch is the exception (docs/adr/0092): the SDK
+    // re-watches with a fresh token from the last resourceVersion, so nothing is lost.
+    const endsAt = slot.kind === "watch" ? p.expiresAt.getTime() : null;
     let grace: NodeJS.Timeout | undefined;
+    const timer = endsAt === null ? undefined : setTimeout(() => {
+      m?.watchesEnded.inc({ why: "token_expired" });
+      ac.abort();
+      grace = setTimeout(() => answer.cut(), END_GRACE_MS).unref();
+    }, Math.max(0, endsAt - clock())).unref();
     answer.onClose(() => {
       slot.release();
       m?.openWatches.dec({ kind: slot.kind });
       clearTimeout(timer);
       clearTimeout(grace);
     });
-    // The seed lets streams outlive their token; a watch is the exception (docs/adr/0092): the SDK
-    // re-watches with a fresh token from the last resourceVersion, so nothing is lost.
-    if (slot.kind !== "watch") return { endsAt: null, signal: ac.signal };
-    const endsAt = p.expiresAt.getTime();
-    timer = setTimeout(() => {
-      m?.watchesEnded.inc({ why: "token_expired" });
-      ac.abort();
-      grace = setTimeout(() => answer.cut(), END_GRACE_MS);
-      grace.unref();
-    }, Math.max(0, endsAt - clock()));
-    timer.unref();
     return { endsAt, signal: ac.signal };
   }
 
   /** Refuses a request the gates refused or could not finish: recorded when it has an identity. */
-  function refused(a: Arrival, out: Exclude<GateOutcome, { kind: "passed" }>, answer: Answer, headers: Record<string, string>, started: number): void {
+  function refused(x: Exchange, out: Exclude<GateOutcome, { kind: "passed" }>): void {
+    const { a, answer, headers, started } = x;
     const g = out.gate;
     let r: Refusal;
     if (out.kind === "refused") r = out.refusal;
@@ -237,7 +243,7 @@ export function createGateway(o: GatewayOptions): Gateway {
       o.logger?.error({ err: errText(out.error), requestId: a.id, gate: g.name }, "gateway: request failed");
       r = { status: 503, reason: "unavailable", message: "the gateway could not complete the request" };
     }
-    if (g.identified && out.passage !== null) return deny(a, out.passage, g.records, r, answer, headers, started);
+    if (g.identified && out.passage !== null) return deny(x, out.passage, g.records, r);
     if (g.name === "token" && out.kind === "refused") m?.refusedTokens.inc({ problem: r.reason });
     else m?.refusedRequests.inc({ reason: r.reason });
     accessLine(a, null, { status: r.status, decision: "deny", gate: g.name, reason: r.reason, started });
@@ -249,8 +255,9 @@ export function createGateway(o: GatewayOptions): Gateway {
     const verdict = cors.verdict(req);
     const a: Arrival = { id: randomUUID(), req, upgrade, target: req.url ?? "/", foreign: verdict.kind === "foreign", route: null, identity: null };
     const headers: Record<string, string> = { ...cors.responseHeaders(verdict), "audit-id": a.id };
+    const x: Exchange = { a, answer, headers, started };
     const out = await runGates(a, deps);
-    if (out.kind !== "passed") return refused(a, out, answer, headers, started);
+    if (out.kind !== "passed") return refused(x, out);
     const p = out.passage;
     const held = hold(p, answer);
     try {
@@ -258,7 +265,7 @@ export function createGateway(o: GatewayOptions): Gateway {
     } catch (err) {
       o.logger?.error({ err: errText(err), requestId: a.id }, "gateway: an allowed request could not be recorded");
       // Not recorded, not forwarded: refused at the last gate it passed.
-      return deny(a, p, "upstream", { status: 503, reason: "unrecorded", message: "the gateway could not record the request; try again" }, answer, headers, started);
+      return deny(x, p, "upstream", { status: 503, reason: "unrecorded", message: "the gateway could not record the request; try again" });
     }
     m?.decisions.inc({ route: p.routeName, decision: "allow", gate: "upstream" });
     answer.onClose(() => accessLine(a, p, { status: answer.status(), decision: "allow", gate: "upstream", started }));

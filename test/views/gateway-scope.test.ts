@@ -48,40 +48,41 @@ interface Row {
 
 function rows(): Row[] {
   const out: Row[] = [];
-  for (const variant of ["named", "open"] as const) {
-    for (const resource of RESOURCES) {
-      const { n, other } = NAMED[resource];
-      const named = variant === "named";
-      const col = `${BASE}/namespaces/openfief/${resource}`;
-      const watchCol = `${BASE}/watch/namespaces/openfief/${resource}`;
-      const fs = (x: string): string => `fieldSelector=metadata.name%3D${x}`;
-      const T = "timeoutSeconds=1";
-      const row = (form: string, method: string, path: string, e: Omit<Row, "variant" | "resource" | "form" | "method" | "path">): void => void out.push({ variant, resource, form, method, path, ...e });
-      const narrow = (e: Omit<Row, "variant" | "resource" | "form" | "method" | "path" | "status">): Omit<Row, "variant" | "resource" | "form" | "method" | "path"> =>
-        named ? { status: 403, gate: "plugin" } : { status: 200, ...e };
-      row("a named get", "GET", `${col}/${n}`, { status: 200, serves: [n], verb: "get" });
-      row("a named get of another", "GET", `${col}/${other}`, narrow({ serves: [other], verb: "get" }));
-      row("a named get with ?watch=1 (a get)", "GET", `${col}/${n}?watch=1`, { status: 200, serves: [n], verb: "get" });
-      row("a list", "GET", col, narrow({ serves: "all", verb: "list", servedField: "" }));
-      row("a list named by a field selector", "GET", `${col}?${fs(n)}`, { status: 200, serves: [n], verb: "list", servedField: `metadata.name=${n}` });
-      row("a list naming another by a field selector", "GET", `${col}?${fs(other)}`, narrow({ serves: [other], verb: "list", servedField: `metadata.name=${other}` }));
-      row("a watch by ?watch=1", "GET", `${col}?watch=1&${T}`, narrow({ serves: "all", verb: "watch", servedField: "" }));
-      row("a watch by ?watch=1 named by a field selector", "GET", `${col}?watch=1&${fs(n)}&${T}`, { status: 200, serves: [n], verb: "watch", servedField: `metadata.name=${n}` });
-      row("a /watch/ of the collection", "GET", `${watchCol}?${T}`, narrow({ serves: "all", verb: "watch", servedField: "" }));
-      row("a /watch/ naming the object in its path", "GET", `${watchCol}/${n}?${T}`, { status: 200, serves: [n], verb: "watch", servedField: `metadata.name=${n}` });
-      row("a /watch/ naming another in its path", "GET", `${watchCol}/${other}?${T}`, narrow({ serves: [other], verb: "watch", servedField: `metadata.name=${other}` }));
-      row("a /watch/ naming the object in its path and its field selector", "GET", `${watchCol}/${n}?${fs(n)}&${T}`, { status: 200, serves: [n], verb: "watch", servedField: `metadata.name=${n}` });
-      row("a /watch/ naming the object in its path and another in its field selector", "GET", `${watchCol}/${n}?${fs(other)}&${T}`, { status: 400, gate: "request", reason: "name_mismatch" });
-      row("a /watch/ naming the object in its path beside a field selector that does not parse", "GET", `${watchCol}/${n}?fieldSelector=x&${T}`, { status: 400, gate: "request", reason: "bad_field_selector" });
-      row("a /watch/ naming the object in its path beside a selector on another field", "GET", `${watchCol}/${n}?fieldSelector=metadata.namespace%3Dopenfief&${T}`, { status: 400, gate: "request", reason: "name_mismatch" });
-      row("a create", "POST", col, { status: 403, gate: "user" });
-      row("an update", "PUT", `${col}/${n}`, { status: 403, gate: "user" });
-      row("a patch", "PATCH", `${col}/${n}`, { status: 403, gate: "user" });
-      row("a delete", "DELETE", `${col}/${n}`, { status: 403, gate: "user" });
-      row("a deletecollection", "DELETE", col, { status: 403, gate: "user" });
-    }
-  }
+  for (const variant of ["named", "open"] as const) for (const resource of RESOURCES) rowsOf(variant, resource, out);
   return out;
+}
+
+/** The rows of one resource under one kind of rules. */
+function rowsOf(variant: Variant, resource: Resource, out: Row[]): void {
+  const { n, other } = NAMED[resource];
+  const named = variant === "named";
+  const col = `${BASE}/namespaces/openfief/${resource}`;
+  const watchCol = `${BASE}/watch/namespaces/openfief/${resource}`;
+  const fs = (x: string): string => `fieldSelector=metadata.name%3D${x}`;
+  const T = "timeoutSeconds=1";
+  const row = (form: string, method: string, path: string, e: Omit<Row, "variant" | "resource" | "form" | "method" | "path">): void => void out.push({ variant, resource, form, method, path, ...e });
+  const narrow = (e: Omit<Row, "variant" | "resource" | "form" | "method" | "path" | "status">): Omit<Row, "variant" | "resource" | "form" | "method" | "path"> =>
+    named ? { status: 403, gate: "plugin" } : { status: 200, ...e };
+  row("a named get", "GET", `${col}/${n}`, { status: 200, serves: [n], verb: "get" });
+  row("a named get of another", "GET", `${col}/${other}`, narrow({ serves: [other], verb: "get" }));
+  row("a named get with ?watch=1 (a get)", "GET", `${col}/${n}?watch=1`, { status: 200, serves: [n], verb: "get" });
+  row("a list", "GET", col, narrow({ serves: "all", verb: "list", servedField: "" }));
+  row("a list named by a field selector", "GET", `${col}?${fs(n)}`, { status: 200, serves: [n], verb: "list", servedField: `metadata.name=${n}` });
+  row("a list naming another by a field selector", "GET", `${col}?${fs(other)}`, narrow({ serves: [other], verb: "list", servedField: `metadata.name=${other}` }));
+  row("a watch by ?watch=1", "GET", `${col}?watch=1&${T}`, narrow({ serves: "all", verb: "watch", servedField: "" }));
+  row("a watch by ?watch=1 named by a field selector", "GET", `${col}?watch=1&${fs(n)}&${T}`, { status: 200, serves: [n], verb: "watch", servedField: `metadata.name=${n}` });
+  row("a /watch/ of the collection", "GET", `${watchCol}?${T}`, narrow({ serves: "all", verb: "watch", servedField: "" }));
+  row("a /watch/ naming the object in its path", "GET", `${watchCol}/${n}?${T}`, { status: 200, serves: [n], verb: "watch", servedField: `metadata.name=${n}` });
+  row("a /watch/ naming another in its path", "GET", `${watchCol}/${other}?${T}`, narrow({ serves: [other], verb: "watch", servedField: `metadata.name=${other}` }));
+  row("a /watch/ naming the object in its path and its field selector", "GET", `${watchCol}/${n}?${fs(n)}&${T}`, { status: 200, serves: [n], verb: "watch", servedField: `metadata.name=${n}` });
+  row("a /watch/ naming the object in its path and another in its field selector", "GET", `${watchCol}/${n}?${fs(other)}&${T}`, { status: 400, gate: "request", reason: "name_mismatch" });
+  row("a /watch/ naming the object in its path beside a field selector that does not parse", "GET", `${watchCol}/${n}?fieldSelector=x&${T}`, { status: 400, gate: "request", reason: "bad_field_selector" });
+  row("a /watch/ naming the object in its path beside a selector on another field", "GET", `${watchCol}/${n}?fieldSelector=metadata.namespace%3Dopenfief&${T}`, { status: 400, gate: "request", reason: "name_mismatch" });
+  row("a create", "POST", col, { status: 403, gate: "user" });
+  row("an update", "PUT", `${col}/${n}`, { status: 403, gate: "user" });
+  row("a patch", "PATCH", `${col}/${n}`, { status: 403, gate: "user" });
+  row("a delete", "DELETE", `${col}/${n}`, { status: 403, gate: "user" });
+  row("a deletecollection", "DELETE", col, { status: 403, gate: "user" });
 }
 
 const ROWS = rows();

@@ -100,7 +100,7 @@ describe("the mint's JSON route", () => {
   ])("refuses %s as an installation ID (400) before any lookup", async (_what, installationId) => {
     let lookups = 0;
     const real = new LogInstallations(store);
-    const counted = { ...deps, installations: { get: (x: string) => { lookups++; return real.get(x); } }, access: { canView: async (u: string, i: { id: string; name: string | null }) => { lookups++; return deps.access.canView(u, i); } } };
+    const counted = { ...deps, installations: { get: (x: string) => { lookups++; return real.get(x); }, byName: (n: string) => { lookups++; return real.byName(n); } }, access: { canView: async (u: string, i: { id: string; name: string | null }) => { lookups++; return deps.access.canView(u, i); } } };
     const r = await mintPluginToken(counted, { userToken: await t.session("alice"), installationId });
     expect(r).toMatchObject({ ok: false, error: { code: "invalid_argument", reason: "installation_id" } });
     expect(lookups).toBe(0);
