@@ -7,7 +7,7 @@ export { anonymousEvent, decisionRecord, EGRESS_DECISION_TYPE, EGRESS_REFUSED_TY
 /** The proxy's prom-client counters, registered in a registry the caller passes in. */
 export { EgressMetrics, type CacheLookup, type ParserRejection } from "./metrics.js";
 /** The rate limit on recording refusals before identity (ADR 0031). */
-export { ANONYMOUS_LIMITS, AnonymousRefusalLimit, type AnonymousLimitOptions } from "./anonymous-limit.js";
+export { ANONYMOUS_LIMITS, AnonymousRecording, AnonymousRefusalLimit, type AnonymousLimitOptions, type AnonymousRefusal, type AnonymousSink } from "./anonymous-limit.js";
 export { dialTcp, startEmbeddedEgress, type EmbeddedEgressOptions } from "./embedded.js";
 export { DEFAULT_TOKEN_TTL_SECONDS, EGRESS_KEY_FILE, EMBEDDED_ISSUER, ensureEmbeddedKey, mintEgressToken, readEmbeddedJwks, type MintedToken } from "./embedded-key.js";
 export { JwksTokenReviewer } from "./jwks-reviewer.js";
