@@ -11,8 +11,9 @@
  * the proxy (draining its tunnels), the store, the lock.
  */
 import type { Logger } from "pino";
-import { MemoryAllowListSource, startEmbeddedEgress } from "../egress/index.js";
+import { ANONYMOUS_LIMITS, MemoryAllowListSource, startEmbeddedEgress } from "../egress/index.js";
 import type { EgressProxy } from "../egress/index.js";
+import { refusalBudgetProblem } from "../events/index.js";
 import type { EventStore } from "../events/index.js";
 import type { PluginResult } from "../reconciler/index.js";
 import { allowListConfigData, Projector } from "../projections/index.js";
@@ -25,7 +26,7 @@ import { ControlPlaneMetrics } from "./metrics.js";
 import { openRuntime } from "./runtime.js";
 import type { Runtime } from "./runtime.js";
 import { Sessions } from "./sessions.js";
-import { loadSettings, mergeSettings, saveSettings } from "./settings.js";
+import { checkLimitsSettings, loadSettings, mergeSettings, saveSettings } from "./settings.js";
 import { checkEmbeddedKey } from "./tokens.js";
 import { startHostedPlugins } from "./hosted-plugins.js";
 import type { HostedPlugins } from "./hosted-plugins.js";
@@ -148,6 +149,7 @@ interface Opened {
 async function compose(o: ControlPlaneOptions, lock: DataLock, metrics: ControlPlaneMetrics, opened: Opened): Promise<ControlPlane> {
   if (o.reset === true) resetDataDir(o.dataDir);
   const settings = mergeSettings(loadSettings(o.dataDir), o.settings ?? {});
+  checkLimitsSettings(settings);
   const rt = await openRuntime({ dataDir: o.dataDir, logger: o.logger, ...settings, ...(o.clock === undefined ? {} : { clock: o.clock }), instrument: (s) => metrics.timed(s) });
   opened.rt = rt;
   // The whole chain once at start; each pass then walks what was appended since.
@@ -160,7 +162,7 @@ async function compose(o: ControlPlaneOptions, lock: DataLock, metrics: ControlP
     allowLists.setData(allowListConfigData(projector));
   };
   feedAllowLists();
-  const started = o.egress === null || o.egress === undefined ? null : await startEgress(o, o.egress, { store: rt.store, allowLists, metrics });
+  const started = o.egress === null || o.egress === undefined ? null : await startEgress(o, o.egress, { store: rt.store, allowLists, metrics, anonymousLimits: settings.egressRefusals });
   opened.proxy = started?.proxy ?? null;
   const egress = started === null ? null : { host: started.host, port: started.port };
   const serving = egress === null ? [] : [`egress http://${egress.host}:${egress.port}`];
@@ -201,12 +203,15 @@ async function openViews(o: ControlPlaneOptions, settings: Settings, rt: Runtime
       pluginProxyOrigin: settings.pluginProxyOrigin ?? VIEW_DEFAULTS.pluginProxyOrigin,
       gatewayOrigin: settings.gatewayOrigin ?? VIEW_DEFAULTS.gatewayOrigin,
     },
+    ...(settings.gatewayLimits === undefined ? {} : { limits: settings.gatewayLimits }),
   });
 }
 
 /** The embedded egress proxy on 127.0.0.1, fed the projected allow-lists, counting into the control plane's registry. */
-async function startEgress(o: ControlPlaneOptions, e: NonNullable<ControlPlaneOptions["egress"]>, p: { store: EventStore; allowLists: MemoryAllowListSource; metrics: ControlPlaneMetrics }) {
+async function startEgress(o: ControlPlaneOptions, e: NonNullable<ControlPlaneOptions["egress"]>, p: { store: EventStore; allowLists: MemoryAllowListSource; metrics: ControlPlaneMetrics; anonymousLimits: Settings["egressRefusals"] }) {
   checkEmbeddedKey(o.dataDir);
+  const budget = refusalBudgetProblem({ ...ANONYMOUS_LIMITS, ...p.anonymousLimits });
+  if (budget !== null) throw new AppError("bad_setting", `egressRefusals: ${budget}`, "egressRefusals");
   return startEmbeddedEgress({
     dataDir: o.dataDir,
     store: p.store,
@@ -214,6 +219,7 @@ async function startEgress(o: ControlPlaneOptions, e: NonNullable<ControlPlaneOp
     logger: o.logger.child({ component: "egress" }),
     registry: p.metrics.registry,
     ...(e.dnsServers !== undefined ? { dnsServers: e.dnsServers } : {}),
+    ...(p.anonymousLimits !== undefined ? { anonymousLimits: p.anonymousLimits } : {}),
     options: { host: "127.0.0.1", port: e.port },
   });
 }

@@ -7,10 +7,11 @@
  * facts the owner did not see.
  */
 import { pluginStream } from "../events/index.js";
-import type { EventOf, EventStore, KnownEvent } from "../events/index.js";
+import type { EventStore, KnownEvent } from "../events/index.js";
 import { formatHostPort, isEmptyPending, parseGrant, parsePlugin } from "../plugins/index.js";
 import type { GrantSpec, JsonValue, Pending, RolloutPlanJSON } from "../plugins/index.js";
-import { recentDecisions, summarizeDecisions, why } from "../projections/index.js";
+import { recentGatewayRecords, summarizeDecisions, why } from "../projections/index.js";
+import type { GatewayRecord } from "../projections/index.js";
 import type { WhyAnswer } from "../projections/index.js";
 import { AppError } from "./errors.js";
 import { checkLogQuery } from "./log.js";
@@ -189,7 +190,7 @@ export interface Explained {
   readonly answer: WhyAnswer;
   readonly sentences: string[];
   /** A view's latest gateway decisions (newest first) and their counts; null for a plugin with none. */
-  readonly gateway: { readonly summary: ReturnType<typeof summarizeDecisions>; readonly recent: readonly EventOf<"gateway.decision">[] } | null;
+  readonly gateway: { readonly summary: ReturnType<typeof summarizeDecisions>; readonly recent: readonly GatewayRecord[] } | null;
 }
 
 /** `why`: the latest decision of a plugin and its sentences; `not_found` when none was decided yet. */
@@ -197,7 +198,7 @@ export function explain(store: EventStore, name: string, steps?: NextSteps): Exp
   checkLogQuery(store, { plugin: name });
   const answer = why(store, name);
   if (answer === null) throw new AppError("not_found", `no decision recorded for ${name}`);
-  const recent = recentDecisions(store, name, 10);
+  const recent = recentGatewayRecords(store, name, 10);
   return {
     answer,
     sentences: [...whySentences(answer, steps), ...viewDecisionSentences(recent)],

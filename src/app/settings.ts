@@ -5,6 +5,8 @@
  */
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
+import type { RefusalBudgetLimits } from "../events/index.js";
+import type { GatewayLimitsInput } from "../views/index.js";
 import { AppError } from "./errors.js";
 
 /** What a data folder's control plane reads images and signers from. */
@@ -25,6 +27,52 @@ export interface Settings {
   readonly pluginProxyOrigin?: string;
   /** The gateway's origin (default `http://localhost:4782`). */
   readonly gatewayOrigin?: string;
+  /**
+   * The gateway's limits, in part (docs/adr/0091, 0092): `rate.perUser` and `rate.perInstallation`
+   * (`perSecond`, `burst`), `watches` (`perUser`, `perInstallation`, `total`) and `refusals`
+   * (`perSource`, `total`, `windowMs`, `maxKeys`); what is not named keeps its default.
+   */
+  readonly gatewayLimits?: GatewayLimitsInput;
+  /** The egress proxy's budget of refusals before identity (`perSource`, `total`, `windowMs`, `maxKeys`), in part. */
+  readonly egressRefusals?: Partial<RefusalBudgetLimits>;
+}
+
+/** The keys a limits setting may name, each a number or a further level. */
+type Shape = { readonly [k: string]: "number" | Shape };
+const BUDGET_SHAPE: Shape = { perSource: "number", total: "number", windowMs: "number", maxKeys: "number" };
+const RATE_SHAPE: Shape = { perSecond: "number", burst: "number" };
+const GATEWAY_LIMITS_SHAPE: Shape = {
+  rate: { perUser: RATE_SHAPE, perInstallation: RATE_SHAPE },
+  watches: { perUser: "number", perInstallation: "number", total: "number" },
+  refusals: BUDGET_SHAPE,
+};
+
+/** `v` when it is an object of finite numbers (and nested objects) under the keys `shape` names; else a problem at `path`. */
+function limitsOf(v: unknown, shape: Shape, path: string): { ok: true; value: Record<string, unknown> } | { ok: false; problem: string } {
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return { ok: false, problem: `${path} must be an object` };
+  const out: Record<string, unknown> = {};
+  for (const [k, x] of Object.entries(v)) {
+    const want = shape[k];
+    if (want === undefined) return { ok: false, problem: `${path}.${k} is not a limit` };
+    if (want === "number") {
+      if (typeof x !== "number" || !Number.isFinite(x)) return { ok: false, problem: `${path}.${k} must be a number` };
+      out[k] = x;
+    } else {
+      const inner = limitsOf(x, want, `${path}.${k}`);
+      if (!inner.ok) return inner;
+      out[k] = inner.value;
+    }
+  }
+  return { ok: true, value: out };
+}
+
+/** The limits a setting names, checked for form (their values are checked where they are used). */
+export function checkLimitsSettings(s: Pick<Settings, "gatewayLimits" | "egressRefusals">): void {
+  for (const [key, shape] of [["gatewayLimits", GATEWAY_LIMITS_SHAPE], ["egressRefusals", BUDGET_SHAPE]] as const) {
+    if (s[key] === undefined) continue;
+    const r = limitsOf(s[key], shape, key);
+    if (!r.ok) throw new AppError("bad_setting", r.problem, key);
+  }
 }
 
 const MAX_SETTINGS_BYTES = 64 * 1024;
@@ -64,6 +112,12 @@ export function loadSettings(dir: string): Settings {
     const s = str(o[k]);
     if (s !== undefined) out[k] = s;
   }
+  for (const [k, shape] of [["gatewayLimits", GATEWAY_LIMITS_SHAPE], ["egressRefusals", BUDGET_SHAPE]] as const) {
+    if (o[k] === undefined) continue;
+    const r = limitsOf(o[k], shape, k);
+    if (!r.ok) throw new AppError("bad_setting", `${file}: ${r.problem}: fix or remove it`, k);
+    (out as Record<string, unknown>)[k] = r.value;
+  }
   return out;
 }
 
@@ -80,6 +134,8 @@ export function mergeSettings(saved: Settings, given: Settings): Settings {
     ...(given.insecureRegistries !== undefined ? { insecureRegistries: given.insecureRegistries } : {}),
     ...(given.unconfinedDir !== undefined ? { unconfinedDir: abs(given.unconfinedDir) } : {}),
     ...pick(given, ["clusterId", "consoleOrigin", "pluginProxyOrigin", "gatewayOrigin"]),
+    ...(given.gatewayLimits !== undefined ? { gatewayLimits: given.gatewayLimits } : {}),
+    ...(given.egressRefusals !== undefined ? { egressRefusals: given.egressRefusals } : {}),
   };
 }
 

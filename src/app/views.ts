@@ -23,10 +23,10 @@ import { ImageSourceError, shippedFile } from "../trust/index.js";
 import type { ImageSource } from "../trust/index.js";
 import {
   EmbeddedUpstream, FileKeyStore, KeyRing, LogInstallations, PluginTokenValidator, StoreDecisionRecorder, TokenSigner, UiBundles, ViewMetrics,
-  checkOrigins, createGateway, createInstallationRoutes, createPluginProxy, jwksHandler, listenViews, mintJsonHandler, mintPluginToken, mintRoutes, rbacViewAccess, viewOriginProblems,
+  checkOrigins, createGateway, createInstallationRoutes, gatewayLimits, gatewayLimitsProblems, createPluginProxy, jwksHandler, listenViews, mintJsonHandler, mintPluginToken, mintRoutes, rbacViewAccess, viewOriginProblems,
 } from "../views/index.js";
 import type {
-  BlobRead, MintDeps, MintError, Minted, SessionVerifier, TokenProblem, UiBlobSource, Upstream, UserRoles, ViewAccess, ViewHandler, ViewOrigins,
+  BlobRead, Gateway, GatewayLimitsInput, MintDeps, MintError, Minted, SessionVerifier, TokenProblem, UiBlobSource, Upstream, UserRoles, ViewAccess, ViewHandler, ViewOrigins,
 } from "../views/index.js";
 import { checkPrivateFile } from "./data-dir.js";
 import { AppError } from "./errors.js";
@@ -53,6 +53,8 @@ export interface ViewsOptions {
   readonly ttlSeconds?: number;
   readonly upstream?: Upstream;
   readonly clock?: () => Date;
+  /** The gateway's limits, in part (the `gatewayLimits` setting); the rest default. */
+  readonly limits?: GatewayLimitsInput;
 }
 
 /** What the console frames for a plugin: the view's entry on the plugin proxy, and whose it is. */
@@ -187,16 +189,17 @@ interface Parts {
 }
 
 /** The gateway (with the JWKS beside it) and the plugin proxy for these origins. */
-function handlers(p: Parts, origins: ViewOrigins): { pluginProxy: ViewHandler; gateway: ViewHandler } {
+function handlers(p: Parts, origins: ViewOrigins): { pluginProxy: ViewHandler; gateway: ViewHandler; gatewayCore: Gateway } {
   const { o, ring, installations, access, roles, metrics, logger, clock } = p;
   const gateway = createGateway({
     clusterId: o.settings.clusterId, tokens: new PluginTokenValidator({ jwks: () => ring.jwks(), clock }), installations, access,
     upstream: o.upstream ?? new EmbeddedUpstream(o.store, roles), installationRoutes: createInstallationRoutes(), recorder: new StoreDecisionRecorder(o.store),
-    pluginProxyOrigin: origins.pluginProxy, logger, metrics,
+    pluginProxyOrigin: origins.pluginProxy, logger, metrics, clock, ...(o.limits === undefined ? {} : { limits: o.limits }),
   });
   const jwks = jwksHandler(ring);
   const proxy = createPluginProxy({ origins, installations, bundles: new UiBundles(imageBlobSource(o.sourceFor)), sdk: shippedBrowserSdk(), gateway, logger, metrics });
   return {
+    gatewayCore: gateway,
     pluginProxy: proxy,
     gateway: {
       handle: (req, res) => ((req.url ?? "").split("?")[0] === JWKS_PATH ? jwks(req, res) : gateway.handle(req, res)),
@@ -216,6 +219,8 @@ async function frameOf(installations: LogInstallations, pluginProxyOrigin: strin
 /** Starts the views part: keys, the mint, the gateway's and the plugin proxy's listeners (serving once {@link RunningViews.serve} is called). */
 export async function startViews(o: ViewsOptions): Promise<RunningViews> {
   checkViewSettings(o.settings);
+  const limitProblems = gatewayLimitsProblems(gatewayLimits(o.limits));
+  if (limitProblems.length > 0) throw new AppError("bad_setting", `gatewayLimits: ${limitProblems.join("; ")}`, "gatewayLimits");
   const keyFile = join(o.dataDir, VIEW_KEYS_FILE);
   checkKeyFile(keyFile);
   const clock = () => (o.clock ?? (() => new Date()))().getTime();
@@ -234,6 +239,7 @@ export async function startViews(o: ViewsOptions): Promise<RunningViews> {
   const pluginProxyOrigin = listeners.pluginProxy.origin;
   const connectRoutes = mintRoutes(deps);
   let origins: ViewOrigins | null = null;
+  let gateway: Gateway | null = null;
   return {
     get origins(): ViewOrigins {
       return origins ?? { console: o.settings.consoleOrigin ?? VIEW_DEFAULTS.consoleOrigin, pluginProxy: pluginProxyOrigin, gateway: listeners.gateway.origin };
@@ -253,7 +259,9 @@ export async function startViews(o: ViewsOptions): Promise<RunningViews> {
         throw new AppError("bad_setting", err instanceof Error ? err.message : String(err));
       }
       problemsOf(o2);
-      listeners.serve(handlers(parts, o2));
+      const h = handlers(parts, o2);
+      gateway = h.gatewayCore;
+      listeners.serve(h);
       origins = o2;
       return o2;
     },
@@ -266,6 +274,8 @@ export async function startViews(o: ViewsOptions): Promise<RunningViews> {
     async close() {
       clearInterval(rotation);
       await listeners.close();
+      // After the listeners: what the refusal budget still counts is recorded before the store closes.
+      gateway?.close();
     },
   };
 }

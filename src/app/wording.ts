@@ -7,8 +7,7 @@ import type { KnownEvent } from "../events/index.js";
 import { EMPTY_PENDING, formatErrors, formatHostPort } from "../plugins/index.js";
 import type { Pending, PolicyRule, PolicyRuleJSON, RolloutReason } from "../plugins/index.js";
 import { summarizeDecisions } from "../projections/index.js";
-import type { EventOf } from "../events/index.js";
-import type { Blocker, WhyAnswer } from "../projections/index.js";
+import type { Blocker, GatewayRecord, WhyAnswer } from "../projections/index.js";
 import type { LastCallView, PluginProblem, PluginStatus } from "./plugins.js";
 
 /** A PolicyRule as a phrase: "rule get,list plugins of openfief.io named a,b", "rule get /healthz". */
@@ -42,12 +41,13 @@ export function describePending(p: PendingLike): string {
 }
 
 /** A view's recent gateway decisions as lines for `why`: a summary, then one line each, newest first. */
-export function viewDecisionSentences(recent: readonly EventOf<"gateway.decision">[]): string[] {
+export function viewDecisionSentences(recent: readonly GatewayRecord[]): string[] {
   if (recent.length === 0) return [];
   const s = summarizeDecisions(recent);
   const by = Object.entries(s.deniedBy).map(([gate, n]) => `${n} at ${gate}`).join(", ");
+  const counted = s.summarised === 0 ? "" : `, ${s.summarised} of them counted in summaries rather than one by one`;
   return [
-    `Its view's latest ${recent.length} gateway decisions: ${s.allowed} allowed, ${s.denied} denied${by === "" ? "" : ` (${by})`}:`,
+    `Its view's latest ${recent.length} gateway records: ${s.allowed} allowed, ${s.denied} denied${by === "" ? "" : ` (${by})`}${counted}:`,
     ...recent.map((e) => `  - ${describeDecision(e)}`),
   ];
 }
@@ -110,7 +110,17 @@ const DESCRIBE: { readonly [T in KnownEvent["type"]]: (e: Extract<KnownEvent, { 
   "plugin.calls": (e) => `${e.data.succeeded} call(s) of ${e.data.runtime === "wasm" ? "module" : "executable"} ${e.data.digest} succeeded between ${e.data.from} and ${e.data.to}`,
   "executable.permitted": (e) => `the unconfined executable ${e.data.executable} (${e.data.digest}) was permitted by ${e.actor}`,
   "gateway.decision": (e) => `the gateway ${e.data.decision === "allow" ? "allowed" : `refused at ${e.data.gate} (${e.data.status ?? "?"})`} ${e.data.user}'s ${e.data.method} ${e.data.path} through ${e.data.installationName}`,
+  "gateway.refusals": (e) => `the gateway refused ${refusalCount(e.data.count, "more request")} of ${e.data.user}'s through ${e.data.installationName} at ${e.data.gate} (${e.data.status}, ${e.data.reason}) ${between(e.data.first, e.data.last)}, counted rather than recorded one by one`,
+  "egress.refusals": (e) => `refused ${refusalCount(e.data.count, "more CONNECT")} from ${e.data.source} before identity (${e.data.code}) ${between(e.data.first, e.data.last)}, counted rather than recorded one by one`,
 };
+
+function refusalCount(n: number, what: string): string {
+  return `${n} ${what}${n === 1 ? "" : "s"}`;
+}
+
+function between(first: string, last: string): string {
+  return first === last ? `at ${first}` : `between ${first} and ${last}`;
+}
 
 /** One sentence about an event, for the cause chain and the log. */
 export function describeEvent(e: KnownEvent): string {
@@ -223,8 +233,12 @@ export function problemText(p: PluginProblem): string {
   }
 }
 
-/** One line about a decision, for `why`. */
-export function describeDecision(e: EventOf<"gateway.decision">): string {
+/** One line about a decision or a summary of refusals, for `why`. */
+export function describeDecision(e: GatewayRecord): string {
+  if (e.type === "gateway.refusals") {
+    const r = e.data;
+    return `event ${e.seq} (${e.time}): ${r.user} via ${r.installationName}: ${refusalCount(r.count, "more request")} denied at ${r.gate} (${r.status}, ${r.reason}) ${between(r.first, r.last)}, counted rather than recorded one by one (requests ${r.firstRequestId} to ${r.lastRequestId})`;
+  }
   const d = e.data;
   const a = d.attributes;
   const what = a === null ? `${d.method} ${d.route}${d.path === "" ? "" : ` ${d.path}`}` : a.kind === "resource"

@@ -1,85 +1,119 @@
 /**
- * The rate limit on recording refusals before identity (ADR 0031): a flood of bad CONNECTs must
- * not fill the disk. Token buckets: one per source address and one shared by all sources; a
- * refusal is recorded only when both have a token. What is dropped is counted, per source, and
- * carried on that source's next recorded refusal.
+ * Refusals before identity under the one refusal budget (docs/adr/0091, which replaces ADR 0031's
+ * token buckets): a flood of bad CONNECTs must not fill the disk, and must not go unrecorded
+ * either. Refusals of one code from one source address are recorded one by one up to a budget a
+ * window (and every source together up to another); the rest of the window is counted and
+ * recorded as one `egress.refusals` summary with the count and the first and last time.
  */
+import { RefusalBudget } from "../events/index.js";
+import type { EgressRefusals, RefusalBudgetLimits, RefusalSummary } from "../events/index.js";
+import type { AnonymousRecord } from "./decision.js";
 import type { Clock } from "./reviewer.js";
 
-/** The limits (ADR 0031's defaults). */
-export interface AnonymousLimitOptions {
-  /** Refusals one source may have recorded in a burst. */
-  readonly perSourceBurst?: number;
-  /** One more per this many milliseconds, per source. */
-  readonly perSourceRefillMs?: number;
-  /** Refusals all sources together may have recorded in a burst. */
-  readonly globalBurst?: number;
-  /** One more per this many milliseconds, for all sources together. */
-  readonly globalRefillMs?: number;
-  /** Sources tracked at once; past it the oldest idle one is forgotten. */
-  readonly maxSources?: number;
-  readonly clock: Clock;
+/** The limits, in part; the rest are {@link ANONYMOUS_LIMITS}. */
+export type AnonymousLimitOptions = Partial<RefusalBudgetLimits> & { readonly clock: Clock };
+
+/** 10 of a code from one source a minute, 120 a minute in all, 4096 codes × sources tracked. */
+export const ANONYMOUS_LIMITS: RefusalBudgetLimits = { perSource: 10, total: 120, windowMs: 60_000, maxKeys: 4096 };
+
+/** A refusal's admission: recorded now or counted, with any summaries of ended windows. */
+export interface Admission {
+  readonly record: boolean;
+  readonly due: readonly EgressRefusals[];
 }
 
-/** ADR 0031: 10 per source per minute, 120 per minute in all, 4096 sources tracked. */
-export const ANONYMOUS_LIMITS = { perSourceBurst: 10, perSourceRefillMs: 6000, globalBurst: 120, globalRefillMs: 500, maxSources: 4096 } as const;
-
-interface Bucket {
-  tokens: number;
-  at: number;
-  dropped: number;
+interface Seen {
+  readonly code: string;
+  readonly source: string;
 }
 
-/** Admission to the log: record (carrying the count dropped since the last one), or drop. */
-export type Admission = { readonly record: true; readonly dropped: number } | { readonly record: false };
+function summary(s: RefusalSummary<Seen>): EgressRefusals {
+  return { code: s.first.item.code, source: s.first.item.source, count: s.count, first: new Date(s.first.at).toISOString(), last: new Date(s.last.at).toISOString() };
+}
 
 export class AnonymousRefusalLimit {
-  readonly #o: Required<AnonymousLimitOptions>;
-  readonly #sources = new Map<string, Bucket>();
-  readonly #global: Bucket;
+  readonly #budget: RefusalBudget<Seen>;
 
   constructor(o: AnonymousLimitOptions) {
-    this.#o = { ...ANONYMOUS_LIMITS, ...o };
-    this.#global = { tokens: this.#o.globalBurst, at: o.clock.now(), dropped: 0 };
+    const { clock, ...limits } = o;
+    this.#budget = new RefusalBudget<Seen>({ ...ANONYMOUS_LIMITS, ...limits }, () => clock.now());
   }
 
-  /** Whether a refusal from `source` is recorded now. */
-  admit(source: string): Admission {
-    const now = this.#o.clock.now();
-    let b = this.#sources.get(source);
-    if (b === undefined) {
-      if (this.#sources.size >= this.#o.maxSources) {
-        // Map order is insertion order: forget the oldest source (its dropped count goes with it,
-        // still counted by the caller's metric).
-        const oldest = this.#sources.keys().next();
-        if (oldest.done !== true) this.#sources.delete(oldest.value);
-      }
-      b = { tokens: this.#o.perSourceBurst, at: now, dropped: 0 };
-      this.#sources.set(source, b);
-    }
-    refill(b, now, this.#o.perSourceBurst, this.#o.perSourceRefillMs);
-    refill(this.#global, now, this.#o.globalBurst, this.#o.globalRefillMs);
-    if (b.tokens < 1 || this.#global.tokens < 1) {
-      b.dropped++;
-      return { record: false };
-    }
-    b.tokens--;
-    this.#global.tokens--;
-    const dropped = b.dropped;
-    b.dropped = 0;
-    return { record: true, dropped };
+  /** Whether a refusal of `code` from `source` is recorded now. */
+  admit(code: string, source: string): Admission {
+    const a = this.#budget.admit(`${code}\u0000${source}`, { code, source });
+    return { record: a.record, due: a.due.map(summary) };
   }
 
-  /** Sources tracked now. */
+  /** Summaries of windows that have ended (the proxy sweeps on a timer). */
+  due(): EgressRefusals[] {
+    return this.#budget.due().map(summary);
+  }
+
+  /** Every summary still counting (at close). */
+  drain(): EgressRefusals[] {
+    return this.#budget.drain().map(summary);
+  }
+
+  /** The window's length, in ms. */
+  get windowMs(): number {
+    return this.#budget.limits.windowMs;
+  }
+
+  /** Codes × sources tracked now. */
   get sources(): number {
-    return this.#sources.size;
+    return this.#budget.keys;
   }
 }
 
-function refill(b: Bucket, now: number, burst: number, everyMs: number): void {
-  if (now <= b.at) return;
-  const gained = Math.floor((now - b.at) / everyMs);
-  if (gained <= 0) return;
-  b.tokens = Math.min(burst, b.tokens + gained);
-  b.at = b.tokens >= burst ? now : b.at + gained * everyMs;
+/** Where {@link AnonymousRecording} sends records, and what it counts. */
+export interface AnonymousSink {
+  readonly record?: (r: AnonymousRecord) => void;
+  readonly recorded?: () => void;
+  readonly summarised?: () => void;
+}
+
+/** One refusal before identity, as the proxy knows it. */
+export interface AnonymousRefusal {
+  readonly code: string;
+  readonly source: string;
+  readonly host?: string;
+  readonly port?: number;
+}
+
+/**
+ * The proxy's recording of refusals before identity: one by one within the budget, the rest as
+ * summaries, swept on a timer so a quiet source's summary is recorded soon after its window, and
+ * drained at close so nothing counted is left unrecorded.
+ */
+export class AnonymousRecording {
+  readonly #limit: AnonymousRefusalLimit;
+  readonly #sink: AnonymousSink;
+  readonly #sweep: NodeJS.Timeout;
+
+  constructor(o: AnonymousLimitOptions, sink: AnonymousSink) {
+    this.#limit = new AnonymousRefusalLimit(o);
+    this.#sink = sink;
+    this.#sweep = setInterval(() => this.#summarise(this.#limit.due()), Math.min(5000, this.#limit.windowMs)).unref();
+  }
+
+  /** Records `r` now, or counts it into its summary. */
+  refused(r: AnonymousRefusal): void {
+    if (this.#sink.record === undefined) return;
+    const admitted = this.#limit.admit(r.code, r.source);
+    this.#summarise(admitted.due);
+    if (!admitted.record) return void this.#sink.summarised?.();
+    this.#sink.recorded?.();
+    this.#sink.record({ code: r.code, source: r.source, dropped: 0, ...(r.host !== undefined ? { host: r.host } : {}), ...(r.port !== undefined ? { port: r.port } : {}) });
+  }
+
+  /** Records every summary still counting and stops the sweep. */
+  close(): void {
+    clearInterval(this.#sweep);
+    this.#summarise(this.#limit.drain());
+  }
+
+  #summarise(due: readonly EgressRefusals[]): void {
+    for (const s of due) this.#sink.record?.(s);
+  }
 }

@@ -13,7 +13,7 @@ import { EMBEDDED_ISSUER, ensureEmbeddedKey, readEmbeddedJwks } from "./embedded
 import { JwksTokenReviewer } from "./jwks-reviewer.js";
 import { bufferedLog } from "./decision-log.js";
 import { EgressMetrics } from "./metrics.js";
-import { createEgressProxy, TUNNEL_HIGH_WATER_MARK, type ConnectFn, type EgressProxy, type EgressProxyOptions } from "./proxy.js";
+import { createEgressProxy, TUNNEL_HIGH_WATER_MARK, type ConnectFn, type EgressProxy, type EgressProxyOptions, type EgressProxyPorts } from "./proxy.js";
 import { StoreDecisionRecorder, type DecisionRecorder, type EventAppender } from "./recorder.js";
 import { WorkerDecisionRecorder } from "./writer.js";
 import type { KnownEvent } from "../events/index.js";
@@ -41,6 +41,8 @@ export interface EmbeddedEgressOptions {
   readonly env?: Readonly<Record<string, string | undefined>>;
   /** The registry the proxy's counters join (the control plane's `/metrics`); none kept without it. */
   readonly registry?: Registry;
+  /** The budget of refusals before identity recorded one by one (docs/adr/0091's defaults otherwise). */
+  readonly anonymousLimits?: EgressProxyPorts["anonymousLimits"];
 }
 
 /**
@@ -106,6 +108,7 @@ export async function startEmbeddedEgress(opts: EmbeddedEgressOptions): Promise<
       ...(metrics !== undefined ? { metrics } : {}),
       options: { host: "127.0.0.1", port: PROXY_PORT, ...(opts.options ?? {}) },
       ...(opts.env !== undefined ? { env: opts.env } : {}),
+      ...(opts.anonymousLimits !== undefined ? { anonymousLimits: opts.anonymousLimits } : {}),
     });
   } catch (err) {
     await recorder.close?.();

@@ -3,11 +3,11 @@ export { AddressPolicy, checkAddress, embeddedIPv4, FORBIDDEN_IPV4, FORBIDDEN_IP
 export { ALLOWLISTS_REFUSED_MESSAGE, ErrNotSynced, MemoryAllowListSource, type AllowListSource } from "./allowlist-source.js";
 export { CachingTokenReviewer, DEFAULT_TOKEN_CACHE_TTL_MS, InvalidCacheTtlError, TOKEN_CACHE_MAX_ENTRIES } from "./caching-reviewer.js";
 export { watchAllowLists, type ConfigMapAllowListSource } from "./configmap-source.js";
-export { decisionRecord, EGRESS_DECISION_TYPE, EGRESS_REFUSED_TYPE, egressDecisionEvent, egressRefusedEvent, type AnonymousRefusalRecord, type EgressDecisionRecord } from "./decision.js";
+export { anonymousEvent, decisionRecord, EGRESS_DECISION_TYPE, EGRESS_REFUSED_TYPE, EGRESS_REFUSALS_TYPE, egressDecisionEvent, egressRefusalsEvent, egressRefusedEvent, isSummary, type AnonymousRecord, type AnonymousRefusalRecord, type AnonymousSummaryRecord, type EgressDecisionRecord } from "./decision.js";
 /** The proxy's prom-client counters, registered in a registry the caller passes in. */
 export { EgressMetrics, type CacheLookup, type ParserRejection } from "./metrics.js";
 /** The rate limit on recording refusals before identity (ADR 0031). */
-export { ANONYMOUS_LIMITS, AnonymousRefusalLimit, type AnonymousLimitOptions } from "./anonymous-limit.js";
+export { ANONYMOUS_LIMITS, AnonymousRecording, AnonymousRefusalLimit, type AnonymousLimitOptions, type AnonymousRefusal, type AnonymousSink } from "./anonymous-limit.js";
 export { dialTcp, startEmbeddedEgress, type EmbeddedEgressOptions } from "./embedded.js";
 export { DEFAULT_TOKEN_TTL_SECONDS, EGRESS_KEY_FILE, EMBEDDED_ISSUER, ensureEmbeddedKey, mintEgressToken, readEmbeddedJwks, type MintedToken } from "./embedded-key.js";
 export { JwksTokenReviewer } from "./jwks-reviewer.js";

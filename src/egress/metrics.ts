@@ -39,7 +39,7 @@ export class EgressMetrics {
     this.dnsCache = new Counter({ name: `${prefix}dns_cache_total`, help: "name resolutions answered by the cache (hit) or asked of DNS (miss)", labelNames: ["result"], registers });
     this.parserRejections = new Counter({ name: `${prefix}parser_rejections_total`, help: "requests the head reader on the proxy's port rejected before its checks (as Node's HTTP parser did), by kind", labelNames: ["kind"], registers });
     this.anonymousRecorded = new Counter({ name: `${prefix}anonymous_refusals_recorded_total`, help: "refusals before identity recorded in egress/-", registers });
-    this.anonymousDropped = new Counter({ name: `${prefix}anonymous_refusals_dropped_total`, help: "refusals before identity not recorded because their source (or all sources) exceeded the rate limit", registers });
+    this.anonymousDropped = new Counter({ name: `${prefix}anonymous_refusals_dropped_total`, help: "refusals before identity past their budget, counted into an egress.refusals summary instead of recorded one by one", registers });
     const waiting = (): number => this.#waiting();
     this.commitQueue = new Gauge({
       name: `${prefix}commits_waiting`, help: "decisions waiting for their commit", registers,

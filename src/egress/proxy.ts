@@ -21,9 +21,9 @@ import { AddressPolicy } from "./address.js";
 import { answerRefusal, BAD_REQUEST, HEALTHY, INTERNAL_ERROR, METHOD_NOT_ALLOWED, METHOD_NOT_ALLOWED_TO_HEAD, okBytes, UNAVAILABLE } from "./answer.js";
 import { Connections } from "./connections.js";
 import type { AllowListSource } from "./allowlist-source.js";
-import { AnonymousRefusalLimit, type AnonymousLimitOptions } from "./anonymous-limit.js";
+import { AnonymousRecording, type AnonymousLimitOptions } from "./anonymous-limit.js";
 import { afterResolution, decideAddresses, decideListed, type DestinationDecision } from "./decide.js";
-import { decisionRecord, type EgressDecisionRecord } from "./decision.js";
+import { decisionRecord, type AnonymousRecord, type EgressDecisionRecord } from "./decision.js";
 import { withTimeout } from "./deadline.js";
 import { dial, type ConnectFn } from "./dial.js";
 import { handshakeOf, identify } from "./handshake.js";
@@ -87,7 +87,7 @@ export interface EgressProxyPorts {
   readonly metricsRegistry?: Registry;
   /** Flushes a buffered log (`bufferedLog`); called at the end of `close`, after the last line. */
   readonly flushLog?: () => void | Promise<void>;
-  /** The rate limit on recording refusals before identity (ADR 0031's defaults otherwise). */
+  /** The budget of refusals before identity recorded one by one (docs/adr/0091's defaults otherwise). */
   readonly anonymousLimits?: Omit<AnonymousLimitOptions, "clock">;
 }
 
@@ -172,7 +172,12 @@ export function createEgressProxy(ports: EgressProxyPorts): EgressProxy {
   const metrics = ports.metrics;
   metrics?.watchCommits(() => ports.recorder.waiting ?? 0);
   const tunnels = new Tunnels({ maxTunnels: o.maxTunnels, idleMs: o.idleMs, ...(metrics !== undefined ? { onOpenChange: (n: number) => metrics.openTunnels.set(n) } : {}) });
-  const anonymous = new AnonymousRefusalLimit({ ...(ports.anonymousLimits ?? {}), clock });
+  // Refusals before identity: one by one within their budget, then summaries (docs/adr/0091).
+  const anonymous = new AnonymousRecording({ ...(ports.anonymousLimits ?? {}), clock }, {
+    ...(ports.recorder.recordRefusal === undefined ? {} : { record: (r: AnonymousRecord) => ports.recorder.recordRefusal?.(r) }),
+    recorded: () => metrics?.anonymousRecorded.inc(),
+    summarised: () => metrics?.anonymousDropped.inc(),
+  });
   const connections = new Connections({
     headTimeoutMs: o.headTimeoutMs,
     handlers: {
@@ -325,26 +330,11 @@ export function createEgressProxy(ports: EgressProxyPorts): EgressProxy {
     else if (out.kind === "refused") {
       refuse(client, out.code, refusalDetail(out), out.headers);
       tunnels.release(slot);
-      if (REFUSALS[out.code].recorded === "anonymous") recordAnonymous(out, client.remoteAddress);
+      if (REFUSALS[out.code].recorded === "anonymous") {
+        anonymous.refused({ code: out.code, source: client.remoteAddress ?? "unknown", ...(out.host !== undefined ? { host: out.host } : {}), ...(out.port !== undefined ? { port: out.port } : {}) });
+      }
     }
     logDecision(out, started);
-  }
-
-  /** A refusal before identity, recorded in `egress/-` within the rate limit (ADR 0031). */
-  function recordAnonymous(out: ConnectOutcome & { kind: "refused" }, source: string | undefined): void {
-    const recorder = ports.recorder;
-    if (recorder.recordRefusal === undefined) return;
-    const from = source ?? "unknown";
-    const admitted = anonymous.admit(from);
-    if (!admitted.record) {
-      metrics?.anonymousDropped.inc();
-      return;
-    }
-    metrics?.anonymousRecorded.inc();
-    recorder.recordRefusal({
-      code: out.code, source: from, dropped: admitted.dropped,
-      ...(out.host !== undefined ? { host: out.host } : {}), ...(out.port !== undefined ? { port: out.port } : {}),
-    });
   }
 
   async function handleConnect(client: Socket, head: RequestHead, rest: Buffer): Promise<void> {
@@ -408,6 +398,8 @@ export function createEgressProxy(ports: EgressProxyPorts): EgressProxy {
       tunnels.destroyAll();
       connections.destroyAll();
       await closed;
+      // What the budget counted is recorded before the recorder closes: nothing counted is lost.
+      anonymous.close();
       await ports.recorder.close?.().catch((err: unknown) => logger.error({ err: err instanceof Error ? err.message : String(err) }, "egress recorder did not close cleanly"));
       logger.info("egress proxy closed");
       await ports.flushLog?.();

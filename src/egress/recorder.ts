@@ -4,17 +4,17 @@
  * CONNECTs are gathered for one tick and written in one transaction, so recording costs one
  * commit per burst rather than one per CONNECT.
  */
-import { egressDecisionEvent, egressRefusedEvent, type AnonymousRefusalRecord, type EgressDecisionRecord } from "./decision.js";
+import { anonymousEvent, egressDecisionEvent, type AnonymousRecord, type EgressDecisionRecord } from "./decision.js";
 
 /** Durably records one decision; resolves only once it is committed, rejects if it cannot be. */
 export interface DecisionRecorder {
   record(decision: EgressDecisionRecord): Promise<void>;
   /**
-   * Records a refusal before identity, best effort: the answer never waits for it (the CONNECT is
-   * refused either way) and a failure is only reported to the recorder's error callback. Absent:
-   * such refusals are counted and logged, not recorded.
+   * Records a refusal before identity, or a summary of those past their budget, best effort: the
+   * answer never waits for it (the CONNECT is refused either way) and a failure is only reported
+   * to the recorder's error callback. Absent: such refusals are counted and logged, not recorded.
    */
-  recordRefusal?(refusal: AnonymousRefusalRecord): void;
+  recordRefusal?(refusal: AnonymousRecord): void;
   /** Commits what is queued and lets go of its resources; the proxy calls it at the end of `close`. */
   close?(): Promise<void>;
   /** Decisions waiting for their commit now (the `commits_waiting` gauge); absent: none are kept waiting. */
@@ -87,17 +87,17 @@ function settled(result: unknown): void | Promise<void> {
  * identity as `egress.refused` events (batched the same way, never awaited by the proxy).
  */
 export class StoreDecisionRecorder extends BatchingDecisionRecorder {
-  readonly #refusals: Batcher<AnonymousRefusalRecord>;
+  readonly #refusals: Batcher<AnonymousRecord>;
   readonly #onError: (err: unknown) => void;
 
   constructor(store: EventAppender, onError: (err: unknown) => void = () => undefined) {
     // The store's append is one transaction: either the whole batch commits or none of it.
     super((batch) => settled(store.append(batch.map((d) => egressDecisionEvent(d, EGRESS_ACTOR)))));
-    this.#refusals = new Batcher((batch) => settled(store.append(batch.map((r) => egressRefusedEvent(r, EGRESS_ACTOR)))));
+    this.#refusals = new Batcher((batch) => settled(store.append(batch.map((r) => anonymousEvent(r, EGRESS_ACTOR)))));
     this.#onError = onError;
   }
 
-  recordRefusal(refusal: AnonymousRefusalRecord): void {
+  recordRefusal(refusal: AnonymousRecord): void {
     this.#refusals.add(refusal).catch(this.#onError);
   }
 }

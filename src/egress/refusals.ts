@@ -9,7 +9,7 @@ import type { ReviewRefusal } from "./reviewer.js";
 
 /**
  * Where a refusal is recorded. `decision`: an `egress.decision` in `egress/<plugin>` (the plugin
- * is known). `anonymous`: an `egress.refused` in `egress/-`, rate-limited per source (no identity
+ * is known). `anonymous`: an `egress.refused` in `egress/-`, one by one within a budget per code and source, then a summary (no identity
  * yet). `none`: only the log line and the counters (load shedding, the proxy's own failures, and
  * what happens after an allowed decision was already recorded).
  */

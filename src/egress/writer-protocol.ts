@@ -2,7 +2,7 @@
  * The messages between the egress writer (main thread) and its worker thread, which owns its
  * own connection to the event store's file. Plain data: structured-cloned both ways.
  */
-import type { AnonymousRefusalRecord, EgressDecisionRecord } from "./decision.js";
+import type { AnonymousRecord, EgressDecisionRecord } from "./decision.js";
 
 /** What the worker is started with. */
 export interface WriterWorkerData {
@@ -12,7 +12,7 @@ export interface WriterWorkerData {
 /** A batch to commit in one transaction. `deadline` (epoch ms): past it, refuse rather than wait. */
 export type WriteRequest =
   | { readonly id: number; readonly kind: "decisions"; readonly items: readonly EgressDecisionRecord[]; readonly deadline: number }
-  | { readonly id: number; readonly kind: "refusals"; readonly items: readonly AnonymousRefusalRecord[]; readonly deadline: number };
+  | { readonly id: number; readonly kind: "refusals"; readonly items: readonly AnonymousRecord[]; readonly deadline: number };
 
 /**
  * Where a committed batch went: consecutive seqs from `seq`, one time, each event's stream version

@@ -6,7 +6,7 @@
  */
 import { parentPort, workerData } from "node:worker_threads";
 import { openStore, type EventStore } from "../events/index.js";
-import { egressDecisionEvent, egressRefusedEvent } from "./decision.js";
+import { anonymousEvent, egressDecisionEvent } from "./decision.js";
 import { EGRESS_ACTOR } from "./recorder.js";
 import type { WriteRequest, WriterReply, WriterWorkerData } from "./writer-protocol.js";
 
@@ -47,7 +47,7 @@ port.on("message", (req: WriteRequest) => {
     }
     const events = req.kind === "decisions"
       ? store.append(req.items.map((d) => egressDecisionEvent(d, EGRESS_ACTOR)))
-      : store.append(req.items.map((r) => egressRefusedEvent(r, EGRESS_ACTOR)));
+      : store.append(req.items.map((r) => anonymousEvent(r, EGRESS_ACTOR)));
     // Only what the main thread cannot know: it sent the data, so the data is not sent back.
     const first = events[0];
     reply({

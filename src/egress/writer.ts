@@ -13,10 +13,10 @@
 import { existsSync } from "node:fs";
 import { Worker } from "node:worker_threads";
 import type { EventOf, KnownEvent } from "../events/index.js";
-import type { AnonymousRefusalRecord, EgressDecisionRecord } from "./decision.js";
+import type { AnonymousRecord, EgressDecisionRecord } from "./decision.js";
 import type { DecisionRecorder } from "./recorder.js";
 import { workerModule } from "./worker-bundle.js";
-import { egressDecisionEvent, egressRefusedEvent } from "./decision.js";
+import { anonymousEvent, egressDecisionEvent, isSummary } from "./decision.js";
 import { EGRESS_ACTOR } from "./recorder.js";
 import type { CommittedBatch, WriteFailure, WriteRequest, WriterReply, WriterWorkerData } from "./writer-protocol.js";
 
@@ -54,7 +54,7 @@ interface Waiting {
 
 type InFlight =
   | { readonly id: number; readonly kind: "decisions"; readonly items: readonly Waiting[]; readonly deadline: number }
-  | { readonly id: number; readonly kind: "refusals"; readonly items: readonly AnonymousRefusalRecord[]; readonly deadline: number };
+  | { readonly id: number; readonly kind: "refusals"; readonly items: readonly AnonymousRecord[]; readonly deadline: number };
 
 /** How long past a batch's deadline a silent worker is given before its batch is written off. */
 const WORKER_GRACE_MS = 1000;
@@ -85,7 +85,7 @@ export class WorkerDecisionRecorder implements DecisionRecorder {
   #worker: Worker | undefined;
   #starting: Promise<Worker> | undefined;
   #decisions: Waiting[] = [];
-  #refusals: AnonymousRefusalRecord[] = [];
+  #refusals: AnonymousRecord[] = [];
   #inFlight: InFlight | undefined;
   #nextId = 1;
   #scheduled = false;
@@ -125,7 +125,7 @@ export class WorkerDecisionRecorder implements DecisionRecorder {
     });
   }
 
-  recordRefusal(refusal: AnonymousRefusalRecord): void {
+  recordRefusal(refusal: AnonymousRecord): void {
     if (this.#closed) return;
     this.#refusals.push(refusal);
     this.#schedule();
@@ -326,8 +326,10 @@ function storedEvents(batch: InFlight, c: CommittedBatch): KnownEvent[] {
     const r = batch.items[i];
     const at = placed(c, i, prev);
     if (r === undefined || at === undefined) break;
-    const e = egressRefusedEvent(r, EGRESS_ACTOR);
-    const stored: EventOf<"egress.refused"> = { ...at, stream: e.stream, type: "egress.refused", actor: e.actor, causedBy: null, data: e.data };
+    const e = anonymousEvent(r, EGRESS_ACTOR);
+    const base = { ...at, stream: e.stream, actor: e.actor, causedBy: null };
+    const data = e.data;
+    const stored: EventOf<"egress.refused" | "egress.refusals"> = isSummary(data) ? { ...base, type: "egress.refusals", data } : { ...base, type: "egress.refused", data };
     out.push(stored);
     prev = at.hash;
   }

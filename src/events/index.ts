@@ -13,3 +13,9 @@ export { GENESIS_HASH, rowHash } from "./hash.js";
 export { pluginStream, egressStream, gatewayStream, parseStream, isPluginName, SINGLETON_STREAMS } from "./streams.js";
 /** `egress/-`: the egress proxy's refusals before identity. */
 export { EGRESS_ANONYMOUS_STREAM } from "./streams.js";
+/** The one budget for refusals a caller can repeat (the gateway's, the egress proxy's before identity), and capped caller fields. */
+export { RefusalBudget, REFUSAL_BUDGET_DEFAULTS, refusalBudgetProblem } from "./refusal-budget.js";
+export type { RefusalBudgetLimits, RefusalSummary, Sighting, BudgetAdmission } from "./refusal-budget.js";
+export { capField, textDigest, CALLER_FIELD_MAX } from "./capped.js";
+export type { Capped } from "./capped.js";
+export { GATEWAY_GATES } from "./catalog/gateway-events.js";

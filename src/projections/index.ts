@@ -28,5 +28,5 @@ export { allowListConfigData, entryToHost } from "./allowlists.js";
 /** The `openfief-plugin-host` ConfigMap's data: the running WebAssembly plugins (ADR 0080). */
 export { pluginHostConfigData } from "./plugin-host.js";
 /** A view's recent gateway decisions and their counts by gate. */
-export { recentDecisions, summarizeDecisions } from "./gateway-decisions.js";
-export type { DecisionSummary } from "./gateway-decisions.js";
+export { recentDecisions, recentGatewayRecords, summarizeDecisions } from "./gateway-decisions.js";
+export type { DecisionSummary, GatewayRecord } from "./gateway-decisions.js";

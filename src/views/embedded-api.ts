@@ -3,8 +3,10 @@
  * the way kube-apiserver serves resources, read-only, so a view written against Kubernetes works
  * unchanged — `plugins`, `plugingrants` and the log's `events` in `openfief.io/v1alpha1`, namespace
  * `openfief`, with discovery, get, list (field and label selectors, `limit` and `continue` for
- * events) and watch (from a `resourceVersion`, which is a log seq). Field selectors are honoured
- * exactly, because a rule with `resourceNames` admits a list or watch only when it names the object.
+ * events) and watch (from a `resourceVersion`, which is a log seq). Lists and watches are served
+ * exactly the selection the gateway authorised (`served.ts`: a name in a watch's path is a
+ * `metadata.name` field selector), because a rule with `resourceNames` admits a list or watch only
+ * when it names the object; a named list or watch never sees another object (docs/adr/0093).
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { pluginStream } from "../events/index.js";
@@ -16,6 +18,8 @@ import { sendJson, statusBody } from "./http.js";
 import { LogInstallations } from "./installations.js";
 import type { RequestAttributes, ResourceAttributes } from "./request-info.js";
 import { labelsMatch, parseFieldSelector, parseLabelSelector } from "./selectors.js";
+import { selectionOf } from "./served.js";
+import type { Selection } from "./served.js";
 import type { FieldTerm, LabelRequirement } from "./selectors.js";
 
 const GROUP_VERSION = `${API_GROUP}/${API_VERSION}`;
@@ -73,6 +77,19 @@ interface WatchRequest {
   readonly req: IncomingMessage;
   readonly res: ServerResponse;
   readonly headers: Readonly<Record<string, string>>;
+  readonly signal: AbortSignal | undefined;
+}
+
+/** One request the gateway let through, as {@link EmbeddedApi.serve} takes it. */
+export interface EmbeddedRequest {
+  readonly attributes: RequestAttributes;
+  /** The raw Kubernetes request target. */
+  readonly target: string;
+  /** What a list or watch may be served; computed from the request when not given. */
+  readonly served?: Selection | null;
+  readonly responseHeaders: Readonly<Record<string, string>>;
+  /** Aborted when the gateway ends the request: a watch then ends. */
+  readonly signal?: AbortSignal;
 }
 
 /** Serves the embedded resources to requests that passed the gateway's gates. */
@@ -89,8 +106,9 @@ export class EmbeddedApi {
     );
   }
 
-  /** Answers one request (`target` is the raw Kubernetes request target). */
-  async serve(a: RequestAttributes, target: string, req: IncomingMessage, res: ServerResponse, headers: Readonly<Record<string, string>>): Promise<void> {
+  /** Answers one request. */
+  async serve(r: EmbeddedRequest, req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const { attributes: a, target, responseHeaders: headers } = r;
     const send = (status: number, body: unknown): void => {
       if (req.method === "HEAD") {
         res.writeHead(status, { "content-type": "application/json", ...headers });
@@ -109,9 +127,9 @@ export class EmbeddedApi {
       const obj = a.namespace === "" || a.namespace === NAMESPACE ? await this.#get(kind, a.name) : null;
       return obj === null ? send(404, notFound(kind, a.name)) : send(200, obj);
     }
-    const filter = this.#filter(first("fieldSelector"), first("labelSelector"), a);
+    const filter = this.#filter(r.served ?? selectionOf(a, q), a);
     if (!filter.ok) return send(400, statusBody(400, filter.message));
-    if (a.verb === "watch") return this.#watch({ kind, match: filter.match, rv: first("resourceVersion"), timeout: first("timeoutSeconds"), req, res, headers });
+    if (a.verb === "watch") return this.#watch({ kind, match: filter.match, rv: first("resourceVersion"), timeout: first("timeoutSeconds"), req, res, headers, signal: r.signal });
     const page = pageOf(first("limit"), first("continue"));
     if (typeof page === "string") return send(400, statusBody(400, page));
     const head = this.#store.head();
@@ -141,9 +159,14 @@ export class EmbeddedApi {
     return null;
   }
 
-  #filter(fieldSelector: string | undefined, labelSelector: string | undefined, a: ResourceAttributes): { ok: true; match: (o: Obj) => boolean } | { ok: false; message: string } {
+  /** The match of a selection (the gateway's, or one read from the request when none is given). */
+  #filter(given: Selection | ReturnType<typeof selectionOf>, a: ResourceAttributes): { ok: true; match: (o: Obj) => boolean } | { ok: false; message: string } {
+    if ("ok" in given && !given.ok) return { ok: false, message: given.problem.message };
+    const served = "ok" in given ? given.value : given;
+    if (served === null) return { ok: false, message: `${a.verb} is not served` };
+    const { fieldSelector, labelSelector } = served;
     let terms: FieldTerm[] = [];
-    if (fieldSelector !== undefined) {
+    if (fieldSelector !== "") {
       const parsed = parseFieldSelector(fieldSelector);
       if (parsed === null) return { ok: false, message: `invalid field selector "${fieldSelector.slice(0, 200)}"` };
       const bad = parsed.find((t) => t.field !== "metadata.name" && t.field !== "metadata.namespace");
@@ -151,15 +174,18 @@ export class EmbeddedApi {
       terms = parsed;
     }
     let labels: LabelRequirement[] = [];
-    if (labelSelector !== undefined) {
+    if (labelSelector !== "") {
       const parsed = parseLabelSelector(labelSelector);
       if (parsed === null) return { ok: false, message: `unable to parse requirement: "${labelSelector.slice(0, 200)}"` };
       labels = parsed;
     }
     const namespace = a.namespace;
+    // Whatever the selectors say, a named list or watch sees only the object it named.
+    const name = served.name === "" ? a.name : served.name;
     return {
       ok: true,
       match: (o) =>
+        (name === "" || o.metadata.name === name) &&
         (namespace === "" || o.metadata.namespace === namespace) &&
         terms.every((t) => {
           const v = t.field === "metadata.name" ? o.metadata.name : o.metadata.namespace;
@@ -219,7 +245,7 @@ export class EmbeddedApi {
     return { apiVersion: GROUP_VERSION, kind: "PluginGrant", metadata: { name, namespace: NAMESPACE, resourceVersion: String(granted.seq), creationTimestamp: granted.time }, spec: granted.data.spec };
   }
 
-  #watch({ kind, match, rv, timeout, req, res, headers }: WatchRequest): void {
+  #watch({ kind, match, rv, timeout, req, res, headers, signal }: WatchRequest): void {
     const from = rv === undefined || rv === "" || rv === "0" ? null : Number(rv);
     if (from !== null && (!Number.isSafeInteger(from) || from < 0)) {
       sendJson(res, 400, statusBody(400, "resourceVersion must be one this server gave"), { ...headers });
@@ -265,6 +291,10 @@ export class EmbeddedApi {
     const timer = setTimeout(stop, seconds * 1000);
     req.on("close", stop);
     res.on("close", stop);
+    if (signal !== undefined) {
+      if (signal.aborted) queueMicrotask(stop);
+      else signal.addEventListener("abort", stop, { once: true });
+    }
     // The start: everything there is (no resourceVersion), or what changed after it.
     queue = queue.then(async () => {
       if (kind.plural === "events") {

@@ -46,6 +46,6 @@ export class EmbeddedUpstream implements Upstream {
   }
 
   forward(ctx: ForwardContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
-    return this.#api.serve(ctx.attributes, ctx.target, req, res, ctx.responseHeaders);
+    return this.#api.serve(ctx, req, res);
   }
 }

@@ -4,38 +4,42 @@
  *   - an installation's own routes, `/installations/{id}/runtime/*` and `/installations/{id}/controller/*`.
  *
  * Every request carries a PluginToken in `Authorization` (a WebSocket may carry it in Kubernetes'
- * `base64url.bearer.authorization.k8s.io.` subprotocol instead; never in a URL). The gates, in
- * FUN-17's order, each refusal with its status: the token and its audience (401, not recorded:
- * a log line and a counter); the origin (403); the binding to the cluster or the installation in
- * the URL (403; an unknown cluster 404); can_view (403); the installation (404 gone, 409 being
- * deleted, 403 no view running); the request's attributes (400); the user's access review (403);
- * the plugin's rules (403). A request that passes is recorded as allowed *before* it is
- * forwarded; a decision that cannot be recorded is not forwarded (503). Watches and upgraded
- * connections are authorised once, at their start, and then pass through.
+ * `base64url.bearer.authorization.k8s.io.` subprotocol instead; never in a URL) and goes through
+ * the gates of one ordered table (`gates.ts`, docs/adr/0090). Each request has an id: its answer's
+ * `Audit-ID` header, its one access line's `requestId`, and its decision's `requestId`. A request
+ * that passes is recorded as allowed *before* it is forwarded; a decision that cannot be recorded
+ * is not forwarded (503). Refusals are recorded one by one within a budget per kind and source,
+ * then counted into one summary a window (docs/adr/0091). Watches and upgraded connections are
+ * authorised once, at their start, hold a slot under the caps on open watches while they last, and
+ * a watch ends when its token expires (docs/adr/0092).
  */
+import { randomUUID } from "node:crypto";
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { Duplex } from "node:stream";
 import type { Logger } from "pino";
-import type { GatewayAttributes, GatewayDecision, GatewayGate, GatewayRoute } from "../events/index.js";
+import { RefusalBudget } from "../events/index.js";
+import type { GatewayDecision, GatewayGate, GatewayRefusals, GatewayRoute, RefusalSummary } from "../events/index.js";
 import { CorsPolicy } from "./cors.js";
-import type { CorsVerdict } from "./cors.js";
+import { recordedDecision } from "./decisions.js";
 import type { DecisionRecorder } from "./decisions.js";
-import { goUnescape, parseRequestTarget } from "./go-url.js";
+import { MAX_TARGET, runGates } from "./gates.js";
+import type { Arrival, GateDeps, GateOutcome, Passage, Refusal } from "./gates.js";
 import { sendJson, statusBody } from "./http.js";
 import type { InstallationRoutes } from "./installation-routes.js";
+import { RateBuckets, WatchSlots, gatewayLimits, gatewayLimitsProblems } from "./limits.js";
+import type { GatewayLimits, GatewayLimitsInput } from "./limits.js";
 import type { ViewMetrics } from "./metrics.js";
 import type { Installation, Installations, ViewAccess } from "./ports.js";
-import { requestInfoFromTarget } from "./request-info.js";
 import type { RequestAttributes } from "./request-info.js";
-import { bearerToken } from "./tokens.js";
 import type { PluginTokenClaims, PluginTokenValidator } from "./tokens.js";
-import { WEBSOCKET_TOKEN_PROTOCOL, isImpersonation } from "./upstream.js";
-import type { ForwardContext, Review, Upstream } from "./upstream.js";
+import type { ForwardContext, Upstream } from "./upstream.js";
 
-/** The longest request target the gateway reads. */
-export const MAX_TARGET = 4096;
-/** Subresources whose WebSocket GET kube-apiserver also authorises as `create`. */
-const STREAMING_SUBRESOURCES = new Set(["exec", "attach", "portforward"]);
+export { MAX_TARGET };
+
+/** How long an ended watch's upstream is given to finish its answer before the connection is cut. */
+const END_GRACE_MS = 1000;
+/** The longest a summary waits past its window's end for the sweep. */
+const SWEEP_MS = 5000;
 
 /** What the gateway needs. */
 export interface GatewayOptions {
@@ -50,6 +54,10 @@ export interface GatewayOptions {
   readonly recorder: DecisionRecorder;
   /** The plugin proxy's origin: the only one CORS admits. */
   readonly pluginProxyOrigin: string;
+  /** The rate, watch and refusal limits (defaults: `GATEWAY_LIMITS`). */
+  readonly limits?: GatewayLimitsInput;
+  /** ms since the epoch (the limits' and the watches' clock). */
+  readonly clock?: () => number;
   readonly logger?: Logger;
   readonly metrics?: ViewMetrics;
 }
@@ -60,23 +68,23 @@ export interface Gateway {
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void;
   /** Listens on `server`'s `request` and `upgrade` events. */
   attach(server: Server): void;
-}
-
-type Route =
-  | { kind: "kube"; cluster: string; target: string }
-  | { kind: "installation"; id: string; route: "runtime" | "controller"; rest: string };
-
-/** A refusal: the status, the gate, a stable reason, a sentence. */
-interface Refusal {
-  readonly status: number;
-  readonly gate: GatewayGate;
-  readonly reason: string;
-  readonly message: string;
+  /** The limits in force. */
+  readonly limits: GatewayLimits;
+  /** Watches and upgraded connections open now. */
+  readonly openWatches: number;
+  /** Records the summaries still counting (the window need not have ended) and stops the sweep. */
+  close(): void;
 }
 
 /** Where an answer goes: a response, or the raw socket of an upgrade. */
 interface Answer {
-  refuse(r: Refusal, headers: Record<string, string>): void;
+  refuse(r: Refusal, headers: Readonly<Record<string, string>>): void;
+  /** Calls `f` once the request is over, however it ends. */
+  onClose(f: () => void): void;
+  /** Cuts the connection (a watch whose upstream did not end it). */
+  cut(): void;
+  /** The status answered, when known. */
+  status(): number | null;
 }
 
 /** How a request that passed goes on: to the upstream, or to an installation route. */
@@ -85,206 +93,191 @@ interface Onward {
   installation(installation: Installation, route: "runtime" | "controller", rest: string, headers: Record<string, string>): Promise<void>;
 }
 
-function routeOf(rawTarget: string): Route | null {
-  const q = rawTarget.indexOf("?");
-  const rawPath = q < 0 ? rawTarget : rawTarget.slice(0, q);
-  const segs = rawPath.split("/");
-  // "", "clusters", "{id}", …
-  if (segs[1] === "clusters" && segs.length >= 4 && segs[2] !== "") {
-    const cluster = goUnescape(segs[2] as string, false);
-    if (!cluster.ok) return null;
-    return { kind: "kube", cluster: cluster.value, target: rawTarget.slice(`/clusters/${segs[2] as string}`.length) };
-  }
-  if (segs[1] === "installations" && segs.length >= 4 && segs[2] !== "" && (segs[3] === "runtime" || segs[3] === "controller")) {
-    const id = goUnescape(segs[2] as string, false);
-    if (!id.ok) return null;
-    const prefix = `/installations/${segs[2] as string}/${segs[3]}`;
-    return { kind: "installation", id: id.value, route: segs[3], rest: rawTarget.slice(prefix.length) };
-  }
-  return null;
+/** One request's exchange: how it arrived, where its answer goes, the headers every answer carries, when it began. */
+interface Exchange {
+  readonly a: Arrival;
+  readonly answer: Answer;
+  readonly headers: Record<string, string>;
+  readonly started: number;
 }
 
-/** The attributes as an event records them. */
-function recorded(a: RequestAttributes): GatewayAttributes {
-  if (a.kind === "nonResource") return { kind: "nonResource", verb: a.verb, path: a.path.slice(0, MAX_TARGET) };
-  return {
-    kind: "resource", verb: a.verb, apiGroup: a.apiGroup, apiVersion: a.apiVersion, namespace: a.namespace, resource: a.resource,
-    subresource: a.subresource, name: a.name, fieldSelector: a.fieldSelector.slice(0, MAX_TARGET), labelSelector: a.labelSelector.slice(0, MAX_TARGET),
-  };
-}
-
-/** The PluginToken of a request: `Authorization: Bearer`, or for an upgrade the WebSocket subprotocol. */
-function presentedToken(req: IncomingMessage, upgrade: boolean): string | undefined {
-  const bearer = bearerToken(req.headers.authorization);
-  if (bearer !== undefined || !upgrade) return bearer;
-  const protocols = String(req.headers["sec-websocket-protocol"] ?? "").split(",").map((s) => s.trim());
-  const p = protocols.find((s) => s.startsWith(WEBSOCKET_TOKEN_PROTOCOL));
-  return p === undefined ? undefined : Buffer.from(p.slice(WEBSOCKET_TOKEN_PROTOCOL.length), "base64url").toString("utf8");
+/** What a summary counts a refusal by, and what it says of it. */
+interface Counted {
+  readonly requestId: string;
+  readonly user: string;
+  readonly installation: string;
+  readonly installationName: string;
+  readonly route: GatewayRoute;
+  readonly gate: GatewayGate;
+  readonly status: number;
+  readonly reason: string;
 }
 
 function errText(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
-/** One request with a valid PluginToken, through the gates; every outcome is one decision. */
-class Passage {
-  installation: Installation | null = null;
-  attributes: RequestAttributes | null = null;
-  path: string;
-  /** The gate being passed, so that a failure is recorded where it happened. */
-  stage: GatewayGate = "origin";
-  allowed = false;
-  readonly routeName: GatewayRoute;
-
-  constructor(
-    readonly o: GatewayOptions,
-    readonly req: IncomingMessage,
-    readonly claims: PluginTokenClaims,
-    readonly route: Route,
-    readonly reply: { readonly answer: Answer; readonly headers: Record<string, string> },
-  ) {
-    this.routeName = route.kind === "kube" ? "kube" : route.route;
-    const rawPath = (route.kind === "kube" ? route.target : route.rest).split("?")[0] ?? "";
-    const decoded = goUnescape(rawPath, false);
-    this.path = decoded.ok ? decoded.value : rawPath;
-  }
-
-  #decision(decision: "allow" | "deny", gate: GatewayGate, status: number | null, reason?: string): GatewayDecision {
-    const c = this.claims;
-    const d: GatewayDecision = {
-      route: this.routeName, user: c.sub, installation: c.installation_id, installationName: c.installation_name, plugin: c.plugin_name,
-      version: c.plugin_version, definitionHash: c.definition_hash, pinnedHash: this.installation?.definitionHash || null, cluster: c.cluster_id,
-      method: this.req.method ?? "GET", path: this.path.slice(0, MAX_TARGET), attributes: this.attributes === null ? null : recorded(this.attributes),
-      decision, gate, status,
-    };
-    return reason === undefined ? d : { ...d, reason };
-  }
-
-  /** Records a refusal (a refusal that cannot be recorded is still refused) and answers it. */
-  deny(r: Refusal): void {
-    try {
-      this.o.recorder.record(this.#decision("deny", r.gate, r.status, r.reason));
-    } catch (err) {
-      this.o.logger?.error({ err: errText(err) }, "gateway: a refusal could not be recorded");
-    }
-    this.o.metrics?.decisions.inc({ route: this.routeName, decision: "deny", gate: r.gate });
-    this.o.logger?.info({ user: this.claims.sub, installation: this.claims.installation_id, gate: r.gate, reason: r.reason, status: r.status }, "gateway: refused");
-    this.reply.answer.refuse(r, this.reply.headers);
-  }
-
-  /** Records the allow before anything goes on; throws (so nothing is forwarded) when it cannot. */
-  allow(): void {
-    this.stage = "upstream";
-    this.o.recorder.record(this.#decision("allow", "upstream", null));
-    this.allowed = true;
-    this.o.metrics?.decisions.inc({ route: this.routeName, decision: "allow", gate: "upstream" });
-  }
-
-  /** The origin, the binding, can_view and the installation: what every route checks. */
-  async common(foreignOrigin: boolean): Promise<Refusal | null> {
-    const { o, claims, route } = this;
-    if (foreignOrigin) return { status: 403, gate: "origin", reason: "foreign_origin", message: "requests from this origin are not allowed" };
-    this.stage = route.kind === "kube" ? "cluster" : "installation";
-    if (route.kind === "kube") {
-      if (route.cluster !== claims.cluster_id) return { status: 403, gate: "cluster", reason: "cluster_mismatch", message: "the token is bound to another cluster" };
-      if (route.cluster !== o.clusterId) return { status: 404, gate: "cluster", reason: "unknown_cluster", message: "this gateway fronts no such cluster" };
-    } else if (route.id !== claims.installation_id) {
-      return { status: 403, gate: "installation", reason: "installation_mismatch", message: "the token is bound to another installation" };
-    }
-    this.stage = "can_view";
-    if (!(await o.access.canView(claims.sub, { id: claims.installation_id, name: claims.installation_name }))) {
-      return { status: 403, gate: "can_view", reason: "can_view", message: "you may no longer view this plugin" };
-    }
-    this.stage = "installation";
-    this.installation = await o.installations.get(claims.installation_id);
-    return installationRefusal(this.installation);
-  }
-
-  /** The request's attributes and the two reviews: the Kubernetes data path's own gates. */
-  async kube(target: string, upgrade: boolean): Promise<Refusal | null> {
-    this.stage = "request";
-    const t = parseRequestTarget(target);
-    if (!t.ok) return { status: 400, gate: "request", reason: t.problem, message: "the request target cannot be read" };
-    this.path = t.value.path;
-    const parsed = requestInfoFromTarget(this.req.method ?? "GET", t.value);
-    if (!parsed.ok) return { status: 400, gate: "request", reason: parsed.problem, message: "the request names no resource" };
-    const a = parsed.value;
-    this.attributes = a;
-    if (Object.keys(this.req.headers).some(isImpersonation)) return { status: 400, gate: "request", reason: "impersonation", message: "impersonation is not allowed through the gateway" };
-    // A WebSocket GET of exec, attach or port-forward is reviewed as create too.
-    const reviews = upgrade && a.kind === "resource" && a.verb === "get" && STREAMING_SUBRESOURCES.has(a.subresource) ? [a, { ...a, verb: "create" }] : [a];
-    this.stage = "user";
-    const user = await this.#review("user", reviews, (x) => this.o.upstream.reviewUser(this.claims.sub, x), "you may not make this request");
-    if (user !== null) return user;
-    this.stage = "plugin";
-    return this.#review("plugin", reviews, (x) => this.o.upstream.reviewPlugin(this.installation as Installation, x), "the plugin may not make this request");
-  }
-
-  async #review(gate: "user" | "plugin", reviews: readonly RequestAttributes[], ask: (a: RequestAttributes) => Promise<Review>, message: string): Promise<Refusal | null> {
-    for (const a of reviews) {
-      let r: Review;
-      try {
-        r = await ask(a);
-      } catch (err) {
-        this.o.logger?.error({ err: errText(err), gate }, "gateway: an access review failed");
-        return { status: 503, gate, reason: "review_failed", message: "the access review could not be made; try again" };
-      }
-      if (!r.allowed) return { status: 403, gate, reason: r.reason, message };
-    }
-    return null;
-  }
-
-  /** A failure of the gateway itself: refused at its gate if nothing was allowed yet, else only answered. */
-  failed(err: unknown): void {
-    this.o.logger?.error({ err: errText(err), gate: this.stage }, "gateway: request failed");
-    const r: Refusal = { status: 503, gate: this.stage, reason: "unavailable", message: "the gateway could not complete the request" };
-    if (this.allowed) this.reply.answer.refuse(r, this.reply.headers);
-    else this.deny(r);
-  }
+/** `onClose` over a stream: listeners added after it closed run at once (a client may leave while the gates run). */
+function closeLatch(stream: NodeJS.EventEmitter): (f: () => void) => void {
+  let closed = false;
+  const waiting: (() => void)[] = [];
+  stream.once("close", () => {
+    closed = true;
+    for (const f of waiting.splice(0)) f();
+  });
+  return (f) => {
+    if (closed) f();
+    else waiting.push(f);
+  };
 }
 
-function installationRefusal(installation: Installation | null): Refusal | null {
-  if (installation === null) return { status: 404, gate: "installation", reason: "no_installation", message: "the installation no longer exists" };
-  if (installation.state === "deleting") return { status: 409, gate: "installation", reason: "deleting", message: "the installation is being deleted" };
-  if (installation.state !== "ready") return { status: 403, gate: "installation", reason: "view_not_running", message: "no view of this installation runs" };
-  return null;
+function summaryOf(s: RefusalSummary<Counted>): GatewayRefusals {
+  const i = s.first.item;
+  return {
+    user: i.user, installation: i.installation, installationName: i.installationName, route: i.route, gate: i.gate, status: i.status, reason: i.reason,
+    count: s.count, first: new Date(s.first.at).toISOString(), last: new Date(s.last.at).toISOString(), firstRequestId: i.requestId, lastRequestId: s.last.item.requestId,
+  };
 }
 
 /** Builds the gateway. */
 export function createGateway(o: GatewayOptions): Gateway {
+  const limits = gatewayLimits(o.limits);
+  const problems = gatewayLimitsProblems(limits);
+  if (problems.length > 0) throw new RangeError(`gateway limits: ${problems.join("; ")}`);
+  const clock = o.clock ?? Date.now;
   const cors = new CorsPolicy(o.pluginProxyOrigin);
-
-  const refuseEarly = (answer: Answer, status: number, reason: string, message: string, headers: Record<string, string>): void => {
-    o.metrics?.refusedRequests.inc({ reason });
-    answer.refuse({ status, gate: "request", reason, message }, headers);
+  const watches = new WatchSlots(limits.watches);
+  const budget = new RefusalBudget<Counted>(limits.refusals, clock);
+  const m = o.metrics;
+  const deps: GateDeps = {
+    clusterId: o.clusterId, tokens: o.tokens, installations: o.installations, access: o.access, upstream: o.upstream,
+    rates: { user: new RateBuckets(limits.rate.perUser, clock), installation: new RateBuckets(limits.rate.perInstallation, clock) },
+    watches,
+    onRateLimited: (scope) => m?.rateLimited.inc({ scope }),
+    onWatchRefused: (scope) => m?.watchesRefused.inc({ scope }),
+    ...(o.logger === undefined ? {} : { logger: o.logger }),
   };
 
-  async function run(req: IncomingMessage, answer: Answer, upgrade: boolean, onward: Onward): Promise<void> {
-    const target = req.url ?? "/";
-    const verdict: CorsVerdict = cors.verdict(req);
-    const headers = cors.responseHeaders(verdict);
-    if (target.length > MAX_TARGET) return refuseEarly(answer, 414, "target_too_long", `the request target is longer than ${MAX_TARGET} characters`, headers);
-    const route = routeOf(target);
-    if (route === null) return refuseEarly(answer, 404, "no_route", "the gateway serves /clusters/{cluster}/… and /installations/{id}/runtime|controller/…", headers);
-
-    // Gate 1: the token and its audience. Refusals are log lines and counters, not events.
-    const verified = await o.tokens.verify(presentedToken(req, upgrade));
-    if (!verified.ok) {
-      o.metrics?.refusedTokens.inc({ problem: verified.problem });
-      o.logger?.info({ problem: verified.problem, route: route.kind }, "gateway: PluginToken refused");
-      answer.refuse({ status: 401, gate: "request", reason: verified.problem, message: "a valid PluginToken is required" }, { ...headers, "www-authenticate": 'Bearer realm="openfief-plugin"' });
-      return;
+  function summarise(due: readonly RefusalSummary<Counted>[]): void {
+    for (const s of due) {
+      try {
+        o.recorder.recordRefusals(summaryOf(s));
+      } catch (err) {
+        o.logger?.error({ err: errText(err), count: s.count }, "gateway: a summary of refusals could not be recorded");
+      }
     }
-    const p = new Passage(o, req, verified.claims, route, { answer, headers });
+  }
+  const sweep = setInterval(() => summarise(budget.due()), Math.min(SWEEP_MS, limits.refusals.windowMs));
+  sweep.unref();
+
+  /** The one access line of a request, tied to its decision by its id. */
+  function accessLine(a: Arrival, p: Passage | null, fields: { status: number | null; decision: "allow" | "deny"; gate: string; reason?: string; started: number; summarised?: boolean }): void {
+    o.logger?.info({
+      requestId: a.id, route: p?.routeName ?? a.route?.kind ?? null, method: a.req.method ?? "GET", status: fields.status, decision: fields.decision, gate: fields.gate,
+      ...(fields.reason === undefined ? {} : { reason: fields.reason }), ...(fields.summarised === true ? { summarised: true } : {}),
+      ...(p === null ? {} : { user: p.claims.sub, installation: p.claims.installation_id }), ms: clock() - fields.started,
+    }, "gateway: request");
+  }
+
+  function decision(p: Passage, decided: "allow" | "deny", gate: GatewayGate, status: number | null, reason?: string): GatewayDecision {
+    const c = p.claims;
+    return recordedDecision({
+      requestId: p.id, route: p.routeName, user: c.sub, installation: c.installation_id, installationName: c.installation_name, plugin: c.plugin_name,
+      version: c.plugin_version, definitionHash: c.definition_hash, pinnedHash: p.installation?.definitionHash || null, cluster: c.cluster_id,
+      method: p.req.method ?? "GET", path: p.path, attributes: p.attributes, served: decided === "allow" ? p.served : null,
+      decision: decided, gate, status, ...(reason === undefined ? {} : { reason }),
+    });
+  }
+
+  /** Records a refusal within the budget (a refusal that cannot be recorded is still refused) and answers it. */
+  function deny(x: Exchange, p: Passage, gate: GatewayGate, r: Refusal): void {
+    const { a, answer, headers, started } = x;
+    const c = p.claims;
+    const admitted = budget.admit(`${p.routeName}\u0000${gate}\u0000${r.reason}\u0000${r.status}\u0000${c.installation_id}\u0000${c.sub}`, {
+      requestId: p.id, user: c.sub, installation: c.installation_id, installationName: c.installation_name, route: p.routeName, gate, status: r.status, reason: r.reason,
+    });
+    summarise(admitted.due);
+    if (admitted.record) {
+      try {
+        o.recorder.record(decision(p, "deny", gate, r.status, r.reason));
+      } catch (err) {
+        o.logger?.error({ err: errText(err), requestId: p.id }, "gateway: a refusal could not be recorded");
+      }
+    } else m?.refusalsSummarised.inc();
+    m?.decisions.inc({ route: p.routeName, decision: "deny", gate });
+    accessLine(a, p, { status: r.status, decision: "deny", gate, reason: r.reason, started, summarised: !admitted.record });
+    answer.refuse(r, { ...headers, ...r.headers });
+  }
+
+  /** Holds a watch's slot while it lasts and ends it when its token expires. */
+  function hold(p: Passage, answer: Answer): { endsAt: number | null; signal: AbortSignal } {
+    const ac = new AbortController();
+    const slot = p.slot;
+    if (slot === null) return { endsAt: null, signal: ac.signal };
+    m?.openWatches.inc({ kind: slot.kind });
+    // The seed lets streams outlive their token; a watch is the exception (docs/adr/0092): the SDK
+    // re-watches with a fresh token from the last resourceVersion, so nothing is lost.
+    const endsAt = slot.kind === "watch" ? p.expiresAt.getTime() : null;
+    let grace: NodeJS.Timeout | undefined;
+    const timer = endsAt === null ? undefined : setTimeout(() => {
+      m?.watchesEnded.inc({ why: "token_expired" });
+      ac.abort();
+      grace = setTimeout(() => answer.cut(), END_GRACE_MS).unref();
+    }, Math.max(0, endsAt - clock())).unref();
+    answer.onClose(() => {
+      slot.release();
+      m?.openWatches.dec({ kind: slot.kind });
+      clearTimeout(timer);
+      clearTimeout(grace);
+    });
+    return { endsAt, signal: ac.signal };
+  }
+
+  /** Refuses a request the gates refused or could not finish: recorded when it has an identity. */
+  function refused(x: Exchange, out: Exclude<GateOutcome, { kind: "passed" }>): void {
+    const { a, answer, headers, started } = x;
+    const g = out.gate;
+    let r: Refusal;
+    if (out.kind === "refused") r = out.refusal;
+    else {
+      o.logger?.error({ err: errText(out.error), requestId: a.id, gate: g.name }, "gateway: request failed");
+      r = { status: 503, reason: "unavailable", message: "the gateway could not complete the request" };
+    }
+    if (g.identified && out.passage !== null) return deny(x, out.passage, g.records, r);
+    if (g.name === "token" && out.kind === "refused") m?.refusedTokens.inc({ problem: r.reason });
+    else m?.refusedRequests.inc({ reason: r.reason });
+    accessLine(a, null, { status: r.status, decision: "deny", gate: g.name, reason: r.reason, started });
+    answer.refuse(r, { ...headers, ...r.headers });
+  }
+
+  async function run(req: IncomingMessage, answer: Answer, upgrade: boolean, onward: Onward): Promise<void> {
+    const started = clock();
+    const verdict = cors.verdict(req);
+    const a: Arrival = { id: randomUUID(), req, upgrade, target: req.url ?? "/", foreign: verdict.kind === "foreign", route: null, identity: null };
+    const headers: Record<string, string> = { ...cors.responseHeaders(verdict), "audit-id": a.id };
+    const x: Exchange = { a, answer, headers, started };
+    const out = await runGates(a, deps);
+    if (out.kind !== "passed") return refused(x, out);
+    const p = out.passage;
+    const held = hold(p, answer);
     try {
-      const refused = (await p.common(verdict.kind === "foreign")) ?? (route.kind === "kube" ? await p.kube(route.target, upgrade) : null);
-      if (refused !== null) return p.deny(refused);
-      p.allow();
-      const installation = p.installation as Installation;
-      if (route.kind === "installation") await onward.installation(installation, route.route, route.rest, headers);
-      else await onward.kube({ installation, attributes: p.attributes as RequestAttributes, target: route.target, responseHeaders: headers });
+      o.recorder.record(decision(p, "allow", "upstream", null));
     } catch (err) {
-      p.failed(err);
+      o.logger?.error({ err: errText(err), requestId: a.id }, "gateway: an allowed request could not be recorded");
+      // Not recorded, not forwarded: refused at the last gate it passed.
+      return deny(x, p, "upstream", { status: 503, reason: "unrecorded", message: "the gateway could not record the request; try again" });
+    }
+    m?.decisions.inc({ route: p.routeName, decision: "allow", gate: "upstream" });
+    answer.onClose(() => accessLine(a, p, { status: answer.status(), decision: "allow", gate: "upstream", started }));
+    try {
+      const installation = p.installation as Installation;
+      const route = p.route;
+      if (route.kind === "installation") await onward.installation(installation, route.route, route.rest, headers);
+      else await onward.kube({ installation, attributes: p.attributes as RequestAttributes, target: route.target, responseHeaders: headers, served: p.served, ...held });
+    } catch (err) {
+      // Allowed and recorded already: only answered.
+      o.logger?.error({ err: errText(err), requestId: a.id, gate: "upstream" }, "gateway: request failed");
+      answer.refuse({ status: 503, reason: "unavailable", message: "the gateway could not complete the request" }, headers);
     }
   }
 
@@ -293,14 +286,18 @@ export function createGateway(o: GatewayOptions): Gateway {
       cors.answerPreflight(req, res);
       return;
     }
+    const onClose = closeLatch(res);
     const answer: Answer = {
       refuse(r, headers) {
         if (res.headersSent) {
           res.destroy();
           return;
         }
-        sendJson(res, r.status, statusBody(r.status, r.message), headers);
+        sendJson(res, r.status, statusBody(r.status, r.message), { ...headers });
       },
+      onClose,
+      cut: () => res.destroy(),
+      status: () => (res.headersSent ? res.statusCode : null),
     };
     void run(req, answer, false, {
       kube: (ctx) => o.upstream.forward(ctx, req, res),
@@ -313,6 +310,7 @@ export function createGateway(o: GatewayOptions): Gateway {
 
   function handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
     socket.on("error", () => socket.destroy());
+    const onClose = closeLatch(socket);
     const answer: Answer = {
       refuse(r, headers) {
         const body = JSON.stringify(statusBody(r.status, r.message));
@@ -320,8 +318,11 @@ export function createGateway(o: GatewayOptions): Gateway {
         socket.once("finish", () => socket.destroy());
         socket.end(`HTTP/1.1 ${r.status} ${statusBody(r.status, "").reason as string}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n${extra}\r\n${body}`);
       },
+      onClose,
+      cut: () => socket.destroy(),
+      status: () => null,
     };
-    const none = (headers: Readonly<Record<string, string>>): void => answer.refuse({ status: 404, gate: "upstream", reason: "no_upgrades", message: "no upgraded connections here" }, { ...headers });
+    const none = (headers: Readonly<Record<string, string>>): void => answer.refuse({ status: 404, reason: "no_upgrades", message: "no upgraded connections here" }, { ...headers });
     void run(req, answer, true, {
       kube: async (ctx) => (o.upstream.upgrade === undefined ? none(ctx.responseHeaders) : o.upstream.upgrade(ctx, req, socket, head)),
       installation: async (_i, _route, _rest, headers) => none(headers),
@@ -334,6 +335,14 @@ export function createGateway(o: GatewayOptions): Gateway {
     attach(server) {
       server.on("request", handle);
       server.on("upgrade", handleUpgrade);
+    },
+    limits,
+    get openWatches() {
+      return watches.open;
+    },
+    close() {
+      clearInterval(sweep);
+      summarise(budget.drain());
     },
   };
 }

@@ -47,7 +47,7 @@ export function sendJson(res: ServerResponse, status: number, body: unknown, hea
 /** Kubernetes' reason for a status code. */
 const REASONS: Record<number, string> = {
   400: "BadRequest", 401: "Unauthorized", 403: "Forbidden", 404: "NotFound", 405: "MethodNotAllowed", 409: "Conflict",
-  410: "Gone", 413: "RequestEntityTooLarge", 414: "RequestURITooLong", 502: "BadGateway", 503: "ServiceUnavailable", 504: "GatewayTimeout",
+  410: "Gone", 413: "RequestEntityTooLarge", 414: "RequestURITooLong", 429: "TooManyRequests", 502: "BadGateway", 503: "ServiceUnavailable", 504: "GatewayTimeout",
 };
 
 /** A Kubernetes `Status` failure body, so client libraries read the gateway's refusals like the API server's. */

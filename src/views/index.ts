@@ -41,27 +41,35 @@ export type { UserBindings } from "./user-roles.js";
 export { mintPluginToken, mintRoutes, mintJsonHandler, MINT_ERRORS } from "./mint.js";
 export type { MintDeps, MintRequest, MintError, MintErrorCode, Minted, MintJsonOptions } from "./mint.js";
 
-/** The gateway, its CORS policy, its upstreams and the installation routes. */
+/** The gateway, its ordered gates, its limits, its CORS policy, its upstreams and the installation routes. */
 export { createGateway, MAX_TARGET } from "./gateway.js";
 export type { Gateway, GatewayOptions } from "./gateway.js";
+export { GATES, routeOf, isCleanRoutePath } from "./gates.js";
+export type { Gate, Refusal as GatewayRefusal, Route as GatewayRouteOf } from "./gates.js";
+export { GATEWAY_LIMITS, gatewayLimits, gatewayLimitsProblems, RateBuckets, WatchSlots } from "./limits.js";
+export type { GatewayLimits, GatewayLimitsInput, RateLimit, WatchScope } from "./limits.js";
+/** What a list or watch is served: a name in a watch's path as a `metadata.name` field selector. */
+export { selectionOf, escapeFieldValue } from "./served.js";
+export type { Selection, SelectionProblem } from "./served.js";
 export { CorsPolicy, CORS_METHODS, CORS_HEADERS, CORS_MAX_AGE } from "./cors.js";
 export type { CorsVerdict } from "./cors.js";
 export type { Upstream, Review, ForwardContext } from "./upstream.js";
 export { WEBSOCKET_TOKEN_PROTOCOL } from "./upstream.js";
-export { KubeUpstream, SA_TOKEN_SECONDS, accessReviewSpec, defaultUserSubject, serviceAccountSubject } from "./kube-upstream.js";
+export { KubeUpstream, SA_TOKEN_SECONDS, accessReviewSpec, defaultUserSubject, serviceAccountSubject, watchTarget } from "./kube-upstream.js";
 export type { KubeUpstreamOptions, KubeSubject } from "./kube-upstream.js";
 export { EmbeddedUpstream, DISCOVERY_RULES } from "./embedded-upstream.js";
 export { EmbeddedApi, EVENTS_PAGE } from "./embedded-api.js";
+export type { EmbeddedRequest } from "./embedded-api.js";
 export type { UpstreamEndpoint } from "./proxy.js";
 export { createInstallationRoutes, installationStatus } from "./installation-routes.js";
 export type { InstallationRoutes, InstallationRoutesOptions, RuntimeEndpoint } from "./installation-routes.js";
 
 /** Gateway decisions: the recorder, and the query `why` and the console show. */
-export { StoreDecisionRecorder } from "./decisions.js";
-export type { DecisionRecorder } from "./decisions.js";
+export { StoreDecisionRecorder, recordedDecision } from "./decisions.js";
+export type { DecisionRecorder, DecisionInput } from "./decisions.js";
 /** A view's recent decisions and their counts (queries of the log, in the projections). */
-export { recentDecisions, summarizeDecisions } from "../projections/index.js";
-export type { DecisionSummary } from "../projections/index.js";
+export { recentDecisions, recentGatewayRecords, summarizeDecisions } from "../projections/index.js";
+export type { DecisionSummary, GatewayRecord } from "../projections/index.js";
 /** The room's counters (prom-client, registry passed in). */
 export { ViewMetrics } from "./metrics.js";
 

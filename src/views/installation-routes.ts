@@ -3,12 +3,15 @@
  * plugin's pod, `/installations/{id}/controller/*` to the control plane's status of the plugin (in
  * OpenFief the control plane is the plugin controller). The gateway has already checked the
  * PluginToken, that its installation is the URL's, can_view and the installation's state; there
- * is no Kubernetes scope to apply here.
+ * is no Kubernetes scope to apply here. A path with a dot segment (`/..`, `%2e%2e`), a hidden
+ * separator, or no path at all never reaches the pod: the gateway answers it 404 before any gate,
+ * and this module refuses it again (the pod gets the core's token).
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { rulesToJSON } from "../plugins/index.js";
 import { sendJson, statusBody } from "./http.js";
 import type { Installation } from "./ports.js";
+import { isCleanRoutePath } from "./gates.js";
 import { forwardHttp } from "./proxy.js";
 import type { UpstreamEndpoint } from "./proxy.js";
 
@@ -55,6 +58,7 @@ export function installationStatus(i: Installation): Record<string, unknown> {
 export function createInstallationRoutes(options: InstallationRoutesOptions = {}): InstallationRoutes {
   return {
     async serve({ route, installation, rest, req, res, headers }) {
+      if (!isCleanRoutePath(rest)) return sendJson(res, 404, statusBody(404, "no such route"), { ...headers });
       if (route === "controller") {
         const path = rest.split("?")[0] ?? "";
         if (path !== "/status" && path !== "/status/") return sendJson(res, 404, statusBody(404, "the controller route serves /status"), { ...headers });
@@ -66,7 +70,7 @@ export function createInstallationRoutes(options: InstallationRoutesOptions = {}
       if (endpoint === null) return sendJson(res, 503, statusBody(503, "the plugin's runtime is not reachable"), { ...headers });
       const extra: Record<string, string> = {};
       if (endpoint.token !== undefined) extra["authorization"] = `Bearer ${await endpoint.token()}`;
-      await forwardHttp({ endpoint, target: rest === "" ? "/" : rest, req, res, extraHeaders: extra, responseHeaders: headers });
+      await forwardHttp({ endpoint, target: rest, req, res, extraHeaders: extra, responseHeaders: headers });
     },
   };
 }

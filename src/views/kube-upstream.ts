@@ -4,12 +4,16 @@
  * ServiceAccount (so the cluster's own RBAC engine decides it, and the gateway can record it); the
  * request then goes to the API server with that ServiceAccount's own short-lived token, from a
  * TokenRequest (900 s, cached until a fifth of its life is left), never the user's. The cluster
- * evaluates the ServiceAccount's RBAC once more on the real request.
+ * evaluates the ServiceAccount's RBAC once more on the real request. A watch goes in the
+ * collection form with its selection in the query (`watchTarget`), so the API server serves the
+ * name a `/watch/` path named as the field selector it was authorised as, and ends the watch by
+ * the token's expiry (docs/adr/0092, 0093).
  */
 import { request as httpRequest } from "node:http";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { request as httpsRequest } from "node:https";
 import type { Duplex } from "node:stream";
+import { goUnescape } from "./go-url.js";
 import type { Installation } from "./ports.js";
 import { forwardHttp, requestOptions } from "./proxy.js";
 import type { UpstreamEndpoint } from "./proxy.js";
@@ -61,6 +65,43 @@ export function accessReviewSpec(subject: KubeSubject, a: RequestAttributes): Re
   if (a.labelSelector !== "") attrs["labelSelector"] = { rawSelector: a.labelSelector };
   spec["resourceAttributes"] = attrs;
   return spec;
+}
+
+/**
+ * The target a watch is sent upstream as: its collection's path (no `/watch/` prefix, no name),
+ * its query without `watch`, `fieldSelector` and `timeoutSeconds`, then `watch=true`, the selection's
+ * field selector, and `timeoutSeconds` no later than `endsAt`. Anything else is sent as it came.
+ */
+export function watchTarget(ctx: Pick<ForwardContext, "attributes" | "target" | "served" | "endsAt">, now: number): string {
+  const a = ctx.attributes;
+  // Sent as they came: a subresource (no collection form; the API server refuses it itself), and
+  // a namespace watched by name (`/watch/namespaces/x` is authorised in namespace x, its collection
+  // form cluster-wide: rewriting would change what the cluster checks; its handler pins the name).
+  if (a.kind !== "resource" || a.verb !== "watch" || ctx.served === null || a.subresource !== "" || a.parts.length > 2) return ctx.target;
+  if (a.resource === "namespaces" && a.namespace !== "") return ctx.target;
+  const enc = encodeURIComponent;
+  const path = [a.apiPrefix, ...(a.apiGroup === "" ? [] : [a.apiGroup]), a.apiVersion, ...(a.namespace === "" ? [] : ["namespaces", a.namespace]), a.resource].map(enc).join("/");
+  const q = ctx.target.indexOf("?");
+  const kept = (q < 0 ? [] : ctx.target.slice(q + 1).split("&")).filter((pair) => {
+    if (pair === "") return false;
+    const key = goUnescape(pair.split("=")[0] ?? "", true);
+    return !key.ok || !["watch", "fieldSelector", "timeoutSeconds"].includes(key.value);
+  });
+  kept.push("watch=true");
+  if (ctx.served.fieldSelector !== "") kept.push(`fieldSelector=${enc(ctx.served.fieldSelector)}`);
+  const asked = goTimeout(ctx.target);
+  if (ctx.endsAt !== null) {
+    const left = Math.max(1, Math.floor((ctx.endsAt - now) / 1000));
+    kept.push(`timeoutSeconds=${asked === null ? left : Math.min(asked, left)}`);
+  } else if (asked !== null) kept.push(`timeoutSeconds=${asked}`);
+  return `/${path}?${kept.join("&")}`;
+}
+
+/** The first `timeoutSeconds` of a target, when it is a positive whole number. */
+function goTimeout(target: string): number | null {
+  const m = /[?&]timeoutSeconds=([0-9]{1,9})(?:&|$)/.exec(target);
+  const n = m === null ? 0 : Number(m[1]);
+  return n > 0 ? n : null;
 }
 
 /** The identity a ServiceAccount's token authenticates as. */
@@ -179,7 +220,9 @@ export class KubeUpstream implements Upstream {
 
   async forward(ctx: ForwardContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
     const token = await this.serviceAccountToken(ctx.installation);
-    await forwardHttp({ endpoint: this.#o.endpoint, target: ctx.target, req, res, extraHeaders: { authorization: `Bearer ${token}` }, responseHeaders: ctx.responseHeaders });
+    await forwardHttp({
+      endpoint: this.#o.endpoint, target: watchTarget(ctx, this.#clock()), req, res, extraHeaders: { authorization: `Bearer ${token}` }, responseHeaders: ctx.responseHeaders, signal: ctx.signal,
+    });
   }
 
   async upgrade(ctx: ForwardContext, req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {

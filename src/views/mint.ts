@@ -14,6 +14,7 @@ import type { ConnectRouter, HandlerContext } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import { TokenService } from "../gen/openfief/auth/v1/token_pb.js";
 import { readBody, sendJson } from "./http.js";
+import { parseInstallationId } from "./installations.js";
 import type { ViewMetrics } from "./metrics.js";
 import type { Installation, Installations, SessionVerifier, ViewAccess } from "./ports.js";
 import { PLUGIN_TOKEN_TTL_SECONDS, bearerToken, signPluginToken } from "./tokens.js";
@@ -86,7 +87,8 @@ async function mint(deps: MintDeps, req: MintRequest): Promise<{ ok: true; value
   const session = await deps.users.verify(req.userToken);
   if (!session.ok) return refuse("unauthenticated", session.problem, sessionMessage(session.problem));
   const id = req.installationId;
-  if (typeof id !== "string" || id === "" || id.length > MAX_ID) return refuse("invalid_argument", "installation_id", "installation_id must name an installation");
+  // The ID's form before any lookup (ADR 25): `<plugin name>.<seq>`, nothing else reaches the store.
+  if (typeof id !== "string" || id.length > MAX_ID || parseInstallationId(id) === null) return refuse("invalid_argument", "installation_id", "installation_id must name an installation (<plugin name>.<number>)");
   const user = session.claims.sub;
   let installation: Installation | null;
   let viewable: boolean;

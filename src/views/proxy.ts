@@ -53,10 +53,12 @@ export interface Forwarding {
   readonly extraHeaders: Readonly<Record<string, string>>;
   /** Set on the answer (CORS). */
   readonly responseHeaders: Readonly<Record<string, string>>;
+  /** Ends the exchange when aborted: the upstream request is dropped and the answer ended. */
+  readonly signal?: AbortSignal;
 }
 
 /** Forwards `req` to `endpoint` + `target` with `extraHeaders` set, piping the answer to `res`. */
-export function forwardHttp({ endpoint, target, req, res, extraHeaders, responseHeaders }: Forwarding): Promise<void> {
+export function forwardHttp({ endpoint, target, req, res, extraHeaders, responseHeaders, signal }: Forwarding): Promise<void> {
   return new Promise((resolve) => {
     const { https, options } = requestOptions(endpoint, req.method ?? "GET", target, { ...forwardableHeaders(req), ...extraHeaders });
     const upstream = (https ? httpsRequest : httpRequest)(options);
@@ -68,22 +70,49 @@ export function forwardHttp({ endpoint, target, req, res, extraHeaders, response
       else res.destroy();
       resolve();
     };
+    let finished = false;
+    let ended = false;
+    let answer: IncomingMessage | null = null;
     upstream.on("response", (up) => {
       clearTimeout(timer);
       answered = true;
+      if (ended) return void up.destroy();
+      answer = up;
       res.writeHead(up.statusCode ?? 502, { ...returnableHeaders(up.headers), ...responseHeaders });
       // A watch's events must reach the client as they come.
       res.flushHeaders();
       up.pipe(res);
       up.on("error", () => res.destroy());
-      up.on("end", () => resolve());
+      up.on("end", () => {
+        finished = true;
+        resolve();
+      });
       up.on("close", () => resolve());
     });
-    upstream.on("error", (err) => fail(err.message.includes("in time") ? 504 : 502, "the upstream could not be reached"));
+    upstream.on("error", (err) => {
+      if (!ended) fail(err.message.includes("in time") ? 504 : 502, "the upstream could not be reached");
+    });
     res.on("close", () => {
-      if (!res.writableFinished) upstream.destroy();
+      // The client left, or the answer was ended here: the upstream is dropped either way.
+      if (!finished) upstream.destroy();
       resolve();
     });
+    signal?.addEventListener("abort", () => {
+      if (ended || finished) return;
+      ended = true;
+      clearTimeout(timer);
+      const up: IncomingMessage | null = answer;
+      if (up !== null) {
+        // Detached first, so that dropping the upstream neither writes to nor cuts the answer.
+        up.unpipe(res);
+        up.removeAllListeners("error");
+        up.on("error", () => undefined);
+      }
+      upstream.destroy();
+      if (res.headersSent) res.end();
+      else res.destroy();
+      resolve();
+    }, { once: true });
     req.pipe(upstream);
   });
 }

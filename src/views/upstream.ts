@@ -9,6 +9,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Duplex } from "node:stream";
 import type { Installation } from "./ports.js";
 import type { RequestAttributes } from "./request-info.js";
+import type { Selection } from "./served.js";
 
 /** A review's answer. Throwing means "could not ask": the gateway refuses with 503 (fail closed). */
 export type Review = { readonly allowed: true } | { readonly allowed: false; readonly reason: string };
@@ -19,8 +20,17 @@ export interface ForwardContext {
   readonly attributes: RequestAttributes;
   /** The Kubernetes request target as the client sent it (`/api/v1/pods?watch=1`), raw. */
   readonly target: string;
-  /** Headers the answer must carry (CORS). */
+  /** Headers the answer must carry (CORS, `Audit-ID`). */
   readonly responseHeaders: Readonly<Record<string, string>>;
+  /**
+   * What a list or watch may be served (docs/adr/0093): its field and label selectors, a name in
+   * a watch's path among them; null for other verbs. An upstream serves nothing outside it.
+   */
+  readonly served: Selection | null;
+  /** When a watch must end (its PluginToken's expiry, epoch ms); null for anything else. */
+  readonly endsAt: number | null;
+  /** Aborted when the gateway ends the request (a watch whose token expired): end the answer. */
+  readonly signal: AbortSignal;
 }
 
 /** One upstream mode. */

@@ -130,10 +130,13 @@ describe("refusals before identity", () => {
     expect(store.read({ stream: "egress/alpha" })).toEqual([]);
   });
 
-  it("records at most a burst per source, counts what the limit dropped, and carries the count on the next recorded one", async () => {
+  it("records a budget per code and source one by one, then one summary with the count and the first and last time", async () => {
     let now = 1_000_000;
-    const p = await harness({ anonymousLimits: { perSourceBurst: 3, perSourceRefillMs: 60_000, globalBurst: 100, globalRefillMs: 1 }, clock: { now: () => now } });
-    for (let i = 0; i < 10; i++) await rawRequest(p.port, connectHead("api.example.com:443", null));
+    const p = await harness({ anonymousLimits: { perSource: 3, total: 100, windowMs: 60_000 }, clock: { now: () => now } });
+    for (let i = 0; i < 10; i++) {
+      now += 1000;
+      await rawRequest(p.port, connectHead("api.example.com:443", null));
+    }
     await until(() => store.read({ stream: "egress/-" }).length >= 3);
     await new Promise((r) => setTimeout(r, 50));
     expect(store.read({ stream: "egress/-" })).toHaveLength(3);
@@ -141,8 +144,21 @@ describe("refusals before identity", () => {
     expect(await value(metrics.decisions, { outcome: "refused", reason: "no_token" })).toBe(10);
     now += 60_000;
     await rawRequest(p.port, connectHead("api.example.com:443", null));
-    await until(() => store.read({ stream: "egress/-" }).length >= 4);
-    expect(store.read({ type: "egress.refused" }).map((e) => e.data.dropped)).toEqual([0, 0, 0, 7]);
+    await until(() => store.read({ stream: "egress/-" }).length >= 5);
+    expect(store.read({ type: "egress.refused" }).map((e) => e.data.dropped)).toEqual([0, 0, 0, 0]);
+    expect(store.read({ type: "egress.refusals" }).map((e) => e.data)).toEqual([
+      { code: "no_token", source: "127.0.0.1", count: 7, first: new Date(1_004_000).toISOString(), last: new Date(1_010_000).toISOString() },
+    ]);
+  });
+
+  it("records at close what the budget still counts", async () => {
+    const p = await harness({ anonymousLimits: { perSource: 1, total: 100, windowMs: 3_600_000 } });
+    for (let i = 0; i < 4; i++) await rawRequest(p.port, connectHead("api.example.com:443", null));
+    await p.close();
+    h = undefined;
+    await until(() => store.read({ type: "egress.refusals" }).length > 0);
+    expect(store.read({ type: "egress.refused" })).toHaveLength(1);
+    expect(store.read({ type: "egress.refusals" }).map((e) => e.data.count)).toEqual([3]);
   });
 });
 

@@ -42,7 +42,7 @@ beforeAll(async () => {
   claims = { sub: "alice", installation_id: inst.id, cluster_id: "embedded", plugin_name: inst.pluginName, plugin_version: inst.pluginVersion, definition_hash: inst.definitionHash, installation_name: PLUGIN };
   registry = new Registry();
   const real = new StoreDecisionRecorder(store);
-  recorder = { record: (d) => { if (failRecording) throw new Error("disk full"); real.record(d); } };
+  recorder = { record: (d) => { if (failRecording) throw new Error("disk full"); real.record(d); }, recordRefusals: (r) => real.recordRefusals(r) };
   const gateway = createGateway({
     clusterId: "embedded", tokens: t.plugins, installations, access: rbacViewAccess(ROLES), upstream: new EmbeddedUpstream(store, ROLES),
     installationRoutes: createInstallationRoutes(), recorder, pluginProxyOrigin: PLUGIN_PROXY, logger: log.logger, metrics: new ViewMetrics(registry),
@@ -108,8 +108,9 @@ describe("the gates, in FUN-17's order", () => {
   it("records a request outside the plugin's rules with everything FUN-17's audit line has", async () => {
     const r = await call(gw.url, "GET", "/clusters/embedded/apis/openfief.io/v1alpha1/namespaces/openfief/events?limit=5", await auth());
     expect(r.status).toBe(403);
+    expect(r.headers["audit-id"]).toMatch(/^[0-9a-f-]{36}$/);
     expect(lastDecision()).toEqual({
-      route: "kube", user: "alice", installation: claims.installation_id, installationName: PLUGIN, plugin: claims.plugin_name, version: claims.plugin_version,
+      requestId: r.headers["audit-id"], route: "kube", user: "alice", installation: claims.installation_id, installationName: PLUGIN, plugin: claims.plugin_name, version: claims.plugin_version,
       definitionHash: claims.definition_hash, pinnedHash: claims.definition_hash, cluster: "embedded", method: "GET",
       path: "/apis/openfief.io/v1alpha1/namespaces/openfief/events",
       attributes: { kind: "resource", verb: "list", apiGroup: "openfief.io", apiVersion: "v1alpha1", namespace: "openfief", resource: "events", subresource: "", name: "", fieldSelector: "", labelSelector: "" },
@@ -119,7 +120,7 @@ describe("the gates, in FUN-17's order", () => {
 
   it("logs and counts a refused token, without the token", async () => {
     await call(gw.url, "GET", PLUGINS, { authorization: "Bearer abc.def.ghi" });
-    expect(log.lines().some((l) => l["msg"] === "gateway: PluginToken refused" && l["problem"] === "malformed")).toBe(true);
+    expect(log.lines().some((l) => l["msg"] === "gateway: request" && l["gate"] === "token" && l["reason"] === "malformed" && l["status"] === 401)).toBe(true);
     expect(JSON.stringify(log.lines())).not.toContain("abc.def.ghi");
     expect(await registry.metrics()).toMatch(/openfief_gateway_tokens_refused_total\{problem="malformed"\} [1-9]/);
   });

@@ -166,6 +166,34 @@ describe("streams", () => {
     expect(JSON.parse(line)).toMatchObject({ type: "ADDED", object: { metadata: { name: "later" } } });
   });
 
+  it("end a watch when its token expires, dropping the upstream's stream", async () => {
+    const token = (await signPluginToken(t.signer, claims, 2)).token;
+    const before = fake.requests.length;
+    // Asked for an hour; `call` returns once the gateway ends the answer at the token's expiry.
+    const r = await call(gw.url, "GET", `${CONFIGMAPS}?watch=true&timeoutSeconds=3600`, { authorization: `Bearer ${token}` });
+    expect(r.status).toBe(200);
+    const sent = fake.requests.slice(before).find((q) => q.path === "/api/v1/namespaces/openfief/configmaps");
+    expect(Number(sent?.query["timeoutSeconds"])).toBeLessThanOrEqual(2);
+    for (let i = 0; i < 100 && fake.openWatches("configmaps") > 0; i++) await new Promise((res) => setTimeout(res, 20));
+    expect(fake.openWatches("configmaps")).toBe(0);
+  });
+
+  it("send a watch named in its /watch/ path as its collection with that name as a field selector, so the API server serves only it", async () => {
+    const before = fake.requests.length;
+    const w = stream(gw.url, "/clusters/c1/api/v1/watch/namespaces/openfief/configmaps/named-later", { authorization: `Bearer ${await pluginToken()}` });
+    expect(await w.status).toBe(200);
+    fake.put({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "noise-later", namespace: "openfief" }, data: {} });
+    fake.put({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "named-later", namespace: "openfief" }, data: {} });
+    const line = await w.waitFor((l) => l.includes('"named-later"'));
+    w.close();
+    expect(JSON.parse(line)).toMatchObject({ type: "ADDED", object: { metadata: { name: "named-later" } } });
+    expect(w.lines.some((l) => l.includes("noise-later"))).toBe(false);
+    const sent = fake.requests.slice(before).find((q) => q.path === "/api/v1/namespaces/openfief/configmaps");
+    expect(sent?.query).toMatchObject({ watch: "true", fieldSelector: "metadata.name=named-later" });
+    expect(Number(sent?.query["timeoutSeconds"])).toBeLessThanOrEqual(900);
+    expect(lastDecision()).toMatchObject({ decision: "allow", attributes: { verb: "watch", name: "named-later" }, served: { fieldSelector: "metadata.name=named-later" } });
+  });
+
   function upgrade(path: string, protocolToken: string): Promise<{ head: string; socket: Socket; data: Buffer[] }> {
     return new Promise((resolve, reject) => {
       const u = new URL(gw.url);

@@ -79,6 +79,34 @@ describe("the runtime route", () => {
   });
 });
 
+describe("a path the pod must never see", () => {
+  it.each([
+    ["a dot-dot segment", "/runtime/../x"],
+    ["an encoded dot-dot segment", "/runtime/%2e%2e/x"],
+    ["a mixed-case encoded dot-dot segment", "/runtime/.%2E/x"],
+    ["a dot segment", "/runtime/./x"],
+    ["an encoded separator hiding a dot-dot", "/runtime/a%2F..%2Fx"],
+    ["an encoded backslash", "/runtime/a%5C..%5Cx"],
+    ["no path after the route", "/runtime"],
+    ["only a query after the route", "/runtime?x=1"],
+    ["the controller route with no path", "/controller"],
+  ])("is 404 before any gate: %s", async (_what, tail) => {
+    const before = { seen: seen.length, decisions: store.version(gatewayStream(PLUGIN)) };
+    // No token at all: the route is refused before the token is looked at.
+    const bare = await call(gw.url, "GET", `/installations/${claims.installation_id}${tail}`);
+    const withToken = await call(gw.url, "GET", `/installations/${claims.installation_id}${tail}`, { authorization: `Bearer ${await token()}` });
+    expect([bare.status, withToken.status]).toEqual([404, 404]);
+    expect(seen.length).toBe(before.seen);
+    expect(store.version(gatewayStream(PLUGIN))).toBe(before.decisions);
+  });
+
+  it("reaches the pod as sent when it is clean, encoded characters and all", async () => {
+    const r = await call(gw.url, "GET", `/installations/${claims.installation_id}/runtime/items/a%20b/..x/x..?q=..`, { authorization: `Bearer ${await token()}` });
+    expect(r.status).toBe(201);
+    expect(seen.at(-1)?.url).toBe("/items/a%20b/..x/x..?q=..");
+  });
+});
+
 describe("the controller route", () => {
   it("shows the installation's status, with its effective rules", async () => {
     const r = await call(gw.url, "GET", `/installations/${claims.installation_id}/controller/status`, { authorization: `Bearer ${await token()}` });

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { pluginStream } from "../../src/events/index.js";
 import type { EventStore } from "../../src/events/index.js";
 import { TokenService } from "../../src/gen/openfief/auth/v1/token_pb.js";
-import { LogInstallations, MINT_ERRORS, PLUGIN_AUDIENCE, PluginTokenValidator, USER_AUDIENCE, definitionHash, jwksHandler, mintJsonHandler, mintRoutes, signPluginToken } from "../../src/views/index.js";
+import { LogInstallations, MINT_ERRORS, PLUGIN_AUDIENCE, PluginTokenValidator, USER_AUDIENCE, definitionHash, jwksHandler, mintJsonHandler, mintPluginToken, mintRoutes, signPluginToken } from "../../src/views/index.js";
 import { parseManifest } from "../../src/plugins/index.js";
 import { IMAGE, MANIFEST, PLUGIN, call, capturedLogger, installView, mintDeps, serve, tempStore, tokens } from "./support.js";
 
@@ -86,6 +86,24 @@ describe("the mint's JSON route", () => {
     expect(r.status).toBe(status);
     expect((r.json()["error"] as Record<string, unknown>)["code"]).toBe(code);
     expect(JSON.stringify(r.json())).not.toMatch(/eyJ/);
+  });
+
+  it.each([
+    ["a name without its number", PLUGIN],
+    ["a number without a name", ".12"],
+    ["a path", `../${PLUGIN}.1`],
+    ["a name that is no plugin name", "Ledger_View.1"],
+    ["a number that is not one", `${PLUGIN}.01`],
+    ["a number", 12],
+    ["an empty ID", ""],
+    ["an ID past its cap", `${"a".repeat(80)}.1`],
+  ])("refuses %s as an installation ID (400) before any lookup", async (_what, installationId) => {
+    let lookups = 0;
+    const real = new LogInstallations(store);
+    const counted = { ...deps, installations: { get: (x: string) => { lookups++; return real.get(x); }, byName: (n: string) => { lookups++; return real.byName(n); } }, access: { canView: async (u: string, i: { id: string; name: string | null }) => { lookups++; return deps.access.canView(u, i); } } };
+    const r = await mintPluginToken(counted, { userToken: await t.session("alice"), installationId });
+    expect(r).toMatchObject({ ok: false, error: { code: "invalid_argument", reason: "installation_id" } });
+    expect(lookups).toBe(0);
   });
 
   it.each([

@@ -5,7 +5,7 @@
  * gateway in front of the embedded API, the plugin proxy serving ledger-view's real bundle from
  * the demo's OCI layout, the views' counters in the control plane's registry, an ordered stop.
  */
-import { chmodSync, existsSync, mkdtempSync, rmSync, statSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import { get } from "node:http";
 import type { IncomingMessage } from "node:http";
 import { tmpdir } from "node:os";
@@ -228,6 +228,35 @@ describe("starting and stopping", () => {
     await ended;
     const after = await at(v.origins.pluginProxy, "GET", "/plugins/sdk/0.1.0/sdk.js").then(() => "answered", (e: unknown) => (e as NodeJS.ErrnoException).code);
     expect(after).toBe("ECONNREFUSED");
+  });
+
+  it("takes the gateway's limits from the data folder's settings, and keeps them for the next start", async () => {
+    const data = join(dir, "limits");
+    const settings = { ...demoSettings(), ...PORT0, gatewayLimits: { rate: { perUser: { perSecond: 0.01, burst: 2 } } }, egressRefusals: { perSource: 3 } };
+    const c = await startControlPlane({ dataDir: data, logger: pino({ level: "silent" }), settings, egress: null, host: null, views: {} });
+    try {
+      applyDemoFolder(c.runtime.store, "plugins");
+      await c.pass();
+      const v = c.views as RunningViews;
+      const minted = await v.mint((await c.sessions.mintSession("alice", "owner")).token, (await new LogInstallations(c.runtime.store).byName("ledger-view"))?.id);
+      const h = { authorization: `Bearer ${minted.ok ? minted.value.token : ""}` };
+      const statuses = [];
+      for (let i = 0; i < 3; i++) statuses.push((await at(v.origins.gateway, "GET", "/clusters/embedded/apis/openfief.io/v1alpha1/namespaces/openfief/plugins", h)).status);
+      expect(statuses).toEqual([200, 200, 429]);
+      const saved = JSON.parse(readFileSync(join(data, "settings.json"), "utf8")) as Record<string, unknown>;
+      expect(saved).toMatchObject({ gatewayLimits: settings.gatewayLimits, egressRefusals: { perSource: 3 } });
+    } finally {
+      await c.stop();
+    }
+  });
+
+  it.each([
+    ["a limit that is not a number", { gatewayLimits: { watches: { total: "many" } } }, /gatewayLimits\.watches\.total must be a number/],
+    ["a limit no gateway has", { gatewayLimits: { speed: 3 } }, /gatewayLimits\.speed is not a limit/],
+    ["a limit out of range", { gatewayLimits: { refusals: { windowMs: 10 } } }, /windowMs must be a whole number of at least 1000/],
+  ])("refuses %s in the settings", async (_what, given, message) => {
+    const data = join(dir, `bad-limits-${Math.random().toString(36).slice(2)}`);
+    await expect(startControlPlane({ dataDir: data, logger: pino({ level: "silent" }), settings: { ...PORT0, ...given } as never, egress: null, host: null, views: {} })).rejects.toThrow(message);
   });
 
   it.each([

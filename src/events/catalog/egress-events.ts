@@ -1,7 +1,7 @@
 /** The egress proxy's decisions. Streams `egress/<plugin>`, and `egress/-` before identity. */
 import type { EventRegistry } from "../registry.js";
 import { EGRESS_ANONYMOUS_STREAM } from "../streams.js";
-import { boolean, definer, inNamedStream, inStream, name, nonEmpty, opt, port, req, shape, str } from "./schema.js";
+import { boolean, definer, inNamedStream, inStream, isoTime, name, nonEmpty, opt, port, req, shape, str } from "./schema.js";
 
 /**
  * `egress.decision`: one allow or deny of the egress proxy for an identified plugin, with what
@@ -27,8 +27,9 @@ interface EgressDecisionV1 { plugin: string; host: string; port: number; allowed
 
 /**
  * `egress.refused`: a refusal before the plugin was identified (no token, a bad token, a failed
- * review, a malformed target), in `egress/-`, rate-limited per source address; `dropped` counts
- * the refusals from this source that the limit left unrecorded since its last recorded one.
+ * review, a malformed target), in `egress/-`, within a budget per code and source address past
+ * which an `egress.refusals` summary counts them (docs/adr/0091). `dropped` is what the rate
+ * limit before that budget left unrecorded; rows written since are 0 (nothing is left out).
  */
 export interface EgressRefused {
   code: string;
@@ -39,10 +40,26 @@ export interface EgressRefused {
   dropped: number;
 }
 
+/**
+ * `egress.refusals`: refusals before identity of one code from one source that went past the
+ * budget in one window (docs/adr/0091), counted instead of recorded one by one, in `egress/-`.
+ */
+export interface EgressRefusals {
+  code: string;
+  /** The client's address. */
+  source: string;
+  /** How many refusals this summary stands for (at least one). */
+  count: number;
+  /** When the first and the last of them came (ISO 8601). */
+  first: string;
+  last: string;
+}
+
 /** Data type of each egress event type. */
 export interface EgressEventData {
   "egress.decision": EgressDecision;
   "egress.refused": EgressRefused;
+  "egress.refusals": EgressRefusals;
 }
 
 /** At most this many addresses per decision (a DNS answer over UDP holds far fewer). */
@@ -65,5 +82,9 @@ export function defineEgressEvents(r: EventRegistry): void {
   define({
     type: "egress.refused", version: 1, stream: inStream(EGRESS_ANONYMOUS_STREAM),
     fields: { code: req(nonEmpty), source: req(str), host: opt(nonEmpty), port: opt(port), dropped: req(count) },
+  });
+  define({
+    type: "egress.refusals", version: 1, stream: inStream(EGRESS_ANONYMOUS_STREAM),
+    fields: { code: req(nonEmpty), source: req({ type: "string", maxLength: 64 }), count: req({ type: "integer", minimum: 1 }), first: req(isoTime), last: req(isoTime) },
   });
 }

@@ -45,6 +45,8 @@ export const name = { type: "string", minLength: 1, maxLength: 63 } as const;
 export const any = {} as const;
 export const digest = { type: "string", pattern: "^sha256:[a-f0-9]{64}$" } as const;
 export const port = { type: "integer", minimum: 0, maximum: 65535 } as const;
+/** A UTC time as `Date.toISOString()` writes it. */
+export const isoTime = { type: "string", pattern: "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?Z$" } as const;
 
 /** A stream check: the event goes to `<prefix>/<data[field]>`, and the field is a plugin name. */
 export function inNamedStream(prefix: "plugin" | "egress" | "gateway", field: string) {
