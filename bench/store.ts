@@ -8,7 +8,6 @@ import { execSync } from "node:child_process";
 import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createHash } from "node:crypto";
 import { canonicalize } from "json-canonicalize";
 import { openStore } from "../src/events/store.js";
 import type { EventStore } from "../src/events/store.js";
@@ -16,8 +15,8 @@ import type { NewEvent } from "../src/events/types.js";
 import { Projector } from "../src/projections/projector.js";
 import { why } from "../src/projections/index.js";
 import { checkDecisions } from "../src/projections/check-decisions.js";
-import { decideRollout, deployedBy, emptyFacts } from "../src/projections/decide-rollout.js";
-import type { RecordedVersion, RolloutDecided, VerdictOutcome } from "../src/events/catalog.js";
+import { recheckAddresses } from "../src/egress/index.js";
+import { Workload } from "./workload.js";
 
 const TOTAL = Number(process.env.BENCH_EVENTS ?? 1_000_000);
 const RUNS = Number(process.env.BENCH_RUNS ?? 5);
@@ -28,75 +27,18 @@ const median = (xs: number[]): number => { const s = [...xs].sort((a, b) => a - 
 const fmt = (n: number, d = 0): string => n.toLocaleString("en-US", { maximumFractionDigits: d, minimumFractionDigits: d });
 function time(fn: () => void): number { const t0 = process.hrtime.bigint(); fn(); return Number(process.hrtime.bigint() - t0) / 1e9; }
 
-const MANIFEST = { capabilities: ["connector"], egress: [{ host: "api.example.com", port: 443 }], secrets: [], dataTiers: [] };
-const GRANT = { capabilities: ["connector"], egress: [{ host: "api.example.com", port: 443 }], secrets: [], dataTiers: [] };
-const digestOf = (round: number): string => "sha256:" + createHash("sha256").update(String(round)).digest("hex");
-const imageOf = (round: number): string => `registry.example/plugins/p@${digestOf(round)}`;
-
-const deployed = new Map<string, RecordedVersion | null>();
-/** The decision the decider makes for a granted plugin whose new image is verified (previous: what ran). */
-function decisionFor(name: string, image: string, round: number): RolloutDecided {
-  const verdicts = new Map<string, VerdictOutcome>([[digestOf(round), "verified"]]);
-  const prev = deployed.get(name) ?? null;
-  if (prev !== null) verdicts.set(prev.image.slice(prev.image.indexOf("@") + 1), "verified");
-  const d = decideRollout({ ...emptyFacts(name), spec: { image, manifest: MANIFEST }, grant: GRANT, configOk: new Map([[image, true]]), verdicts, deployed: prev });
-  deployed.set(name, deployedBy(d.plan));
-  return d;
-}
-
-/**
- * One round of a plugin's life, 20 events: observed spec, config verdict, signature verdict,
- * rollout decision (caused by the observation), desired workload, workload applied, 14 egress
- * decisions. `base` is the seq the first event will get (causes are real seqs).
- */
-function round(r: number, base: number): NewEvent[] {
-  const name = `p${r % PLUGINS}`;
-  const stream = `plugin/${name}`;
-  const image = imageOf(r);
-  const out: NewEvent[] = [
-    { stream, type: "plugin.observed", actor: "cluster", data: { name, spec: { image, manifest: MANIFEST } } },
-    { stream, type: "config.verdict", actor: "reconciler", data: { name, image, ok: true, errors: [] } },
-    { stream: "trust", type: "signature.verdict", actor: "trust", data: { digest: digestOf(r), image, outcome: "verified", signers: [{ name: "acme", kind: "catalog" }], identities: [], trustRoot: "r".repeat(64), catalog: "c".repeat(64) } },
-    { stream, type: "rollout.decided", actor: "reconciler", data: decisionFor(name, image, r) },
-    { stream, type: "workload.desired", actor: "reconciler", data: { name, running: true, image, objects: [{ kind: "Deployment", metadata: { name: `plugin-${name}` } }], allowList: ["api.example.com:443"] } },
-    { stream, type: "workload.applied", actor: "reconciler", data: { name, target: "directory", ok: true } },
-  ];
-  if (r < PLUGINS) out.splice(1, 0, { stream, type: "grant.observed", actor: "owner:cli", data: { name, spec: GRANT } });
-  for (let i = out.length; i < 20; i++) out.push({ stream: `egress/${name}`, type: "egress.decision", actor: "egress", data: { plugin: name, host: "api.example.com", port: 443, allowed: i % 7 !== 0, reason: i % 7 !== 0 ? "listed" : "not_listed", address: "203.0.113.7" } });
-  // Causes name real seqs: the decision is caused by the observation, the workload by the decision…
-  const at = (type: string): number => base + out.findIndex((e) => e.type === type);
-  const cause: Record<string, number> = { "rollout.decided": at("plugin.observed"), "workload.desired": at("rollout.decided"), "workload.applied": at("workload.desired") };
-  return out.map((e) => (cause[e.type] === undefined ? e : { ...e, causedBy: cause[e.type] as number }));
-}
-
-let nextRound = 0;
-/** The next rounds of the workload, at least `n` events, as batches of about `per` events, seqs counted from `head`. */
-function nextBatches(head: number, n: number, per: number): NewEvent[][] {
-  const out: NewEvent[][] = [];
-  let batch: NewEvent[] = [];
-  let seq = head + 1;
-  let done = 0;
-  while (done < n) {
-    const evs = round(nextRound++, seq);
-    batch.push(...evs);
-    seq += evs.length;
-    done += evs.length;
-    if (batch.length >= per) { out.push(batch); batch = []; }
-  }
-  if (batch.length > 0) out.push(batch);
-  return out;
-}
+let workload = new Workload(PLUGINS);
 
 /** Appends `n` events in transactions of `per` events; returns events/s (generation not timed). */
 function appendBatches(store: EventStore, n: number, per: number): number {
-  const batches = nextBatches(store.head(), n, per);
+  const batches = workload.batches(store.head(), n, per);
   const count = batches.reduce((s, b) => s + b.length, 0);
   return count / time(() => { for (const b of batches) store.append(b); });
 }
 
 /** Appends `n` events one per transaction; returns events/s (generation not timed). */
 function appendSingles(store: EventStore, n: number): number {
-  const evs = nextBatches(store.head(), n, 1).flat();
+  const evs = workload.batches(store.head(), n, 1).flat();
   return evs.length / time(() => { for (const e of evs) store.append([e]); });
 }
 
@@ -121,10 +63,9 @@ async function appendComparison(): Promise<void> {
   for (let run = -1; run < RUNS; run++) {
     // Run -1 warms the JIT up and is not counted.
     const store = await openStore({ file: join(dir, `append-${run + 1}.db`) });
-    nextRound = 0;
-    deployed.clear();
+    workload = new Workload(PLUGINS);
     const evs: NewEvent[][] = [];
-    for (let i = 0; evs.length * 20 < N; i++) evs.push(round(i, 0));
+    while (evs.length * 20 < N) evs.push(workload.round(0));
     // Causes must name real seqs: events are appended in order from seq 1, so fix them up.
     let seq = 1;
     const flat = evs.flatMap((r) => { const b = seq; seq += r.length; return r.map((e) => (e.causedBy == null ? e : { ...e, causedBy: b + (e.causedBy) })); });
@@ -162,7 +103,7 @@ async function appendComparison(): Promise<void> {
 function whyLatencyMs(store: EventStore, n = 300): number {
   const xs: number[] = [];
   for (let i = 0; i < n; i++) {
-    const name = `p${(i * 7919) % Math.min(PLUGINS, nextRound)}`;
+    const name = `p${(i * 7919) % Math.min(PLUGINS, workload.rounds)}`;
     xs.push(time(() => { if (why(store, name) === null) throw new Error(`no decision for ${name}`); }) * 1000);
   }
   return median(xs);
@@ -177,8 +118,7 @@ function fileSize(store: EventStore): number {
 
 async function scale(): Promise<void> {
   const store = await openStore({ file: join(dir, "large.db") });
-  nextRound = 0;
-  deployed.clear();
+  workload = new Workload(PLUGINS);
   const rows: string[] = [];
   const genStart = process.hrtime.bigint();
   for (const size of [10_000, 100_000, 1_000_000].filter((s) => s <= TOTAL)) {
@@ -214,7 +154,7 @@ async function scale(): Promise<void> {
   const rb = median(rebuilds);
   const verifyS = time(() => { const v = store.verify(); if (!v.ok) throw new Error(`verify failed at ${v.seq}`); });
   let checked = 0;
-  const checkS = time(() => { const c = checkDecisions(store); checked = c.checked; if (c.divergences.length > 0) throw new Error("divergences"); });
+  const checkS = time(() => { const c = checkDecisions(store, { egressAddresses: recheckAddresses }); checked = c.checked; if (c.divergences.length > 0) throw new Error("divergences"); });
   console.log(`\nAt ${fmt(head)} events`);
   console.log(`| measurement | result |`);
   console.log(`| --- | ---: |`);

@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -177,5 +177,46 @@ describe("the catalog's schemas", () => {
     const { createCatalog } = await import("./catalog.js");
     const r = createCatalog();
     for (const t of r.types()) expect(r.get(t)?.validate({}), t).not.toBeNull();
+  });
+});
+
+describe("copying the write-ahead log back into the database file", () => {
+  let dir: string;
+  let file: string;
+  beforeEach(() => { dir = mkdtempSync(join(tmpdir(), "openfief-checkpoint-")); file = join(dir, "events.db"); });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  const batch = (i: number): NewEvent[] => Array.from({ length: 100 }, (_, k) => egress(`p${k % 20}`, i * 100 + k));
+  const sizeOf = (f: string): number => { try { return statSync(f).size; } catch { return 0; } };
+
+  it("is never done by an append: the store's checkpoint thread copies what the appends wrote", async () => {
+    const store = await openStore({ file });
+    try {
+      const before = sizeOf(file);
+      for (let i = 0; i < 40; i++) {
+        store.append(batch(i));
+        // SQLite's own checkpoint, inside a commit, is off on the appending connection.
+        expect(store.database.pragma("wal_autocheckpoint", { simple: true })).toBe(0);
+      }
+      // Without the thread nothing would ever grow the file: the appends wrote only to the WAL.
+      for (let waited = 0; sizeOf(file) <= before && waited < 15_000; waited += 50) await new Promise((r) => setTimeout(r, 50));
+      expect(sizeOf(file)).toBeGreaterThan(before);
+      expect(store.verify()).toEqual({ ok: true, count: 4_000 });
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("stops the thread with the store, whose close then leaves no WAL behind", async () => {
+    const store = await openStore({ file });
+    for (let i = 0; i < 20; i++) store.append(batch(i));
+    await store.close();
+    expect(existsSync(`${file}-wal`)).toBe(false);
+    const again = await openStore({ file });
+    try {
+      expect(again.head()).toBe(2_000);
+    } finally {
+      await again.close();
+    }
   });
 });

@@ -11,6 +11,7 @@ import { MIGRATION_NAMES } from "../../migrations/names.js";
 import { canonicalForm, canonicalJson as canonicalize } from "./canonical.js";
 import type { Canonical } from "./canonical.js";
 import { catalog } from "./catalog.js";
+import { Checkpointer } from "./checkpointer.js";
 import type { EventOf, EventTypeName, KnownEvent } from "./catalog.js";
 import { StoreError, StoreErrorCode } from "./errors.js";
 import type { EventProblem } from "./errors.js";
@@ -138,6 +139,8 @@ export async function openStore(opts: StoreOptions): Promise<EventStore> {
   // appends touch at random (one stream per plugin), stay in memory as the log grows to millions.
   database.pragma("cache_size = -262144");
   database.pragma("mmap_size = 1073741824");
+  // Appends never copy the WAL back into the file: the store's checkpoint thread does (checkpointer.ts).
+  database.pragma("wal_autocheckpoint = 0");
   if (!migrated(database)) {
     // kysely (and the migrations, which use it) load only when there is something to migrate:
     // loading them costs a command that only reads the log more than the read itself.
@@ -172,6 +175,9 @@ class SqliteEventStore implements EventStore {
   readonly #appendTx: Database.Transaction<(batch: readonly Prepared[], expected: Readonly<Record<string, number>> | undefined) => KnownEvent[]>;
   /** The observe transaction, made once too (also run with `.immediate`). */
   readonly #observeTx: Database.Transaction<(prepared: Prepared) => KnownEvent[]>;
+  readonly #checkpointer: Checkpointer;
+  /** Whether SQLite checkpoints inside commits again (no checkpoint thread could run). */
+  #inlineCheckpoints = false;
   #closed = false;
 
   #kysely: Kysely<StoreTables> | null = null;
@@ -183,6 +189,7 @@ class SqliteEventStore implements EventStore {
     clock: () => Date,
   ) {
     this.#clock = clock;
+    this.#checkpointer = new Checkpointer(file);
     this.#stmts = {
       head: database.prepare<[], { seq: number; hash: string }>("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1"),
       version: database.prepare<[string], { v: number | null }>("SELECT max(version) AS v FROM events WHERE stream = ?"),
@@ -207,6 +214,7 @@ class SqliteEventStore implements EventStore {
     this.#open();
     const prepared = this.#prepare(batch);
     const stored = this.#appendTx.immediate(prepared, opts.expected);
+    this.#committed(stored.length);
     this.#notify(stored);
     return stored;
   }
@@ -215,6 +223,7 @@ class SqliteEventStore implements EventStore {
     this.#open();
     const [prepared] = this.#prepare([event]) as [Prepared];
     const stored = this.#observeTx.immediate(prepared);
+    if (stored.length > 0) this.#committed(stored.length);
     this.#notify(stored);
     return stored[0] ?? null;
   }
@@ -389,6 +398,7 @@ class SqliteEventStore implements EventStore {
     if (this.#closed) return;
     this.#closed = true;
     this.#listeners.clear();
+    await this.#checkpointer.close();
     // kysely's SqliteDialect closes the handle it was given; without it, close the handle here.
     if (this.#kysely !== null) await this.#kysely.destroy();
     else this.database.close();
@@ -396,6 +406,13 @@ class SqliteEventStore implements EventStore {
 
   #open(): void {
     if (this.#closed) throw new StoreError(StoreErrorCode.Closed, "the event store is closed");
+  }
+
+  /** Tells the checkpoint thread of a commit; without one, hands checkpoints back to SQLite's commits. */
+  #committed(events: number): void {
+    if (this.#checkpointer.committed(events) || this.#inlineCheckpoints) return;
+    this.#inlineCheckpoints = true;
+    this.database.pragma("wal_autocheckpoint = 1000");
   }
 
   #notify(events: readonly KnownEvent[]): void {
