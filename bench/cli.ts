@@ -1,20 +1,27 @@
 /**
- * CLI start-up benchmark (`npm run bench:cli`): wall time and CPU of `openfief get plugins`,
- * `why nbp-fx` and `log`, run as a user runs them (`node bin/openfief.js …`), from the bundle
- * `npm ci` builds (dist/openfief.mjs) and from the TypeScript sources through tsx
- * (`OPENFIEF_NO_BUNDLE=1`), beside a bare `node -e 0`. Medians of interleaved runs.
+ * CLI start-up benchmark (`npm run bench:cli`): wall time and CPU of every read command
+ * (`get plugins`, `why nbp-fx`, `log`, `replay`, `verify-log`, `check-decisions`) run as a user
+ * runs them (`node bin/openfief.js …`, a new process each time) from the bundle `npm ci` builds
+ * (dist/openfief.mjs), beside a bare `node -e 0` in the same rounds, each figure also as a ratio
+ * to it. The target (ADR 0113): every read command within 2 × `node -e 0`. Medians of interleaved
+ * runs: round 1 of everything, then round 2, so a burst of load elsewhere falls on all of them.
  *
- *   BENCH_RUNS=9 (runs per figure)
+ *   BENCH_RUNS=9                     runs per figure
+ *   BENCH_TSX=1                      also from the sources through tsx (OPENFIEF_NO_BUNDLE=1)
+ *   BENCH_BASELINE=<checkout>        also another checkout's bundle, on the same data, as "baseline"
+ *                                    (`git archive <commit> | tar -x -C DIR`, a node_modules link,
+ *                                    `node scripts/build-cli.mjs` there)
  */
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { loadavg, tmpdir } from "node:os";
+import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const BIN = join(ROOT, "bin", "openfief.js");
-const RUNS = Number(process.env.BENCH_RUNS ?? 9);
+const RUNS = Number(process.env["BENCH_RUNS"] ?? 9);
+const BASELINE = process.env["BENCH_BASELINE"];
 const dir = mkdtempSync(join(tmpdir(), "openfief-bench-cli-"));
 const data = ["--data", join(dir, "data")];
 
@@ -33,8 +40,18 @@ spawnSync(process.execPath, [join(ROOT, "scripts", "build-cli.mjs")], { cwd: ROO
 once([BIN, "apply", "-f", join(ROOT, "examples", "plugins"), ...data]);
 once([BIN, "reconcile", ...data, "--oci-layout", join(ROOT, "examples", "oci"), "--trusted-signers", join(ROOT, "examples", "trusted-signers.json")]);
 
-const commands: [string, string[]][] = [["get plugins", ["get", "plugins"]], ["why nbp-fx", ["why", "nbp-fx"]], ["log", ["log"]]];
-const modes: [string, NodeJS.ProcessEnv][] = [["bundle", {}], ["tsx", { OPENFIEF_NO_BUNDLE: "1" }]];
+const commands: [string, string[]][] = [
+  ["get plugins", ["get", "plugins"]],
+  ["why nbp-fx", ["why", "nbp-fx"]],
+  ["log", ["log"]],
+  ["replay --at 10", ["replay", "--at", "10"]],
+  ["verify-log", ["verify-log"]],
+  ["check-decisions", ["check-decisions"]],
+];
+const modes: [string, string, NodeJS.ProcessEnv][] = [["bundle", BIN, {}]];
+if (BASELINE !== undefined) modes.push(["baseline", join(resolve(BASELINE), "bin", "openfief.js"), {}]);
+if (process.env["BENCH_TSX"] === "1") modes.push(["tsx", BIN, { OPENFIEF_NO_BUNDLE: "1" }]);
+
 const results = new Map<string, { wall: number[]; cpu: number[] }>();
 const add = (key: string, r: { wall: number; cpu: number }) => {
   const e = results.get(key) ?? { wall: [], cpu: [] };
@@ -42,12 +59,22 @@ const add = (key: string, r: { wall: number; cpu: number }) => {
   e.cpu.push(r.cpu);
   results.set(key, e);
 };
+const loadBefore = loadavg()[0] ?? NaN;
 for (let i = 0; i < RUNS; i++) {
   add("node -e 0", once(["-e", "0"]));
-  for (const [name, args] of commands) for (const [mode, env] of modes) add(`${name} (${mode})`, once([BIN, ...args, ...data], env));
+  for (const [name, args] of commands) for (const [mode, bin, env] of modes) add(`${name} (${mode})`, once([bin, ...args, ...data], env));
 }
-console.log(`\nCLI start-up, median of ${RUNS} interleaved runs (load average ${(await import("node:os")).loadavg()[0]?.toFixed(1)})`);
-console.log("| command | wall ms | CPU ms (user + sys) |");
-console.log("| --- | ---: | ---: |");
-for (const [key, r] of results) console.log(`| ${key} | ${median(r.wall).toFixed(0)} | ${median(r.cpu).toFixed(0)} |`);
+const base = results.get("node -e 0") as { wall: number[]; cpu: number[] };
+const baseWall = median(base.wall);
+const baseCpu = median(base.cpu);
+console.log(`\nCLI start-up, median of ${RUNS} interleaved runs (load average ${loadBefore.toFixed(1)} at the start, ${(loadavg()[0] ?? NaN).toFixed(1)} at the end)`);
+console.log("| command | wall ms | × node -e 0 | CPU ms (user + sys) | × node -e 0 |");
+console.log("| --- | ---: | ---: | ---: | ---: |");
+for (const [key, r] of results) {
+  const wall = median(r.wall);
+  const cpu = median(r.cpu);
+  console.log(`| ${key} | ${wall.toFixed(0)} | ${(wall / baseWall).toFixed(2)} | ${cpu.toFixed(0)} | ${(cpu / baseCpu).toFixed(2)} |`);
+}
+const over = [...results].filter(([key, r]) => key.endsWith("(bundle)") && median(r.wall) > 2 * baseWall).map(([key]) => key);
+console.log(over.length === 0 ? "\nEvery read command from the bundle is within 2 × node -e 0." : `\nOver 2 × node -e 0: ${over.join(", ")}.`);
 rmSync(dir, { recursive: true, force: true });

@@ -4,29 +4,49 @@
 // CommonJS files costs a command more than its work (ADR 0008). Left out: the native SQLite
 // binding, the Kubernetes client (loaded only in cluster mode), and the compilers tsx and esbuild. `npm ci` runs it (the `prepare` script); bin/openfief.js uses the
 // bundle when it is newer than every source file and falls back to tsx otherwise.
+//
+// Each command module is loaded by its own import() (src/cli/commands/index.ts), and the bundle
+// looks through the rooms' doors (look-through-doors.mjs), so a command's chunks hold the modules
+// it uses rather than every module its rooms' doors re-export (ADR 0113). Any warning fails the build.
 import { mkdirSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
+import { lookThroughDoors } from "./look-through-doors.mjs";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
-mkdirSync(`${ROOT}dist`, { recursive: true });
-const started = Date.now();
-await build({
-  entryPoints: [`${ROOT}src/cli/main.ts`],
-  outdir: `${ROOT}dist`,
-  entryNames: "openfief",
-  chunkNames: "chunks/[name]-[hash]",
-  outExtension: { ".js": ".mjs" },
-  splitting: true,
-  bundle: true,
-  platform: "node",
-  format: "esm",
-  target: "node20",
-  external: ["better-sqlite3", "@kubernetes/client-node", "esbuild", "tsx", "tsx/*"],
-  // Bundled CommonJS code calls require(): give the ESM bundle one.
-  banner: { js: "import { createRequire as __openfiefRequire } from 'node:module'; const require = __openfiefRequire(import.meta.url);" },
-  sourcemap: "linked",
-  logLevel: "warning",
-  legalComments: "none",
-});
-console.log(`build-cli: dist/openfief.mjs in ${Date.now() - started} ms`);
+
+/**
+ * Builds the bundle into `outdir` (dist/ unless told) and returns esbuild's metafile: which chunks
+ * each entry loads and what they hold (test/cli/start-up.test.ts reads it).
+ */
+export async function buildCli(outdir = `${ROOT}dist`) {
+  mkdirSync(outdir, { recursive: true });
+  const result = await build({
+    entryPoints: [`${ROOT}src/cli/main.ts`],
+    outdir,
+    entryNames: "openfief",
+    chunkNames: "chunks/[name]-[hash]",
+    outExtension: { ".js": ".mjs" },
+    splitting: true,
+    bundle: true,
+    platform: "node",
+    format: "esm",
+    target: "node20",
+    external: ["better-sqlite3", "@kubernetes/client-node", "esbuild", "tsx", "tsx/*"],
+    // Bundled CommonJS code calls require(): give the ESM bundle one.
+    banner: { js: "import { createRequire as __openfiefRequire } from 'node:module'; const require = __openfiefRequire(import.meta.url);" },
+    sourcemap: "linked",
+    logLevel: "warning",
+    legalComments: "none",
+    metafile: true,
+    plugins: [lookThroughDoors(`${ROOT}src`)],
+  });
+  if (result.warnings.length > 0) throw new Error(`build-cli: ${result.warnings.length} warning(s); fix them, the bundle is refused`);
+  return result.metafile;
+}
+
+if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.argv[1]) {
+  const started = Date.now();
+  await buildCli();
+  console.log(`build-cli: dist/openfief.mjs in ${Date.now() - started} ms`);
+}

@@ -24,7 +24,8 @@ import { serveConnectors, type ConnectorServer } from "./connector-server.js";
 import { CoreTokenVerifier } from "./core-token.js";
 import { tokenRequestTokens, type EgressTokens } from "./egress-tokens.js";
 import { watchHostedPlugins, type HostedPluginsSource } from "./hosted-config.js";
-import { imageSources, openDataStore, type ImageSourceFor } from "./runtime.js";
+import { openDataStore } from "./data-dir.js";
+import { imageSources, type ImageSourceFor } from "./runtime.js";
 
 /** Who the host's own events name. */
 export const PLUGIN_HOST_ACTOR = "plugin-host";

@@ -8,6 +8,8 @@
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, statSync, unlinkSync, writeFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
+import { openStore } from "../events/index.js";
+import type { EventStore } from "../events/index.js";
 import { processAlive } from "../reconciler/index.js";
 import { AppError } from "./errors.js";
 
@@ -22,6 +24,12 @@ export function storeFile(dataDir: string): string {
 /** The JSON log `up` writes in its data folder. */
 export function logFile(dataDir: string): string {
   return join(dataDir, "openfief.log");
+}
+
+/** Opens (creating when missing) the event store of a data folder. */
+export async function openDataStore(dataDir: string, clock?: () => Date): Promise<EventStore> {
+  mkdirSync(dataDir, { recursive: true });
+  return openStore({ file: storeFile(dataDir), ...(clock === undefined ? {} : { clock }) });
 }
 
 /** Refuses a folder that holds no event log (a mistyped `--data` must not start a new control plane's files). */

@@ -4,7 +4,7 @@
  */
 
 /** A control plane's parts from options: store, verifier, target, reconciler. */
-export { EMBEDDED_TOPOLOGY, openDataStore, openRuntime, SHIPPED_CATALOG } from "./runtime.js";
+export { EMBEDDED_TOPOLOGY, openRuntime, SHIPPED_CATALOG } from "./runtime.js";
 export type { Runtime, RuntimeOptions } from "./runtime.js";
 /** Cluster mode: the reconciler driven by Plugin and PluginGrant resources, status written back. */
 export { CLUSTER_ACTOR, clusterReconcilerFactory, kubeChange, observe, observePrevious, recordKubeChanges, signatureState, topologyFromEnv } from "./cluster.js";
@@ -28,7 +28,7 @@ export type { Applied, Approved, DeletableKind, Deleted } from "./owner-edits.js
 export { lastCallOf, listPlugins, shortImage } from "./plugins.js";
 export type { LastCallView, PluginProblem, PluginRow, PluginStatus } from "./plugins.js";
 /** A data folder: its files, the lock that keeps a second `up` off it, private key files. */
-export { checkPrivateFile, DEFAULT_DATA_DIR, lockDataDir, lockHolder, logFile, requireLog, runningEgress, storeFile } from "./data-dir.js";
+export { checkPrivateFile, DEFAULT_DATA_DIR, lockDataDir, lockHolder, logFile, openDataStore, requireLog, runningEgress, storeFile } from "./data-dir.js";
 export type { DataLock, LockHolder } from "./data-dir.js";
 /** The settings `up` was started with, saved in the data folder. */
 export { loadSettings, mergeSettings, saveSettings } from "./settings.js";

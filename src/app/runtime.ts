@@ -3,11 +3,10 @@
  * verifier (shipped trust root, shipped catalog, owner signers, OCI layouts or registries), the
  * target, and the reconciler over them. `openfief up`, `openfief reconcile` and tests share it.
  */
-import { mkdirSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { stat } from "node:fs/promises";
 import { join } from "node:path";
 import type { Logger } from "pino";
-import { openStore } from "../events/index.js";
 import type { EventStore } from "../events/index.js";
 import { formatErrors, newTrustPolicy, parseCatalog } from "../plugins/index.js";
 import type { ImageRef, Signer, Topology } from "../plugins/index.js";
@@ -15,7 +14,7 @@ import { checkImage, ImageVerifier, loadOwnerSignersFile, loadShippedTrustedRoot
 import type { ImageSource } from "../trust/index.js";
 import { DirectoryTarget, Reconciler } from "../reconciler/index.js";
 import type { Target } from "../reconciler/index.js";
-import { storeFile } from "./data-dir.js";
+import { openDataStore } from "./data-dir.js";
 
 /** The catalog released with the product. */
 export const SHIPPED_CATALOG = shippedFile("catalog", "plugins.json");
@@ -30,12 +29,6 @@ export const EMBEDDED_TOPOLOGY: Topology = {
   pluginPort: 8080,
   coreSubject: "system:serviceaccount:openfief:openfief-core",
 };
-
-/** Opens (creating when missing) the event store of a data folder. */
-export async function openDataStore(dataDir: string, clock?: () => Date): Promise<EventStore> {
-  mkdirSync(dataDir, { recursive: true });
-  return openStore({ file: storeFile(dataDir), ...(clock === undefined ? {} : { clock }) });
-}
 
 /** Where an image is read from: the first OCI layout holding it, else its registry (plain HTTP for `insecure` ones). */
 export type ImageSourceFor = (image: ImageRef) => Promise<{ readonly source: ImageSource; readonly repository: string }>;

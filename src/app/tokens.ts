@@ -9,7 +9,7 @@ import type { MintedToken } from "../egress/index.js";
 import { pluginStream } from "../events/index.js";
 import { checkPrivateFile, requireLog } from "./data-dir.js";
 import { AppError } from "./errors.js";
-import { openDataStore } from "./runtime.js";
+import { openDataStore } from "./data-dir.js";
 
 /** The embedded signing key of a data folder, refused when others may write it. */
 export function checkEmbeddedKey(dataDir: string): void {

@@ -2,19 +2,21 @@
  * The `openfief` command. Each subcommand lives in `commands/<name>.ts` and exports
  * `register(program)`; this file only wires them and turns every refusal into a one-line reason
  * and an exit code by one rule: 2 when the command was used wrongly (a bad flag, argument or input
- * file), 1 when it ran and the answer is a refusal or a failed check.
+ * file), 1 when it ran and the answer is a refusal or a failed check. Only the module of the
+ * subcommand asked for is loaded (ADR 0113).
  */
 import { Command, CommanderError } from "commander";
 import { toAppError } from "../app/index.js";
 import { CliError } from "./cli-error.js";
-import { commands } from "./commands/index.js";
+import { COMMANDS, modulesFor, registerAll } from "./commands/index.js";
 
-export function buildProgram(): Command {
+/** The program with the subcommands `argv` needs (every one when `argv` is left out). */
+export async function buildProgram(argv?: readonly string[]): Promise<Command> {
   const program = new Command("openfief")
     .description("OpenFief plugin control plane: least-privilege plugins, verified images, egress, and a replayable decision log")
     .showHelpAfterError(false)
     .exitOverride();
-  for (const register of commands) register(program);
+  await registerAll(program, argv === undefined ? COMMANDS : modulesFor(argv));
   return program;
 }
 
@@ -22,8 +24,8 @@ export function buildProgram(): Command {
 const SUCCESS_CODES = new Set(["commander.helpDisplayed", "commander.help", "commander.version", "commander.executeSubCommandAsync"]);
 
 export async function main(argv: readonly string[]): Promise<number> {
-  const program = buildProgram();
   try {
+    const program = await buildProgram(argv);
     await program.parseAsync([...argv], { from: "user" });
     return typeof process.exitCode === "number" ? process.exitCode : 0;
   } catch (err) {

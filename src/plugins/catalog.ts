@@ -123,7 +123,7 @@ function readPublisher(value: unknown, path: string, errors: FieldError[]): Publ
         fieldError(
           ErrorCode.InvalidCatalog,
           join(path, key),
-          `a catalog publisher has an exact issuer and subject, never a ${key === "publicKey" ? "key" : "pattern"} (D-44)`,
+          `a catalog publisher has an exact issuer and subject, never a ${key === "publicKey" ? "key" : "pattern"}: a catalog entry vouches for exactly one publisher`,
         ),
       );
     } else if (!["name", "issuer", "subject"].includes(key)) {

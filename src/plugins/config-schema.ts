@@ -24,7 +24,7 @@
  * `type: "object"`) and `strictRequired` (`then: {required: [...]}`).
  */
 import { Ajv } from "ajv";
-import type { AnySchema, ErrorObject, Options, ValidateFunction } from "ajv";
+import type { AnySchema, ErrorObject, KeywordDefinition, Options, ValidateFunction } from "ajv";
 import { Ajv2019 } from "ajv/dist/2019.js";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import draft07MetaSchema from "ajv/dist/refs/json-schema-draft-07.json" with { type: "json" };
@@ -39,7 +39,9 @@ import { SCHEMA_FORMATS } from "./schema-formats.js";
 import { patternProblems } from "./schema-patterns.js";
 import { SchemaIndex, referenceProblems, rootDocument } from "./schema-refs.js";
 import { schemaNodes } from "./schema-walk.js";
-import { UNIQUE_ITEMS } from "./unique-items.js";
+import { duplicatePair, UNIQUE_ITEMS } from "./unique-items.js";
+import { META_VALIDATORS } from "../gen/config-meta-schemas.js";
+import type { MetaValidate } from "../gen/config-meta-schemas.js";
 
 /** The `$schema` values accepted, each naming the dialect it selects. Absent means draft-07. */
 export const SUPPORTED_DIALECTS: Readonly<Record<string, Dialect>> = {
@@ -53,6 +55,13 @@ export const SUPPORTED_DIALECTS: Readonly<Record<string, Dialect>> = {
 
 /** A JSON Schema dialect this module compiles. */
 export type Dialect = "draft-07" | "2019-09" | "2020-12";
+
+/** The meta-schema each dialect checks a schema against. */
+export const META_SCHEMA_IDS: Readonly<Record<Dialect, string>> = {
+  "draft-07": "http://json-schema.org/draft-07/schema",
+  "2019-09": "https://json-schema.org/draft/2019-09/schema",
+  "2020-12": "https://json-schema.org/draft/2020-12/schema",
+};
 
 const MAX_MESSAGE = 300;
 
@@ -86,14 +95,24 @@ function dialectOf(schema: JsonValue, path: string): Dialect | FieldError {
 }
 
 /**
- * A fresh ajv for `dialect`, set up as the module comment says. Exported for the tests that check
- * it runs patterns on RE2.
+ * What scripts/gen-meta-schemas.ts changes to write a validator out as code: where that code finds
+ * the formats and RE2, and a `uniqueItems` written as code that calls the same {@link duplicatePair}.
  */
-export function newAjv(dialect: Dialect, validateSchema = true): Ajv {
-  const options: Options = validateSchema ? AJV_OPTIONS : { ...AJV_OPTIONS, validateSchema: false };
+export interface Precompiling {
+  readonly code: NonNullable<Options["code"]>;
+  readonly uniqueItems: KeywordDefinition;
+}
+
+/**
+ * A fresh ajv for `dialect`, set up as the module comment says. Exported for the tests that check
+ * it runs patterns on RE2, and for the precompiler of the meta-schema validators.
+ */
+export function newAjv(dialect: Dialect, validateSchema = true, precompiling?: Precompiling): Ajv {
+  const base: Options = validateSchema ? AJV_OPTIONS : { ...AJV_OPTIONS, validateSchema: false };
+  const options: Options = precompiling === undefined ? base : { ...base, code: { ...base.code, ...precompiling.code } };
   const ajv = dialect === "draft-07" ? new Ajv(options) : dialect === "2019-09" ? new Ajv2019(options) : new Ajv2020(options);
   ajv.removeKeyword("uniqueItems");
-  ajv.addKeyword(UNIQUE_ITEMS);
+  ajv.addKeyword(precompiling?.uniqueItems ?? UNIQUE_ITEMS);
   for (const [name, format] of SCHEMA_FORMATS) ajv.addFormat(name, format);
   if (dialect === "draft-07") return ajv;
   // So that a newer schema may still reference the draft-07 meta-schema, as the rule allows.
@@ -127,29 +146,44 @@ function precheck(schema: unknown, path: string): { ok: true; schema: JsonValue;
 }
 
 /**
- * Per dialect, one ajv that only checks schemas against the dialect's meta-schema, shared: compiling
- * a meta-schema costs more than most vendor schemas, and this instance holds nothing but the
- * meta-schemas (each vendor schema is compiled by a fresh instance, so none accumulates).
+ * Per dialect, the check of a schema against the dialect's meta-schema, precompiled by
+ * scripts/gen-meta-schemas.ts from exactly the ajv {@link newAjv} builds: compiling a meta-schema
+ * costs more than most vendor schemas (tens of milliseconds, on every command that reads a
+ * plugin), and the precompiled check answers the same (config-meta-schemas.test.ts).
  */
-const metaCheckers = new Map<Dialect, Ajv>();
+const metaValidators = new Map<Dialect, MetaValidate>();
 
-function metaChecker(dialect: Dialect): Ajv {
-  let ajv = metaCheckers.get(dialect);
-  if (ajv === undefined) {
-    ajv = newAjv(dialect);
-    metaCheckers.set(dialect, ajv);
+function metaValidator(dialect: Dialect): MetaValidate {
+  let validate = metaValidators.get(dialect);
+  if (validate === undefined) {
+    validate = META_VALIDATORS[dialect]({ formats: Object.fromEntries(SCHEMA_FORMATS), regExp: re2RegExp, duplicatePair });
+    metaValidators.set(dialect, validate);
   }
-  return ajv;
+  return validate;
+}
+
+/** ajv's `errorsText`, over the precompiled check's errors. */
+function errorsText(errors: MetaValidate["errors"]): string {
+  if (errors === null || errors === undefined || errors.length === 0) return "No errors";
+  return errors.map((e) => `data${e.instancePath} ${e.message ?? ""}`).join(", ");
+}
+
+/** Whether `schema` passes its dialect's meta-schema, and ajv's words when it does not (as `validateSchema` gives them). */
+export function checkMetaSchema(schema: JsonValue, dialect: Dialect): { ok: true } | { ok: false; text: string } {
+  // ajv's validateSchema passes a boolean schema without looking.
+  if (typeof schema === "boolean") return { ok: true };
+  const validate = metaValidator(dialect);
+  return validate(schema) ? { ok: true } : { ok: false, text: errorsText(validate.errors) };
 }
 
 function compile(schema: unknown, path: string): Compiled {
   const checked = precheck(schema, path);
   if (!checked.ok) return checked;
   try {
-    const meta = metaChecker(checked.dialect);
+    const meta = checkMetaSchema(checked.schema, checked.dialect);
     // ajv's own words when `validateSchema` is on, so a refusal reads as it always did.
-    if (meta.validateSchema(checked.schema as AnySchema) !== true) {
-      return { ok: false, errors: [invalidSchema(path, `the config schema does not compile: schema is invalid: ${meta.errorsText(meta.errors)}`)] };
+    if (!meta.ok) {
+      return { ok: false, errors: [invalidSchema(path, `the config schema does not compile: schema is invalid: ${meta.text}`)] };
     }
     return { ok: true, validate: newAjv(checked.dialect, false).compile(checked.schema as AnySchema) };
   } catch (e) {

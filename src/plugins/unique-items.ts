@@ -9,21 +9,34 @@ import type { FuncKeywordDefinition } from "ajv";
 import type { DataValidateFunction } from "ajv/dist/types/index.js";
 import { canonicalize } from "json-canonicalize";
 
-const firstDuplicate: DataValidateFunction = (data: unknown): boolean => {
-  firstDuplicate.errors = [];
-  if (!Array.isArray(data)) return true;
+/**
+ * The first pair of equal items, as `[earlier, later]` indexes, or undefined. The precompiled
+ * meta-schema validators (src/gen/config-meta-schemas.js) call it too, so both check alike.
+ */
+export function duplicatePair(data: readonly unknown[]): [number, number] | undefined {
   const seen = new Map<string, number>();
   for (let i = 0; i < data.length; i++) {
     const key = canonicalize(data[i]);
     const j = seen.get(key);
-    if (j !== undefined) {
-      // The message ajv's own keyword gives, so a refusal reads the same.
-      firstDuplicate.errors = [{ keyword: "uniqueItems", message: `must NOT have duplicate items (items ## ${j} and ${i} are identical)`, params: { i, j } }];
-      return false;
-    }
+    if (j !== undefined) return [j, i];
     seen.set(key, i);
   }
-  return true;
+  return undefined;
+}
+
+/** The message ajv's own keyword gives, so a refusal reads the same. */
+export function duplicateMessage(j: number, i: number): string {
+  return `must NOT have duplicate items (items ## ${j} and ${i} are identical)`;
+}
+
+const firstDuplicate: DataValidateFunction = (data: unknown): boolean => {
+  firstDuplicate.errors = [];
+  if (!Array.isArray(data)) return true;
+  const pair = duplicatePair(data);
+  if (pair === undefined) return true;
+  const [j, i] = pair;
+  firstDuplicate.errors = [{ keyword: "uniqueItems", message: duplicateMessage(j, i), params: { i, j } }];
+  return false;
 };
 
 /** The keyword, replacing ajv's own (`ajv.removeKeyword("uniqueItems")` first). `uniqueItems: false` checks nothing. */

@@ -9,6 +9,7 @@ import { mkdir, open, readdir, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { stringify } from "yaml";
 import { ALLOWLIST_CONFIGMAP, NAMESPACE, PLUGIN_HOST_CONFIGMAP } from "../plugins/index.js";
+import { processAlive } from "./process-alive.js";
 import type { KubeObject, Target } from "./target.js";
 
 const PLUGIN_NAME = /^[a-z][a-z0-9-]{0,55}$/;
@@ -76,16 +77,6 @@ export class DirectoryTarget implements Target {
 }
 
 const TEMP = /\.tmp-(\d+)$/;
-
-/** Whether a process with this id runs (one we may not signal runs too). */
-export function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
 
 /** Removes the temporary files of writers that are gone (never this process's own, never a live writer's). */
 async function removeStaleTemps(dir: string, names: readonly string[]): Promise<void> {

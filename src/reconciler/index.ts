@@ -7,4 +7,4 @@ export type { PluginResult, ReconcilerDeps } from "./reconciler.js";
 export type { KubeObject, Target } from "./target.js";
 export { DirectoryTarget } from "./directory-target.js";
 /** Whether a process runs: the directory target's stale temp files and the data folder's lock ask it. */
-export { processAlive } from "./directory-target.js";
+export { processAlive } from "./process-alive.js";

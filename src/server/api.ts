@@ -180,7 +180,7 @@ async function installationIdOf(req: RequestContext["req"]): Promise<unknown> {
 
 function viewRoutes(): Route[] {
   return [
-    api({ method: "POST", path: "/api/v1/plugin-tokens", access: "viewer", summary: "a PluginToken for a view, acting as the session's user (seed 002); refusals carry the mint's reason", statuses: [200, 401, 403, 404, 409, 415, ...BASE_STATUSES],
+    api({ method: "POST", path: "/api/v1/plugin-tokens", access: "viewer", summary: "a PluginToken for a view, acting as the session's user within what both the user and the plugin may do; refusals carry the mint's reason", statuses: [200, 401, 403, 404, 409, 415, ...BASE_STATUSES],
       handle: async ({ res, app, req, settings }) => {
         if (app.views === null) throw new AppError("not_found", "no views run here (openfief up without --no-views serves them)");
         const installationId = await installationIdOf(req);

@@ -237,7 +237,7 @@ export function createPluginProxy(o: PluginProxyOptions): PluginProxy {
       return;
     }
     if (rawPath.startsWith("/installations/") && o.gateway !== undefined) return o.gateway.handle(req, res);
-    if (rawPath === "/csp-reports" || rawPath.startsWith("/csp-reports/")) return refuse(req, res, miss(501, "reserved", "CSP reports are not collected yet (reserved, FUN-17)"));
+    if (rawPath === "/csp-reports" || rawPath.startsWith("/csp-reports/")) return refuse(req, res, miss(501, "reserved", "CSP reports are not collected yet (the path is reserved for them)"));
     refuse(req, res, miss(404, "not_found", "the plugin proxy serves /plugins/… and /installations/…"));
   }
 

@@ -29,7 +29,7 @@ export function sameSite(a: string, b: string): boolean {
 export function viewOriginProblems(o: { readonly console: string; readonly pluginProxy: string; readonly gateway: string }): string[] {
   const problems: string[] = [];
   if (sameSite(o.console, o.pluginProxy)) {
-    problems.push(`the plugin proxy (${o.pluginProxy}) must be a different site from the console (${o.console}), such as http://localhost:4781 beside http://127.0.0.1:4780 (FUN-17, "Origin model")`);
+    problems.push(`the plugin proxy (${o.pluginProxy}) must be a different site from the console (${o.console}), such as http://localhost:4781 beside http://127.0.0.1:4780, so that a view's code can never reach the console's session`);
   }
   const all = [o.console, o.pluginProxy, o.gateway];
   if (new Set(all.map((x) => new URL(x).origin)).size !== all.length) problems.push("the console, the plugin proxy and the gateway need three different origins");

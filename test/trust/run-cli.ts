@@ -14,7 +14,7 @@ export interface CliRun {
 }
 
 export async function runCli(argv: readonly string[], registers: ReadonlyArray<(program: Command) => void>): Promise<CliRun> {
-  const program = buildProgram();
+  const program = await buildProgram();
   for (const register of registers) {
     const probe = new Command();
     register(probe);

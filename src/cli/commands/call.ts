@@ -7,8 +7,9 @@
 import type { Command } from "commander";
 import { AppError, loadSettings, openRuntime, requireLog, runningEgress, startHostedPlugins } from "../../app/index.js";
 import { parseStrictJson } from "../../plugins/index.js";
-import { cliLogger, dataDir, pluginArg, print, printJson, withData, withJson } from "../context.js";
+import { dataDir, pluginArg, print, printJson, withData, withJson } from "../context.js";
 import type { DataOptions } from "../context.js";
+import { cliLogger } from "../logger.js";
 
 /** The most bytes `--params` may hold. */
 const MAX_PARAMS = 64 * 1024;

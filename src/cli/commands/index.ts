@@ -1,19 +1,49 @@
 import type { Command } from "commander";
-import { register as apply } from "./apply.js";
-import { register as approve } from "./approve.js";
-import { register as call } from "./call.js";
-import { register as get } from "./get.js";
-import { register as egress } from "./egress.js";
-import { register as log } from "./log.js";
-import { register as login } from "./login.js";
-import { register as token } from "./token.js";
-import { registerOperator } from "./operator.js";
-import { register as pluginHost } from "./plugin-host.js";
-import { clusterReconcilerFactory } from "../../app/index.js";
-import { register as up } from "./up.js";
-import { register as verify } from "./verify.js";
-import { register as verifyBundle } from "./verify-bundle.js";
-import { register as why } from "./why.js";
 
-/** Every subcommand's `register`. Add one line per command module. */
-export const commands: ReadonlyArray<(program: Command) => void> = [up, login, apply, approve, get, why, log, call, verify, verifyBundle, token, egress, registerOperator(clusterReconcilerFactory), pluginHost];
+/** Adds a module's subcommands to the program. */
+export type Register = (program: Command) => void;
+
+/**
+ * A command module: the subcommands it adds and how to load it. Loaded only when one of its
+ * names is asked for (or for the full help), so `openfief get plugins` compiles what `get` uses and
+ * nothing of `up`, `verify` or `operator` (ADR 0113).
+ */
+export interface CommandModule {
+  readonly names: readonly string[];
+  readonly load: () => Promise<Register>;
+}
+
+/** Every command module, in the order `openfief --help` lists them. Add one entry per module. */
+export const COMMANDS: readonly CommandModule[] = [
+  { names: ["reconcile", "up"], load: async () => (await import("./up.js")).register },
+  { names: ["login"], load: async () => (await import("./login.js")).register },
+  { names: ["apply", "delete"], load: async () => (await import("./apply.js")).register },
+  { names: ["approve"], load: async () => (await import("./approve.js")).register },
+  { names: ["get"], load: async () => (await import("./get.js")).register },
+  { names: ["why"], load: async () => (await import("./why.js")).register },
+  { names: ["log", "replay", "verify-log", "check-decisions"], load: async () => (await import("./log.js")).register },
+  { names: ["call"], load: async () => (await import("./call.js")).register },
+  { names: ["verify"], load: async () => (await import("./verify.js")).register },
+  { names: ["verify-bundle"], load: async () => (await import("./verify-bundle.js")).register },
+  { names: ["token"], load: async () => (await import("./token.js")).register },
+  { names: ["egress"], load: async () => (await import("./egress.js")).register },
+  { names: ["operator"], load: async () => (await import("./cluster-operator.js")).register },
+  { names: ["plugin-host"], load: async () => (await import("./plugin-host.js")).register },
+];
+
+/**
+ * The modules a command line needs: the one that adds its subcommand, or every module when the
+ * line names none of them (no arguments, `--help`, `help`, a mistyped name that commander should
+ * answer with a suggestion).
+ */
+export function modulesFor(argv: readonly string[]): readonly CommandModule[] {
+  const first = argv[0];
+  const one = first === undefined ? undefined : COMMANDS.find((c) => c.names.includes(first));
+  return one === undefined ? COMMANDS : [one];
+}
+
+/** Loads `modules` at once and registers them in their listed order. */
+export async function registerAll(program: Command, modules: readonly CommandModule[]): Promise<void> {
+  const registers = await Promise.all(modules.map((m) => m.load()));
+  for (const register of registers) register(program);
+}

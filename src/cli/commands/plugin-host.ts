@@ -6,6 +6,7 @@
  */
 import type { Command } from "commander";
 import { pino } from "pino";
+import { startClusterPluginHost } from "../../app/index.js";
 import { CliError } from "../cli-error.js";
 import { parseListen } from "./egress.js";
 import { SA_JWKS_DIR } from "../../plugins/index.js";
@@ -57,8 +58,9 @@ export function register(program: Command): void {
     .action(async (opts: Options) => {
       const at = checked(opts);
       const logger = pino({ base: null, name: "plugin-host", level: process.env["OPENFIEF_LOG_LEVEL"] ?? "info" });
-      // The Kubernetes client is heavy: loaded only when this command runs.
-      const [{ loadKubeConfig }, { startClusterPluginHost }] = await Promise.all([import("../../kube/index.js"), import("../../app/index.js")]);
+      // The Kubernetes client is heavy: loaded only when this command runs (startClusterPluginHost
+      // loads the host itself the same way).
+      const { loadKubeConfig } = await import("../../kube/index.js");
       let kc;
       try {
         kc = loadKubeConfig(opts.kubeconfig);

@@ -16,8 +16,9 @@ import {
   signInLink, SIGN_IN_TTL_SECONDS, startControlPlane,
 } from "../../app/index.js";
 import type { ControlPlane, FaceFactory, Settings } from "../../app/index.js";
-import { cliLogger, dataDir, print, printJson, withData, withJson } from "../context.js";
+import { dataDir, print, printJson, withData, withJson } from "../context.js";
 import type { DataOptions } from "../context.js";
+import { cliLogger } from "../logger.js";
 import { pluginsTable } from "./get.js";
 
 interface RuntimeFlags extends DataOptions {

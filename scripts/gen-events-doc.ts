@@ -1,0 +1,270 @@
+/**
+ * Writes docs/events.md from the event catalog itself: every event type the store accepts, its
+ * current version and the older versions it still reads, its stream, each field of its data with
+ * its JSON type and meaning, and what causes it. Types, versions, streams and fields come from the
+ * definitions the store validates with (src/events/catalog/*.ts); what causes each event and what
+ * each field means from {@link CAUSES} and {@link FIELDS} below, in the words of a user's page.
+ * test/docs/events-doc.test.ts fails when the page is stale, and this script when an event type
+ * or a field has no words here.
+ *
+ *   npm run docs:events
+ */
+import { writeFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { defineEgressEvents } from "../src/events/catalog/egress-events.js";
+import { defineGatewayEvents } from "../src/events/catalog/gateway-events.js";
+import { defineHostEvents } from "../src/events/catalog/host-events.js";
+import { definePluginEvents } from "../src/events/catalog/plugin-events.js";
+import { EventRegistry } from "../src/events/registry.js";
+import type { EventDefinition, EventType } from "../src/events/registry.js";
+
+export const OUTPUT = fileURLToPath(new URL("../docs/events.md", import.meta.url));
+
+/** The areas of the catalog, each a module of `src/events/catalog/`, in the order the page shows them. */
+const AREAS: readonly { title: string; define: (r: EventRegistry) => void; about: string }[] = [
+  {
+    title: "A plugin's life",
+    define: definePluginEvents,
+    about: "What the owner and the cluster said, the facts recorded about an image and a config, and the reconciler's decisions and their results.",
+  },
+  {
+    title: "Egress",
+    define: defineEgressEvents,
+    about: "The egress proxy's decisions: one per CONNECT from an identified plugin, and the refusals before a plugin is identified.",
+  },
+  {
+    title: "The plugin host",
+    define: defineHostEvents,
+    about: "WebAssembly modules stored and removed, unconfined executables permitted, and the calls of plugin code: each failure, and the successes counted.",
+  },
+  {
+    title: "Views",
+    define: defineGatewayEvents,
+    about: "The gateway's decision on every request a view makes with a valid PluginToken.",
+  },
+];
+
+/** What causes each event: who appends it, and when. Every type of the catalog must have one. */
+export const CAUSES: Readonly<Record<string, string>> = {
+  "plugin.observed":
+    "A Plugin resource was applied or changed: `openfief apply` (actor `owner:cli`), the console or the API (`owner:web:<user>`), `openfief up --demo`, or in a cluster the operator seeing the resource (`cluster`). An observation equal to the latest one is not appended again.",
+  "plugin.deleted": "The Plugin was deleted: `openfief delete plugin NAME`, or the operator seeing the resource gone.",
+  "grant.observed":
+    "A PluginGrant was applied or changed: `openfief apply`, `openfief approve` and the console's Approve button (which add exactly what is pending), or the operator seeing the resource.",
+  "grant.deleted": "The PluginGrant was deleted: `openfief delete grant NAME`, or the operator seeing the resource gone.",
+  "signature.verdict":
+    "The reconciler checked an image's signatures against the trusted signers and its signed label against the Plugin's manifest, for a digest and manifest it had no verdict for. Stream `trust`: a verdict is about an image, whichever plugin asked.",
+  "config.verdict": "The reconciler checked a plugin's config against the config schema of the image asked for (the config or the schema changed).",
+  "rollout.decided":
+    "The reconciler decided which version runs, whenever one of the decision's inputs changed: the Plugin, its grant, a verdict, the version running. Its `causedBy` names the event that triggered it, and `openfief check-decisions` re-decides it from the recorded inputs.",
+  "workload.desired": "The reconciler compiled what runs into its objects and egress allow-list (or, with `running: false`, that nothing runs), after a decision that changed them.",
+  "workload.applied": "The target (the directory target of `openfief up`, or Kubernetes) applied a desired workload, or failed to.",
+  "previous.observed":
+    "The operator found a Plugin whose status says a version runs that the log does not know (a new log beside a running cluster): it records that version so that the next decision can keep it.",
+  "kube.applied": "The operator applied or pruned Kubernetes objects for a plugin in one pass: one record per object, each with its field manager.",
+  "reconcile.failed": "A plugin's pass failed unexpectedly; the other plugins' passes go on. A later decision or apply in the stream ends the run of a repeated failure.",
+  "egress.decision": "The egress proxy allowed or denied a CONNECT from an identified plugin, after checking its allow-list and every address the name resolved to. Committed before the tunnel carries a byte.",
+  "egress.refused": "The egress proxy refused a CONNECT before it knew the plugin (no token, a bad token, a failed review, a malformed target). Rate-limited per source address.",
+  "module.installed": "The plugin host checked a WebAssembly module (its imports, limits and ABI) and stored it by digest, because a running plugin's image carries it.",
+  "module.uninstalled": "The plugin host removed a stored module that no running plugin uses any more.",
+  "plugin.call": "A call of a plugin's code failed or was refused, with the host's code or one the plugin reported itself. Successful calls are counted instead (`plugin.calls`).",
+  "plugin.calls": "The plugin host counted the successful calls of a plugin's code over a window of time.",
+  "executable.permitted": "An owner permitted an unconfined executable by name and digest (only where the deployment enables the unconfined tier).",
+  "gateway.decision": "A view made a request with a valid PluginToken: to the Kubernetes data path through the gateway, or to its installation's own routes. The decision names the gate that decided.",
+};
+
+type Schema = Record<string, unknown>;
+
+/**
+ * What each field of an event's data means: `type.field`, or `field` where the meaning is the
+ * same in every event that has it. Every field of the catalog must have one.
+ */
+export const FIELDS: Readonly<Record<string, string>> = {
+  name: "The plugin's name (the stream is `plugin/<name>`).",
+  "plugin.observed.spec": "The Plugin's `spec` exactly as given (image, manifest, config), not yet validated: the decision validates it.",
+  "grant.observed.spec": "The PluginGrant's `spec` exactly as given: the capabilities, egress hosts, Secret names, data tiers and rules the owner approved.",
+  "signature.verdict.digest": "The image's digest.",
+  "signature.verdict.manifest": "The SHA-256 of the canonical manifest the signed label was compared with; absent when it was checked against none (such a verdict stands for the digest whatever the manifest).",
+  "signature.verdict.image": "The image reference checked (`repository@sha256:…`).",
+  "signature.verdict.outcome": "`verified` (a catalog entry pins the digest and its publisher signed it), `unverified` (another trusted signer signed it) or `refused` (it may not run).",
+  "signature.verdict.reason": "Why it was refused, as a code (`unsigned`, `untrusted_signer`, `manifest_mismatch`, …).",
+  "signature.verdict.signers": "The trusted signers whose signatures verified: name and kind (`openfief-ci`, `publisher`, `owner`).",
+  "signature.verdict.identities": "The identities of every signature that verified (issuer and subject, or key), trusted or not.",
+  "signature.verdict.trustRoot": "The SHA-256 of the Sigstore trusted root the signatures were verified against.",
+  "signature.verdict.catalog": "The SHA-256 of the catalog the verdict was decided with.",
+  "signature.verdict.module": "For a WebAssembly plugin, the SHA-256 of its module (the artifact's one layer).",
+  "config.verdict.image": "The image whose config schema the config was checked against.",
+  "config.verdict.ok": "Whether the config matches.",
+  "config.verdict.errors": "Every mismatch, each with its code, its path (`config.a[1].b`) and a message that names keys and constraints, never config values.",
+  "rollout.decided.inputs": "What the decision was made from: the version asked for (`current`, null when the spec is invalid), whether it could run (`currentDeployable`: valid, config matching, signature verified), the version that ran before (`previous`) and the grant.",
+  "rollout.decided.plan": "The decision: `outcome` (`current`, `previous` or `none`), what runs (`run`: image, manifest, effective permissions), what waits for approval (`pending`) and the reasons, as codes.",
+  "workload.desired.running": "Whether anything runs. False when the decision runs nothing: the workload's objects are then removed.",
+  "workload.desired.image": "The image that runs.",
+  "workload.desired.runtime": "`container` (a Deployment and its objects) or `wasm` (a module in the plugin host).",
+  "workload.desired.module": "For a WebAssembly plugin, the SHA-256 of the module the plugin host runs.",
+  "workload.desired.objects": "The Kubernetes objects compiled from the effective permissions (ServiceAccount, ConfigMap, Service, NetworkPolicy, Deployment, and for a view its ClusterRole and binding), sorted.",
+  "workload.desired.allowList": "The plugin's egress allow-list: its effective egress hosts as `host:port`.",
+  "workload.applied.target": "Where it was applied: `directory:<folder>` or `kubernetes`.",
+  "workload.applied.ok": "Whether every object was applied.",
+  "workload.applied.error": "Why not, when it failed.",
+  "previous.observed.deployed": "The version the Plugin's status says runs: image, manifest and config.",
+  "reconcile.failed.error": "What failed, in one message (never a secret or a token).",
+  "kube.applied.records": "One per object: the action (`apply` or `prune`), apiVersion, kind, name, field manager, the allow-list key where there is one, and whether it succeeded (with the error when not).",
+  "egress.decision.plugin": "The plugin the token identified (the stream is `egress/<plugin>`).",
+  "egress.decision.host": "The host the plugin asked to reach.",
+  "egress.decision.port": "The port it asked for.",
+  "egress.decision.allowed": "Whether the tunnel was opened.",
+  "egress.decision.reason": "Why, as a code: `listed`, `not_listed`, `no_allow_list`, `forbidden_address`, `dns_no_addresses`, ….",
+  "egress.decision.address": "The checked address that was dialed (allowed decisions).",
+  "egress.decision.addresses": "Every address DNS gave for a listed host (empty when it gave none), so that `openfief check-decisions` can re-decide from the log.",
+  "egress.decision.refusedAddress": "For a forbidden address, the one that was refused.",
+  "egress.decision.addressRefusal": "Why that address was refused (the range it falls in), as a code.",
+  "egress.refused.code": "Why, as a code: no token, a malformed header, a token the review refused, a malformed target, ….",
+  "egress.refused.source": "The client's address (a pod's IP), never its token.",
+  "egress.refused.host": "The host asked for, when the request named one.",
+  "egress.refused.port": "The port asked for, when the request named one.",
+  "egress.refused.dropped": "How many refusals from this source the rate limit left unrecorded since its last recorded one.",
+  "module.installed.digest": "The module's lowercase hex SHA-256: how it is stored, run and named everywhere.",
+  "module.installed.size": "The module's size in bytes.",
+  "module.uninstalled.digest": "The removed module's SHA-256.",
+  runtime: "Which tier ran the code: `wasm` (confined) or `unconfined` (a permitted executable).",
+  "plugin.call.digest": "The code's SHA-256; absent when the call named none that is valid.",
+  "plugin.call.method": "The ABI method called (`sync`, `import_file`, `manifest`, …).",
+  "plugin.call.source": "Whose code the failure is: `host` (the host refused or stopped the call, codes `plugin_*`) or `plugin` (the plugin reported it).",
+  "plugin.call.code": "The failure's stable code.",
+  "plugin.call.message": "What happened, with every secret the call was given redacted.",
+  "plugin.call.field": "The offending value's path, when the failure names one.",
+  "plugin.calls.digest": "The code's SHA-256.",
+  "plugin.calls.from": "The start of the window (inclusive).",
+  "plugin.calls.to": "The end of the window (exclusive).",
+  "plugin.calls.succeeded": "How many calls succeeded in it.",
+  "executable.permitted.executable": "The executable's file name in the unconfined plugin folder.",
+  "executable.permitted.digest": "Its SHA-256, which it must still have whenever it is started.",
+  "executable.permitted.size": "Its size in bytes.",
+  "gateway.decision.route": "Where the request went: `kube` (the Kubernetes data path), `runtime` or `controller` (the installation's own routes).",
+  "gateway.decision.user": "The acting user (the token's `sub`).",
+  "gateway.decision.installation": "The installation's ID (the token's `installation_id`; the stream is `gateway/<installation name>`).",
+  "gateway.decision.installationName": "The installation's name: the Plugin's name.",
+  "gateway.decision.plugin": "The token's `plugin_name`: the image repository.",
+  "gateway.decision.version": "The token's `plugin_version`: the image digest.",
+  "gateway.decision.definitionHash": "The definition the user consented to when the token was minted (the token's `definition_hash`).",
+  "gateway.decision.pinnedHash": "The definition pinned when the request came, whose rules capped it; null when none is. It differs from `definitionHash` only across an upgrade.",
+  "gateway.decision.cluster": "The cluster the token is bound to.",
+  "gateway.decision.method": "The HTTP method.",
+  "gateway.decision.path": "The request's path, decoded, without its query.",
+  "gateway.decision.attributes": "The Kubernetes attributes parsed from the request (verb, API group and version, namespace, resource, subresource, name, selectors; or a non-resource path); null for the installation routes and before the request was parsed.",
+  "gateway.decision.decision": "`allow` or `deny`.",
+  "gateway.decision.gate": "Which gate decided, in order: `origin`, `cluster`, `can_view`, `installation`, `request`, `user` (the user's access review), `plugin` (the plugin's effective rules); `upstream` for a request that passed them all and was forwarded.",
+  "gateway.decision.status": "The HTTP status a refusal was answered with; null when the request was forwarded.",
+  "gateway.decision.reason": "Why, as a stable code, for refusals.",
+};
+
+function meaning(type: string, field: string): string {
+  const text = FIELDS[`${type}.${field}`] ?? FIELDS[field];
+  if (text === undefined) throw new Error(`field ${field} of ${type} has no meaning in scripts/gen-events-doc.ts FIELDS`);
+  return text;
+}
+
+/** A JSON Schema as a short phrase: `string`, `one of "a", "b"`, `list of string`, `object`. */
+function typeText(s: Schema | undefined): string {
+  if (s === undefined || Object.keys(s).length === 0) return "any JSON";
+  if (Array.isArray(s["enum"])) return `one of ${(s["enum"] as unknown[]).map((v) => `\`${JSON.stringify(v)}\``).join(", ")}`;
+  const types = Array.isArray(s["type"]) ? (s["type"] as string[]) : typeof s["type"] === "string" ? [s["type"] as string] : [];
+  const shown = types.map((t) => {
+    if (t === "array") return `list${s["items"] === undefined ? "" : ` of ${typeText(s["items"] as Schema)}`}`;
+    if (t === "object" && s["properties"] !== undefined) return `object (${Object.keys(s["properties"] as object).map((k) => `\`${k}\``).join(", ")})`;
+    if (t === "string" && typeof s["pattern"] === "string") return `string matching \`${s["pattern"] as string}\``;
+    if (t === "integer" && typeof s["minimum"] === "number" && typeof s["maximum"] === "number") return `integer ${s["minimum"] as number}–${s["maximum"] as number}`;
+    return t;
+  });
+  return shown.length === 0 ? "any JSON" : shown.join(" or ");
+}
+
+/** The stream an event goes to, found by asking its stream check with each string field marked. */
+function streamText(def: EventDefinition): string {
+  const props = Object.keys(((def.schema as Schema)["properties"] ?? {}) as object);
+  const base = Object.fromEntries(props.map((p) => [p, "other"]));
+  for (const p of props) {
+    const said = def.stream("", { ...base, [p]: "marked" }) ?? "";
+    const m = /must go to stream (\S+)/.exec(said);
+    if (m === null) continue;
+    const stream = m[1] as string;
+    if (stream.includes("marked")) return `\`${stream.replace("marked", `<${p}>`)}\``;
+    if (!stream.includes("other")) return `\`${stream}\``;
+  }
+  return "(any)";
+}
+
+function section(def: EventDefinition, type: EventType): string {
+  const schema = def.schema as Schema;
+  const required = new Set((schema["required"] as string[] | undefined) ?? []);
+  const properties = (schema["properties"] ?? {}) as Record<string, Schema>;
+  const cause = CAUSES[def.type];
+  if (cause === undefined) throw new Error(`event type ${def.type} has no cause in scripts/gen-events-doc.ts CAUSES`);
+  const older = (def.history ?? []).map((h) => h.version).sort((a, b) => a - b);
+  const lines = [
+    `### \`${def.type}\``,
+    "",
+    `Version ${type.version}${older.length === 0 ? "" : ` (rows stored as version ${older.join(", ")} are read as version ${type.version}, never rewritten)`}; stream ${streamText(def)}.`,
+    "",
+    `**What causes it.** ${cause}`,
+    "",
+    "| field | type | required | meaning |",
+    "| --- | --- | --- | --- |",
+    ...Object.entries(properties).map(([field, s]) => `| \`${field}\` | ${typeText(s).replace(/\|/g, "\\|")} | ${required.has(field) ? "yes" : "no"} | ${meaning(def.type, field).replace(/\|/g, "\\|")} |`),
+    "",
+  ];
+  return lines.join("\n");
+}
+
+/** Every event type the catalog defines, in the page's order. */
+export function catalogTypes(): string[] {
+  const registry = new EventRegistry();
+  const types: string[] = [];
+  for (const area of AREAS) area.define(new (class extends EventRegistry {
+    override define(def: EventDefinition): EventType {
+      types.push(def.type);
+      return registry.define(def);
+    }
+  })());
+  return types;
+}
+
+/** The page's text. */
+export function generate(): string {
+  const parts = [
+    "# Events",
+    "",
+    "<!-- Generated by scripts/gen-events-doc.ts from the event catalog (npm run docs:events); do not edit. -->",
+    "",
+    "Every input and every decision of the control plane is an event in its log (see",
+    "[concepts/decision-log.md](concepts/decision-log.md)). This page lists every event type the log",
+    "accepts: its version, the stream it goes to, what causes it, and each field of its data. Every",
+    "event also carries the envelope the log gives it: its sequence number, stream and version in the",
+    "stream, time, actor (`owner:cli`, `owner:web:<user>`, `cluster`, …), the event that caused it",
+    "(`causedBy`, for decisions), and the hash that chains it to the one before. `openfief log` shows",
+    "them (`--type`, `--plugin`, `--json`).",
+    "",
+    "An event's data is validated against its type's schema when it is appended; an event type changes",
+    "shape only by a new version, and older rows are lifted to the current version as they are read.",
+    "",
+  ];
+  for (const area of AREAS) {
+    const recorded: { def: EventDefinition; type: EventType }[] = [];
+    const registry = new (class extends EventRegistry {
+      override define(def: EventDefinition): EventType {
+        const type = super.define(def);
+        recorded.push({ def, type });
+        return type;
+      }
+    })();
+    area.define(registry);
+    parts.push(`## ${area.title}`, "", area.about, "", ...recorded.map(({ def, type }) => section(def, type)));
+  }
+  return `${parts.join("\n").trimEnd()}\n`;
+}
+
+if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.argv[1]) {
+  writeFileSync(OUTPUT, generate());
+  console.log(`gen-events-doc: wrote ${OUTPUT}`);
+}

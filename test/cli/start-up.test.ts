@@ -1,0 +1,132 @@
+/**
+ * What a command loads as it starts (ADR 0113): only its own command module, and in the bundle
+ * only the chunks that module reaches. A read command answers from the log, so it compiles
+ * nothing of Sigstore, YAML, the logger, the metrics, the egress proxy, the plugin host, the views
+ * or the console. Sizes and times are never asserted here; `npm run bench:cli` measures them.
+ */
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import { Command } from "commander";
+import type { Metafile } from "esbuild";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { buildCli } from "../../scripts/build-cli.mjs";
+import { COMMANDS, modulesFor } from "../../src/cli/commands/index.js";
+import { ok, openfief, ROOT } from "../e2e/support.js";
+
+const READ_COMMANDS = ["get", "why", "log", "replay", "verify-log", "check-decisions"] as const;
+
+/** Inputs a read command must not load, by the path esbuild names them with. */
+const NOT_FOR_READING: readonly [string, RegExp][] = [
+  ["Sigstore", /node_modules\/@sigstore\//],
+  ["YAML", /node_modules\/yaml\//],
+  ["the logger", /node_modules\/pino\//],
+  ["the metrics", /node_modules\/prom-client\//],
+  ["HTTP through undici", /node_modules\/undici\//],
+  ["JWTs", /node_modules\/jose\//],
+  ["the trust room", /^src\/trust\//],
+  ["the egress proxy", /^src\/egress\/(proxy|connect|writer|metrics)/],
+  ["the plugin host", /^src\/host\//],
+  ["the views", /^src\/views\//],
+  ["the console and API", /^src\/server\//],
+  ["the reconcile loop", /^src\/reconciler\/(reconciler|directory-target)\.ts$/],
+];
+
+describe("which command modules a command line loads", () => {
+  it.each<[string, readonly string[], readonly string[]]>([
+    ["a read command", ["get", "plugins"], ["get"]],
+    ["a command its module shares with others", ["replay", "--at", "3"], ["log", "replay", "verify-log", "check-decisions"]],
+    ["help for one command", ["why", "--help"], ["why"]],
+  ])("%s loads only its own module", (_what, argv, names) => {
+    expect(modulesFor(argv).map((m) => m.names)).toEqual([names]);
+  });
+
+  it.each<[string, readonly string[]]>([
+    ["no arguments", []],
+    ["--help", ["--help"]],
+    ["help", ["help", "get"]],
+    ["a mistyped command, for commander's suggestion", ["gte", "plugins"]],
+  ])("%s loads every module", (_what, argv) => {
+    expect(modulesFor(argv)).toBe(COMMANDS);
+  });
+
+  it("lists for each module exactly the commands it registers", async () => {
+    for (const m of COMMANDS) {
+      const probe = new Command();
+      (await m.load())(probe);
+      expect(probe.commands.map((c) => c.name()).sort()).toEqual([...m.names].sort());
+    }
+  });
+
+  it("still shows every command in the full help, and suggests one for a typo", async () => {
+    const help = await openfief(["--help"]);
+    expect(help.code).toBe(0);
+    for (const name of COMMANDS.flatMap((m) => m.names)) expect(help.stdout).toMatch(new RegExp(`^  ${name}\\b`, "m"));
+    const typo = await openfief(["gte", "plugins"]);
+    expect(typo.code).toBe(2);
+    expect(typo.stderr).toContain("(Did you mean get?)");
+  });
+});
+
+describe("the bundle", () => {
+  let out: string;
+  let meta: Metafile;
+  let data: string;
+
+  beforeAll(async () => {
+    out = mkdtempSync(join(ROOT, ".tmp", "bundle-"));
+    meta = await buildCli(out);
+    data = join(out, "data");
+    await ok(["apply", "-f", join(ROOT, "examples", "plugins"), "--data", data]);
+  }, 120_000);
+  afterAll(() => rmSync(out, { recursive: true, force: true }));
+
+  /** Every input of the chunks an entry loads before it runs (static imports, followed). */
+  function loadedBy(entries: readonly string[]): Set<string> {
+    const outputs = Object.entries(meta.outputs);
+    const chunkOf = (source: string): string => {
+      const found = outputs.find(([, o]) => o.entryPoint === source);
+      if (found === undefined) throw new Error(`no chunk for ${source}`);
+      return found[0];
+    };
+    const seen = new Set<string>();
+    const todo = entries.map(chunkOf);
+    while (todo.length > 0) {
+      const chunk = todo.pop() as string;
+      if (seen.has(chunk)) continue;
+      seen.add(chunk);
+      for (const i of meta.outputs[chunk]?.imports ?? []) if (i.kind === "import-statement" && !i.external) todo.push(i.path);
+    }
+    return new Set([...seen].flatMap((c) => Object.keys(meta.outputs[c]?.inputs ?? {})).map((p) => p.replace(/^(\.\.\/)+(work\/main\/)?/, "")));
+  }
+
+  it.each(READ_COMMANDS)("starts `%s` with none of what only writing, verifying or serving needs", (name) => {
+    const module = COMMANDS.find((m) => m.names.includes(name));
+    const file = module === undefined ? "" : `src/cli/commands/${module.names.includes("log") ? "log" : name}.ts`;
+    const inputs = [...loadedBy(["src/cli/main.ts", file])];
+    expect(inputs).toContain(file);
+    for (const [what, pattern] of NOT_FOR_READING) expect(inputs.filter((p) => pattern.test(p)), what).toEqual([]);
+  });
+
+  it("still holds all of it for `up`", () => {
+    const inputs = [...loadedBy(["src/cli/main.ts", "src/cli/commands/up.ts"])];
+    for (const pattern of [/node_modules\/@sigstore\/verify\//, /node_modules\/yaml\//, /^src\/host\//, /^src\/egress\/proxy\.ts$/]) {
+      expect(inputs.some((p) => pattern.test(p)), String(pattern)).toBe(true);
+    }
+  });
+
+  it("answers a read command as the sources do", async () => {
+    const bundled = spawnSync(process.execPath, [join(out, "openfief.mjs"), "get", "plugins", "--json", "--data", data], { cwd: ROOT, encoding: "utf8" });
+    expect(bundled.stderr).toBe("");
+    expect(bundled.status).toBe(0);
+    expect(JSON.parse(bundled.stdout)).toEqual(JSON.parse(await ok(["get", "plugins", "--json", "--data", data])));
+  });
+
+  it("answers a refusal with the same one line and exit code as the sources do", async () => {
+    const bundled = spawnSync(process.execPath, [join(out, "openfief.mjs"), "why", "no-such-plugin", "--data", data], { cwd: ROOT, encoding: "utf8" });
+    const sources = await openfief(["why", "no-such-plugin", "--data", data]);
+    expect(bundled.status).toBe(sources.code);
+    expect(bundled.status).not.toBe(0);
+    expect(bundled.stderr).toBe(sources.stderr);
+  });
+});
