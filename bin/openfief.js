@@ -2,36 +2,22 @@
 // The `openfief` command. Runs the bundle `npm ci` compiled (dist/openfief.mjs, see
 // scripts/build-cli.mjs) when it is newer than every source file, so a command answers quickly;
 // otherwise the TypeScript sources through tsx, so an edited clone never runs stale code.
-import { readdirSync, statSync } from "node:fs";
-import { join } from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+// OPENFIEF_BUNDLE=required refuses that fallback (the end-to-end tests run what users run);
+// OPENFIEF_NO_BUNDLE=1 forces it.
+import { pathToFileURL } from "node:url";
+import { BUNDLE, bundleIsFresh } from "./launch.js";
 
-const ROOT = fileURLToPath(new URL("..", import.meta.url));
-const BUNDLE = join(ROOT, "dist", "openfief.mjs");
+await run();
 
-function newest(dir, floor) {
-  let max = floor;
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    const p = join(dir, entry.name);
-    if (entry.isDirectory()) max = newest(p, max);
-    else if (entry.name.endsWith(".ts") && !entry.name.endsWith(".test.ts")) max = Math.max(max, statSync(p).mtimeMs);
+async function run() {
+  if (process.env.OPENFIEF_NO_BUNDLE !== "1" && bundleIsFresh()) {
+    await import(pathToFileURL(BUNDLE).href);
+  } else if (process.env.OPENFIEF_BUNDLE === "required") {
+    process.stderr.write("openfief: dist/openfief.mjs is missing or older than the sources, and OPENFIEF_BUNDLE=required: run npm run build\n");
+    process.exitCode = 3;
+  } else {
+    const { register } = await import("tsx/esm/api");
+    register();
+    await import("../src/cli/main.ts");
   }
-  return max;
-}
-
-function bundleIsFresh() {
-  try {
-    const built = statSync(BUNDLE).mtimeMs;
-    return process.env.OPENFIEF_NO_BUNDLE !== "1" && newest(join(ROOT, "src"), newest(join(ROOT, "migrations"), 0)) <= built;
-  } catch {
-    return false;
-  }
-}
-
-if (bundleIsFresh()) {
-  await import(pathToFileURL(BUNDLE).href);
-} else {
-  const { register } = await import("tsx/esm/api");
-  register();
-  await import("../src/cli/main.ts");
 }
