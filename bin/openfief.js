@@ -4,10 +4,23 @@
 // otherwise the TypeScript sources through tsx, so an edited clone never runs stale code.
 // OPENFIEF_BUNDLE=required refuses that fallback (the end-to-end tests run what users run);
 // OPENFIEF_NO_BUNDLE=1 forces it.
-import { pathToFileURL } from "node:url";
-import { BUNDLE, bundleIsFresh } from "./launch.js";
+//
+// `up` and `egress` run the egress proxy, which needs glibc's heap setting in the environment the
+// process starts with (ADR 0098): without it, this process starts the command once more with it
+// and only relays signals and the exit status.
+import { spawn } from "node:child_process";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { BUNDLE, bundleIsFresh, proxyEnvironment } from "./launch.js";
 
-await run();
+const args = process.argv.slice(2);
+const env = proxyEnvironment(args, process.env);
+
+if (env !== null) {
+  relay(spawn(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), ...args], { stdio: "inherit", env: { ...env, OPENFIEF_LAUNCHER_PID: String(process.pid) } }));
+} else {
+  watchLauncher();
+  await run();
+}
 
 async function run() {
   if (process.env.OPENFIEF_NO_BUNDLE !== "1" && bundleIsFresh()) {
@@ -20,4 +33,38 @@ async function run() {
     register();
     await import("../src/cli/main.ts");
   }
+}
+
+/**
+ * Passes a stop on to the command, as SIGTERM: an interrupt from a terminal reaches both processes
+ * already, and a second SIGINT would cut the command's orderly stop short. Ends as it ended.
+ */
+function relay(child) {
+  const forward = () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
+  };
+  const signals = ["SIGINT", "SIGTERM", "SIGHUP"];
+  for (const s of signals) process.on(s, forward);
+  child.on("error", (err) => {
+    process.stderr.write(`openfief: cannot start the command: ${err.message}\n`);
+    process.exit(1);
+  });
+  child.on("exit", (code, signal) => {
+    for (const s of signals) process.off(s, forward);
+    if (signal !== null) process.kill(process.pid, signal);
+    else process.exit(code ?? 1);
+  });
+}
+
+/** A command started by the relay stops when the relay is gone (killed outright), not lingering on. */
+function watchLauncher() {
+  const launcher = Number(process.env.OPENFIEF_LAUNCHER_PID ?? "");
+  if (!Number.isInteger(launcher) || launcher <= 0) return;
+  delete process.env.OPENFIEF_LAUNCHER_PID;
+  const timer = setInterval(() => {
+    if (process.ppid === launcher) return;
+    clearInterval(timer);
+    process.kill(process.pid, "SIGTERM");
+  }, 1000);
+  timer.unref();
 }

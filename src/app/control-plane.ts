@@ -12,7 +12,7 @@
  */
 import type { Logger } from "pino";
 import { MemoryAllowListSource, startEmbeddedEgress } from "../egress/index.js";
-import type { EgressProxy } from "../egress/index.js";
+import type { ConnectFn, EgressProxy } from "../egress/index.js";
 import type { EventStore } from "../events/index.js";
 import type { PluginResult } from "../reconciler/index.js";
 import { allowListConfigData, Projector } from "../projections/index.js";
@@ -43,8 +43,11 @@ export interface ControlPlaneOptions {
   readonly intervalMs?: number;
   /** How often to run a full pass even when the log did not move (ms). */
   readonly fullPassMs?: number;
-  /** The embedded egress proxy on 127.0.0.1, or none. */
-  readonly egress?: { readonly port: number; readonly dnsServers?: readonly string[] } | null;
+  /**
+   * The embedded egress proxy on 127.0.0.1, or none. `connect` replaces its dialer (the benchmark
+   * maps the checked public address to a local server: nothing leaves the machine).
+   */
+  readonly egress?: { readonly port: number; readonly dnsServers?: readonly string[]; readonly connect?: ConnectFn } | null;
   readonly clock?: () => Date;
   /** Start over: remove the data folder's state (log, settings, keys, cluster objects) once it is locked. */
   readonly reset?: boolean;
@@ -214,6 +217,7 @@ async function startEgress(o: ControlPlaneOptions, e: NonNullable<ControlPlaneOp
     logger: o.logger.child({ component: "egress" }),
     registry: p.metrics.registry,
     ...(e.dnsServers !== undefined ? { dnsServers: e.dnsServers } : {}),
+    ...(e.connect !== undefined ? { connect: e.connect } : {}),
     options: { host: "127.0.0.1", port: e.port },
   });
 }
