@@ -21,6 +21,7 @@ import type { DataLock } from "./data-dir.js";
 import { AppError } from "./errors.js";
 import { resetDataDir } from "./demo.js";
 import { assertLogHolds } from "./integrity.js";
+import { isListenError, listenRefused } from "./listeners.js";
 import { ControlPlaneMetrics } from "./metrics.js";
 import { openRuntime } from "./runtime.js";
 import type { Runtime } from "./runtime.js";
@@ -210,6 +211,15 @@ async function openViews(o: ControlPlaneOptions, settings: Settings, rt: Runtime
 /** The embedded egress proxy on 127.0.0.1, fed the projected allow-lists, counting into the control plane's registry. */
 async function startEgress(o: ControlPlaneOptions, e: NonNullable<ControlPlaneOptions["egress"]>, p: { store: EventStore; allowLists: MemoryAllowListSource; metrics: ControlPlaneMetrics }) {
   checkEmbeddedKey(o.dataDir);
+  try {
+    return await startEmbeddedEgressOn(o, e, p);
+  } catch (err) {
+    if (isListenError(err)) throw listenRefused("egress", `127.0.0.1:${e.port}`, err.code);
+    throw err;
+  }
+}
+
+function startEmbeddedEgressOn(o: ControlPlaneOptions, e: NonNullable<ControlPlaneOptions["egress"]>, p: { store: EventStore; allowLists: MemoryAllowListSource; metrics: ControlPlaneMetrics }) {
   return startEmbeddedEgress({
     dataDir: o.dataDir,
     store: p.store,
