@@ -169,7 +169,7 @@ async function compose(o: ControlPlaneOptions, lock: DataLock, metrics: ControlP
   const egress = started === null ? null : { host: started.host, port: started.port };
   const serving = egress === null ? [] : [`egress http://${egress.host}:${egress.port}`];
   lock.update(serving);
-  opened.hosted = startHost(o, rt, settings, egress);
+  opened.hosted = startHost(o, rt, settings, egress, metrics);
   const sessions = await Sessions.open(o.dataDir, o.clock);
   // The views' listeners first (their origins go into the console's pages), serving once the console's origin is known.
   const views = await openViews(o, settings, rt, metrics, sessions);
@@ -232,13 +232,15 @@ function startEmbeddedEgressOn(o: ControlPlaneOptions, e: NonNullable<ControlPla
   });
 }
 
-/** The plugin host, unless turned off; its plugins' HTTP goes through the egress proxy when one runs. */
-function startHost(o: ControlPlaneOptions, rt: Runtime, settings: Settings, egress: { host: string; port: number } | null): HostedPlugins | null {
+/** The plugin host, unless turned off; its plugins' HTTP goes through the egress proxy when one runs; its metrics join the control plane's. */
+function startHost(o: ControlPlaneOptions, rt: Runtime, settings: Settings, egress: { host: string; port: number } | null, metrics: ControlPlaneMetrics): HostedPlugins | null {
   if (o.host === null) return null;
   const unconfinedDir = o.host?.unconfinedDir ?? settings.unconfinedDir;
   return startHostedPlugins(rt, {
     dataDir: o.dataDir,
     logger: o.logger,
+    // The host's metrics on the control plane's /metrics, as on the cluster's plugin host's health port.
+    registry: metrics.registry,
     egressUrl: egress === null ? null : `http://${egress.host}:${egress.port}`,
     ...(unconfinedDir === undefined ? {} : { unconfinedDir }),
   });
