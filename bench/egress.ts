@@ -11,7 +11,10 @@
  * this proxy with every check on (Basic token → caching JWKS review → allow-list → DNS over UDP,
  * answers cached for their TTL → address check on every CONNECT → decision committed by the
  * writer thread while the dial runs → 200), logging one buffered JSON line per CONNECT to a file;
- * `--role lock` holds the proxy's store's write lock for a while, from another process.
+ * `--role lock` holds the proxy's store's write lock for a while, from another process;
+ * `--role embedded` is `openfief up --demo` (the control plane with its console and views, the
+ * demo applied), whose embedded proxy lets ecb-fx reach www.ecb.europa.eu:443, which the test DNS
+ * answers with a public address that the dialer maps to the upstream.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync, chmodSync, existsSync, readFileSync } from "node:fs";
@@ -20,9 +23,12 @@ import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
+import { proxyEnvironment, TRIM_TUNABLE } from "../bin/launch.js";
 
 const SELF = fileURLToPath(import.meta.url);
 const HOST = "api.bench.test";
+/** The demo's ecb-fx may reach this host (its grant): the embedded proxy's tunnels go there. */
+const DEMO_HOST = "www.ecb.europa.eu";
 const TRANSFER_BYTES = 256 * 1024 * 1024;
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const CONCURRENCY = (process.env.BENCH_CONCURRENCY ?? "1,16,256").split(",").map(Number);
@@ -34,7 +40,7 @@ const ROUND_DEADLINE_MS = 120_000;
 const DNS_TTL = Number(process.env.BENCH_DNS_TTL ?? 60);
 const LOCK_HOLD_MS = Number(process.env.BENCH_LOCK_HOLD_MS ?? 3000);
 /** glibc's heap trimming off (ADR 0034): freed read buffers stay mapped instead of being faulted in again. */
-const MALLOC_TUNABLES = "glibc.malloc.trim_threshold=268435456";
+const MALLOC_TUNABLES = TRIM_TUNABLE;
 
 function arg(name: string): string | undefined {
   const i = process.argv.indexOf(name);
@@ -52,7 +58,7 @@ async function roleUpstream(): Promise<void> {
     handle: (req, send) => {
       const res = Packet.createResponseFromRequest(req);
       const q = req.questions[0];
-      if (q !== undefined && q.type === Packet.TYPE.A && q.name.toLowerCase() === HOST) {
+      if (q !== undefined && q.type === Packet.TYPE.A && (q.name.toLowerCase() === HOST || q.name.toLowerCase() === DEMO_HOST)) {
         res.answers.push({ name: q.name, type: Packet.TYPE.A, class: Packet.CLASS.IN, ttl: DNS_TTL, address: "8.8.4.4" } as unknown as (typeof res.answers)[number]);
       }
       send(res);
@@ -160,6 +166,36 @@ async function roleProxy(): Promise<void> {
   process.send?.({ port, token, store: store.file });
 }
 
+/**
+ * `openfief up --demo` in this process — the store, the reconcile loop, the plugin host, the console
+ * and the views, so the heap is the size of `up`'s — with its embedded proxy's dialer mapping the
+ * checked public answer to the upstream. Its environment is what the parent gives it.
+ */
+async function roleEmbedded(): Promise<void> {
+  const upstreamPort = Number(arg("--upstream"));
+  const dnsPort = Number(arg("--dns"));
+  const dir = mkdtempSync(join(tmpdir(), "bench-embedded-"));
+  const [app, egress, server, { pino }] = await Promise.all([import("../src/app/index.js"), import("../src/egress/index.js"), import("../src/server/index.js"), import("pino")]);
+  const cp = await app.startControlPlane({
+    dataDir: dir,
+    logger: pino({ level: "silent" }),
+    settings: { ...app.demoSettings(), pluginProxyOrigin: "http://localhost:0", gatewayOrigin: "http://localhost:0" },
+    egress: { port: 0, dnsServers: [`127.0.0.1:${dnsPort}`], connect: (a) => (a.address === "8.8.4.4" ? egress.dialTcp({ address: "127.0.0.1", family: 4, port: upstreamPort }) : new Socket()) },
+    views: {},
+    server: server.serverFactory({ host: "127.0.0.1", port: 0 }),
+  });
+  app.applyDemoFolder(cp.runtime.store, "plugins");
+  await cp.pass();
+  const { token } = await egress.mintEgressToken(dir, "ecb-fx", { ttlSeconds: 3600 });
+  process.on("disconnect", () => {
+    void cp.stop().finally(() => {
+      rmSync(dir, { recursive: true, force: true });
+      process.exit(0);
+    });
+  });
+  process.send?.({ port: cp.egress?.port, token });
+}
+
 /** Holds the store's write lock (BEGIN IMMEDIATE) for `--hold` ms, from another process. */
 async function roleLock(): Promise<void> {
   const { default: Database } = await import("better-sqlite3");
@@ -236,8 +272,8 @@ function directTarget(upstreamPort: number): Target {
   };
 }
 
-function proxyTarget(name: string, port: number, upstreamPort: number, pid: number | undefined, auth?: string, node = false): Target {
-  const head = `CONNECT ${HOST}:${upstreamPort} HTTP/1.1\r\nHost: ${HOST}:${upstreamPort}\r\n${auth !== undefined ? `Proxy-Authorization: ${auth}\r\n` : ""}\r\n`;
+function proxyTarget(name: string, port: number, upstreamPort: number, pid: number | undefined, auth?: string, node = false, target = `${HOST}:${upstreamPort}`): Target {
+  const head = `CONNECT ${target} HTTP/1.1\r\nHost: ${target}\r\n${auth !== undefined ? `Proxy-Authorization: ${auth}\r\n` : ""}\r\n`;
   return { name, node, ...(pid !== undefined ? { pid } : {}), open: () => connectThrough(port, head) };
 }
 
@@ -448,7 +484,7 @@ async function startDnsmasq(): Promise<{ stop: () => void; port: number } | unde
   const port = await freePort();
   const child = spawn("/usr/sbin/dnsmasq", [
     "-C", "/dev/null", "--keep-in-foreground", `--port=${port}`, "--listen-address=127.0.0.1", "--bind-interfaces",
-    "--no-resolv", "--no-hosts", `--host-record=${HOST},8.8.4.4`, "--local=/bench.test/", `--local-ttl=${DNS_TTL}`, "--log-facility=/dev/null",
+    "--no-resolv", "--no-hosts", `--host-record=${HOST},8.8.4.4`, `--host-record=${DEMO_HOST},8.8.4.4`, "--local=/bench.test/", `--local-ttl=${DNS_TTL}`, "--log-facility=/dev/null",
   ], { stdio: "ignore" });
   return { port, stop: () => void (child.exitCode === null && child.kill("SIGKILL")) };
 }
@@ -488,6 +524,7 @@ async function main(): Promise<void> {
   if (role === "proxy") return roleProxy();
   if (role === "relay") return roleRelay();
   if (role === "lock") return roleLock();
+  if (role === "embedded") return roleEmbedded();
 
   const progress = (what: string): void => void process.stderr.write(`[bench] ${what}\n`);
   progress("starting upstream");
@@ -562,7 +599,18 @@ async function main(): Promise<void> {
   if (!SKIP.has("transfer")) {
     // The same proxy with glibc's heap trimming off (ADR 0034): the page faults of the tunnel.
     const untrimmed = await startChild("proxy", proxyArgs, { GLIBC_TUNABLES: MALLOC_TUNABLES });
-    const tt: Target[] = [...active, proxyTarget("openfief egress, GLIBC_TUNABLES trim off", untrimmed.msg.port as number, upstreamPort, untrimmed.child.pid, `Basic ${Buffer.from(`plugin:${untrimmed.msg.token as string}`).toString("base64")}`, true)];
+    // `openfief up`'s embedded proxy, in the environment bin/openfief.js starts `up` with (ADR 0098),
+    // and, for comparison, in glibc's default one (what `up` ran with before).
+    const embeddedArgs = ["--upstream", String(upstreamPort), "--dns", String(dnsPort)];
+    const embedded = await startChild("embedded", embeddedArgs, { GLIBC_TUNABLES: proxyEnvironment(["up"], { ...process.env, GLIBC_TUNABLES: "" })?.GLIBC_TUNABLES ?? "" });
+    const embeddedDefault = await startChild("embedded", embeddedArgs, { GLIBC_TUNABLES: "" });
+    const basic = (msg: Record<string, unknown>): string => `Basic ${Buffer.from(`plugin:${msg.token as string}`).toString("base64")}`;
+    const tt: Target[] = [
+      ...active,
+      proxyTarget("openfief egress, GLIBC_TUNABLES trim off (the cluster's setting)", untrimmed.msg.port as number, upstreamPort, untrimmed.child.pid, basic(untrimmed.msg), true),
+      proxyTarget("openfief up, embedded proxy (as bin/openfief.js starts it)", embedded.msg.port as number, upstreamPort, embedded.child.pid, basic(embedded.msg), true, `${DEMO_HOST}:443`),
+      proxyTarget("openfief up, embedded proxy, glibc's default", embeddedDefault.msg.port as number, upstreamPort, embeddedDefault.child.pid, basic(embeddedDefault.msg), true, `${DEMO_HOST}:443`),
+    ];
     console.log(`\n256 MiB tunnelled transfer (client to upstream); ${load()} at the start`);
     console.log("| target | MiB/s | vs direct | vs squid | CPU s in the middle | minor page faults |");
     console.log("|---|---:|---:|---:|---:|---:|");
@@ -577,6 +625,8 @@ async function main(): Promise<void> {
       console.log(`| ${t.name} | ${v.toFixed(0)} | ${(v / tput("direct TCP")).toFixed(2)} | ${rounds.squid !== undefined ? (v / tput("squid")).toFixed(2) : "-"} | ${Number.isNaN(c) ? "-" : c.toFixed(2)} | ${Number.isNaN(f) ? "-" : f.toFixed(0)} |`);
     }
     untrimmed.child.disconnect();
+    embedded.child.disconnect();
+    embeddedDefault.child.disconnect();
   }
 
   if (!SKIP.has("lock")) {

@@ -2,36 +2,69 @@
 // The `openfief` command. Runs the bundle `npm ci` compiled (dist/openfief.mjs, see
 // scripts/build-cli.mjs) when it is newer than every source file, so a command answers quickly;
 // otherwise the TypeScript sources through tsx, so an edited clone never runs stale code.
-import { readdirSync, statSync } from "node:fs";
-import { join } from "node:path";
+// OPENFIEF_BUNDLE=required refuses that fallback (the end-to-end tests run what users run);
+// OPENFIEF_NO_BUNDLE=1 forces it.
+//
+// `up` and `egress` run the egress proxy, which needs glibc's heap setting in the environment the
+// process starts with (ADR 0098): without it, this process starts the command once more with it
+// and only relays signals and the exit status.
+import { spawn } from "node:child_process";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { BUNDLE, bundleIsFresh, proxyEnvironment } from "./launch.js";
 
-const ROOT = fileURLToPath(new URL("..", import.meta.url));
-const BUNDLE = join(ROOT, "dist", "openfief.mjs");
+const args = process.argv.slice(2);
+const env = proxyEnvironment(args, process.env);
 
-function newest(dir, floor) {
-  let max = floor;
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    const p = join(dir, entry.name);
-    if (entry.isDirectory()) max = newest(p, max);
-    else if (entry.name.endsWith(".ts") && !entry.name.endsWith(".test.ts")) max = Math.max(max, statSync(p).mtimeMs);
-  }
-  return max;
-}
-
-function bundleIsFresh() {
-  try {
-    const built = statSync(BUNDLE).mtimeMs;
-    return process.env.OPENFIEF_NO_BUNDLE !== "1" && newest(join(ROOT, "src"), newest(join(ROOT, "migrations"), 0)) <= built;
-  } catch {
-    return false;
-  }
-}
-
-if (bundleIsFresh()) {
-  await import(pathToFileURL(BUNDLE).href);
+if (env !== null) {
+  relay(spawn(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), ...args], { stdio: "inherit", env: { ...env, OPENFIEF_LAUNCHER_PID: String(process.pid) } }));
 } else {
-  const { register } = await import("tsx/esm/api");
-  register();
-  await import("../src/cli/main.ts");
+  watchLauncher();
+  await run();
+}
+
+async function run() {
+  if (process.env.OPENFIEF_NO_BUNDLE !== "1" && bundleIsFresh()) {
+    await import(pathToFileURL(BUNDLE).href);
+  } else if (process.env.OPENFIEF_BUNDLE === "required") {
+    process.stderr.write("openfief: dist/openfief.mjs is missing or older than the sources, and OPENFIEF_BUNDLE=required: run npm run build\n");
+    process.exitCode = 3;
+  } else {
+    const { register } = await import("tsx/esm/api");
+    register();
+    await import("../src/cli/main.ts");
+  }
+}
+
+/**
+ * Passes a stop on to the command, as SIGTERM: an interrupt from a terminal reaches both processes
+ * already, and a second SIGINT would cut the command's orderly stop short. Ends as it ended.
+ */
+function relay(child) {
+  const forward = () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
+  };
+  const signals = ["SIGINT", "SIGTERM", "SIGHUP"];
+  for (const s of signals) process.on(s, forward);
+  child.on("error", (err) => {
+    process.stderr.write(`openfief: cannot start the command: ${err.message}\n`);
+    process.exit(1);
+  });
+  child.on("exit", (code, signal) => {
+    for (const s of signals) process.off(s, forward);
+    if (signal !== null) process.kill(process.pid, signal);
+    else process.exit(code ?? 1);
+  });
+}
+
+/** A command started by the relay stops when the relay is gone (killed outright), not lingering on. */
+function watchLauncher() {
+  const launcher = Number(process.env.OPENFIEF_LAUNCHER_PID ?? "");
+  if (!Number.isInteger(launcher) || launcher <= 0) return;
+  delete process.env.OPENFIEF_LAUNCHER_PID;
+  const timer = setInterval(() => {
+    if (process.ppid === launcher) return;
+    clearInterval(timer);
+    process.kill(process.pid, "SIGTERM");
+  }, 1000);
+  timer.unref();
 }

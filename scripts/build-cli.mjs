@@ -8,7 +8,10 @@
 // Each command module is loaded by its own import() (src/cli/commands/index.ts), and the bundle
 // looks through the rooms' doors (look-through-doors.mjs), so a command's chunks hold the modules
 // it uses rather than every module its rooms' doors re-export (ADR 0113). Any warning fails the build.
-import { mkdirSync } from "node:fs";
+// The plugin sandbox (src/host/sandbox/) runs in processes and threads of its own, started from a
+// file: it is emitted beside the bundle (dist/sandbox/), one self-contained file per entry, so the
+// bundle never reaches back into the source tree.
+import { mkdirSync, rmSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
 import { lookThroughDoors } from "./look-through-doors.mjs";
@@ -21,6 +24,19 @@ const ROOT = fileURLToPath(new URL("..", import.meta.url));
  */
 export async function buildCli(outdir = `${ROOT}dist`) {
   mkdirSync(outdir, { recursive: true });
+  // The sandbox first: a bundle newer than the sources is only used with its sandbox in place.
+  // Chunk names carry a hash: without the clean, every build would leave the last one's behind.
+  for (const old of ["sandbox", "chunks"]) rmSync(`${outdir}/${old}`, { recursive: true, force: true });
+  await build({
+    entryPoints: [`${ROOT}src/host/sandbox/sandbox.js`, `${ROOT}src/host/sandbox/instance.js`],
+    outdir: `${outdir}/sandbox`,
+    bundle: true,
+    platform: "node",
+    format: "esm",
+    target: "node20",
+    logLevel: "warning",
+    legalComments: "none",
+  });
   const result = await build({
     entryPoints: [`${ROOT}src/cli/main.ts`],
     outdir,

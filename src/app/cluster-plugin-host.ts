@@ -158,6 +158,7 @@ export async function startClusterPluginHost(o: ClusterPluginHostOptions): Promi
     logger: o.logger,
     http,
     actor: PLUGIN_HOST_ACTOR,
+    registry: metrics.registry,
     ...(o.limits === undefined ? {} : { limits: o.limits }),
     ...(o.clock === undefined ? {} : { clock: o.clock }),
     pinned: (digest) => [...current.values()].some((p) => p.module === digest),

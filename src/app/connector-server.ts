@@ -55,6 +55,7 @@ export interface ConnectorServer {
 
 const HOST_CODES: Readonly<Record<string, Code>> = {
   plugin_timed_out: Code.DeadlineExceeded,
+  plugin_busy: Code.ResourceExhausted,
   plugin_not_approved: Code.PermissionDenied,
   plugin_not_installed: Code.Unavailable,
   invalid_request: Code.InvalidArgument,

@@ -12,7 +12,7 @@
  */
 import type { Logger } from "pino";
 import { ANONYMOUS_LIMITS, MemoryAllowListSource, startEmbeddedEgress } from "../egress/index.js";
-import type { EgressProxy } from "../egress/index.js";
+import type { ConnectFn, EgressProxy } from "../egress/index.js";
 import { refusalBudgetProblem } from "../events/index.js";
 import type { EventStore } from "../events/index.js";
 import type { PluginResult } from "../reconciler/index.js";
@@ -22,6 +22,7 @@ import type { DataLock } from "./data-dir.js";
 import { AppError } from "./errors.js";
 import { resetDataDir } from "./demo.js";
 import { assertLogHolds } from "./integrity.js";
+import { isListenError, listenRefused } from "./listeners.js";
 import { ControlPlaneMetrics } from "./metrics.js";
 import { openRuntime } from "./runtime.js";
 import type { Runtime } from "./runtime.js";
@@ -44,8 +45,11 @@ export interface ControlPlaneOptions {
   readonly intervalMs?: number;
   /** How often to run a full pass even when the log did not move (ms). */
   readonly fullPassMs?: number;
-  /** The embedded egress proxy on 127.0.0.1, or none. */
-  readonly egress?: { readonly port: number; readonly dnsServers?: readonly string[] } | null;
+  /**
+   * The embedded egress proxy on 127.0.0.1, or none. `connect` replaces its dialer (the benchmark
+   * maps the checked public address to a local server: nothing leaves the machine).
+   */
+  readonly egress?: { readonly port: number; readonly dnsServers?: readonly string[]; readonly connect?: ConnectFn } | null;
   readonly clock?: () => Date;
   /** Start over: remove the data folder's state (log, settings, keys, cluster objects) once it is locked. */
   readonly reset?: boolean;
@@ -167,7 +171,7 @@ async function compose(o: ControlPlaneOptions, lock: DataLock, metrics: ControlP
   const egress = started === null ? null : { host: started.host, port: started.port };
   const serving = egress === null ? [] : [`egress http://${egress.host}:${egress.port}`];
   lock.update(serving);
-  opened.hosted = startHost(o, rt, settings, egress);
+  opened.hosted = startHost(o, rt, settings, egress, metrics);
   const sessions = await Sessions.open(o.dataDir, o.clock);
   // The views' listeners first (their origins go into the console's pages), serving once the console's origin is known.
   const views = await openViews(o, settings, rt, metrics, sessions);
@@ -212,6 +216,15 @@ async function startEgress(o: ControlPlaneOptions, e: NonNullable<ControlPlaneOp
   checkEmbeddedKey(o.dataDir);
   const budget = refusalBudgetProblem({ ...ANONYMOUS_LIMITS, ...p.anonymousLimits });
   if (budget !== null) throw new AppError("bad_setting", `egressRefusals: ${budget}`, "egressRefusals");
+  try {
+    return await startEmbeddedEgressOn(o, e, p);
+  } catch (err) {
+    if (isListenError(err)) throw listenRefused("egress", `127.0.0.1:${e.port}`, err.code);
+    throw err;
+  }
+}
+
+function startEmbeddedEgressOn(o: ControlPlaneOptions, e: NonNullable<ControlPlaneOptions["egress"]>, p: { store: EventStore; allowLists: MemoryAllowListSource; metrics: ControlPlaneMetrics; anonymousLimits: Settings["egressRefusals"] }) {
   return startEmbeddedEgress({
     dataDir: o.dataDir,
     store: p.store,
@@ -220,17 +233,20 @@ async function startEgress(o: ControlPlaneOptions, e: NonNullable<ControlPlaneOp
     registry: p.metrics.registry,
     ...(e.dnsServers !== undefined ? { dnsServers: e.dnsServers } : {}),
     ...(p.anonymousLimits !== undefined ? { anonymousLimits: p.anonymousLimits } : {}),
+    ...(e.connect !== undefined ? { connect: e.connect } : {}),
     options: { host: "127.0.0.1", port: e.port },
   });
 }
 
-/** The plugin host, unless turned off; its plugins' HTTP goes through the egress proxy when one runs. */
-function startHost(o: ControlPlaneOptions, rt: Runtime, settings: Settings, egress: { host: string; port: number } | null): HostedPlugins | null {
+/** The plugin host, unless turned off; its plugins' HTTP goes through the egress proxy when one runs; its metrics join the control plane's. */
+function startHost(o: ControlPlaneOptions, rt: Runtime, settings: Settings, egress: { host: string; port: number } | null, metrics: ControlPlaneMetrics): HostedPlugins | null {
   if (o.host === null) return null;
   const unconfinedDir = o.host?.unconfinedDir ?? settings.unconfinedDir;
   return startHostedPlugins(rt, {
     dataDir: o.dataDir,
     logger: o.logger,
+    // The host's metrics on the control plane's /metrics, as on the cluster's plugin host's health port.
+    registry: metrics.registry,
     egressUrl: egress === null ? null : `http://${egress.host}:${egress.port}`,
     ...(unconfinedDir === undefined ? {} : { unconfinedDir }),
   });

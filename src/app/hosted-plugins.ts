@@ -10,6 +10,7 @@
  * WebAssembly version from its verified image and prepares it, so no call compiles.
  */
 import type { Logger } from "pino";
+import type { Registry } from "prom-client";
 import { mintEgressToken } from "../egress/index.js";
 import type { EventStore } from "../events/index.js";
 import { pluginStream } from "../events/index.js";
@@ -31,6 +32,8 @@ export interface HostedPluginsOptions {
   readonly egressUrl: string | null;
   /** The unconfined tier's folder (seed 003); off when absent. */
   readonly unconfinedDir?: string;
+  /** The registry the host's metrics join (the control plane's `/metrics`); none kept without it. */
+  readonly registry?: Registry;
 }
 
 /** The plugin host, fed what the log says runs. */
@@ -75,6 +78,7 @@ export function startHostedPlugins(rt: Runtime, o: HostedPluginsOptions): Hosted
     // Without a proxy there is no way out: a request fails (and is recorded) rather than being "not granted".
     http: o.egressUrl === null ? NO_EGRESS : proxyHttp({ proxyUrl: o.egressUrl }),
     ...(o.unconfinedDir === undefined ? {} : { unconfinedDir: o.unconfinedDir }),
+    ...(o.registry === undefined ? {} : { registry: o.registry }),
     pinned: (digest) => running().some((w) => w.module === digest),
   });
 

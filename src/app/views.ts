@@ -24,12 +24,14 @@ import type { ImageSource } from "../trust/index.js";
 import {
   EmbeddedUpstream, FileKeyStore, KeyRing, LogInstallations, PluginTokenValidator, StoreDecisionRecorder, TokenSigner, UiBundles, ViewMetrics,
   checkOrigins, createGateway, createInstallationRoutes, gatewayLimits, gatewayLimitsProblems, createPluginProxy, jwksHandler, listenViews, mintJsonHandler, mintPluginToken, mintRoutes, rbacViewAccess, viewOriginProblems,
+  ViewListenerFailed,
 } from "../views/index.js";
 import type {
   BlobRead, Gateway, GatewayLimitsInput, MintDeps, MintError, Minted, SessionVerifier, TokenProblem, UiBlobSource, Upstream, UserRoles, ViewAccess, ViewHandler, ViewOrigins,
 } from "../views/index.js";
 import { checkPrivateFile } from "./data-dir.js";
 import { AppError } from "./errors.js";
+import { listenRefused } from "./listeners.js";
 import type { SessionProblem, UserSessionVerifier } from "./sessions.js";
 import { consoleUserRoles, JWKS_PATH, KEY_MAX_AGE_SECONDS, VIEW_DEFAULTS, VIEW_KEYS_FILE } from "./view-settings.js";
 import type { ViewSettings } from "./view-settings.js";
@@ -228,7 +230,9 @@ export async function startViews(o: ViewsOptions): Promise<RunningViews> {
   await ring.rotateIfOlderThan(KEY_MAX_AGE_SECONDS);
   const roles = o.roles ?? consoleUserRoles();
   const parts: Parts = { o, ring, installations: new LogInstallations(o.store), access: rbacViewAccess(roles), roles, metrics: new ViewMetrics(o.registry), logger: o.logger.child({ component: "views" }), clock };
-  const listeners = await listenViews({ host: o.host ?? "127.0.0.1", pluginProxyOrigin: o.settings.pluginProxyOrigin, gatewayOrigin: o.settings.gatewayOrigin, logger: parts.logger });
+  const listeners = await listenViews({ host: o.host ?? "127.0.0.1", pluginProxyOrigin: o.settings.pluginProxyOrigin, gatewayOrigin: o.settings.gatewayOrigin, logger: parts.logger }).catch((err: unknown) => {
+    throw err instanceof ViewListenerFailed ? listenRefused(err.listener, err.address, err.code) : err;
+  });
   const deps: MintDeps = {
     users: o.sessions, installations: parts.installations, access: parts.access, signer: new TokenSigner(ring, undefined, clock), clusterId: o.settings.clusterId,
     logger: parts.logger, metrics: parts.metrics, ...(o.ttlSeconds === undefined ? {} : { ttlSeconds: o.ttlSeconds }),

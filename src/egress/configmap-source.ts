@@ -66,8 +66,9 @@ export async function watchAllowLists(kc: KubeConfig, options: WatchAllowListsOp
       firstError = err;
       return;
     }
-    logger.warn({ err: err instanceof Error ? err.message : String(err) }, "egress allow-list watch failed; restarting, keeping the last set");
+    // Stopping aborts the watch, which reports an error: not a failure, and the log may be closed by then.
     if (stopped) return;
+    logger.warn({ err: err instanceof Error ? err.message : String(err) }, "egress allow-list watch failed; restarting, keeping the last set");
     restartTimer = setTimeout(() => {
       if (!stopped) void informer.start();
     }, options.restartDelayMs ?? 5000);

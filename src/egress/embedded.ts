@@ -114,6 +114,12 @@ export async function startEmbeddedEgress(opts: EmbeddedEgressOptions): Promise<
     await recorder.close?.();
     throw err;
   }
-  const bound = await proxy.listen();
-  return { proxy, ...bound };
+  try {
+    const bound = await proxy.listen();
+    return { proxy, ...bound };
+  } catch (err) {
+    // The recorder's writer thread and the log would keep the process alive after the refusal.
+    await proxy.close();
+    throw err;
+  }
 }

@@ -39,8 +39,8 @@ export function workerModule(entry: URL): Promise<URL> {
 }
 
 async function bundle(file: string): Promise<URL> {
-  const esbuild = await import("esbuild");
-  const out = await esbuild.build({
+  const { build } = await import("esbuild");
+  const out = await build({
     entryPoints: [file], bundle: true, platform: "node", format: "esm", target: "node20",
     write: false, logLevel: "silent", legalComments: "none",
     plugins: [{

@@ -5,7 +5,7 @@
  * Messages never carry a Secret handed to the call or an egress token.
  */
 
-/** The seed's constant list, exact. Where each is used is in `docs/adr/0015-host-error-codes.md`. */
+/** The seed's constant list, exact, and `plugin_busy` (ADR 0106). Where each is used is in `docs/adr/0015-host-error-codes.md`. */
 export const HostErrorCode = {
   /** The module is not WebAssembly, is not a plugin, or imports something the host does not provide. */
   ModuleInvalid: "plugin_module_invalid",
@@ -35,6 +35,11 @@ export const HostErrorCode = {
   ExecutableInvalid: "plugin_executable_invalid",
   /** The executable no longer has the digest it was permitted with. */
   ExecutableChanged: "plugin_executable_changed",
+  /**
+   * Not in the seed (ADR 0106): every instance of the module is busy and its queue of waiting calls
+   * is full; nothing ran, so the caller may try again.
+   */
+  Busy: "plugin_busy",
 } as const;
 
 export type HostErrorCode = (typeof HostErrorCode)[keyof typeof HostErrorCode];

@@ -16,6 +16,21 @@ describe("parseHttpParams", () => {
   });
 
   it.each([
+    ["a GET whose body is null (Rust's None, Go's nil)", { method: "GET", url: "https://api.example.com/", body: null }],
+    ["a GET whose bodyBase64 and headers are null", { method: "GET", url: "https://api.example.com/", bodyBase64: null, headers: null }],
+    ["a DELETE whose body is null and bodyBase64 absent", { method: "DELETE", url: "https://api.example.com/", body: null }],
+  ])("takes null for no body: %s", (_name, params) => {
+    const r = parseHttpParams(params, ctx);
+    expect(r.ok && r.request).toEqual({ method: params.method, url: "https://api.example.com/", headers: {} });
+  });
+
+  it("sends a body given beside a null bodyBase64", () => {
+    const r = parseHttpParams({ method: "POST", url: "https://api.example.com/", body: "hi", bodyBase64: null }, ctx);
+    expect(r.ok && r.request.body).toEqual(new TextEncoder().encode("hi"));
+  });
+
+  it.each([
+    ["a body that is a number", { method: "POST", url: "https://api.example.com/", body: 1 }, "invalid_request"],
     ["another host", { method: "GET", url: "https://evil.example.com/" }, "origin_not_approved"],
     ["another port", { method: "GET", url: "https://api.example.com:444/" }, "origin_not_approved"],
     ["an IP literal", { method: "GET", url: "https://127.0.0.1/" }, "origin_not_approved"],

@@ -114,10 +114,10 @@ function headerProblem(name: string, value: unknown, seen: Readonly<Record<strin
   return undefined;
 }
 
-/** The headers, lower-cased, each checked, all within the size cap. */
+/** The headers, lower-cased, each checked, all within the size cap; null is none (a Go nil map). */
 function checkHeaders(raw: unknown): Checked<Record<string, string>> {
   const headers: Record<string, string> = {};
-  if (raw === undefined) return { ok: true, value: headers };
+  if (raw === undefined || raw === null) return { ok: true, value: headers };
   if (!isObject(raw)) return bad("params.headers must be an object of strings");
   const entries = Object.entries(raw);
   if (entries.length > MAX_HEADERS) return bad(`at most ${MAX_HEADERS} headers`);
@@ -132,9 +132,13 @@ function checkHeaders(raw: unknown): Checked<Record<string, string>> {
   return { ok: true, value: headers };
 }
 
-/** The body from `body` (UTF-8) or `bodyBase64`, within the cap; none for GET and HEAD. */
+/**
+ * The body from `body` (UTF-8) or `bodyBase64`, within the cap; none for GET and HEAD. A field that
+ * is null is absent: Rust's and Go's JSON encoders write an absent body (`None`, a nil slice) so.
+ */
 function checkBody(params: Record<string, unknown>, method: string, cap: number): Checked<Uint8Array | undefined> {
-  const { body, bodyBase64 } = params;
+  const body = params.body ?? undefined;
+  const bodyBase64 = params.bodyBase64 ?? undefined;
   if (body !== undefined && bodyBase64 !== undefined) return bad("give body or bodyBase64, not both");
   let bytes: Uint8Array | undefined;
   if (body !== undefined) {

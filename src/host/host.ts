@@ -13,9 +13,11 @@ import { rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Logger } from "pino";
+import type { Registry } from "prom-client";
 import type { EventStore, PluginRuntime } from "../events/index.js";
 import { isPluginName } from "../events/index.js";
 import { manifestEqual, parseManifestLabel, type JsonValue, type Manifest } from "../plugins/index.js";
+import { CallLog } from "./call-log.js";
 import { CallRecorder, type CallResult, type CallScope, type LastCall } from "./call-recorder.js";
 import { Deadline } from "./deadline.js";
 import { hostError, HostErrorCode, type CallError, type HostError, type HostResult } from "./errors.js";
@@ -23,6 +25,7 @@ import { serveHostCall, type HostCallRecord } from "./host-call.js";
 import type { HttpCapability } from "./http.js";
 import { resolveLimits, type Caps, type Limits } from "./limits.js";
 import { checkModule, validDigest } from "./module-check.js";
+import { PluginHostMetrics } from "./metrics.js";
 import { ModulePool } from "./module-pool.js";
 import { ModuleStore, type StoredModule } from "./module-store.js";
 import { approvedOriginSet } from "./origins.js";
@@ -55,6 +58,8 @@ export interface PluginHostOptions {
   readonly clock?: () => Date;
   /** The actor of the events the host records itself (`plugin.call`, `plugin.calls`). */
   readonly actor?: string;
+  /** The registry the host's metrics join (queue depth, wait and run time, hard stops); none kept without it. */
+  readonly registry?: Registry;
 }
 
 /** One call of plugin code. */
@@ -150,6 +155,13 @@ export function createPluginHost(o: PluginHostOptions): PluginHost {
   const pools = new Map<string, ModulePool>();
   const manifests = new Map<string, Manifest>();
   const recorder = new CallRecorder({ store: o.store, logger, clock, actor });
+  const metrics = o.registry === undefined ? undefined : new PluginHostMetrics(o.registry, () => {
+    let n = 0;
+    for (const p of pools.values()) n += p.waiting;
+    return n;
+  });
+  const newPool = (digest: string, bytes: Uint8Array): ModulePool =>
+    new ModulePool({ digest, bytes, limits, caps, hardStopMs, logger, ...(metrics === undefined ? {} : { metrics }) });
   let closed = false;
 
   // A sealed directory the host made itself is removed at close.
@@ -210,7 +222,7 @@ export function createPluginHost(o: PluginHostOptions): PluginHost {
     if (bytes === undefined) return { ok: false, error: hostError(HostErrorCode.NotInstalled, `no module with digest ${digest} is installed`, "digest") };
     const checked = checkModule(bytes, limits, caps);
     if (!checked.ok) return checked;
-    const pool = new ModulePool({ digest, bytes: checked.value.bytes, limits, caps, hardStopMs, logger });
+    const pool = newPool(digest, checked.value.bytes);
     touch(digest, pool);
     return { ok: true, value: pool };
   }
@@ -220,14 +232,16 @@ export function createPluginHost(o: PluginHostOptions): PluginHost {
     const request = ENCODER.encode(JSON.stringify({ method: req.method, params: req.params ?? {} }));
     if (request.length > caps.messageBytes) return { ok: false, error: hostError(HostErrorCode.Failed, `the request is larger than the message cap of ${caps.messageBytes} bytes`, "params") };
     const origins = approvedOriginSet(req.origins ?? []);
+    const callLog = new CallLog(logger, { plugin, digest }, { bytes: caps.logCallBytes, lines: caps.logCallLines });
     const outcome = await pool.run(request, req.secrets ?? [], deadline, {
-      log: (fd, line) => logger.info({ plugin, digest, stream: fd === 1 ? "stdout" : "stderr" }, redact(line, list)),
+      log: (fd, line) => callLog.write(fd === 1 ? "stdout" : "stderr", redact(line, list)),
       hostCall: (bytes) => serveHostCall(bytes, {
         origins, egressToken: req.egressToken, http: o.http, signal: deadline.signal,
         messageBytes: caps.messageBytes, requestBodyBytes: caps.httpRequestBytes, responseBodyBytes: caps.httpResponseBytes,
       }, (r: HostCallRecord) => logger.info({ plugin, digest, ...r }, r.code === undefined ? "plugin http request" : "plugin http request refused")),
     });
-    if (outcome.dropped > 0) logger.warn({ plugin, digest, dropped: outcome.dropped }, "plugin log over the per-call cap was dropped");
+    const dropped = outcome.dropped + callLog.dropped;
+    if (dropped > 0) logger.warn({ plugin, digest, dropped }, "plugin log over the per-call cap was dropped");
     if (!outcome.ok) return { ok: false, error: outcome.error };
     return parseResponse(outcome.response);
   }
@@ -279,7 +293,7 @@ export function createPluginHost(o: PluginHostOptions): PluginHost {
     if (existing !== undefined && known !== undefined && (opts.manifest === undefined || manifestEqual(opts.manifest, known))) {
       return { ok: true, value: { digest, size: existing.size, manifest: known } };
     }
-    const pool = new ModulePool({ digest, bytes: checked.value.bytes, limits, caps, hardStopMs, logger });
+    const pool = newPool(digest, checked.value.bytes);
     try {
       const reported = await readyAndAsk(pool, digest, opts.manifest);
       if (!reported.ok) return reported;

@@ -4,8 +4,7 @@
  * and the sizes before the port is asked; the port sends exactly one request, never follows a
  * redirect, reads at most `maxResponseBytes` of the answer and stops when `signal` aborts.
  */
-import type * as Undici from "undici";
-import type { ProxyAgent } from "undici";
+import type { ProxyAgent, request } from "undici";
 import { basicProxyAuthorization } from "../egress/index.js";
 
 /** A request a plugin makes, already checked by the host. */
@@ -57,9 +56,19 @@ export interface ProxyHttpOptions {
 
 const MAX_AGENTS = 32;
 
-/** undici (a megabyte of code), loaded by the first request: commands that never call a plugin never compile it. */
-let undici: Promise<typeof Undici> | null = null;
-const loadUndici = (): Promise<typeof Undici> => (undici ??= import("undici"));
+/** What the capability takes from undici. */
+interface UndiciClient {
+  readonly ProxyAgent: typeof ProxyAgent;
+  readonly request: typeof request;
+}
+
+/**
+ * undici (a megabyte of code), loaded by the first request: commands that never call a plugin
+ * never compile it. The names are taken by destructuring, which the bundle's test checks against
+ * what the loaded chunk exports.
+ */
+let undici: Promise<UndiciClient> | null = null;
+const loadUndici = (): Promise<UndiciClient> => (undici ??= import("./undici-client.js").then(({ ProxyAgent, request }) => ({ ProxyAgent, request })));
 
 /**
  * The HTTP capability through the egress proxy: every request is a CONNECT tunnel with the
@@ -73,7 +82,7 @@ export function proxyHttp(o: ProxyHttpOptions): HttpCapability {
   }
   // One agent per token (a plugin's connections are its own); the least recently used closes.
   const agents = new Map<string, ProxyAgent>();
-  const agentFor = (lib: typeof Undici, token: string): ProxyAgent => {
+  const agentFor = (lib: UndiciClient, token: string): ProxyAgent => {
     const found = agents.get(token);
     if (found !== undefined) {
       agents.delete(token);

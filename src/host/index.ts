@@ -9,6 +9,8 @@
 export { createPluginHost, type PluginHost, type PluginHostOptions, type CallRequest, type CallResult, type InstalledModule, type LastCall, type UnconfinedApi } from "./host.js";
 /** Error values: the seed's codes (`plugin_*`), the guest's own codes, and the host's config error. */
 export { HostErrorCode, HOST_ERROR_CODES, GuestErrorCode, HostConfigError, hostError, isGuestErrorCode, type HostError, type PluginError, type CallError, type HostResult } from "./errors.js";
+/** The host's metrics (queue depth, wait and run time, busy refusals, hard stops). */
+export { PluginHostMetrics } from "./metrics.js";
 /** Limits (seed 003's DefaultLimits) and size caps. */
 export { DEFAULT_LIMITS, DEFAULT_CAPS, MAX_MEMORY, resolveLimits, type Limits, type Caps } from "./limits.js";
 /** The module checks, the ABI version and seed 003's ValidDigest. */

@@ -53,6 +53,11 @@ export interface Caps {
   readonly executableBytes: number;
   /** How many compiled modules (each with its sandbox process and instances) the host keeps. */
   readonly modules: number;
+  /**
+   * How many calls of one module may wait while all its instances are busy; one more is refused
+   * (`plugin_busy`) at once rather than held until its time runs out.
+   */
+  readonly queuedCalls: number;
 }
 
 /** The caps' defaults (ADR 0012). */
@@ -67,6 +72,7 @@ export const DEFAULT_CAPS: Caps = {
   httpResponseBytes: 4 * MiB,
   executableBytes: 256 * MiB,
   modules: 8,
+  queuedCalls: 64,
 };
 
 type Problem = { readonly field: string; readonly message: string };
@@ -100,6 +106,7 @@ export function capsProblems(caps: Caps): Problem[] {
   integerIn(problems, "caps.httpResponseBytes", caps.httpResponseBytes, 0, 64 * MiB);
   integerIn(problems, "caps.executableBytes", caps.executableBytes, 1, 4096 * MiB);
   integerIn(problems, "caps.modules", caps.modules, 1, 1024);
+  integerIn(problems, "caps.queuedCalls", caps.queuedCalls, 0, 100_000);
   // A response body travels base64-encoded in one host_call answer, which the message cap bounds.
   if (caps.messageBytes < Math.ceil(caps.httpResponseBytes / 3) * 4 + 64 * KiB) {
     problems.push({ field: "caps.messageBytes", message: "must hold the largest HTTP response body in base64 plus 64 KiB" });

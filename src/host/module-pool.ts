@@ -1,7 +1,8 @@
 /**
  * One compiled module and its pool of instances (seed 003, `Module`): its calls share at most
  * `Limits.instances` instances; a call takes an idle instance, or has one instantiated when
- * there is room, or waits its turn, all within its time limit. An instance goes back to the pool
+ * there is room, or waits its turn, all within its time limit — unless `Caps.queuedCalls` calls
+ * wait already, when it is refused at once (`plugin_busy`). An instance goes back to the pool
  * after a call that succeeded and is discarded after any failure. The module is compiled once per
  * sandbox process, which is replaced only after it dies or is killed.
  */
@@ -9,6 +10,7 @@ import type { Logger } from "pino";
 import { hostError, HostErrorCode, type HostError, type HostResult } from "./errors.js";
 import type { Caps, Limits } from "./limits.js";
 import type { Deadline } from "./deadline.js";
+import type { PluginHostMetrics, RunEnd } from "./metrics.js";
 import { SandboxProcess, type RunHandlers } from "./sandbox-process.js";
 
 /** What a call on the pool came to. */
@@ -25,6 +27,8 @@ export interface PoolOptions {
   readonly caps: Caps;
   readonly hardStopMs: number;
   readonly logger: Logger;
+  /** The host's metrics, when it keeps any. */
+  readonly metrics?: PluginHostMetrics;
 }
 
 type InstanceState = "starting" | "idle" | "busy" | "stopping";
@@ -77,6 +81,11 @@ export class ModulePool {
     return n;
   }
 
+  /** Calls waiting for an instance now. */
+  get waiting(): number {
+    return this.#waiters.length;
+  }
+
   /** Calls running or waiting, and instances starting: a pool with any is not dropped. */
   get active(): number {
     return this.busy + this.#waiters.length + this.#starting;
@@ -123,7 +132,10 @@ export class ModulePool {
       this.#sandbox = undefined;
       this.#compiled = undefined;
     }
-    if (reason.startsWith("an instance did not stop")) this.stops.processes++;
+    if (reason.startsWith("an instance did not stop")) {
+      this.stops.processes++;
+      this.#o.metrics?.hardStops.inc();
+    }
     this.#grow();
   }
 
@@ -143,9 +155,16 @@ export class ModulePool {
     return { ok: true, value: undefined };
   }
 
-  /** Runs one call within `deadline`. */
+  /** Runs one call within `deadline`, or refuses it at once when too many calls wait already. */
   async run(request: Uint8Array, secrets: readonly string[], deadline: Deadline, handlers: RunHandlers): Promise<PoolOutcome> {
+    const metrics = this.#o.metrics;
+    if (this.#queueFull()) {
+      metrics?.busy.inc();
+      return { ok: false, error: this.#busyError(), dropped: 0 };
+    }
+    const waited = metrics?.queueWait.startTimer();
     const got = await this.#acquire(deadline);
+    waited?.();
     if (!got.ok) return { ok: false, error: got.error, dropped: 0 };
     const inst = got.instance;
     if (deadline.expired) {
@@ -154,17 +173,38 @@ export class ModulePool {
     }
     inst.state = "busy";
     const cid = ++this.#nextCid;
+    const ran = metrics?.run.startTimer();
+    const ended = (result: RunEnd): void => void ran?.({ result });
     const outcome = await Promise.race([inst.sandbox.run(inst.iid, cid, request, secrets, handlers), deadline.reached]);
     if (outcome === "timeout") {
+      ended("timed_out");
       this.#discard(inst);
       return { ok: false, error: deadline.error(), dropped: 0 };
     }
     if (outcome.ok) {
+      ended("returned");
       this.#release(inst);
       return outcome;
     }
+    ended("failed");
     this.#discard(inst);
     return { ok: false, error: hostError(outcome.code, outcome.message), dropped: outcome.dropped };
+  }
+
+  /**
+   * Whether a call arriving now would join a full queue: no instance idle, none may be started for
+   * it, and as many calls as the cap wait beyond those the starting instances will serve.
+   */
+  #queueFull(): boolean {
+    if (this.#closed || this.#broken !== undefined) return false;
+    for (const rec of this.#instances.values()) if (rec.state === "idle") return false;
+    if (this.#instances.size < this.#o.limits.instances) return false;
+    return this.#waiters.length - this.#starting >= this.#o.caps.queuedCalls;
+  }
+
+  #busyError(): HostError {
+    const { instances } = this.#o.limits;
+    return hostError(HostErrorCode.Busy, `all ${instances} instance(s) of the module are busy and ${this.#o.caps.queuedCalls} call(s) wait already: try again later`);
   }
 
   #acquire(deadline: Deadline | undefined): Promise<Acquired> {

@@ -7,27 +7,24 @@
  */
 import { fork, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
-import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { FromSandbox, InstanceFailureCode, ToSandbox, WorkerCaps } from "./sandbox/protocol.js";
 
 let entry: string | undefined;
 
 /**
- * The sandbox's entry file: beside this module in the source tree, or, when this module was
- * bundled (`dist/`), in the source tree the bundle was built from (its plain JavaScript is not
- * bundled: it runs in its own process and threads).
+ * The sandbox's entry file. In the source tree it sits beside this module (`sandbox/sandbox.js`);
+ * the build emits it beside the bundle (`dist/sandbox/sandbox.js`), one folder above the chunk
+ * this module was bundled into (`dist/chunks/`). Its plain JavaScript runs in its own process and
+ * threads, so it is not part of the bundle's chunks; a bundle never runs the source tree's copy.
  */
 function sandboxEntry(): string {
   if (entry !== undefined) return entry;
-  const here = fileURLToPath(new URL("./sandbox/sandbox.js", import.meta.url));
-  if (existsSync(here)) return (entry = here);
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (let i = 0; i < 4; i++, dir = dirname(dir)) {
-    const candidate = join(dir, "src", "host", "sandbox", "sandbox.js");
-    if (existsSync(candidate)) return (entry = candidate);
+  for (const candidate of ["./sandbox/sandbox.js", "../sandbox/sandbox.js"]) {
+    const path = fileURLToPath(new URL(candidate, import.meta.url));
+    if (existsSync(path)) return (entry = path);
   }
-  throw new Error("the plugin sandbox (src/host/sandbox/sandbox.js) is not found beside the host's code");
+  throw new Error("the plugin sandbox (sandbox/sandbox.js) is not found beside the host's code: rebuild with npm run build");
 }
 
 /** What a call on an instance came to. */

@@ -74,7 +74,7 @@ export type { DecisionSummary, GatewayRecord } from "../projections/index.js";
 export { ViewMetrics } from "./metrics.js";
 
 /** The two listeners of the views part, bound before their handlers so that port 0 origins work. */
-export { listenViews, originPort } from "./servers.js";
+export { listenViews, originPort, ViewListenerFailed } from "./servers.js";
 export type { ViewListeners, ViewHandler, BoundListener } from "./servers.js";
 /** Sites as browsers tell them apart, and the check that the plugin proxy is not the console's site. */
 export { siteOf, sameSite, viewOriginProblems } from "./sites.js";

@@ -34,6 +34,18 @@ export interface ViewListeners {
   close(): Promise<void>;
 }
 
+/** A listener of the views part that could not bind: which, where, and the system's code (EADDRINUSE, EACCES, …). */
+export class ViewListenerFailed extends Error {
+  constructor(
+    readonly listener: "plugin-proxy" | "gateway",
+    readonly address: string,
+    readonly code: string,
+  ) {
+    super(`the ${listener} cannot listen on ${address} (${code})`);
+    this.name = "ViewListenerFailed";
+  }
+}
+
 /** Bounds on every request the listeners read (Node's own limits, tightened). */
 const SERVER_OPTIONS = { maxHeaderSize: 16 * 1024, headersTimeout: 10_000, requestTimeout: 30_000, keepAliveTimeout: 5_000 };
 
@@ -60,7 +72,7 @@ function accessLog(logger: Logger | undefined, listener: string, req: IncomingMe
   res.once("finish", () => logger.debug({ listener, method: req.method, target: (req.url ?? "").slice(0, 512), status: res.statusCode }, "views: answered"));
 }
 
-async function bind(host: string, port: number, name: string, logger: Logger | undefined): Promise<{ slot: Slot; port: number }> {
+async function bind(host: string, port: number, name: "plugin-proxy" | "gateway", logger: Logger | undefined): Promise<{ slot: Slot; port: number }> {
   const server = createServer(SERVER_OPTIONS);
   server.maxHeadersCount = 100;
   const slot: Slot = { server, handler: null };
@@ -74,9 +86,10 @@ async function bind(host: string, port: number, name: string, logger: Logger | u
     socket.end("HTTP/1.1 503 Service Unavailable\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
   });
   await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
+    const failed = (err: NodeJS.ErrnoException): void => reject(new ViewListenerFailed(name, host.includes(":") ? `[${host}]:${port}` : `${host}:${port}`, err.code ?? "unknown"));
+    server.once("error", failed);
     server.listen(port, host, () => {
-      server.off("error", reject);
+      server.off("error", failed);
       resolve();
     });
   });

@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openDataStore, startControlPlane } from "../../src/app/index.js";
-import { BIN, json, ok, openfief, ROOT } from "./support.js";
+import { BIN, BUNDLE_ENV, freshBundle, json, ok, openfief, ROOT } from "./support.js";
 
 interface Row { name: string; status: string; verdict: string | null; problems: { code: string }[] }
 
@@ -21,6 +21,9 @@ let counter = 0;
 const SIGNERS = join(ROOT, "examples", "trusted-signers.json");
 const LAYOUT = join(ROOT, "examples", "oci");
 const V1_IMAGE = "localhost/openfief-demo/nbp-fx@sha256:32a155bf13262adffa93e0d7023b17306472f1dcb8d93c686bfe850e9dc594cb";
+
+// The processes these tests start run the bundle users run: built first when the sources are newer.
+beforeAll(freshBundle, 180_000);
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), "openfief-newcomer-"));
@@ -59,7 +62,7 @@ spec: {capabilities: [connector]}
 /** Runs the real command with `input` on its standard input. */
 function run(args: readonly string[], input = ""): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env: { ...process.env, OPENFIEF_LOG_LEVEL: "warn" } });
+    const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env: { ...process.env, ...BUNDLE_ENV } });
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
@@ -80,7 +83,7 @@ function upUntilReady(args: readonly string[], ready: RegExp = /openfief is up/)
   return new Promise((resolve, reject) => {
     // Free ports for the console and the views: parallel test files would otherwise all want 4780-4782.
     const views = ["--plugin-proxy-origin", "http://localhost:0", "--gateway-origin", "http://localhost:0"];
-    const child = spawn(process.execPath, [BIN, "up", "--listen", "127.0.0.1:0", ...args, ...views], { cwd: ROOT, env: { ...process.env, OPENFIEF_LOG_LEVEL: "warn" } });
+    const child = spawn(process.execPath, [BIN, "up", "--listen", "127.0.0.1:0", ...args, ...views], { cwd: ROOT, env: { ...process.env, ...BUNDLE_ENV } });
     let stdout = "";
     let stderr = "";
     let stopping = false;
@@ -140,7 +143,7 @@ describe("3. a reader that goes away", () => {
     }
     await store.close();
     const r = await new Promise<{ code: number | null; stderr: string; stdout: string }>((resolve) => {
-      const child = spawn("sh", ["-c", `node ${BIN} log ${data.join(" ")} | head -1`], { cwd: ROOT });
+      const child = spawn("sh", ["-c", `node ${BIN} log ${data.join(" ")} | head -1`], { cwd: ROOT, env: { ...process.env, ...BUNDLE_ENV } });
       let stderr = "";
       let stdout = "";
       child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));

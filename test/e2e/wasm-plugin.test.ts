@@ -59,6 +59,15 @@ describe("the demo's WebAssembly plugin", () => {
     expect(cp.runtime.store.last("plugin/ecb-fx", "plugin.call")?.data).toMatchObject({ name: "ecb-fx", method: "sync", code: "http_failed", source: "plugin" });
   });
 
+  it("counts its calls in the control plane's metrics, as the cluster's plugin host does", async () => {
+    const text = await cp.metrics.registry.metrics();
+    expect(text).toMatch(/^openfief_plugin_host_run_seconds_count\{result="returned"\} [1-9]/m);
+    expect(text).toMatch(/^openfief_plugin_host_queue_wait_seconds_count [1-9]/m);
+    expect(text).toMatch(/^openfief_plugin_host_queue_depth 0$/m);
+    expect(text).toMatch(/^openfief_plugin_host_busy_total 0$/m);
+    expect(text).toMatch(/^openfief_plugin_host_hard_stops_total 0$/m);
+  });
+
   it("is called once from the command line, which prints the result or the error's code", async () => {
     const ok = await openfief(["call", "ecb-fx", "manifest", "--data", dir]);
     expect(ok.code).toBe(0);

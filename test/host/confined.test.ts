@@ -176,7 +176,8 @@ describe("a call that fails", () => {
 
 describe("a plugin's log", () => {
   it("is capped in lines too, so a flood of short lines costs the host little", async () => {
-    const small = await startHost();
+    // A byte budget large enough that the line cap is what stops the flood.
+    const small = await startHost({ caps: { logCallBytes: 1024 * 1024 }, limits: { time: 10_000 } });
     try {
       const answer = JSON.stringify({ result: "done" });
       const flood = floodBody(5000, 2, 5000, Buffer.byteLength(answer));

@@ -5,6 +5,7 @@
  * that the sandbox process is killed and replaced while the host's own event loop keeps turning.
  */
 import { pino } from "pino";
+import { Registry } from "prom-client";
 import { describe, expect, it, vi } from "vitest";
 import { BODY, guest } from "./support/wat.js";
 import { ticker } from "./support/host.js";
@@ -12,6 +13,7 @@ import { checkModule } from "../../src/host/module-check.js";
 import { DEFAULT_CAPS, DEFAULT_LIMITS, resolveLimits, type Limits } from "../../src/host/limits.js";
 import { ModulePool } from "../../src/host/module-pool.js";
 import { Deadline } from "../../src/host/deadline.js";
+import { PluginHostMetrics } from "../../src/host/metrics.js";
 
 function alive(pid: number): boolean {
   try {
@@ -32,7 +34,9 @@ describe("the hard stop", () => {
     const limits: Limits = { ...DEFAULT_LIMITS, memory: 80 * 1024 * 1024, time: 500, instances: 1 };
     const checked = checkModule(await guest({ body: BODY.growSpin }), limits, DEFAULT_CAPS);
     if (!checked.ok) throw new Error(checked.error.message);
-    const pool = new ModulePool({ digest: checked.value.digest, bytes: checked.value.bytes, limits, caps: DEFAULT_CAPS, hardStopMs: 500, logger: pino({ level: "silent" }) });
+    const registry = new Registry();
+    const metrics = new PluginHostMetrics(registry);
+    const pool = new ModulePool({ digest: checked.value.digest, bytes: checked.value.bytes, limits, caps: DEFAULT_CAPS, hardStopMs: 500, logger: pino({ level: "silent" }), metrics });
     try {
       expect((await pool.prepare()).ok).toBe(true);
       const first = pool.pid as number;
@@ -44,6 +48,7 @@ describe("the hard stop", () => {
       await vi.waitFor(() => expect(alive(first)).toBe(false), { timeout: 10_000, interval: 50 });
       expect(tick.stop()).toBeGreaterThan(0);
       expect(pool.stops.processes).toBe(1);
+      expect((await metrics.hardStops.get()).values[0]?.value).toBe(1);
       // The module is compiled again in a new process for the next call.
       const d2 = new Deadline(limits.time);
       const again = await pool.run(new TextEncoder().encode('{"method":"again","params":{}}'), [], d2, { log: () => undefined, hostCall: () => Promise.resolve(new Uint8Array()) });

@@ -8,11 +8,14 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BIN, openfief, ROOT } from "../e2e/support.js";
+import { BIN, BUNDLE_ENV, freshBundle, openfief, ROOT } from "../e2e/support.js";
 import { FakeApiServer } from "./fake-apiserver.js";
 
 let server: FakeApiServer;
 let dir: string;
+
+// The processes these tests start run the bundle users run: built first when the sources are newer.
+beforeAll(freshBundle, 180_000);
 
 beforeAll(async () => {
   server = await FakeApiServer.start();
@@ -43,7 +46,7 @@ describe("openfief plugin-host", () => {
     const child = spawn(
       process.execPath,
       [BIN, "plugin-host", "--kubeconfig", join(dir, "kubeconfig"), "--listen", "127.0.0.1:0", "--health-port", "0", "--store", join(dir, "store"), "--sa-jwks-dir", dir],
-      { cwd: ROOT, env: { ...process.env, OPENFIEF_LOG_LEVEL: "info" }, stdio: ["ignore", "pipe", "pipe"] },
+      { cwd: ROOT, env: { ...process.env, ...BUNDLE_ENV, OPENFIEF_LOG_LEVEL: "info" }, stdio: ["ignore", "pipe", "pipe"] },
     );
     let out = "";
     const serving = new Promise<{ port: number; healthPort: number }>((resolve, reject) => {

@@ -206,6 +206,12 @@ describe("the cluster's plugin host", () => {
     expect(metrics).toMatch(/openfief_plugin_host_calls_total\{method="sync",outcome="ok"\} [1-9]/);
     expect(metrics).toMatch(/openfief_plugin_host_refused_total\{reason="not_running"\} [1-9]/);
     expect(metrics).toContain("openfief_plugin_host_plugins 1");
+    // The host's own: queue depth, wait and run time, busy refusals, hard stops (as in `openfief up`).
+    expect(metrics).toMatch(/^openfief_plugin_host_run_seconds_count\{result="returned"\} [1-9]/m);
+    expect(metrics).toMatch(/^openfief_plugin_host_queue_wait_seconds_count [1-9]/m);
+    expect(metrics).toMatch(/^openfief_plugin_host_queue_depth 0$/m);
+    expect(metrics).toMatch(/^openfief_plugin_host_busy_total 0$/m);
+    expect(metrics).toMatch(/^openfief_plugin_host_hard_stops_total 0$/m);
   });
 
   it("stops serving a plugin removed from the ConfigMap, and uninstalls its module, after its watch failed and was restarted", async () => {

@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BIN, openfief, ROOT } from "../e2e/support.js";
+import { BIN, BUNDLE_ENV, freshBundle, openfief, ROOT } from "../e2e/support.js";
 import { bearer, call, cookieOf } from "./support.js";
 
 let dir: string;
@@ -19,7 +19,7 @@ let started: { console: string; signIn: string; data: string };
 /** Starts `openfief up --json` and resolves with what it printed once it is up. */
 function startUp(args: readonly string[]): Promise<{ child: ChildProcess; printed: typeof started }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, "up", "--json", ...args], { cwd: ROOT, env: { ...process.env, OPENFIEF_LOG_LEVEL: "warn" }, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [BIN, "up", "--json", ...args], { cwd: ROOT, env: { ...process.env, ...BUNDLE_ENV }, stdio: ["ignore", "pipe", "pipe"] });
     let out = "";
     let err = "";
     child.stdout?.on("data", (d: Buffer) => {
@@ -34,6 +34,9 @@ function startUp(args: readonly string[]): Promise<{ child: ChildProcess; printe
     child.on("exit", (code) => reject(new Error(`up exited ${String(code)}: ${err}`)));
   });
 }
+
+// The processes these tests start run the bundle users run: built first when the sources are newer.
+beforeAll(freshBundle, 180_000);
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "openfief-console-cli-"));

@@ -181,6 +181,9 @@ export function register(program: Command): void {
         views: o.views === false ? null : {},
         reset: o.reset === true,
         ...(server === undefined ? {} : { server }),
+      }).catch((err: unknown) => {
+        logger.flush();
+        throw withFlag(err);
       });
       const say = (line = ""): void => { if (o.json !== true) print(line); };
       // Listening before saying "up": a stop sent the moment it is said is a clean stop.
@@ -201,6 +204,19 @@ export function register(program: Command): void {
         logger.flush();
       }
     });
+}
+
+/** The flag that moves each listener of `up` (the console's own refusal names --listen). */
+const MOVED_BY: Readonly<Record<string, string>> = {
+  egress: "pass another --egress-port (or --no-egress)",
+  "plugin-proxy": "pass another --plugin-proxy-origin (or --no-views)",
+  gateway: "pass another --gateway-origin (or --no-views)",
+};
+
+/** A listener's refusal, told which flag moves it. */
+function withFlag(err: unknown): unknown {
+  const hint = err instanceof AppError && err.field !== undefined ? MOVED_BY[err.field] : undefined;
+  return hint === undefined || !(err instanceof AppError) ? err : new AppError(err.code, `${err.message}: ${hint}`, err.field);
 }
 
 /** Says that the control plane is up: where the console is, with a sign-in link, and where its files are. */
