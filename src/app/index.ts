@@ -15,6 +15,9 @@ export { describeDecision, lastCallText, problemText, runtimeText, statusText } 
 /** Errors: one type, one code registry, each code with its exit code and HTTP status. */
 export { APP_ERRORS, AppError, toAppError } from "./errors.js";
 export type { AppErrorCode } from "./errors.js";
+/** Who calls and from where, read the same way by every face: the session presented, and the Origin rule for writes. */
+export { callerHeaders, consoleCallerGate, cookieName, presentedBy, readCookie, writeOriginProblem } from "./caller.js";
+export type { CallerHeaders, ConsoleOrigins, Presented } from "./caller.js";
 /** Who a use case acts for. */
 export { OWNER_CLI, webActor } from "./actor.js";
 export type { Actor } from "./actor.js";
