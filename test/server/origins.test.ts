@@ -25,11 +25,12 @@ afterAll(async () => {
 });
 
 /** One request to the console's listener with this Host and request target, exactly as written. */
-function raw(method: string, host: string, target: string, headers: Record<string, string> = {}, body?: string): Promise<{ status: number; headers: Record<string, string | string[] | undefined> }> {
+function raw(method: string, host: string, target: string, headers: Record<string, string> = {}, body?: string): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; text: string }> {
   return new Promise((resolve, reject) => {
     const req = request({ hostname: "127.0.0.1", port: Number(port), method, path: target, headers: { host, ...headers } }, (res) => {
-      res.resume();
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers }));
+      let text = "";
+      res.on("data", (c: Buffer) => (text += c.toString()));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text }));
     });
     req.on("error", reject);
     req.end(body);
@@ -68,16 +69,20 @@ describe("the console's canonical origin", () => {
     expect(here.headers["set-cookie"]?.[0]).toMatch(/^openfief_session=/);
   });
 
+  it("refuses sign-out at another loopback name", async () => {
+    const r = await raw("POST", `localhost:${port}`, "/signout", { origin: `http://localhost:${port}` });
+    expect([r.status, r.headers["set-cookie"]]).toEqual([400, undefined]);
+  });
+
   it.each([
-    ["POST", "/signout"],
-    ["POST", "/api/v1/apply"],
-    ["DELETE", "/api/v1/grants/nbp-fx"],
-  ])("refuses %s %s at another loopback name, reading nothing", async (method, path) => {
+    ["POST", "/api/v1/apply", "application/yaml"],
+    ["DELETE", "/api/v1/grants/ledger-view", undefined],
+  ])("refuses %s %s at another loopback name, doing nothing", async (method, path, type) => {
     const token = await demo.token("alice", "owner");
-    const r = await raw(method, `localhost:${port}`, path, { ...bearer(token), origin: `http://localhost:${port}`, "content-type": "application/yaml" }, "x");
-    expect(r.status).toBe(400);
-    const plugins = await call(demo.url, "/api/v1/plugins", { headers: bearer(token) });
-    expect(plugins.json<{ plugins: { name: string }[] }>().plugins.map((p) => p.name)).toContain("nbp-fx");
+    const before = demo.cp.runtime.store.head();
+    const r = await raw(method, `localhost:${port}`, path, { ...bearer(token), ...(type === undefined ? {} : { "content-type": type }) }, type === undefined ? undefined : "apiVersion: v1\n");
+    expect([r.status, (JSON.parse(r.text) as { field?: string }).field]).toEqual([400, "Host"]);
+    expect(demo.cp.runtime.store.head()).toBe(before);
   });
 
   it("refuses a write with the cookie whose Origin is another loopback name of the console", async () => {
