@@ -31,8 +31,10 @@ export type { Applied, Approved, DeletableKind, Deleted } from "./owner-edits.js
 export { lastCallOf, listPlugins, shortImage } from "./plugins.js";
 export type { LastCallView, PluginProblem, PluginRow, PluginStatus } from "./plugins.js";
 /** A data folder: its files, the lock that keeps a second `up` off it, private key files. */
-export { checkPrivateFile, DEFAULT_DATA_DIR, lockDataDir, lockHolder, logFile, requireLog, runningEgress, storeFile } from "./data-dir.js";
-export type { DataLock, LockHolder } from "./data-dir.js";
+export {
+  checkPrivateFile, DATA_DIR_MODE, DATA_FILE_MODE, DEFAULT_DATA_DIR, lockDataDir, lockHolder, logFile, openDataDir, privateDataFile, requireLog, runningEgress, storeFile, tightenedText,
+} from "./data-dir.js";
+export type { DataLock, LockHolder, Tightened } from "./data-dir.js";
 /** The settings `up` was started with, saved in the data folder. */
 export { loadSettings, mergeSettings, saveSettings } from "./settings.js";
 export type { Settings } from "./settings.js";

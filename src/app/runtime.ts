@@ -3,7 +3,7 @@
  * verifier (shipped trust root, shipped catalog, owner signers, OCI layouts or registries), the
  * target, and the reconciler over them. `openfief up`, `openfief reconcile` and tests share it.
  */
-import { mkdirSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { stat } from "node:fs/promises";
 import { join } from "node:path";
 import type { Logger } from "pino";
@@ -15,7 +15,7 @@ import { checkImage, ImageVerifier, loadOwnerSignersFile, loadShippedTrustedRoot
 import type { ImageSource } from "../trust/index.js";
 import { DirectoryTarget, Reconciler } from "../reconciler/index.js";
 import type { Target } from "../reconciler/index.js";
-import { storeFile } from "./data-dir.js";
+import { openDataDir, privateDataFile, storeFile, tightenedText } from "./data-dir.js";
 
 /** The catalog released with the product. */
 export const SHIPPED_CATALOG = shippedFile("catalog", "plugins.json");
@@ -31,9 +31,15 @@ export const EMBEDDED_TOPOLOGY: Topology = {
   coreSubject: "system:serviceaccount:openfief:openfief-core",
 };
 
-/** Opens (creating when missing) the event store of a data folder. */
-export async function openDataStore(dataDir: string, clock?: () => Date): Promise<EventStore> {
-  mkdirSync(dataDir, { recursive: true });
+/**
+ * Opens (creating when missing) the event store of a data folder, the folder and its files its
+ * owner's only; `said` hears what was tightened (a folder an older version made). The log file is
+ * made 0600 before SQLite opens it: SQLite gives its `-wal` and `-shm` files the log's own mode.
+ */
+export async function openDataStore(dataDir: string, clock?: () => Date, said?: (text: string) => void): Promise<EventStore> {
+  const tightened = openDataDir(dataDir);
+  if (tightened.length > 0) said?.(tightenedText(tightened));
+  privateDataFile(storeFile(dataDir));
   return openStore({ file: storeFile(dataDir), ...(clock === undefined ? {} : { clock }) });
 }
 
@@ -97,7 +103,7 @@ export async function openRuntime(o: RuntimeOptions): Promise<Runtime> {
   const policy = newTrustPolicy(catalog.value, owner);
   const sourceFor = imageSources(o.ociLayouts ?? [], o.insecureRegistries ?? []);
 
-  const opened = await openDataStore(o.dataDir, clock);
+  const opened = await openDataStore(o.dataDir, clock, (text) => o.logger.warn(text));
   const store = o.instrument === undefined ? opened : o.instrument(opened);
   killAfterAppendsForTests(store);
   const verifier = new ImageVerifier({

@@ -60,6 +60,13 @@ export interface EventStore {
   readonly registry: EventRegistry;
   /** Appends a batch in one transaction; all or nothing. */
   append(batch: readonly NewEvent[], opts?: AppendOptions): KnownEvent[];
+  /**
+   * Runs `fn` (synchronous) with each commit it makes on disk before the commit returns
+   * (`synchronous=FULL`): what an owner is told was done survives a power loss. Other commits
+   * survive a crash of the process, not of the machine (`NORMAL`, WAL synced at checkpoints), and
+   * cost a fraction of it (docs/adr/0096). A durable commit syncs every commit before it too.
+   */
+  durably<T>(fn: () => T): T;
   /** Appends `event` unless the latest event of its observation group in its stream is the same type with equal canonical data. */
   observe(event: NewEvent): KnownEvent | null;
   /** Events of one type matching `filter`, in seq order, data upcast to the current shape. */
@@ -173,6 +180,8 @@ class SqliteEventStore implements EventStore {
   /** The observe transaction, made once too (also run with `.immediate`). */
   readonly #observeTx: Database.Transaction<(prepared: Prepared) => KnownEvent[]>;
   #closed = false;
+  /** How deep in {@link durably} calls this connection is. */
+  #durable = 0;
 
   #kysely: Kysely<StoreTables> | null = null;
 
@@ -209,6 +218,16 @@ class SqliteEventStore implements EventStore {
     const stored = this.#appendTx.immediate(prepared, opts.expected);
     this.#notify(stored);
     return stored;
+  }
+
+  durably<T>(fn: () => T): T {
+    this.#open();
+    if (this.#durable++ === 0) this.database.pragma("synchronous = FULL");
+    try {
+      return fn();
+    } finally {
+      if (--this.#durable === 0) this.database.pragma("synchronous = NORMAL");
+    }
   }
 
   observe(event: NewEvent): KnownEvent | null {

@@ -16,7 +16,7 @@ import {
   signInLink, SIGN_IN_TTL_SECONDS, startControlPlane,
 } from "../../app/index.js";
 import type { ControlPlane, FaceFactory, Settings } from "../../app/index.js";
-import { cliLogger, dataDir, print, printJson, withData, withJson } from "../context.js";
+import { cliLogger, dataDir, openDataFolder, print, printJson, withData, withJson } from "../context.js";
 import type { DataOptions } from "../context.js";
 import { pluginsTable } from "./get.js";
 
@@ -169,6 +169,8 @@ export function register(program: Command): void {
       const server = await serverOption(o);
       const user = checkUserName(o.user ?? defaultUser());
       const dir = dataDir(o);
+      // Made (or tightened) before anything is written in it, the log file first.
+      openDataFolder(dir);
       const logger = cliLogger({ file: logFile(dir), json: o.json === true });
       const demo = o.demo === true;
       const cp = await startControlPlane({
