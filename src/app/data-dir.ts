@@ -66,6 +66,8 @@ export function openDataDir(dataDir: string): Tightened[] {
     const st = lstatSync(path);
     const from = st.mode & 0o777;
     if ((from & 0o077) === 0 || st.isSymbolicLink()) return;
+    // Another user's folder (read where it is readable) is left as it is: only its owner may change it.
+    if (typeof process.getuid === "function" && st.uid !== process.getuid()) return;
     chmodSync(path, want);
     out.push({ path, from, to: want });
   };
