@@ -3,8 +3,10 @@
  * server for the JSON API, the console, the assets and the operator's routes. Every request is
  * bounded — the target's length, the headers (Node's limits and timeouts), the query (declared
  * parameters only, each value capped), the body (per route), and a deadline — and answered with
- * the security headers. Listening beyond loopback requires TLS. `close()` ends the event streams,
- * stops taking connections and ends the open ones.
+ * the security headers. It answers only at its origins (docs/adr/0095): a GET at another loopback
+ * name of its listener is redirected to its canonical origin, anything else there refused.
+ * Listening beyond loopback requires TLS. `close()` ends the event streams, stops taking
+ * connections and ends the open ones.
  */
 import { createServer as createHttpServer } from "node:http";
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
