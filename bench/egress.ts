@@ -10,7 +10,8 @@
  * byte counter, an echo server and a DNS server); `--role relay` the bare relay; `--role proxy`
  * this proxy with every check on (Basic token → caching JWKS review → allow-list → DNS over UDP,
  * answers cached for their TTL → address check on every CONNECT → decision committed by the
- * writer thread while the dial runs → 200), logging one buffered JSON line per CONNECT to a file;
+ * writer thread while the dial runs → 200; a second one with each commit synced to disk,
+ * `synchronous=FULL`, beside it), logging one buffered JSON line per CONNECT to a file;
  * `--role lock` holds the proxy's store's write lock for a while, from another process;
  * `--role embedded` is `openfief up --demo` (the control plane with its console and views, the
  * demo applied), whose embedded proxy lets ecb-fx reach www.ecb.europa.eu:443, which the test DNS
@@ -134,7 +135,7 @@ async function roleProxy(): Promise<void> {
   // BENCH_RECORDER=inline: the former synchronous append on the event loop, for comparison.
   const recorder = process.env.BENCH_RECORDER === "inline"
     ? new egress.StoreDecisionRecorder(store)
-    : await egress.WorkerDecisionRecorder.open({ file: store.file, onCommitted: (events) => store.announce(events) });
+    : await egress.WorkerDecisionRecorder.open({ file: store.file, onCommitted: (events) => store.announce(events), durable: process.env.BENCH_DECISIONS_SYNC === "full" });
   const proxy = egress.createEgressProxy({
     reviewer: new egress.CachingTokenReviewer(new egress.JwksTokenReviewer({ jwks: egress.readEmbeddedJwks(dir), issuer: egress.EMBEDDED_ISSUER })),
     allowLists,
@@ -554,6 +555,10 @@ async function main(): Promise<void> {
   if (squid !== undefined) targets.push(proxyTarget("squid", squid.port, upstreamPort, squid.pid));
   targets.push(proxyTarget("bare node:net relay", relay.msg.port as number, upstreamPort, relay.child.pid));
   targets.push(ours);
+  // The same proxy with each decision batch synced before its 200 (synchronous=FULL), in the same
+  // rounds: what durability across a power loss would cost the commit path (docs/adr/0096).
+  const durable = await startChild("proxy", proxyArgs, { BENCH_DECISIONS_SYNC: "full" });
+  targets.push(proxyTarget("openfief egress, decisions synced (FULL)", durable.msg.port as number, upstreamPort, durable.child.pid, `Basic ${Buffer.from(`plugin:${durable.msg.token as string}`).toString("base64")}`, true));
   // BENCH_BASELINE=<another checkout>: its proxy beside this one, in the same interleaved rounds
   // (a before/after that sees the same load).
   const baselineDir = process.env.BENCH_BASELINE;
@@ -666,6 +671,7 @@ async function main(): Promise<void> {
   squid?.stop();
   dnsmasq?.stop();
   px.child.disconnect();
+  durable.child.disconnect();
   baseline?.child.disconnect();
   relay.child.disconnect();
   up.child.kill();

@@ -3,6 +3,7 @@
  * every figure is the median of several runs, printed as a table. See bench/README.md.
  *
  *   BENCH_EVENTS=1000000 (size of the large log)   BENCH_RUNS=5 (runs per append figure)
+ *   BENCH_ONLY=owner (only the owner writes, FULL against NORMAL)   BENCH_OWNER_WRITES=400
  */
 import { execSync } from "node:child_process";
 import { mkdtempSync, rmSync, statSync } from "node:fs";
@@ -17,6 +18,11 @@ import { why } from "../src/projections/index.js";
 import { checkDecisions } from "../src/projections/check-decisions.js";
 import { recheckAddresses } from "../src/egress/index.js";
 import { Workload } from "./workload.js";
+import { decideRollout, deployedBy, emptyFacts } from "../src/projections/decide-rollout.js";
+import type { RecordedVersion, RolloutDecided, VerdictOutcome } from "../src/events/catalog.js";
+import { OWNER_CLI } from "../src/app/actor.js";
+import { applyResources, deleteResource } from "../src/app/owner-edits.js";
+import { parseResources } from "../src/app/resources.js";
 
 const TOTAL = Number(process.env.BENCH_EVENTS ?? 1_000_000);
 const RUNS = Number(process.env.BENCH_RUNS ?? 5);
@@ -166,10 +172,54 @@ async function scale(): Promise<void> {
   await store.close();
 }
 
+/**
+ * Owner writes as the use cases run them — `apply` of a PluginGrant, then `delete` of it, each one
+ * commit synced before it returns (`synchronous=FULL`) — against the same writes at the store's
+ * `NORMAL`, measured in the same run on the same file, back to back.
+ */
+async function ownerWrites(): Promise<void> {
+  const N = Number(process.env.BENCH_OWNER_WRITES ?? 400);
+  const full: number[] = [], normal: number[] = [];
+  const grant = (i: number) => parseResources(`apiVersion: openfief.io/v1alpha1\nkind: PluginGrant\nmetadata: {name: p${i % 50}}\nspec: {capabilities: [connector], egress: [{host: api.example.com, port: ${1000 + i}}]}\n`, "bench");
+  for (let run = -1; run < RUNS; run++) {
+    const store = await openStore({ file: join(dir, `owner-${run + 1}.db`) });
+    // The same use cases with durability taken out: what they cost at NORMAL.
+    const relaxed = new Proxy(store, {
+      get(t, p) {
+        if (p === "durably") return <T>(fn: () => T): T => fn();
+        const v = Reflect.get(t, p, t) as unknown;
+        return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(t) : v;
+      },
+    });
+    const docs = Array.from({ length: 2 * N }, (_, i) => grant(i));
+    let i = 0;
+    const writes = (st: EventStore) => (): void => {
+      for (let k = 0; k < N / 2; k++, i++) {
+        applyResources(st, docs[i] as ReturnType<typeof grant>, OWNER_CLI);
+        deleteResource(st, "grant", `p${i % 50}`, OWNER_CLI);
+      }
+    };
+    push(run, normal, (1000 * time(writes(relaxed))) / N);
+    push(run, full, (1000 * time(writes(store))) / N);
+    await store.close();
+  }
+  const ratio = median(full.map((f, k) => f / (normal[k] as number)));
+  console.log(`\nOwner writes (apply, then delete, of a PluginGrant: one commit each), ${fmt(N)} per run, median of ${RUNS} runs`);
+  console.log(`| durability | per owner write | FULL / NORMAL (median of the runs' ratios) |`);
+  console.log(`| --- | ---: | ---: |`);
+  console.log(`| FULL: on disk before it is answered (what the use cases do) | ${fmt(median(full), 3)} ms | ${fmt(ratio, 1)} × |`);
+  console.log(`| NORMAL: the same writes, lost on a power loss until the next checkpoint | ${fmt(median(normal), 3)} ms | 1 × |`);
+}
+
 console.log(`# Event store benchmark — node ${process.version}, ${new Date().toISOString()}`);
 try {
-  await appendComparison();
-  await scale();
+  // BENCH_ONLY=owner: only the owner writes' figure (seconds, not minutes).
+  if (process.env.BENCH_ONLY === "owner") await ownerWrites();
+  else {
+    await appendComparison();
+    await ownerWrites();
+    await scale();
+  }
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }

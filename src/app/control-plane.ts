@@ -80,6 +80,8 @@ export interface FaceContext {
   readonly sessions: Sessions;
   /** The views part, when it runs: the console frames views from it and mounts its mint. */
   readonly views: ViewsFace | null;
+  /** The console's configured origin (its canonical one); absent: the face's own address. */
+  readonly consoleOrigin?: string;
   readonly metrics: ControlPlaneMetrics;
   readonly logger: Logger;
   readonly clock: () => Date;
@@ -88,8 +90,14 @@ export interface FaceContext {
 
 /** A started HTTP face. */
 export interface Face {
-  /** Its base URL (`http://127.0.0.1:4780`). */
+  /** Its base URL, where it listens (`http://127.0.0.1:4780`). */
   readonly url: string;
+  /** Its canonical origin, where a browser opens it: the configured console origin, else `url`. */
+  readonly origin: string;
+  /** Every origin it answers at (writes must come from one); its other loopback names are redirected to `origin`. */
+  readonly origins: readonly string[];
+  /** Whether it speaks TLS (the session cookie is then `__Host-`). */
+  readonly tls: boolean;
   /** Stops taking requests and ends the open ones. */
   close(): Promise<void>;
 }
@@ -103,8 +111,8 @@ export interface ControlPlane {
   readonly runtime: Runtime;
   /** Where the egress proxy listens, when it runs. */
   readonly egress: { readonly host: string; readonly port: number } | null;
-  /** Where the API and console listen, when they run. */
-  readonly server: { readonly url: string } | null;
+  /** Where the API and console listen (`url`), and where a browser opens them (`origin`), when they run. */
+  readonly server: { readonly url: string; readonly origin: string } | null;
   /** The WebAssembly plugins this process runs, when the host is on. */
   readonly hosted: HostedPlugins | null;
   /** The console's sign-in links and sessions (the data folder's session key). */
@@ -177,20 +185,37 @@ async function compose(o: ControlPlaneOptions, lock: DataLock, metrics: ControlP
   const views = await openViews(o, settings, rt, metrics, sessions);
   opened.views = views;
   const state: LoopState = { firstPass: false, failure: null, stopping: false };
-  const face = o.server === undefined ? null : await startFace(o, o.server, { store: rt.store, sessions, metrics, state, views });
+  const face = o.server === undefined ? null : await startFace(o, o.server, { store: rt.store, sessions, metrics, state, views, consoleOrigin: consoleOriginOf(settings) });
   opened.face = face;
-  lock.update([...serving, ...serveViews(views, settings, face), ...(face === null ? [] : [`console ${face.url}`])]);
+  lock.update([...serving, ...serveViews(views, settings, face), ...(face === null ? [] : [`console ${face.origin}`])]);
   return new Loop(o, { lock, runtime: rt, proxy: opened.proxy, egress, hosted: opened.hosted, face, views, sessions, metrics, state, feedAllowLists });
 }
 
 /**
- * Lets the views serve, framed only by the console: at the configured origin, else the console's
- * own URL, else the default. Returns what the lock should say they serve.
+ * Lets the views serve, framed only by the console: at the console's canonical origin (the
+ * configured one, else the console's own URL, else the default), minted for only from the origins
+ * the console answers at — none of which may share a site with the views. Returns what the lock
+ * should say they serve.
  */
 function serveViews(views: RunningViews | null, settings: Settings, face: Face | null): string[] {
   if (views === null) return [];
-  views.serve(settings.consoleOrigin ?? face?.url ?? VIEW_DEFAULTS.consoleOrigin);
+  const origin = settings.consoleOrigin ?? face?.origin ?? VIEW_DEFAULTS.consoleOrigin;
+  views.serve({ origin, origins: face?.origins ?? [origin], tls: face?.tls ?? false });
   return [`plugin-proxy ${views.pluginProxyOrigin}`, `gateway ${views.gatewayOrigin}`];
+}
+
+/** The configured console origin, checked to be an origin (it becomes the console's canonical address). */
+function consoleOriginOf(settings: Settings): string | undefined {
+  const c = settings.consoleOrigin;
+  if (c === undefined) return undefined;
+  let origin: string;
+  try {
+    origin = new URL(c).origin;
+  } catch {
+    origin = "null";
+  }
+  if (origin !== c) throw new AppError("bad_setting", `the console origin must be written as an origin, such as http://127.0.0.1:4780, not ${JSON.stringify(c.slice(0, 100))}`, "consoleOrigin");
+  return c;
 }
 
 /** The views part over the runtime, when asked for, with the settings' origins (or the defaults) and the console's sessions. */
@@ -253,9 +278,9 @@ function startHost(o: ControlPlaneOptions, rt: Runtime, settings: Settings, egre
 }
 
 /** The HTTP face, handed what it serves. */
-function startFace(o: ControlPlaneOptions, factory: FaceFactory, p: { store: EventStore; sessions: Sessions; metrics: ControlPlaneMetrics; state: LoopState; views: ViewsFace | null }): Promise<Face> {
+function startFace(o: ControlPlaneOptions, factory: FaceFactory, p: { store: EventStore; sessions: Sessions; metrics: ControlPlaneMetrics; state: LoopState; views: ViewsFace | null; consoleOrigin: string | undefined }): Promise<Face> {
   return factory({
-    dataDir: o.dataDir, store: p.store, sessions: p.sessions, views: p.views, metrics: p.metrics, logger: o.logger.child({ component: "server" }),
+    dataDir: o.dataDir, store: p.store, sessions: p.sessions, views: p.views, ...(p.consoleOrigin === undefined ? {} : { consoleOrigin: p.consoleOrigin }), metrics: p.metrics, logger: o.logger.child({ component: "server" }),
     clock: o.clock ?? (() => new Date()), readiness: () => readinessOf(p.state),
   });
 }
@@ -293,7 +318,7 @@ class Loop implements ControlPlane {
   readonly dataDir: string;
   readonly runtime: Runtime;
   readonly egress: { readonly host: string; readonly port: number } | null;
-  readonly server: { readonly url: string } | null;
+  readonly server: { readonly url: string; readonly origin: string } | null;
   readonly hosted: HostedPlugins | null;
   readonly views: RunningViews | null;
   readonly sessions: Sessions;
@@ -314,7 +339,7 @@ class Loop implements ControlPlane {
     this.dataDir = o.dataDir;
     this.runtime = parts.runtime;
     this.egress = parts.egress;
-    this.server = parts.face === null ? null : { url: parts.face.url };
+    this.server = parts.face === null ? null : { url: parts.face.url, origin: parts.face.origin };
     this.hosted = parts.hosted;
     this.views = parts.views;
     this.sessions = parts.sessions;

@@ -3,15 +3,18 @@
  * (`settings.json`), the embedded signing key, the JSON log of `up` (`openfief.log`), and the lock
  * that keeps a second `up` off it (`up.lock`). Two control planes on one folder would each act
  * on the other's events (issue 11: 108 events in 15 s), so the second one is refused and told who
- * holds the folder.
+ * holds the folder. The folder is its owner's only (0700, its files 0600, whatever the umask):
+ * the log holds every grant and decision, the folder the keys that sign sessions and tokens.
  */
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, statSync, unlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, closeSync, existsSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, statSync, unlinkSync, writeFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { openStore } from "../events/index.js";
 import type { EventStore } from "../events/index.js";
+import { EGRESS_KEY_FILE } from "../egress/index.js";
 import { processAlive } from "../reconciler/index.js";
 import { AppError } from "./errors.js";
+import { VIEW_KEYS_FILE } from "./view-settings.js";
 
 /** The data folder when neither `--data` nor `OPENFIEF_DATA` names one. */
 export const DEFAULT_DATA_DIR = ".openfief";
@@ -26,10 +29,84 @@ export function logFile(dataDir: string): string {
   return join(dataDir, "openfief.log");
 }
 
-/** Opens (creating when missing) the event store of a data folder. */
-export async function openDataStore(dataDir: string, clock?: () => Date): Promise<EventStore> {
-  mkdirSync(dataDir, { recursive: true });
+/**
+ * Opens (creating when missing) the event store of a data folder, the folder and its files its
+ * owner's only; `said` hears what was tightened (a folder an older version made). The log file is
+ * made 0600 before SQLite opens it: SQLite gives its `-wal` and `-shm` files the log's own mode.
+ */
+export async function openDataStore(dataDir: string, clock?: () => Date, said?: (text: string) => void): Promise<EventStore> {
+  const tightened = openDataDir(dataDir);
+  if (tightened.length > 0) said?.(tightenedText(tightened));
+  privateDataFile(storeFile(dataDir));
   return openStore({ file: storeFile(dataDir), ...(clock === undefined ? {} : { clock }) });
+}
+
+/** The file in a data folder holding the session signing key (here, as the folder's key files are listed below). */
+export const SESSION_KEY_FILE = "session-key.json";
+
+/**
+ * The folder's private keys. Opening the folder never loosens or tightens them: a key others
+ * could read may be known, so each is refused by its own check (run chmod 600, or start over).
+ */
+const KEY_FILES: ReadonlySet<string> = new Set([SESSION_KEY_FILE, VIEW_KEYS_FILE, EGRESS_KEY_FILE]);
+
+/** The data folder's mode: its owner's only. */
+export const DATA_DIR_MODE = 0o700;
+/** The mode of each file in it. */
+export const DATA_FILE_MODE = 0o600;
+
+/** A mode a data folder or one of its files had, and the one it was given. */
+export interface Tightened {
+  readonly path: string;
+  readonly from: number;
+  readonly to: number;
+}
+
+function octal(mode: number): string {
+  return mode.toString(8).padStart(4, "0");
+}
+
+/**
+ * Creates the data folder (0700) or opens it, and takes from it and from each file directly in it
+ * (its private keys aside) whatever others may do: a folder made by an older version (0755, its
+ * log and settings 0644) is tightened at open. Subfolders sit behind the folder's own mode.
+ * Returns what it tightened, to be said.
+ */
+export function openDataDir(dataDir: string): Tightened[] {
+  // mkdir's mode passes through the umask: a folder made now is given its mode exactly.
+  if (mkdirSync(dataDir, { recursive: true, mode: DATA_DIR_MODE }) !== undefined) chmodSync(dataDir, DATA_DIR_MODE);
+  const out: Tightened[] = [];
+  const tighten = (path: string, want: number): void => {
+    const st = lstatSync(path);
+    const from = st.mode & 0o777;
+    if ((from & 0o077) === 0 || st.isSymbolicLink()) return;
+    // Another user's folder (read where it is readable) is left as it is: only its owner may change it.
+    if (typeof process.getuid === "function" && st.uid !== process.getuid()) return;
+    chmodSync(path, want);
+    out.push({ path, from, to: want });
+  };
+  tighten(dataDir, DATA_DIR_MODE);
+  for (const entry of readdirSync(dataDir, { withFileTypes: true })) {
+    if (entry.isFile() && !KEY_FILES.has(entry.name)) tighten(join(dataDir, entry.name), DATA_FILE_MODE);
+  }
+  return out;
+}
+
+/** What {@link openDataDir} tightened, as a sentence. */
+export function tightenedText(t: readonly Tightened[]): string {
+  return `made the data folder private to its owner (it was made by an older version): ${t.map((x) => `${x.path} ${octal(x.from)} → ${octal(x.to)}`).join(", ")}`;
+}
+
+/** Creates a file of the data folder its owner's only (0600, whatever the umask), or leaves it as it is when it exists. */
+export function privateDataFile(path: string): void {
+  try {
+    closeSync(openSync(path, "wx", DATA_FILE_MODE));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "EEXIST") return;
+    throw err;
+  }
+  // open's mode passes through the umask too.
+  chmodSync(path, DATA_FILE_MODE);
 }
 
 /** Refuses a folder that holds no event log (a mistyped `--data` must not start a new control plane's files). */
@@ -76,7 +153,7 @@ function readHolder(path: string): LockHolder | null {
  * it. A lock left by a process that is gone (a crash, a SIGKILL) is taken over.
  */
 export function lockDataDir(dataDir: string, clock: () => Date = () => new Date()): DataLock {
-  mkdirSync(dataDir, { recursive: true });
+  openDataDir(dataDir);
   const path = lockFile(dataDir);
   const me: LockHolder = { pid: process.pid, host: hostname(), since: clock().toISOString(), serving: [] };
   for (let attempt = 0; attempt < 2; attempt++) {

@@ -15,6 +15,9 @@ export { describeDecision, lastCallText, problemText, runtimeText, statusText } 
 /** Errors: one type, one code registry, each code with its exit code and HTTP status. */
 export { APP_ERRORS, AppError, toAppError } from "./errors.js";
 export type { AppErrorCode } from "./errors.js";
+/** Who calls and from where, read the same way by every face: the session presented, and the Origin rule for writes. */
+export { callerHeaders, consoleCallerGate, cookieName, presentedBy, readCookie, writeOriginProblem } from "./caller.js";
+export type { CallerHeaders, ConsoleOrigins, Presented } from "./caller.js";
 /** Who a use case acts for. */
 export { OWNER_CLI, webActor } from "./actor.js";
 export type { Actor } from "./actor.js";
@@ -28,8 +31,10 @@ export type { Applied, Approved, DeletableKind, Deleted } from "./owner-edits.js
 export { lastCallOf, listPlugins, shortImage } from "./plugins.js";
 export type { LastCallView, PluginProblem, PluginRow, PluginStatus } from "./plugins.js";
 /** A data folder: its files, the lock that keeps a second `up` off it, private key files. */
-export { checkPrivateFile, DEFAULT_DATA_DIR, lockDataDir, lockHolder, logFile, openDataStore, requireLog, runningEgress, storeFile } from "./data-dir.js";
-export type { DataLock, LockHolder } from "./data-dir.js";
+export {
+  checkPrivateFile, DATA_DIR_MODE, DATA_FILE_MODE, DEFAULT_DATA_DIR, lockDataDir, lockHolder, logFile, openDataDir, openDataStore, privateDataFile, requireLog, runningEgress, storeFile, tightenedText,
+} from "./data-dir.js";
+export type { DataLock, LockHolder, Tightened } from "./data-dir.js";
 /** The settings `up` was started with, saved in the data folder. */
 export { loadSettings, mergeSettings, saveSettings } from "./settings.js";
 export type { Settings } from "./settings.js";

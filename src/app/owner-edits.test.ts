@@ -9,7 +9,8 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { openStore } from "../events/index.js";
 import type { EventStore } from "../events/index.js";
-import { approve, deleteResource } from "./owner-edits.js";
+import { applyResources, approve, deleteResource } from "./owner-edits.js";
+import { parseResources } from "./resources.js";
 
 const IMAGE = `registry.example/echo@sha256:${"a".repeat(64)}`;
 const MANIFEST = { capabilities: ["connector"], egress: [{ host: "a.example" }, { host: "b.example" }], secrets: [], dataTiers: [] };
@@ -85,5 +86,33 @@ describe("delete", () => {
     expect(() => deleteResource(store, "plugin", "ghost", "owner:cli")).toThrow(expect.objectContaining({ code: "not_found" }));
     expect(deleteResource(store, "grant", "echo", "owner:cli").kind).toBe("grant");
     expect(() => deleteResource(store, "grant", "echo", "owner:cli")).toThrow(/does not exist/);
+  });
+});
+
+describe("durability", () => {
+  /** SQLite's `synchronous` on the store's connection at each commit the write makes (2 is FULL: synced before the commit returns). */
+  function syncAtCommits(write: () => unknown): number[] {
+    const seen: number[] = [];
+    const off = store.subscribe(() => seen.push(store.database.pragma("synchronous", { simple: true }) as number));
+    try {
+      write();
+    } finally {
+      off();
+    }
+    return seen;
+  }
+
+  const GRANT = "apiVersion: openfief.io/v1alpha1\nkind: PluginGrant\nmetadata: {name: echo}\nspec: {capabilities: [connector], egress: [{host: c.example}]}\n";
+  it.each<[string, () => unknown]>([
+    ["apply", () => applyResources(store, parseResources(GRANT, "grant.yaml"), "owner:web:alice")],
+    ["approve", () => approve(store, "echo", "owner:web:alice")],
+    ["delete", () => deleteResource(store, "grant", "echo", "owner:web:alice")],
+  ])("puts %s on disk before it returns (synchronous=FULL), and leaves the connection at NORMAL", (_what, write) => {
+    expect(syncAtCommits(write)).toEqual([2]);
+    expect(store.database.pragma("synchronous", { simple: true })).toBe(1);
+  });
+
+  it("leaves other appends (the reconciler's, the gateway's) at NORMAL", () => {
+    expect(syncAtCommits(() => store.append([{ stream: "plugin/echo", type: "workload.applied", actor: "reconciler", data: { name: "echo", target: "directory", ok: true } }]))).toEqual([1]);
   });
 });

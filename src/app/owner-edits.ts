@@ -6,6 +6,8 @@
  * another process in between (a CLI, the console, the reconciler) is a conflict, never a decision
  * on stale facts. Without a version from the caller a use case retries on conflict (it re-reads the
  * facts); with one (the HTTP API's `If-Match`) a conflict is `precondition_failed` and nothing changes.
+ * Each is on disk before it returns (the store's durable commits), so an answer an owner was given
+ * survives a power loss.
  */
 import { pluginStream, StoreError } from "../events/index.js";
 import type { EventStore } from "../events/index.js";
@@ -34,13 +36,13 @@ export interface Applied {
 
 /** Records every resource as the actor's observation; an unchanged spec records nothing. */
 export function applyResources(store: EventStore, resources: readonly Resource[], actor: Actor): Applied[] {
-  return resources.map((r) => {
+  return store.durably(() => resources.map((r) => {
     const type = r.kind === "Plugin" ? "plugin.observed" : "grant.observed";
     const e = store.observe({ stream: pluginStream(r.name), type, data: { name: r.name, spec: r.raw as JsonValue }, actor, causedBy: null });
     const schema = r.kind === "Plugin" ? r.plugin.spec.manifest.configSchema : undefined;
     const configErrors = r.kind === "Plugin" && schema !== undefined ? validateConfig(schema, r.plugin.spec.config, "spec.config") : [];
     return { kind: r.kind, name: r.name, changed: e !== null, ...(e === null ? {} : { seq: e.seq }), ...(configErrors.length === 0 ? {} : { configErrors }) };
-  });
+  }));
 }
 
 /** A kind of resource `delete` takes, as users write it. */
@@ -63,7 +65,7 @@ export interface Deleted {
 
 /** Records that a Plugin (its workload stops, its allow-list entry goes) or a PluginGrant is gone. */
 export function deleteResource(store: EventStore, kind: DeletableKind, name: string, actor: Actor, expectedVersion?: number): Deleted {
-  return withConflictRetry(expectedVersion, () => {
+  return withConflictRetry(store, expectedVersion, () => {
     const stream = pluginStream(name);
     const version = expectedVersion ?? store.version(stream);
     if (expectedVersion !== undefined && store.version(stream) !== expectedVersion) {
@@ -123,7 +125,7 @@ export function pendingOf(store: EventStore, name: string, version?: number): { 
  * With `expectedVersion` (the version the owner saw), a stream moved on is `precondition_failed`.
  */
 export function approve(store: EventStore, name: string, actor: Actor, expectedVersion?: number): Approved {
-  return withConflictRetry(expectedVersion, () => {
+  return withConflictRetry(store, expectedVersion, () => {
     const stream = pluginStream(name);
     // The version is read before the facts, and the append expects it.
     const version = expectedVersion ?? store.version(stream);
@@ -146,11 +148,11 @@ function lastOf(store: EventStore, stream: string, types: readonly ("plugin.obse
   return store.read({ stream, type: types }).filter((e) => e.version <= version).at(-1)?.type ?? null;
 }
 
-/** Runs a write; on a conflict re-runs it (re-reading its facts), unless the caller named the version it saw. */
-function withConflictRetry<T>(expectedVersion: number | undefined, write: () => T): T {
+/** Runs a write durably; on a conflict re-runs it (re-reading its facts), unless the caller named the version it saw. */
+function withConflictRetry<T>(store: EventStore, expectedVersion: number | undefined, write: () => T): T {
   for (let attempt = 1; ; attempt++) {
     try {
-      return write();
+      return store.durably(write);
     } catch (err) {
       if (!(err instanceof StoreError) || err.code !== "conflict") throw err;
       if (expectedVersion !== undefined) throw new AppError("precondition_failed", `${err.message.split(":")[0] ?? "the stream"} changed since version ${expectedVersion}: look again`);

@@ -90,7 +90,7 @@ export async function openRuntime(o: RuntimeOptions): Promise<Runtime> {
   const policy = newTrustPolicy(catalog.value, owner);
   const sourceFor = imageSources(o.ociLayouts ?? [], o.insecureRegistries ?? []);
 
-  const opened = await openDataStore(o.dataDir, clock);
+  const opened = await openDataStore(o.dataDir, clock, (text) => o.logger.warn(text));
   const store = o.instrument === undefined ? opened : o.instrument(opened);
   killAfterAppendsForTests(store);
   const verifier = new ImageVerifier({

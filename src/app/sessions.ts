@@ -13,7 +13,7 @@ import { userInfo } from "node:os";
 import { join } from "node:path";
 import { calculateJwkThumbprint, decodeProtectedHeader, exportJWK, generateKeyPair, importJWK, jwtVerify, SignJWT } from "jose";
 import type { CryptoKey, JWK, JWTPayload } from "jose";
-import { checkPrivateFile, lockHolder } from "./data-dir.js";
+import { checkPrivateFile, lockHolder, SESSION_KEY_FILE } from "./data-dir.js";
 import { AppError } from "./errors.js";
 
 /** What a console user may do: an owner reads and writes, a viewer only reads. */
@@ -40,7 +40,7 @@ export const MAX_TOKEN_TTL_SECONDS = 24 * 60 * 60;
 export const MAX_TOKEN_BYTES = 4096;
 
 /** The file in a data folder holding the session signing key. */
-export const SESSION_KEY_FILE = "session-key.json";
+export { SESSION_KEY_FILE };
 
 const USER = /^[A-Za-z0-9._@-]{1,64}$/;
 

@@ -148,5 +148,5 @@ function pick(s: Settings, keys: readonly ("clusterId" | "consoleOrigin" | "plug
 
 /** Saves a data folder's settings. */
 export function saveSettings(dir: string, settings: Settings): void {
-  writeFileSync(settingsFile(dir), `${JSON.stringify(settings, null, 2)}\n`);
+  writeFileSync(settingsFile(dir), `${JSON.stringify(settings, null, 2)}\n`, { mode: 0o600 });
 }

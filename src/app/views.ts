@@ -23,12 +23,14 @@ import { ImageSourceError, shippedFile } from "../trust/index.js";
 import type { ImageSource } from "../trust/index.js";
 import {
   EmbeddedUpstream, FileKeyStore, KeyRing, LogInstallations, PluginTokenValidator, StoreDecisionRecorder, TokenSigner, UiBundles, ViewMetrics,
-  checkOrigins, createGateway, createInstallationRoutes, gatewayLimits, gatewayLimitsProblems, createPluginProxy, jwksHandler, listenViews, mintJsonHandler, mintPluginToken, mintRoutes, rbacViewAccess, viewOriginProblems,
-  ViewListenerFailed,
+  checkOrigins, createGateway, createInstallationRoutes, gatewayLimits, gatewayLimitsProblems, createPluginProxy, jwksHandler, listenViews, MAX_MINT_BYTES, mintJsonHandler, mintPluginToken, mintRoutes, rbacViewAccess,
+  viewOriginProblems, ViewListenerFailed,
 } from "../views/index.js";
 import type {
-  BlobRead, Gateway, GatewayLimitsInput, MintDeps, MintError, Minted, SessionVerifier, TokenProblem, UiBlobSource, Upstream, UserRoles, ViewAccess, ViewHandler, ViewOrigins,
+  BlobRead, Gateway, GatewayLimitsInput, MintCaller, MintDeps, MintResult, SessionVerifier, TokenProblem, UiBlobSource, Upstream, UserRoles, ViewAccess, ViewHandler, ViewOrigins,
 } from "../views/index.js";
+import { consoleCallerGate } from "./caller.js";
+import type { ConsoleOrigins } from "./caller.js";
 import { checkPrivateFile } from "./data-dir.js";
 import { AppError } from "./errors.js";
 import { listenRefused } from "./listeners.js";
@@ -78,9 +80,13 @@ export interface ViewsFace {
   readonly clusterId: string;
   /** The view a plugin's page frames, or null when the plugin has no UI that runs. */
   frame(name: string): Promise<ViewFrame | null>;
-  /** Mints a PluginToken for the session's user (the use case behind the JSON route and the RPC). */
-  mint(sessionToken: string | undefined, installationId: unknown): Promise<{ ok: true; value: Minted } | { ok: false; error: MintError }>;
-  /** The Connect RPC `openfief.auth.v1.TokenService/MintPluginToken` as a `node:http` handler (the session in `Authorization: Bearer` only). */
+  /**
+   * Mints a PluginToken for the session's user: the use case behind the JSON route and the RPC,
+   * which reads the caller's session (Bearer or the console's cookie) and checks its `Origin` the
+   * way every write to the console is checked.
+   */
+  mint(caller: MintCaller, installationId: unknown): Promise<MintResult>;
+  /** The Connect RPC `openfief.auth.v1.TokenService/MintPluginToken` as a `node:http` handler, reading at most {@link MAX_MINT_BYTES}. */
   readonly connect: (req: IncomingMessage, res: ServerResponse) => void;
   /** The path prefix the Connect handler answers (`/openfief.auth.v1.TokenService/`). */
   readonly connectPrefix: string;
@@ -96,15 +102,21 @@ export interface RunningViews extends ViewsFace {
   /** The ring's public keys. */
   readonly ring: KeyRing;
   /**
-   * Starts serving with the console at `consoleOrigin` (the only page that may frame a view);
-   * refuses (`bad_setting`) a console on the plugin proxy's site. Once.
+   * Starts serving with the console at `console.origin` (the only page that may frame a view) and
+   * answering at `console.origins` (where a mint may come from); refuses (`bad_setting`) a console
+   * origin on the plugin proxy's or the gateway's site. Once.
    */
-  serve(consoleOrigin: string): ViewOrigins;
-  /** The console's JSON mint route as a handler; `sessionToken` reads the session from a request. */
-  mintJson(sessionToken?: (req: IncomingMessage) => string | undefined): (req: IncomingMessage, res: ServerResponse) => Promise<void>;
+  serve(console: ConsoleAt): ViewOrigins;
+  /** The mint's JSON route as a handler (the console mounts the API's own, over {@link ViewsFace.mint}). */
+  mintJson(): (req: IncomingMessage, res: ServerResponse) => Promise<void>;
   /** `openfief.auth.v1.TokenService` for a Connect router. */
   readonly connectRoutes: (router: ConnectRouter) => void;
   close(): Promise<void>;
+}
+
+/** Where the console is: its canonical origin, every origin it answers at, whether over TLS. */
+export interface ConsoleAt extends ConsoleOrigins {
+  readonly origin: string;
 }
 
 /** The mint's port over the console's sessions: a valid `openfief-user` session names its user. */
@@ -173,8 +185,9 @@ export function checkViewSettings(s: ViewSettings): void {
   if (!/^[a-z0-9]([a-z0-9.-]{0,61}[a-z0-9])?$/.test(s.clusterId)) throw new AppError("bad_setting", "the cluster ID is 1 to 63 lower-case letters, digits, '.' and '-'", "clusterId");
 }
 
-function problemsOf(o: ViewOrigins): void {
-  const problems = viewOriginProblems(o);
+/** Refuses views beside a console answering on their site: its cookie would reach them (docs/adr/0095). */
+function problemsOf(o: ViewOrigins, consoleOrigins: readonly string[]): void {
+  const problems = [...new Set([o.console, ...consoleOrigins].flatMap((c) => viewOriginProblems({ ...o, console: c })))];
   if (problems.length > 0) throw new AppError("bad_setting", problems.join("; "));
 }
 
@@ -233,7 +246,9 @@ export async function startViews(o: ViewsOptions): Promise<RunningViews> {
   const listeners = await listenViews({ host: o.host ?? "127.0.0.1", pluginProxyOrigin: o.settings.pluginProxyOrigin, gatewayOrigin: o.settings.gatewayOrigin, logger: parts.logger }).catch((err: unknown) => {
     throw err instanceof ViewListenerFailed ? listenRefused(err.listener, err.address, err.code) : err;
   });
+  let served: ConsoleAt | null = null;
   const deps: MintDeps = {
+    gate: consoleCallerGate(() => served),
     users: o.sessions, installations: parts.installations, access: parts.access, signer: new TokenSigner(ring, undefined, clock), clusterId: o.settings.clusterId,
     logger: parts.logger, metrics: parts.metrics, ...(o.ttlSeconds === undefined ? {} : { ttlSeconds: o.ttlSeconds }),
   };
@@ -254,26 +269,27 @@ export async function startViews(o: ViewsOptions): Promise<RunningViews> {
     gatewayUrl: `${listeners.gateway.origin}/clusters/${o.settings.clusterId}`,
     listening: { pluginProxy: listeners.pluginProxy.address, gateway: listeners.gateway.address },
     ring,
-    serve(consoleOrigin) {
+    serve(at) {
       if (origins !== null) return origins;
-      const o2: ViewOrigins = { console: consoleOrigin, pluginProxy: pluginProxyOrigin, gateway: listeners.gateway.origin };
+      const o2: ViewOrigins = { console: at.origin, pluginProxy: pluginProxyOrigin, gateway: listeners.gateway.origin };
       try {
         checkOrigins(o2);
       } catch (err) {
         throw new AppError("bad_setting", err instanceof Error ? err.message : String(err));
       }
-      problemsOf(o2);
+      problemsOf(o2, at.origins);
       const h = handlers(parts, o2);
       gateway = h.gatewayCore;
       listeners.serve(h);
       origins = o2;
+      served = at;
       return o2;
     },
     frame: (name) => frameOf(parts.installations, pluginProxyOrigin, name),
-    mint: (sessionToken, installationId) => mintPluginToken(deps, { userToken: sessionToken, installationId }),
-    mintJson: (sessionToken) => mintJsonHandler(deps, sessionToken === undefined ? {} : { sessionToken }),
+    mint: (caller, installationId) => mintPluginToken(deps, { caller, installationId }),
+    mintJson: () => mintJsonHandler(deps),
     connectRoutes,
-    connect: connectNodeAdapter({ routes: connectRoutes }),
+    connect: connectNodeAdapter({ routes: connectRoutes, readMaxBytes: MAX_MINT_BYTES }),
     connectPrefix: `/${TokenService.typeName}/`,
     async close() {
       clearInterval(rotation);

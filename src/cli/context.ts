@@ -6,7 +6,7 @@
  * running `openfief up`.
  */
 import type { Command } from "commander";
-import { DEFAULT_DATA_DIR, openDataStore, requireLog } from "../app/index.js";
+import { DEFAULT_DATA_DIR, openDataDir, openDataStore, requireLog, tightenedText } from "../app/index.js";
 import type { EventStore } from "../events/index.js";
 import { isValidPluginName } from "../plugins/index.js";
 import { CliError } from "./cli-error.js";
@@ -32,11 +32,22 @@ export function dataDir(o: DataOptions): string {
   return o.data ?? process.env["OPENFIEF_DATA"] ?? DEFAULT_DATA_DIR;
 }
 
+/** Says on stderr what opening a data folder tightened (a folder an older version made 0755). */
+function sayTightened(text: string): void {
+  process.stderr.write(`openfief: ${text}\n`);
+}
+
+/** Creates or opens the data folder, its owner's only, saying what it tightened. */
+export function openDataFolder(dir: string): void {
+  const t = openDataDir(dir);
+  if (t.length > 0) sayTightened(tightenedText(t));
+}
+
 /** Opens the store of the data folder; `mustExist` refuses a folder with no log yet. */
 export async function openLog(o: DataOptions, mustExist = true): Promise<EventStore> {
   const dir = dataDir(o);
   if (mustExist) requireLog(dir);
-  return openDataStore(dir);
+  return openDataStore(dir, undefined, sayTightened);
 }
 
 /** Runs `fn` with the store open, closing it after. */

@@ -41,6 +41,7 @@ export function cliLogger(opts: { level?: string; file?: string; json?: boolean 
   const level = opts.level ?? process.env["OPENFIEF_LOG_LEVEL"] ?? "info";
   const json = opts.json === true || process.stderr.isTTY !== true;
   const streams: pino.StreamEntry[] = [{ level: "trace", stream: json ? pino.destination(2) : readableLines(process.stderr) }];
-  if (opts.file !== undefined) streams.push({ level: "trace", stream: pino.destination({ dest: opts.file, mkdir: true, sync: false }) });
+  // Its owner's only (0600), like the data folder it is written in.
+  if (opts.file !== undefined) streams.push({ level: "trace", stream: pino.destination({ dest: opts.file, mkdir: true, sync: false, mode: 0o600 }) });
   return pino({ level, base: null, redact: { paths: REDACT, censor: "[redacted]" } }, pino.multistream(streams));
 }

@@ -25,15 +25,16 @@ export async function ensureEmbeddedKey(dataDir: string): Promise<{ privateJwk: 
     const privateJwk = JSON.parse(readFileSync(keyPath, "utf8")) as JWK;
     if (existsSync(jwksPath)) return { privateJwk, jwks: readEmbeddedJwks(dataDir) };
     const jwks = { keys: [publicPart(privateJwk)] };
-    writeFileSync(jwksPath, `${JSON.stringify(jwks, null, 2)}\n`, { mode: 0o644 });
+    writeFileSync(jwksPath, `${JSON.stringify(jwks, null, 2)}\n`, { mode: 0o600 });
     return { privateJwk, jwks };
   }
-  mkdirSync(dataDir, { recursive: true });
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const { privateKey } = await generateKeyPair("ES256", { extractable: true });
   const privateJwk: JWK = { ...(await exportJWK(privateKey)), kid: randomUUID(), alg: "ES256", use: "sig" };
   writeFileSync(keyPath, `${JSON.stringify(privateJwk)}\n`, { mode: 0o600, flag: "wx" });
   const jwks = { keys: [publicPart(privateJwk)] };
-  writeFileSync(jwksPath, `${JSON.stringify(jwks, null, 2)}\n`, { mode: 0o644 });
+  // Public keys, but in the data folder every file is its owner's only.
+  writeFileSync(jwksPath, `${JSON.stringify(jwks, null, 2)}\n`, { mode: 0o600 });
   return { privateJwk, jwks };
 }
 

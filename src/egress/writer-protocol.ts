@@ -7,6 +7,8 @@ import type { AnonymousRecord, EgressDecisionRecord } from "./decision.js";
 /** What the worker is started with. */
 export interface WriterWorkerData {
   readonly file: string;
+  /** Each batch on disk before its commit returns (`synchronous=FULL`), or not (`NORMAL`; docs/adr/0096). */
+  readonly durable: boolean;
 }
 
 /** A batch to commit in one transaction. `deadline` (epoch ms): past it, refuse rather than wait. */

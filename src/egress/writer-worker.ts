@@ -31,6 +31,8 @@ let store: EventStore;
 let busyMs = Number.POSITIVE_INFINITY;
 try {
   store = await openStore({ file: data.file });
+  // This connection only commits batches: set once, not per batch (docs/adr/0096).
+  if (data.durable) store.database.pragma("synchronous = FULL");
 } catch (err) {
   reply({ ready: false, error: message(err) });
   throw err;

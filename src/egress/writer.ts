@@ -43,6 +43,12 @@ export interface WorkerRecorderOptions {
   readonly onCommitted?: (events: readonly KnownEvent[]) => void;
   /** Told of failures no caller waits for (a refusal not recorded, the worker lost). */
   readonly onError?: (err: Error) => void;
+  /**
+   * Whether each batch is synced to disk before its CONNECTs are answered (`synchronous=FULL`).
+   * Off by default (docs/adr/0096): a commit then survives a crash of the process, not a power
+   * loss, and the 200 does not wait for the disk.
+   */
+  readonly durable?: boolean;
 }
 
 interface Waiting {
@@ -81,7 +87,7 @@ function entryUrl(): URL {
 
 /** A {@link DecisionRecorder} whose commits run on a worker thread. */
 export class WorkerDecisionRecorder implements DecisionRecorder {
-  readonly #o: Required<Omit<WorkerRecorderOptions, "onCommitted" | "onError">> & WorkerRecorderOptions;
+  readonly #o: Required<Omit<WorkerRecorderOptions, "onCommitted" | "onError" | "durable">> & WorkerRecorderOptions;
   #worker: Worker | undefined;
   #starting: Promise<Worker> | undefined;
   #decisions: Waiting[] = [];
@@ -227,7 +233,7 @@ export class WorkerDecisionRecorder implements DecisionRecorder {
   }
 
   #spawn(entry: URL): Promise<Worker> {
-    const workerData: WriterWorkerData = { file: this.#o.file };
+    const workerData: WriterWorkerData = { file: this.#o.file, durable: this.#o.durable === true };
     const w = new Worker(entry, { workerData });
     return new Promise<Worker>((resolve, reject) => {
       const onFirst = (r: WriterReply): void => {

@@ -102,6 +102,34 @@ describe("appending from several connections to one file", () => {
   });
 });
 
+describe("durable commits", () => {
+  let dir: string;
+  let store: EventStore;
+  beforeEach(async () => {
+    dir = mkdtempSync(join(tmpdir(), "openfief-store-"));
+    store = await openStore({ file: join(dir, "events.db") });
+  });
+  afterEach(async () => {
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const sync = (): unknown => store.database.pragma("synchronous", { simple: true });
+
+  it("run at synchronous=FULL inside durably(), nested too, and at NORMAL after it, even when it throws", () => {
+    expect(sync()).toBe(1);
+    const seen = store.durably(() => {
+      store.append([egress("echo", 1)]);
+      const inner = store.durably(() => sync());
+      return [inner, sync()];
+    });
+    expect(seen).toEqual([2, 2]);
+    expect(sync()).toBe(1);
+    expect(() => store.durably(() => { throw new Error("refused"); })).toThrow("refused");
+    expect(sync()).toBe(1);
+    expect(store.head()).toBe(1);
+  });
+});
+
 describe("the data of an appended event", () => {
   let dir: string;
   let store: EventStore;

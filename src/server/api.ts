@@ -9,7 +9,7 @@ import {
   parseReplayPoint, parseResources, pendingApprovals, pluginTimeline, pluginView, readLog, replay, verifyLog, webActor,
 } from "../app/index.js";
 import type { AppErrorCode, NextSteps, UserSession } from "../app/index.js";
-import { presented } from "./auth.js";
+import { callerOf } from "./auth.js";
 import { etag, ifMatchVersion, mediaType, optionalIfMatch, readBody, sendJson } from "./http.js";
 import { OPENAPI } from "./openapi.js";
 import { limitOf, logFilters, pluginParam, resumeAfter, seqOf, timeOf } from "./params.js";
@@ -181,11 +181,11 @@ async function installationIdOf(req: RequestContext["req"]): Promise<unknown> {
 function viewRoutes(): Route[] {
   return [
     api({ method: "POST", path: "/api/v1/plugin-tokens", access: "viewer", summary: "a PluginToken for a view, acting as the session's user within what both the user and the plugin may do; refusals carry the mint's reason", statuses: [200, 401, 403, 404, 409, 415, ...BASE_STATUSES],
-      handle: async ({ res, app, req, settings }) => {
+      handle: async ({ res, app, req }) => {
         if (app.views === null) throw new AppError("not_found", "no views run here (openfief up without --no-views serves them)");
         const installationId = await installationIdOf(req);
-        const p = presented(req, settings.tls);
-        const r = await app.views.mint(p.via === "none" ? undefined : p.token, installationId);
+        // The use case reads the session and checks the Origin itself, as it does for the Connect face.
+        const r = await app.views.mint(callerOf(req), installationId);
         if (!r.ok) {
           const code = MINT_CODES[r.error.code];
           return sendJson(res, APP_ERRORS[code].status, { code, message: r.error.message, reason: r.error.reason });

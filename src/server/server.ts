@@ -3,8 +3,10 @@
  * server for the JSON API, the console, the assets and the operator's routes. Every request is
  * bounded — the target's length, the headers (Node's limits and timeouts), the query (declared
  * parameters only, each value capped), the body (per route), and a deadline — and answered with
- * the security headers. Listening beyond loopback requires TLS. `close()` ends the event streams,
- * stops taking connections and ends the open ones.
+ * the security headers. It answers only at its origins (docs/adr/0095): a GET at another loopback
+ * name of its listener is redirected to its canonical origin, anything else there refused.
+ * Listening beyond loopback requires TLS. `close()` ends the event streams, stops taking
+ * connections and ends the open ones.
  */
 import { createServer as createHttpServer } from "node:http";
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
@@ -57,11 +59,22 @@ function hostPort(host: string, port: number): string {
   return isIP(host) === 6 ? `[${host}]:${port}` : `${host}:${port}`;
 }
 
-/** The origins the server is reached at: its own address (and the loopback names for a loopback listener), and the configured ones. */
-function originsOf(o: ServerOptions, port: number): string[] {
+/**
+ * Where the console answers (docs/adr/0095): its canonical origin (the configured console origin,
+ * else its own address), its own address, and the configured `--origin`s. The other loopback names
+ * of a loopback listener are not among them: cookies are not port-scoped, so a console opened as
+ * `localhost:4780` would share its cookie with views on `localhost:4781`. A GET or HEAD there is
+ * redirected to the canonical origin, anything else refused.
+ */
+function originsOf(o: ServerOptions, port: number, consoleOrigin: string | undefined): { canonical: string; base: string; answered: string[]; aliases: Set<string> } {
   const scheme = o.tls === undefined ? "http" : "https";
-  const names = isLoopback(o.host) ? ["127.0.0.1", "localhost", "::1"] : [o.host];
-  return [...new Set([...names.map((n) => `${scheme}://${hostPort(n, port)}`), ...(o.origins ?? [])])];
+  const base = `${scheme}://${hostPort(isLoopback(o.host) && o.host !== "::1" ? "127.0.0.1" : o.host, port)}`;
+  const canonical = consoleOrigin ?? base;
+  const answered = [...new Set([canonical, base, ...(o.origins ?? [])])];
+  const hosts = new Set(answered.map((u) => new URL(u).host.toLowerCase()));
+  const loopbackNames = isLoopback(o.host) ? ["127.0.0.1", "localhost", "::1"] : [];
+  const aliases = new Set(loopbackNames.map((n) => hostPort(n, port).toLowerCase()).filter((h) => !hosts.has(h)));
+  return { canonical, base, answered, aliases };
 }
 
 /** A route for a method and path; `HEAD` is answered as `GET`. */
@@ -78,13 +91,17 @@ function findRoute(routes: readonly Route[], method: string, path: string): { ro
 }
 
 class HttpFace implements Face {
-  readonly url: string;
   readonly #server: Server;
   readonly #streams: EventStreams;
   #closed: Promise<void> | null = null;
 
-  constructor(url: string, server: Server, streams: EventStreams) {
-    this.url = url;
+  readonly url: string;
+  readonly origin: string;
+  readonly origins: readonly string[];
+  readonly tls: boolean;
+
+  constructor(at: Pick<Face, "url" | "origin" | "origins" | "tls">, server: Server, streams: EventStreams) {
+    ({ url: this.url, origin: this.origin, origins: this.origins, tls: this.tls } = at);
     this.#server = server;
     this.#streams = streams;
   }
@@ -109,26 +126,45 @@ class Dispatcher {
     private readonly app: FaceContext,
     private readonly settings: ServerSettings,
     private readonly base: string,
-    private readonly hosts: ReadonlySet<string>,
+    private readonly at: { readonly canonical: string; readonly hosts: ReadonlySet<string>; readonly aliases: ReadonlySet<string> },
     streams: EventStreams,
   ) {
     this.routes = routeTable(streams);
   }
 
-  /** The request's URL, once its length and Host are checked. */
-  #url(req: IncomingMessage, target: string): URL {
+  /**
+   * The request's URL, once its length and Host are checked; null when the request was redirected
+   * to the canonical origin (a GET or HEAD at another loopback name of this listener).
+   */
+  #url(req: IncomingMessage, res: ServerResponse, target: string): URL | null {
     if (target.length > MAX_URL) throw new AppError("too_large", `the request target is over ${MAX_URL} characters`);
+    const host = (req.headers.host ?? "").toLowerCase();
+    if (this.at.hosts.has(host)) return new URL(target, this.base);
+    if (this.at.aliases.has(host)) {
+      if (req.method === "GET" || req.method === "HEAD") {
+        const url = new URL(target, this.base);
+        // Only the path and query travel: the target cannot name another host.
+        res.writeHead(307, { Location: `${this.at.canonical}${url.pathname}${url.search}`, "Cache-Control": "no-store", "Content-Length": 0 });
+        res.end();
+        return null;
+      }
+      throw new AppError("usage", `the console answers only at ${this.at.canonical}: send this request there`, "Host");
+    }
     // A name this server was not told it has (DNS rebinding) is refused before anything is read.
-    if (!this.hosts.has((req.headers.host ?? "").toLowerCase())) throw new AppError("usage", "unknown Host: open the console at the address `openfief up` printed", "Host");
-    return new URL(target, this.base);
+    throw new AppError("usage", `unknown Host: open the console at ${this.at.canonical}`, "Host");
   }
 
-  /** The MintPluginToken RPC (Connect), when views run: it checks its own session, in Authorization only. */
-  #rpc(url: URL, req: IncomingMessage, res: ServerResponse): boolean {
+  /**
+   * The request's URL for the route table, or null when it is answered already: redirected to the
+   * canonical origin, or the MintPluginToken RPC (Connect) when views run, whose use case reads the
+   * session and checks the Origin itself, as for the JSON route.
+   */
+  #unanswered(req: IncomingMessage, res: ServerResponse, target: string): URL | null {
+    const url = this.#url(req, res, target);
     const views = this.app.views;
-    if (views === null || !url.pathname.startsWith(views.connectPrefix)) return false;
+    if (url === null || views === null || !url.pathname.startsWith(views.connectPrefix)) return url;
     views.connect(req, res);
-    return true;
+    return null;
   }
 
   async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -138,8 +174,8 @@ class Dispatcher {
     let route: Route | null = null;
     let session: UserSession | null = null;
     try {
-      const url = this.#url(req, target);
-      if (this.#rpc(url, req, res)) return;
+      const url = this.#unanswered(req, res, target);
+      if (url === null) return;
       const found = findRoute(this.routes, req.method ?? "GET", url.pathname);
       if (found.route === null) {
         throw found.pathKnown ? new AppError("usage", `${req.method ?? "?"} is not a method of ${url.pathname}`) : new AppError("not_found", `nothing at ${url.pathname}`);
@@ -222,17 +258,15 @@ export async function startServer(app: FaceContext, o: ServerOptions): Promise<F
   });
   const address = server.address();
   const port = typeof address === "object" && address !== null ? address.port : o.port;
-  const origins = originsOf(o, port);
-  const scheme = o.tls === undefined ? "http" : "https";
-  const base = `${scheme}://${hostPort(isLoopback(o.host) && o.host !== "::1" ? "127.0.0.1" : o.host, port)}`;
-  const hosts = new Set(origins.map((u) => new URL(u).host.toLowerCase()));
-  const settings: ServerSettings = { origins, tls: o.tls !== undefined, deadlineMs: o.deadlineMs ?? DEFAULT_DEADLINE_MS };
+  const { canonical, base, answered, aliases } = originsOf(o, port, app.consoleOrigin);
+  const hosts = new Set(answered.map((u) => new URL(u).host.toLowerCase()));
+  const settings: ServerSettings = { origins: answered, tls: o.tls !== undefined, deadlineMs: o.deadlineMs ?? DEFAULT_DEADLINE_MS };
   const streams = new EventStreams(o.streams ?? STREAM_LIMITS);
-  const dispatcher = new Dispatcher(app, settings, base, hosts, streams);
+  const dispatcher = new Dispatcher(app, settings, base, { canonical, hosts, aliases }, streams);
   server.on("request", (req: IncomingMessage, res: ServerResponse) => {
     void dispatcher.handle(req, res);
   });
-  return new HttpFace(base, server, streams);
+  return new HttpFace({ url: base, origin: canonical, origins: answered, tls: settings.tls }, server, streams);
 }
 
 /** The `server` option of `startControlPlane`: this server with these options. */

@@ -37,9 +37,9 @@ export { rbacViewAccess } from "./view-access.js";
 export { StaticUserRoles } from "./user-roles.js";
 export type { UserBindings } from "./user-roles.js";
 
-/** Minting PluginTokens: the use case, its error table, the Connect routes and the JSON route. */
-export { mintPluginToken, mintRoutes, mintJsonHandler, MINT_ERRORS } from "./mint.js";
-export type { MintDeps, MintRequest, MintError, MintErrorCode, Minted, MintJsonOptions } from "./mint.js";
+/** Minting PluginTokens: the use case, its error table, the Connect routes and the JSON route, one cap on what either reads. */
+export { mintPluginToken, mintRoutes, mintJsonHandler, MINT_ERRORS, MAX_MINT_BYTES } from "./mint.js";
+export type { CallerGate, CallerVerdict, MintCaller, MintDeps, MintRequest, MintResult, MintError, MintErrorCode, Minted } from "./mint.js";
 
 /** The gateway, its ordered gates, its limits, its CORS policy, its upstreams and the installation routes. */
 export { createGateway, MAX_TARGET } from "./gateway.js";

@@ -49,7 +49,7 @@ export class FileKeyStore implements KeyStore {
     return parsed as StoredKey[];
   }
   save(keys: readonly StoredKey[]): void {
-    mkdirSync(dirname(this.file), { recursive: true });
+    mkdirSync(dirname(this.file), { recursive: true, mode: 0o700 });
     const tmp = `${this.file}.${process.pid}.tmp`;
     writeFileSync(tmp, `${JSON.stringify(keys)}\n`, { mode: 0o600 });
     renameSync(tmp, this.file);

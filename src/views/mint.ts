@@ -1,8 +1,10 @@
 /**
  * Minting PluginTokens (seed 002, "Delivering the token", "Architecture"): the use case, and its
  * two faces, the Connect RPC `openfief.auth.v1.TokenService/MintPluginToken` and the console's
- * JSON route. Only a user's session token may mint (a PluginToken has the wrong audience, so it
- * cannot mint another); then can_view, then the installation. Status codes per FUN-12 as FUN-17
+ * JSON route. Both faces hand the use case the caller's headers, and the console's rule ({@link
+ * CallerGate}) reads the session and judges the `Origin` the same way for both. Only a user's
+ * session token may mint (a PluginToken has the wrong audience, so it cannot mint another); then
+ * the request's origin, then can_view, then the installation. Status codes per FUN-12 as FUN-17
  * states them, from one table ({@link MINT_ERRORS}): no or invalid session 401, can_view false
  * 403, no installation 404, an installation being deleted (or not running a view) 409 /
  * FailedPrecondition (docs/adr/0025).
@@ -17,7 +19,7 @@ import { readBody, sendJson } from "./http.js";
 import { parseInstallationId } from "./installations.js";
 import type { ViewMetrics } from "./metrics.js";
 import type { Installation, Installations, SessionVerifier, ViewAccess } from "./ports.js";
-import { PLUGIN_TOKEN_TTL_SECONDS, bearerToken, signPluginToken } from "./tokens.js";
+import { PLUGIN_TOKEN_TTL_SECONDS, signPluginToken } from "./tokens.js";
 import type { TokenProblem, TokenSigner } from "./tokens.js";
 
 /** Stable error codes of the mint, each with its HTTP status (JSON route) and Connect code. */
@@ -47,8 +49,30 @@ export interface Minted {
   readonly installation: Installation;
 }
 
+/** The headers of a mint request that say who calls and from where, whichever face it came through. */
+export interface MintCaller {
+  readonly authorization: string | undefined;
+  readonly cookie: string | undefined;
+  readonly origin: string | undefined;
+  /** `Sec-Fetch-Site`. */
+  readonly secFetchSite: string | undefined;
+}
+
+/** What the console's rule says of a caller: the session token it presents, and why it may not write from where it is (null: it may). */
+export interface CallerVerdict {
+  readonly token: string | undefined;
+  readonly crossSite: string | null;
+}
+
+/** The console's rule for a caller (its cookie, its origins), the same one its other writes pass. */
+export interface CallerGate {
+  check(caller: MintCaller): CallerVerdict;
+}
+
 /** What minting needs. */
 export interface MintDeps {
+  /** Reads the session a request presents and judges where it comes from. */
+  readonly gate: CallerGate;
   /** Verifies the caller's session: only a user's session may mint. */
   readonly users: SessionVerifier;
   readonly installations: Installations;
@@ -64,10 +88,12 @@ export interface MintDeps {
 
 /** What a mint is asked. */
 export interface MintRequest {
-  /** The session token, as the caller presented it (undefined when none). */
-  readonly userToken: string | undefined;
+  readonly caller: MintCaller;
   readonly installationId: unknown;
 }
+
+/** A mint's answer: the token, or why not. */
+export type MintResult = { ok: true; value: Minted } | { ok: false; error: MintError };
 
 const MAX_ID = 80;
 
@@ -76,20 +102,29 @@ function refuse(code: MintErrorCode, reason: string, message: string): { ok: fal
 }
 
 /** Mints a PluginToken for the session's user and one installation; every refusal is a value. */
-export async function mintPluginToken(deps: MintDeps, req: MintRequest): Promise<{ ok: true; value: Minted } | { ok: false; error: MintError }> {
+export async function mintPluginToken(deps: MintDeps, req: MintRequest): Promise<MintResult> {
   const result = await mint(deps, req);
   deps.metrics?.mints.inc({ outcome: result.ok ? "ok" : result.error.code });
   if (!result.ok) deps.logger?.info({ code: result.error.code, reason: result.error.reason }, "plugin token mint refused");
   return result;
 }
 
-async function mint(deps: MintDeps, req: MintRequest): Promise<{ ok: true; value: Minted } | { ok: false; error: MintError }> {
-  const session = await deps.users.verify(req.userToken);
+/** The caller's user, once its session verifies and it may write from where it comes; or why not. */
+async function userOf(deps: MintDeps, caller: MintCaller): Promise<{ ok: true; user: string } | { ok: false; error: MintError }> {
+  const verdict = deps.gate.check(caller);
+  const session = await deps.users.verify(verdict.token);
   if (!session.ok) return refuse("unauthenticated", session.problem, sessionMessage(session.problem));
+  if (verdict.crossSite !== null) return refuse("permission_denied", "origin", verdict.crossSite);
+  return { ok: true, user: session.claims.sub };
+}
+
+async function mint(deps: MintDeps, req: MintRequest): Promise<MintResult> {
+  const who = await userOf(deps, req.caller);
+  if (!who.ok) return who;
   const id = req.installationId;
   // The ID's form before any lookup (ADR 25): `<plugin name>.<seq>`, nothing else reaches the store.
   if (typeof id !== "string" || id.length > MAX_ID || parseInstallationId(id) === null) return refuse("invalid_argument", "installation_id", "installation_id must name an installation (<plugin name>.<number>)");
-  const user = session.claims.sub;
+  const user = who.user;
   let installation: Installation | null;
   let viewable: boolean;
   try {
@@ -124,12 +159,24 @@ function sessionMessage(problem: TokenProblem): string {
 
 // ---- the Connect face --------------------------------------------------------------------------------
 
-/** Registers `TokenService` on a Connect router; the session token comes in `Authorization: Bearer`. */
+/** The caller's headers from a header getter. */
+function callerOf(get: (name: string) => string | string[] | null | undefined): MintCaller {
+  const one = (name: string): string | undefined => {
+    const v = get(name);
+    return typeof v === "string" ? v : undefined;
+  };
+  return { authorization: one("authorization"), cookie: one("cookie"), origin: one("origin"), secFetchSite: one("sec-fetch-site") };
+}
+
+/** The most bytes a mint request may send, on either face. */
+export const MAX_MINT_BYTES = 4096;
+
+/** Registers `TokenService` on a Connect router (mount it with `readMaxBytes: MAX_MINT_BYTES`). */
 export function mintRoutes(deps: MintDeps): (router: ConnectRouter) => void {
   return (router) => {
     router.service(TokenService, {
       async mintPluginToken(request, context: HandlerContext) {
-        const r = await mintPluginToken(deps, { userToken: bearerToken(context.requestHeader.get("authorization") ?? undefined), installationId: request.installationId });
+        const r = await mintPluginToken(deps, { caller: callerOf((n) => context.requestHeader.get(n)), installationId: request.installationId });
         if (!r.ok) throw new ConnectError(r.error.message, MINT_ERRORS[r.error.code].connect);
         context.responseHeader.set("cache-control", "no-store");
         return { token: r.value.token, expireTime: timestampFromDate(r.value.expiresAt), installationId: r.value.installation.id };
@@ -140,28 +187,19 @@ export function mintRoutes(deps: MintDeps): (router: ConnectRouter) => void {
 
 // ---- the JSON face -------------------------------------------------------------------------------
 
-/** Options of {@link mintJsonHandler}. */
-export interface MintJsonOptions {
-  /** The session token of a request; by default its `Authorization: Bearer` token (the console may read its cookie). */
-  readonly sessionToken?: (req: IncomingMessage) => string | undefined;
-}
-
-const MAX_BODY = 4096;
-
 /**
  * The console's JSON route: `POST` with `{"installationId": "…"}` as `application/json` answers
  * `{token, expiresAt, installationId}`, or `{error: {code, reason, message}}` with the table's
  * status. JSON only, so a cross-site form can never post to it.
  */
-export function mintJsonHandler(deps: MintDeps, options: MintJsonOptions = {}): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
-  const session = options.sessionToken ?? ((req: IncomingMessage) => bearerToken(req.headers.authorization));
+export function mintJsonHandler(deps: MintDeps): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
   return async (req, res) => {
     const fail = (status: number, code: string, message: string): void => sendJson(res, status, { error: { code, reason: code, message } });
     if (req.method !== "POST") return fail(405, "method_not_allowed", "POST only");
     const type = (req.headers["content-type"] ?? "").split(";")[0]?.trim().toLowerCase();
     if (type !== "application/json") return fail(415, "unsupported_media_type", "send application/json");
-    const body = await readBody(req, MAX_BODY);
-    if (body === null) return fail(413, "too_large", `the body is at most ${MAX_BODY} bytes`);
+    const body = await readBody(req, MAX_MINT_BYTES);
+    if (body === null) return fail(413, "too_large", `the body is at most ${MAX_MINT_BYTES} bytes`);
     let parsed: unknown;
     try {
       parsed = JSON.parse(body.toString("utf8"));
@@ -169,7 +207,7 @@ export function mintJsonHandler(deps: MintDeps, options: MintJsonOptions = {}): 
       return fail(400, "invalid_argument", "the body is not JSON");
     }
     const installationId = typeof parsed === "object" && parsed !== null && !Array.isArray(parsed) ? (parsed as Record<string, unknown>)["installationId"] : undefined;
-    const r = await mintPluginToken(deps, { userToken: session(req), installationId });
+    const r = await mintPluginToken(deps, { caller: callerOf((n) => req.headers[n]), installationId });
     if (!r.ok) return sendJson(res, MINT_ERRORS[r.error.code].status, { error: r.error });
     sendJson(res, 200, { token: r.value.token, expiresAt: r.value.expiresAt.toISOString(), installationId: r.value.installation.id });
   };

@@ -37,6 +37,8 @@ describe("viewOriginProblems", () => {
   it.each([
     ["the proxy on the console's site", { console: "http://127.0.0.1:4780", pluginProxy: "http://127.0.0.1:4781", gateway: "http://localhost:4782" }, /different site/],
     ["FUN-17's own names, which share fundament.io", { console: "https://console.fundament.io", pluginProxy: "https://plugin-proxy.fundament.io", gateway: "https://kube.other.io" }, /different site/],
+    ["the gateway on the console's site, another port of it", { console: "http://localhost:4780", pluginProxy: "http://127.0.0.1:4781", gateway: "http://localhost:4782" }, /gateway \(http:\/\/localhost:4782\) must be a different site/],
+    ["the console opened as localhost beside the defaults", { console: "http://localhost:4780", pluginProxy: "http://localhost:4781", gateway: "http://localhost:4782" }, /plugin proxy.*gateway/],
     ["the gateway on the proxy's origin", { console: "http://127.0.0.1:4780", pluginProxy: "http://localhost:4781", gateway: "http://localhost:4781" }, /three different origins/],
   ])("refuses %s", (_what, o, message) => {
     expect(viewOriginProblems(o).join(" ")).toMatch(message);

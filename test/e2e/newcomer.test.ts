@@ -2,10 +2,10 @@
  * What a new user tripped on (issue 11, "From trying it as a new user would"), each with the
  * command that showed it: two plugins on one digest, a second `up` on one folder, a closed pipe,
  * inputs without limits, a refused config shown nowhere, several inputs and standard input, a
- * tampered log acted on, `why`'s wording, and the CLI's consistency.
+ * tampered log acted on, `why`'s wording, the CLI's consistency, and a data folder others could read.
  */
 import { spawn } from "node:child_process";
-import { chmodSync, existsSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import { mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -378,5 +378,78 @@ describe("10. the CLI's consistency", () => {
     await writeFile(join(plugins, "nbp-fx.yaml.tmp-999999"), "half");
     await ok(["reconcile", ...data]);
     expect((await readdir(plugins)).filter((n) => n.includes(".tmp-"))).toEqual([]);
+  });
+});
+
+/** Runs `openfief up ARGS` under umask 000 until it says it is up, calls `whileUp` with the folder as it is then, and stops it. */
+function upWideOpen(args: readonly string[], whileUp: () => void): Promise<{ code: number | null; stdout: string; stderr: string; failure: unknown }> {
+  return new Promise((resolve, reject) => {
+    const views = ["--plugin-proxy-origin", "http://localhost:0", "--gateway-origin", "http://localhost:0"];
+    // umask 000: whatever the code leaves to the umask comes out readable and writable by everyone.
+    const child = spawn("/bin/sh", ["-c", 'umask 000 && exec "$0" "$@"', process.execPath, BIN, "up", "--listen", "127.0.0.1:0", "--egress-port", "0", ...args, ...views], { cwd: ROOT, env: { ...process.env, OPENFIEF_LOG_LEVEL: "warn" } });
+    let stdout = "";
+    let stderr = "";
+    let failure: unknown = null;
+    let stopping = false;
+    child.stdout.on("data", (d: Buffer) => {
+      stdout += d.toString();
+      if (!stopping && /openfief is up/.test(stdout)) {
+        stopping = true;
+        try {
+          whileUp();
+        } catch (err) {
+          failure = err;
+        }
+        child.kill("SIGTERM");
+      }
+    });
+    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ code, stdout, stderr, failure }));
+  });
+}
+
+/** The mode of the folder and of each file directly in it, as the disk has them. */
+function modes(data: string): Record<string, string> {
+  const out: Record<string, string> = { ".": (statSync(data).mode & 0o777).toString(8) };
+  for (const e of readdirSync(data, { withFileTypes: true })) if (e.isFile()) out[e.name] = (statSync(join(data, e.name)).mode & 0o777).toString(8);
+  return out;
+}
+
+describe("11. a data folder others could read", () => {
+  it("is made its owner's only (0700, every file 0600) by up, whatever the umask", async () => {
+    const data = join(dir, `private-${++counter}`);
+    let seen: Record<string, string> = {};
+    const r = await upWideOpen(["--demo", "--data", data], () => (seen = modes(data)));
+    if (r.failure !== null) throw r.failure;
+    expect(r.code).toBe(0);
+    // The log, its WAL and shared memory, up's own log, the settings, the lock, the keys.
+    for (const name of ["openfief.db", "openfief.db-wal", "openfief.db-shm", "openfief.log", "settings.json", "up.lock", "session-key.json", "view-keys.json", "egress-signing-key.json", "jwks.json"]) {
+      expect(seen[name], name).toBe("600");
+    }
+    expect(Object.entries(seen).filter(([, m]) => m !== "600")).toEqual([[".", "700"]]);
+  }, 90_000);
+
+  it("is tightened when an older version made it 0755 with files 0644, and says so", async () => {
+    const data = join(dir, `older-${++counter}`);
+    await ok(["apply", "-f", join(ROOT, "examples", "plugins"), "--data", data]);
+    writeFileSync(join(data, "openfief.log"), "");
+    writeFileSync(join(data, "settings.json"), "{}\n");
+    chmodSync(data, 0o755);
+    for (const f of ["openfief.db", "openfief.log", "settings.json"]) chmodSync(join(data, f), 0o644);
+    const r = await upWideOpen(["--no-egress", "--data", data], () => undefined);
+    expect(r.code).toBe(0);
+    expect(r.stderr).toMatch(/made the data folder private to its owner \(it was made by an older version\): .*0755 → 0700.*openfief\.db 0644 → 0600/);
+    expect(Object.entries(modes(data)).filter(([, m]) => m !== "600")).toEqual([[".", "700"]]);
+  }, 90_000);
+
+  it("is tightened by any command that opens it, which says so too", async () => {
+    const data = await demoFolder();
+    chmodSync(data[1] as string, 0o755);
+    chmodSync(join(data[1] as string, "openfief.db"), 0o644);
+    const r = await openfief(["get", "plugins", ...data]);
+    expect(r.code).toBe(0);
+    expect(r.stderr).toMatch(/made the data folder private .*openfief\.db 0644 → 0600/);
+    expect(modes(data[1] as string)).toMatchObject({ ".": "700", "openfief.db": "600" });
   });
 });

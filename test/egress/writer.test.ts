@@ -71,6 +71,19 @@ describe("WorkerDecisionRecorder", () => {
     }
   });
 
+  it.each([false, true])("commits with each batch synced to disk or not (durable: %s), the chain the same", async (durable) => {
+    const s = await freshStore();
+    const w = await WorkerDecisionRecorder.open({ file: s.file, durable });
+    try {
+      await Promise.all(Array.from({ length: 5 }, (_, i) => w.record(decision(`h${i}.example.com`))));
+      await w.record(decision("later.example.com"));
+      expect(s.read({ stream: "egress/alpha" }).map((e) => (e.data as { host: string }).host)).toEqual(["h0.example.com", "h1.example.com", "h2.example.com", "h3.example.com", "h4.example.com", "later.example.com"]);
+      expect(s.verify().ok).toBe(true);
+    } finally {
+      await w.close();
+    }
+  });
+
   it("refuses a decision the store's schema refuses, without writing any of its batch", async () => {
     const s = await freshStore();
     const w = await WorkerDecisionRecorder.open({ file: s.file });

@@ -67,6 +67,12 @@ describe("openfief up", () => {
     expect((await call(started.console, link.pathname + link.search)).status).toBe(401);
   });
 
+  it("answers only at the origin it printed: the same port of localhost is redirected there", async () => {
+    const link = new URL(started.signIn);
+    const r = await call(started.console, link.pathname + link.search, { headers: { host: `localhost:${link.port}` } });
+    expect([r.status, r.headers["location"], r.headers["set-cookie"]]).toEqual([307, `${started.console}${link.pathname}${link.search}`, undefined]);
+  });
+
   it.each<[string, string[], RegExp]>([
     ["beyond loopback without TLS", ["--listen", "0.0.0.0:0"], /listening on 0\.0\.0\.0 reaches beyond this machine: give --tls-cert and --tls-key/],
     ["at an address that is not one", ["--listen", "nowhere"], /--listen must be host:port/],
@@ -74,6 +80,15 @@ describe("openfief up", () => {
   ])("refuses to listen %s", async (_what, args, message) => {
     const r = await openfief(["up", "--no-egress", "--data", join(dir, "never"), ...args]);
     expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(message);
+  });
+
+  it.each<[string, string[], RegExp]>([
+    ["a console also answering at localhost, the views' site", ["--origin", "http://localhost:4780"], /the plugin proxy \(http:\/\/localhost:\d+\) must be a different site from the console \(http:\/\/localhost:4780\)/],
+    ["a gateway on the console's site (another port of 127.0.0.1)", ["--gateway-origin", "http://127.0.0.1:0"], /the gateway \(http:\/\/127\.0\.0\.1:\d+\) must be a different site from the console/],
+  ])("refuses %s: cookies are shared across ports", async (_what, args, message) => {
+    const r = await openfief(["up", "--no-egress", "--listen", "127.0.0.1:0", "--plugin-proxy-origin", "http://localhost:0", "--gateway-origin", "http://localhost:0", "--data", join(dir, `never-${args[0]?.slice(2) ?? ""}`), ...args]);
+    expect(r.code).not.toBe(0);
     expect(r.stderr).toMatch(message);
   });
 });

@@ -83,12 +83,56 @@ describe("POST /api/v1/plugin-tokens", () => {
 });
 
 describe("MintPluginToken on the console's origin", () => {
-  it("mints for a session in Authorization, and refuses without one", async () => {
-    const client = createClient(TokenService, createConnectTransport({ baseUrl: demo.url, httpVersion: "1.1" }));
-    const r = await client.mintPluginToken({ installationId }, { headers: bearer(await demo.token("erin", "viewer")) });
+  it("mints for a session in Authorization", async () => {
+    const r = await rpc().mintPluginToken({ installationId }, { headers: bearer(await demo.token("erin", "viewer")) });
     expect(r.installationId).toBe(installationId);
-    const err = await client.mintPluginToken({ installationId }, { headers: { cookie } }).then(() => null, (e: unknown) => e);
-    expect((err as ConnectError).code).toBe(Code.Unauthenticated);
+  });
+});
+
+/** What a caller sends, to either face. */
+interface Caller {
+  readonly headers: Record<string, string>;
+  readonly installationId?: string;
+}
+
+const rpc = () => createClient(TokenService, createConnectTransport({ baseUrl: demo.url, httpVersion: "1.1" }));
+
+/** One mint through the JSON route: the API's status and code. */
+async function viaJson(c: Caller): Promise<[number, string]> {
+  const r = await call(demo.url, MINT, { method: "POST", headers: { "content-type": "application/json", ...c.headers }, body: JSON.stringify({ installationId: c.installationId ?? installationId }) });
+  if (r.status !== 200) expect(r.text).not.toMatch(/eyJ/);
+  return [r.status, r.status === 200 ? "ok" : String(r.json().code)];
+}
+
+/** One mint through the Connect RPC: its code, or "ok". */
+async function viaConnect(c: Caller): Promise<string> {
+  const err = await rpc().mintPluginToken({ installationId: c.installationId ?? installationId }, { headers: c.headers }).then(() => null, (e: unknown) => e);
+  if (err === null) return "ok";
+  expect(String((err as ConnectError).rawMessage)).not.toMatch(/eyJ/);
+  return Code[(err as ConnectError).code];
+}
+
+describe("both faces of the mint", () => {
+  const other = () => `http://localhost:${new URL(demo.url).port}`;
+  it.each<[string, number, string, string, () => Promise<Caller>]>([
+    ["the cookie, from the console's page", 200, "ok", "ok", async () => ({ headers: { cookie, origin: demo.url } })],
+    ["the cookie with Origin: null, same-origin by Fetch Metadata", 200, "ok", "ok", async () => ({ headers: { cookie, origin: "null", "sec-fetch-site": "same-origin" } })],
+    ["a Bearer session from a script (no Origin)", 200, "ok", "ok", async () => ({ headers: bearer(await demo.token("erin", "viewer")) })],
+    ["no session", 401, "unauthorized", "Unauthenticated", async () => ({ headers: { origin: demo.url } })],
+    ["an Authorization that is not Bearer", 401, "unauthorized", "Unauthenticated", async () => ({ headers: { authorization: "Basic YTpi", origin: demo.url } })],
+    ["a PluginToken instead of a session", 401, "unauthorized", "Unauthenticated", async () => ({ headers: { ...bearer((await rpc().mintPluginToken({ installationId }, { headers: bearer(await demo.token()) })).token) } })],
+    ["the cookie without an Origin", 403, "forbidden", "PermissionDenied", async () => ({ headers: { cookie } })],
+    ["the cookie from another site", 403, "forbidden", "PermissionDenied", async () => ({ headers: { cookie, origin: "https://evil.example" } })],
+    ["the cookie from the console's other loopback name", 403, "forbidden", "PermissionDenied", async () => ({ headers: { cookie, origin: other() } })],
+    ["the cookie with Origin: null from another site", 403, "forbidden", "PermissionDenied", async () => ({ headers: { cookie, origin: "null", "sec-fetch-site": "cross-site" } })],
+    ["a Bearer session from another site", 403, "forbidden", "PermissionDenied", async () => ({ headers: { ...bearer(await demo.token()), origin: "https://evil.example" } })],
+    ["no installation ID", 400, "usage", "InvalidArgument", async () => ({ headers: { cookie, origin: demo.url }, installationId: "" })],
+    ["an installation that does not exist", 404, "not_found", "NotFound", async () => ({ headers: { cookie, origin: demo.url }, installationId: "nosuch.1" })],
+    ["a request over the mint's cap", 413, "too_large", "ResourceExhausted", async () => ({ headers: { cookie, origin: demo.url }, installationId: "x".repeat(5000) })],
+  ])("%s: %i %s as JSON, %s through Connect", async (_what, status, code, connect, make) => {
+    const c = await make();
+    expect(await viaJson(c)).toEqual([status, code]);
+    expect(await viaConnect(c)).toBe(connect);
   });
 });
 

@@ -12,7 +12,7 @@ import type { EventStore } from "../../src/events/index.js";
 import { TokenService } from "../../src/gen/openfief/auth/v1/token_pb.js";
 import { LogInstallations, MINT_ERRORS, PLUGIN_AUDIENCE, PluginTokenValidator, USER_AUDIENCE, definitionHash, jwksHandler, mintJsonHandler, mintPluginToken, mintRoutes, signPluginToken } from "../../src/views/index.js";
 import { parseManifest } from "../../src/plugins/index.js";
-import { IMAGE, MANIFEST, PLUGIN, call, capturedLogger, installView, mintDeps, serve, tempStore, tokens } from "./support.js";
+import { CONSOLE, IMAGE, MANIFEST, PLUGIN, call, capturedLogger, installView, mintDeps, serve, tempStore, tokens } from "./support.js";
 
 let store: EventStore;
 let cleanup: () => Promise<void>;
@@ -101,7 +101,7 @@ describe("the mint's JSON route", () => {
     let lookups = 0;
     const real = new LogInstallations(store);
     const counted = { ...deps, installations: { get: (x: string) => { lookups++; return real.get(x); }, byName: (n: string) => { lookups++; return real.byName(n); } }, access: { canView: async (u: string, i: { id: string; name: string | null }) => { lookups++; return deps.access.canView(u, i); } } };
-    const r = await mintPluginToken(counted, { userToken: await t.session("alice"), installationId });
+    const r = await mintPluginToken(counted, { caller: { authorization: `Bearer ${await t.session("alice")}`, cookie: undefined, origin: undefined, secFetchSite: undefined }, installationId });
     expect(r).toMatchObject({ ok: false, error: { code: "invalid_argument", reason: "installation_id" } });
     expect(lookups).toBe(0);
   });
@@ -210,6 +210,26 @@ describe("the MintPluginToken RPC", () => {
     const transport = createRouterTransport(mintRoutes(deps));
     const err = await createClient(TokenService, transport).mintPluginToken({ installationId: otherId }, { headers: { authorization: `Bearer ${await t.session("alice")}` } }).then(() => null, (e: unknown) => e);
     expect((err as ConnectError).code).toBe(Code.FailedPrecondition);
+  });
+});
+
+describe("the console's rule on both faces", () => {
+  const client = () => createClient(TokenService, createConnectTransport({ baseUrl: connect.url, httpVersion: "1.1" }));
+  const cookie = async () => `openfief_session=${await t.session("alice")}`;
+  it.each<[string, number, Code | null, () => Promise<Record<string, string>>]>([
+    ["the console's cookie from the console's page", 200, null, async () => ({ cookie: await cookie(), origin: CONSOLE })],
+    ["a Bearer session without an Origin (a script)", 200, null, async () => ({ authorization: `Bearer ${await t.session("alice")}` })],
+    ["the console's cookie without an Origin", 403, Code.PermissionDenied, async () => ({ cookie: await cookie() })],
+    ["the console's cookie from a view's origin", 403, Code.PermissionDenied, async () => ({ cookie: await cookie(), origin: "http://localhost:47001" })],
+    ["a Bearer session from another site", 403, Code.PermissionDenied, async () => ({ authorization: `Bearer ${await t.session("alice")}`, origin: "https://evil.example" })],
+    ["another cookie's name", 401, Code.Unauthenticated, async () => ({ cookie: `session=${await t.session("alice")}`, origin: CONSOLE })],
+  ])("%s: %i as JSON, the same through Connect", async (_what, status, code, headers) => {
+    const h = await headers();
+    const r = await call(json.url, "POST", "/x", { "content-type": "application/json", ...h }, JSON.stringify({ installationId: id }));
+    expect(r.status).toBe(status);
+    if (status !== 200) expect((r.json()["error"] as Record<string, unknown>)["reason"]).toBe(status === 403 ? "origin" : "missing");
+    const err = await client().mintPluginToken({ installationId: id }, { headers: h }).then(() => null, (e: unknown) => e);
+    expect(err === null ? null : (err as ConnectError).code).toBe(code);
   });
 });
 

@@ -29,10 +29,13 @@ import {
   signUserToken,
 } from "../../src/views/index.js";
 import type { MintDeps } from "../../src/views/index.js";
+import { consoleCallerGate } from "../../src/app/index.js";
 
 export const PLUGIN = "ledger-view";
 export const IMAGE = `ghcr.io/openfief/ledger-view@sha256:${"c5".repeat(32)}`;
 export const PLUGIN_PROXY = "http://localhost:47001";
+/** The console the mint's callers come from (its cookie is `openfief_session`, without TLS). */
+export const CONSOLE = "http://127.0.0.1:47000";
 
 const R = (verbs: string[], apiGroups: string[], resources: string[], resourceNames: string[] = []): PolicyRule => ({ verbs, apiGroups, resources, resourceNames, nonResourceURLs: [] });
 
@@ -123,7 +126,7 @@ export function capturedLogger(): { logger: Logger; lines: () => Array<Record<st
 /** The mint's collaborators over a store. */
 export function mintDeps(store: EventStore, t: Awaited<ReturnType<typeof tokens>>, clusterId = "embedded"): MintDeps & { metrics: ViewMetrics; registry: Registry } {
   const registry = new Registry();
-  return { users: t.users, installations: new LogInstallations(store), access: rbacViewAccess(ROLES), signer: t.signer, clusterId, metrics: new ViewMetrics(registry), registry };
+  return { gate: consoleCallerGate(() => ({ origins: [CONSOLE], tls: false })), users: t.users, installations: new LogInstallations(store), access: rbacViewAccess(ROLES), signer: t.signer, clusterId, metrics: new ViewMetrics(registry), registry };
 }
 
 /** A server on 127.0.0.1 and an ephemeral port. */

@@ -20,6 +20,7 @@ import { applyDemoFolder, deleteResource, demoSettings, JWKS_PATH, OWNER_CLI, st
 import type { ControlPlane, RunningViews } from "../../src/app/index.js";
 import { TokenService } from "../../src/gen/openfief/auth/v1/token_pb.js";
 import { LogInstallations, pluginProxyCsp, recentDecisions } from "../../src/views/index.js";
+import type { MintCaller } from "../../src/views/index.js";
 import { call, serve } from "./support.js";
 
 let dir: string;
@@ -50,8 +51,10 @@ afterAll(async () => {
 });
 
 const session = async (user = "alice") => (await cp.sessions.mintSession(user, "viewer")).token;
+/** A script's call: the session in Authorization, no Origin. */
+const bearer = (token: string): MintCaller => ({ authorization: `Bearer ${token}`, cookie: undefined, origin: undefined, secFetchSite: undefined });
 const mint = async () => {
-  const r = await views.mint(await session(), installationId);
+  const r = await views.mint(bearer(await session()), installationId);
   if (!r.ok) throw new Error(`mint refused: ${r.error.code}`);
   return r.value.token;
 };
@@ -143,7 +146,7 @@ describe("the gateway on its origin", () => {
 
 describe("the plugin proxy on its origin", () => {
   it("serves ledger-view's page from its signed bundle in the demo's layout, with the CSP of the bound origins", async () => {
-    const inst = await views.mint(await session(), installationId);
+    const inst = await views.mint(bearer(await session()), installationId);
     const version = inst.ok ? inst.value.installation.pluginVersion : "";
     const r = await at(views.origins.pluginProxy, "GET", `/plugins/ledger-view/${version}/console/index.html`);
     expect(r.status).toBe(200);
@@ -171,13 +174,13 @@ describe("revoking the grant", () => {
     const before = await mint();
     deleteResource(cp.runtime.store, "grant", "ledger-view", OWNER_CLI);
     await cp.pass();
-    const r = await views.mint(await session(), installationId);
+    const r = await views.mint(bearer(await session()), installationId);
     expect(r.ok === false && r.error).toMatchObject({ code: "failed_precondition", reason: "view_not_running" });
     const g = await at(views.origins.gateway, "GET", "/clusters/embedded/apis/openfief.io/v1alpha1/namespaces/openfief/plugins", { authorization: `Bearer ${before}` });
     expect(g.status).toBe(403);
     applyDemoFolder(cp.runtime.store, "plugins");
     await cp.pass();
-    expect((await views.mint(await session(), installationId)).ok).toBe(true);
+    expect((await views.mint(bearer(await session()), installationId)).ok).toBe(true);
   });
 });
 
@@ -190,7 +193,7 @@ describe("starting and stopping", () => {
     applyDemoFolder(first.runtime.store, "plugins");
     await first.pass();
     const v1 = first.views as RunningViews;
-    const minted = await v1.mint((await first.sessions.mintSession("alice", "owner")).token, (await new LogInstallations(first.runtime.store).byName("ledger-view"))?.id);
+    const minted = await v1.mint(bearer((await first.sessions.mintSession("alice", "owner")).token), (await new LogInstallations(first.runtime.store).byName("ledger-view"))?.id);
     await first.stop();
     const second = await startControlPlane({ dataDir: data, logger: pino({ level: "silent" }), egress: null, host: null, views: {} });
     try {
@@ -209,7 +212,7 @@ describe("starting and stopping", () => {
     const v = c.views as RunningViews;
     applyDemoFolder(c.runtime.store, "plugins");
     await c.pass();
-    const id = await v.mint((await c.sessions.mintSession("alice", "owner")).token, (await new LogInstallations(c.runtime.store).byName("ledger-view"))?.id);
+    const id = await v.mint(bearer((await c.sessions.mintSession("alice", "owner")).token), (await new LogInstallations(c.runtime.store).byName("ledger-view"))?.id);
     if (!id.ok) throw new Error(id.error.code);
     const u = new URL(v.origins.gateway);
     const lines: string[] = [];
@@ -238,7 +241,7 @@ describe("starting and stopping", () => {
       applyDemoFolder(c.runtime.store, "plugins");
       await c.pass();
       const v = c.views as RunningViews;
-      const minted = await v.mint((await c.sessions.mintSession("alice", "owner")).token, (await new LogInstallations(c.runtime.store).byName("ledger-view"))?.id);
+      const minted = await v.mint(bearer((await c.sessions.mintSession("alice", "owner")).token), (await new LogInstallations(c.runtime.store).byName("ledger-view"))?.id);
       const h = { authorization: `Bearer ${minted.ok ? minted.value.token : ""}` };
       const statuses = [];
       for (let i = 0; i < 3; i++) statuses.push((await at(v.origins.gateway, "GET", "/clusters/embedded/apis/openfief.io/v1alpha1/namespaces/openfief/plugins", h)).status);
@@ -261,6 +264,8 @@ describe("starting and stopping", () => {
 
   it.each([
     ["the plugin proxy on the console's site", { consoleOrigin: "http://127.0.0.1:4780", pluginProxyOrigin: "http://127.0.0.1:0" }, /different site from the console/],
+    ["the gateway on the console's site", { consoleOrigin: "http://127.0.0.1:4780", gatewayOrigin: "http://127.0.0.1:0" }, /gateway \(http:\/\/127\.0\.0\.1:\d+\) must be a different site from the console/],
+    ["the console on localhost beside views on localhost", { consoleOrigin: "http://localhost:4780" }, /must be a different site from the console \(http:\/\/localhost:4780\)/],
     ["an origin with a path", { pluginProxyOrigin: "http://localhost:0/plugins" }, /written as an origin/],
     ["a cluster ID that is no name", { clusterId: "Not A Name" }, /cluster ID/],
   ])("refuses %s, and lets the data folder go", async (_what, given, message) => {

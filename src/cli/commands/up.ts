@@ -16,7 +16,7 @@ import {
   signInLink, SIGN_IN_TTL_SECONDS, startControlPlane,
 } from "../../app/index.js";
 import type { ControlPlane, FaceFactory, Settings } from "../../app/index.js";
-import { dataDir, print, printJson, withData, withJson } from "../context.js";
+import { dataDir, openDataFolder, print, printJson, withData, withJson } from "../context.js";
 import type { DataOptions } from "../context.js";
 import { cliLogger } from "../logger.js";
 import { pluginsTable } from "./get.js";
@@ -170,6 +170,8 @@ export function register(program: Command): void {
       const server = await serverOption(o);
       const user = checkUserName(o.user ?? defaultUser());
       const dir = dataDir(o);
+      // Made (or tightened) before anything is written in it, the log file first.
+      openDataFolder(dir);
       const logger = cliLogger({ file: logFile(dir), json: o.json === true });
       const demo = o.demo === true;
       const cp = await startControlPlane({
@@ -221,12 +223,13 @@ function withFlag(err: unknown): unknown {
 
 /** Says that the control plane is up: where the console is, with a sign-in link, and where its files are. */
 async function announce(cp: ControlPlane, dir: string, user: string, json: boolean, say: (line?: string) => void): Promise<void> {
-  const link = cp.server === null ? null : await signInLink(cp.sessions, cp.server.url, user, "owner");
+  // The canonical origin: the console answers only there (its other loopback names redirect to it).
+  const link = cp.server === null ? null : await signInLink(cp.sessions, cp.server.origin, user, "owner");
   const pages = await viewPages(cp);
   const views = cp.views === null ? null : { pluginProxy: cp.views.origins.pluginProxy, gateway: cp.views.gatewayUrl, jwks: `${cp.views.origins.gateway}${JWKS_PATH}`, pages };
-  if (json) printJson({ up: true, data: dir, egress: cp.egress, console: cp.server?.url ?? null, signIn: link?.url ?? null, views, cluster: cp.runtime.target.name, log: logFile(dir) });
+  if (json) printJson({ up: true, data: dir, egress: cp.egress, console: cp.server?.origin ?? null, signIn: link?.url ?? null, views, cluster: cp.runtime.target.name, log: logFile(dir) });
   if (cp.server !== null && link !== null) {
-    say(`console on ${cp.server.url}; sign in as ${user} with this link (it works once, for ${SIGN_IN_TTL_SECONDS / 60} minutes; openfief login --link makes another):`);
+    say(`console on ${cp.server.origin}; sign in as ${user} with this link (it works once, for ${SIGN_IN_TTL_SECONDS / 60} minutes; openfief login --link makes another):`);
     say(`  ${link.url}`);
     say("");
   }
@@ -243,7 +246,7 @@ async function announce(cp: ControlPlane, dir: string, user: string, json: boole
 async function viewPages(cp: ControlPlane): Promise<string[]> {
   const views = cp.views;
   if (views === null || cp.server === null) return [];
-  const consoleUrl = cp.server.url;
+  const consoleUrl = cp.server.origin;
   const pages = await Promise.all(listPlugins(cp.runtime.store).map(async (p) => ((await views.frame(p.name)) === null ? null : `${consoleUrl}/plugins/${encodeURIComponent(p.name)}`)));
   return pages.filter((u): u is string => u !== null);
 }
