@@ -18,8 +18,6 @@ import { why } from "../src/projections/index.js";
 import { checkDecisions } from "../src/projections/check-decisions.js";
 import { recheckAddresses } from "../src/egress/index.js";
 import { Workload } from "./workload.js";
-import { decideRollout, deployedBy, emptyFacts } from "../src/projections/decide-rollout.js";
-import type { RecordedVersion, RolloutDecided, VerdictOutcome } from "../src/events/catalog.js";
 import { OWNER_CLI } from "../src/app/actor.js";
 import { applyResources, deleteResource } from "../src/app/owner-edits.js";
 import { parseResources } from "../src/app/resources.js";
