@@ -65,6 +65,11 @@ export function print(line = ""): void {
   process.stdout.write(`${line}\n`);
 }
 
+/** A warning about what a command did (it succeeded): on standard error, so the output stays what was asked for. */
+export function warn(line: string): void {
+  process.stderr.write(`warning: ${line}\n`);
+}
+
 /** Every field that could hold a token, redacted wherever it appears in a log line. */
 export const REDACT = ["token", "*.token", "authorization", "*.authorization", "headers.authorization", "headers[\"proxy-authorization\"]", "req.headers.authorization", "req.headers[\"proxy-authorization\"]", "cookie", "*.cookie"];
 

@@ -59,6 +59,15 @@ export function moduleOfVersion(store: EventStore, v: RecordedVersion): string |
 }
 
 /**
+ * The grant a plugin had just before `beforeSeq`: the spec of its latest `grant.observed`, or null
+ * when it had none (never set, or deleted). A grant edit is worded as what it changed against it.
+ */
+export function grantBefore(store: EventStore, name: string, beforeSeq: number): EventOf<"grant.observed">["data"]["spec"] | null {
+  const g = new Lookup(store).lastOf(pluginStream(name), ["grant.observed", "grant.deleted"], beforeSeq);
+  return g?.type === "grant.observed" ? g.data.spec : null;
+}
+
+/**
  * The decider's state of a plugin as the log stands before `beforeSeq` (default: now), from a
  * handful of indexed lookups; the reconciler passes it to `decideRollout`.
  */
