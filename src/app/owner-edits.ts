@@ -146,7 +146,10 @@ export function approve(store: EventStore, name: string, actor: Actor, expectedV
     const { pending, grant, pluginSeq, blockers } = pendingOf(store, name, version);
     const first = blockers[0];
     // No approval for a version that cannot run whatever is approved: its blocker comes first.
-    if (first !== undefined) throw new AppError(BLOCKER_REFUSAL[first.code], `${name} cannot run the version asked for whatever is approved: ${blockers.map(blockerPhrase).join("; ")}. Nothing was approved; fix that first`);
+    if (first !== undefined) {
+      const code = BLOCKER_REFUSAL[first.code];
+      throw new AppError(code, `${name}: nothing approved (${code}): the version asked for cannot run whatever is approved, because ${blockers.map(blockerPhrase).join("; and ")}; fix that first`);
+    }
     if (isEmptyPending(pending)) return { name, approved: pending, seq: null, version };
     const spec = grantWithPending(grant, pending);
     const [e] = store.append(

@@ -199,30 +199,31 @@ function grantSentence(verb: string, actor: string, before: JsonValue | null | u
   return `the grant was ${verb} by ${actor}: ${change.join(", ")}`;
 }
 
+/** What keeps the version asked for waiting, when a decision runs another one (or none); null when nothing does. */
+function waitsText(e: EventOf<"rollout.decided">, reasons: readonly RolloutReason[]): string | null {
+  const { inputs, plan } = e.data;
+  const current = inputs.current?.image ?? null;
+  if (current === null) return null;
+  if (!inputs.currentDeployable) return `${current} cannot run: it did not pass its signature or config check`;
+  const pending = describePending(plan.pending);
+  if (pending !== "nothing") return `${current} waits for approval of ${pending}`;
+  return reasons.includes("no_capability_granted") ? `${current} cannot run: ${reasonText("no_capability_granted")}` : null;
+}
+
 /** What a recorded rollout decision did, in the owner's words. */
 function decisionSentence(e: EventOf<"rollout.decided">): string {
-  const { inputs, plan } = e.data;
-  const view = viewPlan(plan);
-  const current = inputs.current?.image ?? null;
-  const previous = inputs.previous?.image ?? null;
-  const pending = describePending(plan.pending);
+  const view = viewPlan(e.data.plan);
+  const current = e.data.inputs.current?.image ?? null;
   const reasons = view.reasons.filter((r): r is RolloutReason => typeof r === "string" && r in REASON_TEXT);
-  // What keeps the version asked for from running, when it is not the one that runs.
-  const waits = current === null ? null
-    : !inputs.currentDeployable ? `${current} cannot run: it did not pass its signature or config check`
-    : pending !== "nothing" ? `${current} waits for approval of ${pending}`
-    : reasons.includes("no_capability_granted") ? `${current} cannot run: ${reasonText("no_capability_granted")}`
-    : null;
+  const waits = waitsText(e, reasons);
+  const then = waits === null ? "" : `; ${waits}`;
+  const runs = view.runImage ?? "?";
   switch (view.outcome) {
-    case "current": return `runs ${view.runImage ?? current ?? "?"}, the version asked for`;
-    case "previous": {
-      const keeps = previous !== null && previous === current ? `keeps ${previous} running as it ran before` : `keeps ${view.runImage ?? previous ?? "?"} running under the current grant`;
-      return waits === null ? keeps : `${keeps}; ${waits}`;
-    }
-    case "none": {
+    case "current": return `runs ${runs}, the version asked for`;
+    case "previous": return `${runs === current ? `keeps ${runs} running as it ran before` : `keeps ${runs} running under the current grant`}${then}`;
+    case "none":
       if (current === null) return `runs nothing: ${reasonText("no_current_version")}`;
-      return waits === null ? `runs nothing: ${reasons.map(reasonText).join("; ") || "nothing may run"}` : `runs nothing; ${waits}`;
-    }
+      return waits === null ? `runs nothing: ${reasons.map(reasonText).join("; ") || "nothing may run"}` : `runs nothing${then}`;
     default: return `a rollout decision (${view.outcome ?? "?"})`;
   }
 }
@@ -239,7 +240,7 @@ const DESCRIBE: { readonly [T in KnownEvent["type"]]: (e: Extract<KnownEvent, { 
   "workload.desired": (e) => (e.data.running ? `the workload of ${e.data.image ?? "?"} was compiled` : "the workload was stopped"),
   "previous.observed": (e) => `the cluster's status named ${e.data.deployed.image} as running`,
   "kube.applied": (e) => `${e.data.records.length} object change(s) were applied to the cluster`,
-  "workload.applied": (e) => `the workload was applied to ${e.data.target}${e.data.ok ? "" : ` and failed: ${e.data.error ?? "?"}`}`,
+  "workload.applied": (e) => `${embeddedFolder(e.data.target) === null ? `the workload was applied to ${e.data.target}` : `the workload's ${containerText(e.data.target)}`}${e.data.ok ? "" : ` and failed: ${e.data.error ?? "?"}`}`,
   "reconcile.failed": (e) => `reconciling failed: ${e.data.error}`,
   "egress.decision": (e) => `${e.data.allowed ? "allowed" : "denied"} ${hostPort(e.data.host, e.data.port)} (${e.data.reason})${e.data.address === undefined ? "" : ` via ${e.data.address}`}`,
   "egress.refused": (e) => `refused a CONNECT from ${e.data.source}${e.data.host === undefined ? "" : ` to ${hostPort(e.data.host, e.data.port ?? 0)}`} before identity (${e.data.code})${e.data.dropped > 0 ? `; ${e.data.dropped} more from it went unrecorded` : ""}`,
@@ -282,11 +283,13 @@ function outcomeSentence(a: WhyAnswer): string {
  * The reasons, minus those beside the point: after a deletion, "no earlier version to keep" is
  * true but says nothing; once the blockers are named, "did not pass its checks" repeats them.
  */
-function reasonSentences(a: WhyAnswer): string[] {
+function reasonSentences(a: WhyAnswer, blocked: boolean): string[] {
   const named = blockerSentences(a).length > 0;
   return a.decision.data.plan.reasons
     .filter((r) => !(a.deleted && (r === "no_current_version" || r === "no_previous_version")))
     .filter((r) => !(named && r === "current_not_deployable"))
+    // While no approval can make it run, what is pending is said once, without a nudge.
+    .filter((r) => !(blocked && r === "approval_pending"))
     .map((r) => `Because ${reasonText(r)}.`);
 }
 
@@ -329,16 +332,7 @@ export function egressReasonText(reason: string): string {
  */
 export function whySentences(a: WhyAnswer, steps: NextSteps = CLI_STEPS, describe: (e: KnownEvent) => string = describeEvent): string[] {
   const blocked = !a.deleted && !a.deployable.ok && a.deployable.because.some(isHardBlocker);
-  const out = [outcomeSentence(a), ...blockerSentences(a), ...reasonSentences(a)];
-  const pending = a.decision.data.plan.pending;
-  const pendingText = describePending(pending);
-  if (pendingText !== "nothing") {
-    out.push(blocked
-      ? `It also asks for ${pendingText} beyond its grant; approving that would not make it run, so no approval is offered until what keeps it from running is fixed.`
-      : `Pending approval: ${pendingText}. ${steps.approve(a.plugin)} to grant exactly that.`);
-  }
-  // A WebAssembly plugin reaches its origins only once each is approved (seed 003's wording).
-  if (a.askedWasm && !blocked) for (const h of pending.egress) out.push(`It waits: origin https://${h.host}${h.port === 443 ? "" : `:${h.port}`} is pending approval.`);
+  const out = [outcomeSentence(a), ...blockerSentences(a), ...reasonSentences(a, blocked), ...pendingSentences(a, steps, blocked)];
   for (const f of a.failedCalls) out.push(`Its calls ${f.code === "plugin_not_approved" ? "were refused" : "failed"} with ${f.code}${f.source === "plugin" ? " (reported by the plugin)" : ""} ${f.count === 1 ? "once" : `${f.count} times`} in the last hour (last at ${f.last}).`);
   // A grant has the shape of what can be pending: capabilities, egress, Secret names, data tiers.
   out.push(`The grant approved: ${describePending({ ...EMPTY_PENDING, ...(a.inputs.grant as Partial<PendingLike>) })}.`);
@@ -350,10 +344,24 @@ export function whySentences(a: WhyAnswer, steps: NextSteps = CLI_STEPS, describ
   return out;
 }
 
-/** What a rollout decision's outcome means, in one phrase: the console's table, `replay` and a view say it so. */
+/** What waits for approval, and what to do about it — nothing to approve while the version cannot run whatever is approved. */
+function pendingSentences(a: WhyAnswer, steps: NextSteps, blocked: boolean): string[] {
+  const pending = a.decision.data.plan.pending;
+  const text = describePending(pending);
+  if (text === "nothing") return [];
+  if (blocked) return [`It also asks for ${text} beyond its grant; approving that would not make it run, so no approval is offered until what keeps it from running is fixed.`];
+  // A WebAssembly plugin reaches its origins only once each is approved (seed 003's wording).
+  const origins = a.askedWasm ? pending.egress.map((h) => `It waits: origin https://${h.host}${h.port === 443 ? "" : `:${h.port}`} is pending approval.`) : [];
+  return [`Pending approval: ${text}. ${steps.approve(a.plugin)} to grant exactly that.`, ...origins];
+}
+
+/**
+ * What a rollout decision's outcome means, in one phrase: the console's tables, `replay` and the
+ * demo's view (ledger-view's own copy, held equal to this one by a test) say it so.
+ */
 export const OUTCOME_TEXT: { readonly [O in "current" | "previous" | "none"]: string } = {
-  current: "runs the version asked for",
-  previous: "keeps the earlier version",
+  current: "runs the current version",
+  previous: "runs the previous version (the new one waits)",
   none: "runs nothing",
 };
 

@@ -30,7 +30,7 @@ export function pluginsTable(rows: readonly PluginRow[]): string {
   );
   const notes = [
     objectsOnlyNote(rows),
-    rows.some((r) => !r.deleted && r.signature?.outcome === "unverified") ? "signed by X: a signer you trust signed the image asked for, so it may run; in the catalog: its publisher did, and the catalog pins it." : null,
+    rows.some((r) => !r.deleted && r.signature?.outcome === "unverified") ? "SIGNATURE \"signed by NAME\": a signer you trust signed the image asked for, so it may run; only a catalog entry would make it verified." : null,
     rows.some((r) => r.blockers.length > 0) ? "blocked: the version asked for cannot run whatever is approved; openfief why NAME says what to fix." : null,
   ].filter((n): n is string => n !== null);
   return [body, ...notes].join("\n");
