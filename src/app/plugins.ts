@@ -19,12 +19,18 @@ export type PluginStatus =
   | "stopped" // nothing runs
   | "deleted"; // the Plugin was deleted
 
+/** Every status, for the tables that word each of them. */
+export const PLUGIN_STATUSES = ["running", "held_back", "stopped", "deleted"] as const satisfies readonly PluginStatus[];
+
 /** A reason the version asked for does not run as asked. */
 export type PluginProblem =
   | { readonly code: "spec_invalid" }
   | { readonly code: "config_refused" }
   | { readonly code: "signature_refused"; readonly reason: string | null }
   | { readonly code: "reconcile_failed"; readonly error: string };
+
+/** Every problem code, for the tables that word each of them. */
+export const PROBLEM_CODES = ["spec_invalid", "config_refused", "signature_refused", "reconcile_failed"] as const satisfies readonly PluginProblem["code"][];
 
 /** One row of `get plugins`. */
 export interface PluginRow {
