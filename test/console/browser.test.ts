@@ -110,7 +110,7 @@ describe("the owner's console", () => {
   it("shows the grant edit by owner:web:alice in the log, and new events as they come", async () => {
     await visit("/log?plugin=nbp-fx&type=grant.observed");
     const edit = page.locator("#log-rows tr", { hasText: "owner:web:alice" });
-    expect(await edit.locator("td").nth(5).innerText()).toBe("the grant was set by owner:web:alice");
+    expect(await edit.locator("td").nth(5).innerText()).toBe("the grant was set by owner:web:alice: +egress static.nbp.pl:443");
     await visit("/log");
     const before = demo.cp.runtime.store.head();
     demo.cp.runtime.store.append([{ stream: "egress/nbp-fx", type: "egress.decision", actor: "egress", data: { plugin: "nbp-fx", host: "live.nbp.pl", port: 443, allowed: false, reason: "not_listed" } }]);
