@@ -240,7 +240,7 @@ const DESCRIBE: { readonly [T in KnownEvent["type"]]: (e: Extract<KnownEvent, { 
   "workload.desired": (e) => (e.data.running ? `the workload of ${e.data.image ?? "?"} was compiled` : "the workload was stopped"),
   "previous.observed": (e) => `the cluster's status named ${e.data.deployed.image} as running`,
   "kube.applied": (e) => `${e.data.records.length} object change(s) were applied to the cluster`,
-  "workload.applied": (e) => `${embeddedFolder(e.data.target) === null ? `the workload was applied to ${e.data.target}` : `the workload's ${containerText(e.data.target)}`}${e.data.ok ? "" : ` and failed: ${e.data.error ?? "?"}`}`,
+  "workload.applied": (e) => `the workload was applied to ${embeddedFolder(e.data.target) ?? e.data.target}${embeddedFolder(e.data.target) === null ? "" : " (its objects only: no container runtime in the embedded mode)"}${e.data.ok ? "" : ` and failed: ${e.data.error ?? "?"}`}`,
   "reconcile.failed": (e) => `reconciling failed: ${e.data.error}`,
   "egress.decision": (e) => `${e.data.allowed ? "allowed" : "denied"} ${hostPort(e.data.host, e.data.port)} (${e.data.reason})${e.data.address === undefined ? "" : ` via ${e.data.address}`}`,
   "egress.refused": (e) => `refused a CONNECT from ${e.data.source}${e.data.host === undefined ? "" : ` to ${hostPort(e.data.host, e.data.port ?? 0)}`} before identity (${e.data.code})${e.data.dropped > 0 ? `; ${e.data.dropped} more from it went unrecorded` : ""}`,

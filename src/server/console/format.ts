@@ -102,10 +102,11 @@ export function statusBadge(s: PluginStatus): Markup {
  * A signature verdict in colour and one word (`verified`, `trusted`, `refused`), who signed it
  * beside it, and what it means on hover (the words of `src/app/wording.ts`).
  */
-export function verdictBadge(v: SignatureView | null): Markup {
+export function verdictBadge(v: SignatureView | null, o: { readonly who?: boolean } = {}): Markup {
   if (v === null) return html`<span class="muted" title="${verdictHelp(null)}">not checked yet</span>`;
   const cls = v.outcome === "verified" ? "good" : v.outcome === "refused" ? "bad" : "neutral";
-  return html`<span class="badge ${cls}" title="${verdictHelp(v.outcome)}">${verdictWord(v.outcome)}</span> <span class="small">${verdictCell(v)}</span>`;
+  const badge = html`<span class="badge ${cls}" title="${verdictHelp(v.outcome)}">${verdictWord(v.outcome)}</span>`;
+  return o.who === false ? badge : html`${badge} <span class="small">${verdictCell(v)}</span>`;
 }
 
 /** An egress outcome in colour and words. */

@@ -62,7 +62,7 @@ function pendingCard(v: PluginView, session: UserSession | null): Markup {
     return html`<section class="card" id="pending" aria-labelledby="pending-h">
 <h2 id="pending-h">Approval (not offered)</h2>
 <p>The version asked for also needs more than the grant gives: ${items.join(", ")}. Approving that would not make it run, so it is not offered while its ${blockerSubject(first)} blocks it.</p>
-<div class="actions"><button type="button" class="primary" disabled>Approve: blocked by its ${blockerSubject(first)}</button></div>
+<div class="actions"><button type="button" disabled>Approve: blocked by its ${blockerSubject(first)}</button></div>
 </section>`;
   }
   const owner = session?.role === "owner";
@@ -96,7 +96,7 @@ function whyCard(v: PluginView): Markup {
 function signatureFact(v: PluginView): Markup {
   if (v.row.deleted) return html`<span class="muted">–</span>`;
   const s = v.row.signature;
-  return html`${verdictBadge(s)}${s === null ? "" : html`<br><span class="small">${verdictText(s)}.</span>`} <span class="small muted">${verdictHelp(s?.outcome ?? null)}</span>`;
+  return html`${verdictBadge(s, { who: false })}${s === null ? "" : html` ${verdictText(s)}.`}<br><span class="small muted">${verdictHelp(s?.outcome ?? null)}</span>`;
 }
 
 function timelineRow(t: TimelineEntry, now: Date): Markup {
