@@ -401,6 +401,13 @@ export function containerText(target: string | null): string {
   return folder === null ? "as a container" : `objects written to ${folder} (no container runtime in the embedded mode)`;
 }
 
+/** Why `call` does not reach a container plugin: the plugin host runs only WebAssembly, and the embedded mode runs no container. */
+export function containerCallRefusal(name: string, target: string | null): string {
+  return embeddedFolder(target) === null
+    ? `${name} runs as a container, not in the plugin host: call it through its own service`
+    : `${name} is a container plugin, not one the plugin host runs, and nothing runs it here: its ${containerText(target)}`;
+}
+
 /** The one line under a table whose rows say "objects only", or null when none does. */
 export function objectsOnlyNote(rows: readonly Pick<PluginRow, "runtime" | "module" | "target">[]): string | null {
   const folder = rows.map((r) => (r.runtime === "container" ? embeddedFolder(r.target) : null)).find((f) => f !== null);

@@ -5,7 +5,7 @@
  * plugins waiting for the owner: only versions an approval would let run. The table refreshes
  * itself (htmx polls and swaps it).
  */
-import { blockerSubject, blockerText, outcomeText, pluginsOverview, problemText } from "../../app/index.js";
+import { blockerSubject, blockerText, outcomeText, pluginsOverview, problemText, verdictHelp, verdictWord } from "../../app/index.js";
 import type { PendingApproval, PluginRow } from "../../app/index.js";
 import type { RequestContext } from "../routes.js";
 import { absoluteTime, ago, image, statusBadge, verdictBadge } from "./format.js";
@@ -52,6 +52,12 @@ function summary(rows: readonly PluginRow[]): string {
   return `${rows.length} plugin${rows.length === 1 ? "" : "s"}${parts.length === 0 ? "" : `: ${parts.join(", ")}`}`;
 }
 
+/** One line of help for the Signature column: what each verdict means for a plugin. */
+function signatureLegend(): Markup {
+  const outcomes = ["verified", "unverified", "refused"] as const;
+  return html`<p class="small legend">Signature: ${outcomes.map((o, i) => html`${i === 0 ? "" : "; "}<strong>${verdictWord(o)}</strong>: ${verdictHelp(o).replace(/\.$/, "")}`)}.</p>`;
+}
+
 /** The plugins whose page frames a view (their running version has a UI), when views run. */
 async function withViews(ctx: RequestContext, rows: readonly PluginRow[]): Promise<ReadonlySet<string>> {
   const views = ctx.app.views;
@@ -74,6 +80,7 @@ export async function pluginsPage(ctx: RequestContext): Promise<string> {
 ${blocked(cannotRun)}
 ${waiting(pending)}
 ${table}
+${rows.length === 0 ? "" : signatureLegend()}
 <p class="small muted">As of ${absoluteTime(now.toISOString())}; this table refreshes by itself.</p>
 </div>`;
   return page({ title: "Plugins", section: "plugins", session, body });
