@@ -411,7 +411,7 @@ export function containerCallRefusal(name: string, target: string | null): strin
 /** The one line under a table whose rows say "objects only", or null when none does. */
 export function objectsOnlyNote(rows: readonly Pick<PluginRow, "runtime" | "module" | "target">[]): string | null {
   const folder = rows.map((r) => (r.runtime === "container" ? embeddedFolder(r.target) : null)).find((f) => f !== null);
-  return folder === undefined || folder === null ? null : `objects only: ${containerText(`directory:${folder}`)}.`;
+  return folder === undefined || folder === null ? null : `RUNTIME "objects only": ${containerText(`directory:${folder}`)}.`;
 }
 
 /** A plugin's latest recorded call, as a table cell. */
