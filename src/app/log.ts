@@ -87,19 +87,38 @@ function readRange(store: EventStore, q: LogQuery, afterSeq: number, toSeq: numb
   return limit === undefined ? all : all.slice(0, limit);
 }
 
-/** The verdict keys (digest with manifest, or digest alone) of every version a plugin asked for or was said to run. */
-function verdictKeysOf(store: EventStore, name: string, toSeq: number): { readonly keys: ReadonlySet<string>; readonly digests: ReadonlySet<string> } {
-  const keys = new Set<string>();
-  const digests = new Set<string>();
-  for (const e of store.read({ stream: pluginStream(name), type: ["plugin.observed", "previous.observed"], toSeq })) {
+/** The verdict keys of the versions a plugin asked for, as far as its stream was read. */
+interface VerdictKeys {
+  /** The seq of the last of the plugin's events read. */
+  after: number;
+  readonly keys: Set<string>;
+  readonly digests: Set<string>;
+}
+
+// Read once per plugin and store, then only what was appended since: a followed or paged log
+// asks again and again, and each spec costs a parse (its config schema compiled).
+const KEYS = new WeakMap<EventStore, Map<string, VerdictKeys>>();
+
+/**
+ * The verdict keys (digest with manifest, or digest alone) of every version a plugin asked for or
+ * was said to run. Whenever it asked for one, a verdict about it is part of its story: the one
+ * recorded for another plugin on the same image and manifest is the one its decisions rely on.
+ */
+function verdictKeysOf(store: EventStore, name: string): VerdictKeys {
+  const byName = KEYS.get(store) ?? new Map<string, VerdictKeys>();
+  KEYS.set(store, byName);
+  const known = byName.get(name) ?? { after: 0, keys: new Set<string>(), digests: new Set<string>() };
+  byName.set(name, known);
+  for (const e of store.read({ stream: pluginStream(name), type: ["plugin.observed", "previous.observed"], afterSeq: known.after })) {
+    known.after = e.seq;
     const [image, manifest] = e.type === "plugin.observed" ? [specImageOf(e.data.spec), specManifestDigest(name, e.data.spec)]
       : e.type === "previous.observed" ? [e.data.deployed.image, recordedManifestDigest(e.data.deployed)] : [null, null];
     const ref = image === null ? null : parseImageRef(image);
     if (ref === null || !ref.ok) continue;
-    digests.add(ref.value.digest);
-    keys.add(verdictKey(ref.value.digest, manifest));
+    known.digests.add(ref.value.digest);
+    known.keys.add(verdictKey(ref.value.digest, manifest));
   }
-  return { keys, digests };
+  return known;
 }
 
 function specImageOf(spec: unknown): string | null {
@@ -115,7 +134,7 @@ const VERDICT_PAGE = 500;
  * stream, keyed by digest; a digest two plugins share has one verdict per manifest.
  */
 export function pluginVerdicts(store: EventStore, name: string, base: ReadFilter, limit?: number): KnownEvent[] {
-  const { keys, digests } = verdictKeysOf(store, name, base.toSeq ?? store.head());
+  const { keys, digests } = verdictKeysOf(store, name);
   if (digests.size === 0) return [];
   const out: KnownEvent[] = [];
   for (let after = base.afterSeq ?? 0; ;) {

@@ -6,10 +6,10 @@
  * Both list them in one order — spec, signature, config — and the faces word them
  * (`src/app/wording.ts`).
  */
+import { manifestDigest } from "../events/index.js";
 import type { EventStore } from "../events/index.js";
 import { parsePlugin, validateConfig } from "../plugins/index.js";
 import type { FieldError, JsonValue } from "../plugins/index.js";
-import { specManifestDigest } from "./decide-rollout.js";
 import { imageDigest, specImage } from "./images.js";
 import { Lookup } from "./lookup.js";
 
@@ -53,7 +53,7 @@ export function standingBlockers(store: EventStore, name: string, spec: JsonValu
   const out: HardBlocker[] = [];
   const image = specImage(spec) ?? p.value.spec.image;
   const digest = imageDigest(image);
-  const verdict = digest === null ? null : new Lookup(store).verdictFor(digest, specManifestDigest(name, spec), Number.MAX_SAFE_INTEGER);
+  const verdict = digest === null ? null : new Lookup(store).verdictFor(digest, manifestDigest(p.value.spec.manifest), Number.MAX_SAFE_INTEGER);
   if (verdict?.data.outcome === "refused") out.push({ code: "signature_refused", digest: verdict.data.digest, reason: verdict.data.reason ?? null });
   const schema = p.value.spec.manifest.configSchema;
   const errors = schema === undefined ? [] : validateConfig(schema, p.value.spec.config, "spec.config");
