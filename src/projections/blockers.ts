@@ -11,7 +11,7 @@ import type { EventStore } from "../events/index.js";
 import { parsePlugin, validateConfig } from "../plugins/index.js";
 import type { FieldError, JsonValue } from "../plugins/index.js";
 import { imageDigest, specImage } from "./images.js";
-import { Lookup } from "./lookup.js";
+import { lookupFor } from "./lookup.js";
 
 /** One reason the version asked for could not run, as a code and the facts behind it. */
 export type Blocker =
@@ -53,7 +53,7 @@ export function standingBlockers(store: EventStore, name: string, spec: JsonValu
   const out: HardBlocker[] = [];
   const image = specImage(spec) ?? p.value.spec.image;
   const digest = imageDigest(image);
-  const verdict = digest === null ? null : new Lookup(store).verdictFor(digest, manifestDigest(p.value.spec.manifest), Number.MAX_SAFE_INTEGER);
+  const verdict = digest === null ? null : lookupFor(store).verdictFor(digest, manifestDigest(p.value.spec.manifest), Number.MAX_SAFE_INTEGER);
   if (verdict?.data.outcome === "refused") out.push({ code: "signature_refused", digest: verdict.data.digest, reason: verdict.data.reason ?? null });
   const schema = p.value.spec.manifest.configSchema;
   const errors = schema === undefined ? [] : validateConfig(schema, p.value.spec.config, "spec.config");
