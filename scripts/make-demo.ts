@@ -260,7 +260,7 @@ Check an image's signature and that the Plugin's manifest equals its signed labe
 
     node bin/openfief.js verify --plugin examples/plugins/nbp-fx.yaml --oci-layout examples/oci --trusted-signers examples/trusted-signers.json
 
-It prints \`unverified\`: signed by a signer the owner trusts, but not pinned in the catalog.
+It prints \`trusted\`: signed by demo-owner, a signer the owner trusts; not pinned in the catalog.
 The WebAssembly plugin verifies the same way, through the same image check:
 
     node bin/openfief.js verify --plugin examples/plugins/ecb-fx.yaml --oci-layout examples/oci --trusted-signers examples/trusted-signers.json

@@ -21,8 +21,14 @@ export const APP_ERRORS = {
   precondition_failed: { exit: 1, status: 412 },
   /** A write that must name the version it saw did not (HTTP: no `If-Match`). */
   precondition_required: { exit: 1, status: 428 },
-  /** The state does not allow it (an invalid spec to approve, a data folder locked by another `up`). */
+  /** The state does not allow it (a data folder locked by another `up`, a writer that kept changing the plugin). */
   conflict: { exit: 1, status: 409 },
+  /** An approval for a version whose spec (its manifest among it) is invalid: it cannot run whatever is approved. */
+  spec_invalid: { exit: 1, status: 409 },
+  /** An approval for a version whose signature the trust policy refused: it cannot run whatever is approved. */
+  signature_refused: { exit: 1, status: 409 },
+  /** An approval for a version whose config its own schema refuses: it cannot run whatever is approved. */
+  config_refused: { exit: 1, status: 409 },
   /** The log's hash chain or its guards do not hold: nothing acts on it. */
   log_broken: { exit: 1, status: 503 },
   /** No session, or an expired or invalid one. */

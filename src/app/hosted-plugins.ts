@@ -23,6 +23,7 @@ import type { WorkloadState } from "../projections/index.js";
 import { readWasmModule } from "../trust/index.js";
 import { AppError } from "./errors.js";
 import type { Runtime } from "./runtime.js";
+import { containerCallRefusal } from "./wording.js";
 
 /** Options of {@link startHostedPlugins}. */
 export interface HostedPluginsOptions {
@@ -115,7 +116,7 @@ export function startHostedPlugins(rt: Runtime, o: HostedPluginsOptions): Hosted
       if (w === null || w.module === null) {
         const last = projector.rows<WorkloadState>("desired_workloads").get(name);
         if (last === undefined && rt.store.last(pluginStream(name)) === null) throw new AppError("not_found", `no plugin ${name}`);
-        if (last?.running === true && last.runtime !== "wasm") throw new AppError("usage", `${name} runs as a container, not in the plugin host: call it through its own service`);
+        if (last?.running === true && last.runtime !== "wasm") throw new AppError("usage", containerCallRefusal(name, rt.store.last(pluginStream(name), "workload.applied")?.data.target ?? null));
         return host.refuse(name, last?.module ?? "", method, hostError(HostErrorCode.NotApproved, `${name} has no approved version running (openfief why ${name})`));
       }
       if (!host.modules().some((m) => m.digest === w.module)) await install(w);

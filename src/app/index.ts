@@ -10,8 +10,13 @@ export type { Runtime, RuntimeOptions } from "./runtime.js";
 export { CLUSTER_ACTOR, clusterReconcilerFactory, kubeChange, observe, observePrevious, recordKubeChanges, signatureState, topologyFromEnv } from "./cluster.js";
 /** The words the faces share: `why`'s codes, events and pending permissions as sentences. */
 export { blockerText, describeEvent, describePending, describeRule, egressReasonText, hostPort, pendingItems, reasonText, viewDecisionSentences, whySentences } from "./wording.js";
-export type { PendingLike } from "./wording.js";
+export type { EventContext, PendingLike } from "./wording.js";
 export { describeDecision, lastCallText, problemText, runtimeText, statusText } from "./wording.js";
+/** Verdicts as what they mean, blockers, grant edits as what they changed, outcomes, the embedded mode's objects. */
+export {
+  blockerSubject, containerText, DESCRIBED_TYPES, embeddedFolder, grantChange, objectsOnlyNote, OUTCOME_TEXT, outcomeText, refusalText, shortRefs, signersText,
+  verdictCell, verdictHelp, verdictText, verdictWord,
+} from "./wording.js";
 /** Errors: one type, one code registry, each code with its exit code and HTTP status. */
 export { APP_ERRORS, AppError, toAppError } from "./errors.js";
 export type { AppErrorCode } from "./errors.js";
@@ -25,11 +30,11 @@ export type { Actor } from "./actor.js";
 export { checkResourceSize, MAX_RESOURCE_BYTES, MAX_RESOURCE_DOCUMENTS, parseResources } from "./resources.js";
 export type { Resource } from "./resources.js";
 /** The owner's writes: apply, delete, approve, each expecting the version it read before its facts. */
-export { applyResources, approve, deletableKind, deleteResource, grantWithPending, pendingOf } from "./owner-edits.js";
+export { applyResources, approve, BLOCKER_REFUSAL, deletableKind, deleteResource, grantWithPending, pendingOf } from "./owner-edits.js";
 export type { Applied, Approved, DeletableKind, Deleted } from "./owner-edits.js";
 /** `get plugins`. */
 export { lastCallOf, listPlugins, shortImage } from "./plugins.js";
-export type { LastCallView, PluginProblem, PluginRow, PluginStatus } from "./plugins.js";
+export type { LastCallView, PluginProblem, PluginRow, PluginStatus, SignatureView } from "./plugins.js";
 /** A data folder: its files, the lock that keeps a second `up` off it, private key files. */
 export {
   checkPrivateFile, DATA_DIR_MODE, DATA_FILE_MODE, DEFAULT_DATA_DIR, lockDataDir, lockHolder, logFile, openDataDir, openDataStore, privateDataFile, requireLog, runningEgress, storeFile, tightenedText,
@@ -60,7 +65,7 @@ export { CoreTokenVerifier, instanceOfAudience } from "./core-token.js";
 export type { CoreTokenRefusal, CoreTokenResult } from "./core-token.js";
 export type { HostedPlugins, HostedPluginsOptions } from "./hosted-plugins.js";
 /** The log read and followed with the filters of `openfief log`, paged by sequence number. */
-export { checkLogQuery, eventTypes, followLog, MAX_LOG_TYPES, parseCount, parseTime, readLog, readLogTail } from "./log.js";
+export { checkLogQuery, eventSentence, eventTypes, followLog, MAX_LOG_TYPES, parseCount, parseTime, pluginVerdicts, readLog, readLogTail } from "./log.js";
 export type { FollowOptions, LogPage, LogQuery, LogTail } from "./log.js";
 /** Replay: the state as of a sequence number or a time. */
 export { parseReplayPoint, replay } from "./replay.js";
@@ -85,8 +90,8 @@ export type { NextSteps } from "./wording.js";
 export type { EventStore, KnownEvent } from "../events/index.js";
 /** The model's shapes the use cases answer in. */
 export type { GrantSpec, JsonValue, Pending } from "../plugins/index.js";
-/** `why`'s answer in codes and facts. */
-export type { WhyAnswer } from "../projections/index.js";
+/** `why`'s answer in codes and facts; what keeps a version from running. */
+export type { Blocker, HardBlocker, WhyAnswer } from "../projections/index.js";
 /** The views part of `up` (keys, the mint, the gateway and the plugin proxy), started by `startControlPlane`; its settings and constants. */
 export { consoleUserRoles, CONSOLE_USER_RULES, VIEW_DEFAULTS, VIEW_KEYS_FILE, JWKS_PATH, KEY_MAX_AGE_SECONDS } from "./view-settings.js";
 export type { ViewSettings } from "./view-settings.js";

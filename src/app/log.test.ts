@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { openStore } from "../events/index.js";
 import type { EventStore, KnownEvent } from "../events/index.js";
-import { followLog, readLog, readLogTail } from "./log.js";
+import { eventSentence, followLog, readLog, readLogTail } from "./log.js";
 
 let dir: string;
 let store: EventStore;
@@ -95,5 +95,42 @@ describe("following the log", () => {
     } finally {
       await other.close();
     }
+  });
+});
+
+describe("a plugin's story in the log", () => {
+  const DIGEST = `sha256:${"c".repeat(64)}`;
+  const OTHER = `sha256:${"d".repeat(64)}`;
+  const MANIFEST = { capabilities: ["connector"], egress: [{ host: "api.example.com", port: 443 }], secrets: [], dataTiers: [] };
+  const verdict = (digest: string, manifest?: string) => ({
+    stream: "trust", type: "signature.verdict", actor: "reconciler",
+    data: { digest, image: `registry.example/c@${digest}`, outcome: "unverified", signers: [{ name: "me", kind: "owner" }], identities: [], trustRoot: "r", catalog: "c", ...(manifest === undefined ? {} : { manifest }) },
+  });
+
+  it("holds the signature verdicts about the images the plugin asked for, and no other", () => {
+    const [observed] = store.append([{ stream: "plugin/c", type: "plugin.observed", actor: "owner:cli", data: { name: "c", spec: { image: `registry.example/c@${DIGEST}`, manifest: MANIFEST } } }]);
+    const [mine] = store.append([verdict(DIGEST)]);
+    const [elses] = store.append([verdict(OTHER)]);
+    const [otherManifest] = store.append([verdict(DIGEST, "e".repeat(64))]);
+    const [config] = store.append([{ stream: "plugin/c", type: "config.verdict", actor: "reconciler", data: { name: "c", image: `registry.example/c@${DIGEST}`, ok: true, errors: [] } }]);
+    const page = readLog(store, { plugin: "c" });
+    expect(seqs(page.events)).toEqual([observed?.seq, mine?.seq, config?.seq]);
+    expect(seqs(page.events)).not.toContain(elses?.seq);
+    expect(seqs(page.events)).not.toContain(otherManifest?.seq);
+    expect(seqs(readLog(store, { plugin: "c", types: ["signature.verdict"] }).events)).toEqual([mine?.seq]);
+    expect(seqs(readLog(store, { plugin: "c", types: ["config.verdict"] }).events)).toEqual([config?.seq]);
+    expect(seqs(readLogTail(store, { plugin: "c" }, { limit: 2 }).events)).toEqual([mine?.seq, config?.seq]);
+  });
+
+  it("words a grant edit as what it changed against the grant just before it", () => {
+    const grant = (hosts: string[]) => ({ capabilities: ["connector"], egress: hosts.map((host) => ({ host, port: 443 })), secrets: [], dataTiers: [] });
+    const [first] = store.append([{ stream: "plugin/g", type: "grant.observed", actor: "owner:cli", data: { name: "g", spec: grant(["a.example"]) } }]);
+    const [wider] = store.append([{ stream: "plugin/g", type: "grant.observed", actor: "owner:web:root", data: { name: "g", spec: grant(["a.example", "b.example"]) } }]);
+    const [gone] = store.append([{ stream: "plugin/g", type: "grant.deleted", actor: "owner:cli", data: { name: "g" } }]);
+    expect([first, wider, gone].map((e) => (e === undefined ? "" : eventSentence(store, e)))).toEqual([
+      "the grant was set by owner:cli: +capability connector, +egress a.example:443",
+      "the grant was set by owner:web:root: +egress b.example:443",
+      "the grant was deleted by owner:cli: \u2212capability connector, \u2212egress a.example:443, \u2212egress b.example:443",
+    ]);
   });
 });

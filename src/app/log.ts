@@ -1,16 +1,21 @@
 /**
- * `openfief log` and the API's events: the log filtered by plugin (its own stream and its egress
- * decisions), event type and time, paged by sequence number, and followed as it grows. The CLI,
- * the JSON API (and its server-sent events) and the console's log page read it here, so a filter
- * means the same on every face.
+ * `openfief log` and the API's events: the log filtered by plugin (its own stream with its config
+ * verdicts, its egress decisions, and the signature verdicts about the images it asked for),
+ * event type and time, paged by sequence number, and followed as it grows. The CLI, the JSON API
+ * (and its server-sent events) and the console's log page read it here, so a filter means the
+ * same on every face — and each event reads as the same sentence ({@link eventSentence}).
  */
-import { egressStream, isPluginName, pluginStream } from "../events/index.js";
+import { egressStream, isPluginName, pluginStream, verdictKey } from "../events/index.js";
 import type { EventStore, KnownEvent, ReadFilter } from "../events/index.js";
+import { parseImageRef } from "../plugins/index.js";
+import { grantBefore, recordedManifestDigest, specManifestDigest } from "../projections/index.js";
+import { TRUST_STREAM, VERDICT_EVENT } from "../trust/index.js";
 import { AppError } from "./errors.js";
+import { describeEvent } from "./wording.js";
 
 /** What to read of the log; every field narrows. */
 export interface LogQuery {
-  /** Only this plugin's events: its own stream and its egress decisions. */
+  /** Only this plugin's events: its own stream, its egress decisions, the signature verdicts about its images. */
   readonly plugin?: string;
   /** Only events of these types (any of them). */
   readonly types?: readonly string[];
@@ -74,8 +79,85 @@ function readRange(store: EventStore, q: LogQuery, afterSeq: number, toSeq: numb
     ...(limit === undefined ? {} : { limit }),
   };
   if (q.plugin === undefined) return store.read(base);
-  const both = [...store.read({ ...base, stream: pluginStream(q.plugin) }), ...store.read({ ...base, stream: egressStream(q.plugin) })].sort((a, b) => a.seq - b.seq);
-  return limit === undefined ? both : both.slice(0, limit);
+  const all = [
+    ...store.read({ ...base, stream: pluginStream(q.plugin) }),
+    ...store.read({ ...base, stream: egressStream(q.plugin) }),
+    ...(q.types === undefined || q.types.length === 0 || q.types.includes(VERDICT_EVENT) ? pluginVerdicts(store, q.plugin, base, limit) : []),
+  ].sort((a, b) => a.seq - b.seq);
+  return limit === undefined ? all : all.slice(0, limit);
+}
+
+/** The verdict keys of the versions a plugin asked for, as far as its stream was read. */
+interface VerdictKeys {
+  /** The seq of the last of the plugin's events read. */
+  after: number;
+  readonly keys: Set<string>;
+  readonly digests: Set<string>;
+}
+
+// Read once per plugin and store, then only what was appended since: a followed or paged log
+// asks again and again, and each spec costs a parse (its config schema compiled).
+const KEYS = new WeakMap<EventStore, Map<string, VerdictKeys>>();
+
+/**
+ * The verdict keys (digest with manifest, or digest alone) of every version a plugin asked for or
+ * was said to run. Whenever it asked for one, a verdict about it is part of its story: the one
+ * recorded for another plugin on the same image and manifest is the one its decisions rely on.
+ */
+function verdictKeysOf(store: EventStore, name: string): VerdictKeys {
+  const byName = KEYS.get(store) ?? new Map<string, VerdictKeys>();
+  KEYS.set(store, byName);
+  const known = byName.get(name) ?? { after: 0, keys: new Set<string>(), digests: new Set<string>() };
+  byName.set(name, known);
+  for (const e of store.read({ stream: pluginStream(name), type: ["plugin.observed", "previous.observed"], afterSeq: known.after })) {
+    known.after = e.seq;
+    const [image, manifest] = e.type === "plugin.observed" ? [specImageOf(e.data.spec), specManifestDigest(name, e.data.spec)]
+      : e.type === "previous.observed" ? [e.data.deployed.image, recordedManifestDigest(e.data.deployed)] : [null, null];
+    const ref = image === null ? null : parseImageRef(image);
+    if (ref === null || !ref.ok) continue;
+    known.digests.add(ref.value.digest);
+    known.keys.add(verdictKey(ref.value.digest, manifest));
+  }
+  return known;
+}
+
+function specImageOf(spec: unknown): string | null {
+  return typeof spec === "object" && spec !== null && "image" in spec && typeof spec.image === "string" ? spec.image : null;
+}
+
+/** How many verdicts one read of the trust stream takes while looking for a plugin's. */
+const VERDICT_PAGE = 500;
+
+/**
+ * The signature verdicts about the images a plugin asked for (each checked against its manifest,
+ * or against none), within `base`'s range and times, at most `limit`. Verdicts live in the trust
+ * stream, keyed by digest; a digest two plugins share has one verdict per manifest.
+ */
+export function pluginVerdicts(store: EventStore, name: string, base: ReadFilter, limit?: number): KnownEvent[] {
+  const { keys, digests } = verdictKeysOf(store, name);
+  if (digests.size === 0) return [];
+  const out: KnownEvent[] = [];
+  for (let after = base.afterSeq ?? 0; ;) {
+    const page = store.read({ ...base, afterSeq: after, stream: TRUST_STREAM, type: VERDICT_EVENT, limit: VERDICT_PAGE });
+    for (const e of page) {
+      if (e.type !== "signature.verdict") continue;
+      const d = e.data;
+      if (d.manifest === undefined ? digests.has(d.digest) : keys.has(verdictKey(d.digest, d.manifest))) out.push(e);
+    }
+    if (limit !== undefined && out.length >= limit) return out.slice(0, limit);
+    const last = page.at(-1);
+    if (page.length < VERDICT_PAGE || last === undefined) return out;
+    after = last.seq;
+  }
+}
+
+/**
+ * An event as its sentence, with what the log knows around it: a grant edit says what it
+ * changed (`+egress static.nbp.pl:443`) against the grant just before it.
+ */
+export function eventSentence(store: EventStore, e: KnownEvent): string {
+  if (e.type === "grant.observed" || e.type === "grant.deleted") return describeEvent(e, { grantBefore: grantBefore(store, e.data.name, e.seq) });
+  return describeEvent(e);
 }
 
 /** Reads one page of the log (checked first, see {@link checkLogQuery}), in sequence order. */

@@ -81,6 +81,32 @@ describe("approve", () => {
   });
 });
 
+describe("approve a version that cannot run whatever is approved", () => {
+  const SCHEMA = { type: "object", properties: { region: { type: "string" } }, additionalProperties: false };
+  const respec = (spec: Record<string, unknown>) => store.append([{ stream: "plugin/echo", type: "plugin.observed", actor: "owner:cli", data: { name: "echo", spec: { image: IMAGE, manifest: MANIFEST, ...spec } } }]);
+  const refuse = (reason: string) => store.append([{ stream: "trust", type: "signature.verdict", actor: "reconciler", data: { digest: `sha256:${"a".repeat(64)}`, image: IMAGE, outcome: "refused", reason, signers: [], identities: [], trustRoot: "r", catalog: "c" } }]);
+
+  it.each<[string, () => void, string, RegExp]>([
+    ["its config fails its schema", () => respec({ manifest: { ...MANIFEST, configSchema: SCHEMA }, config: { region: 7 } }), "config_refused", /its config does not match its schema: spec\.config\.region/],
+    ["its signature was refused", () => refuse("untrusted_signer"), "signature_refused", /its signature was refused: it is signed, but by no signer you trust \(untrusted_signer\)/],
+    ["its spec is invalid", () => respec({ manifest: { ...MANIFEST, egress: [{ host: "not a host" }] } }), "spec_invalid", /its spec is invalid/],
+    ["both its signature and its config are refused, naming the signature first", () => { refuse("unsigned"); respec({ manifest: { ...MANIFEST, configSchema: SCHEMA }, config: { region: 7 } }); }, "signature_refused", /signature was refused.*; and its config does not match/],
+  ])("refuses when %s, with a code naming the blocker, and records nothing", (_what, arrange, code, message) => {
+    arrange();
+    const head = store.head();
+    let thrown: unknown;
+    try { approve(store, "echo", "owner:cli"); } catch (err) { thrown = err; }
+    expect(thrown).toMatchObject({ code, message: expect.stringMatching(message) });
+    expect(store.head()).toBe(head);
+  });
+
+  it("approves once the blocker is fixed", () => {
+    respec({ manifest: { ...MANIFEST, configSchema: SCHEMA }, config: { region: 7 } });
+    respec({ manifest: { ...MANIFEST, configSchema: SCHEMA }, config: { region: "eu" } });
+    expect(approve(store, "echo", "owner:cli").approved.egress.map((h) => h.host)).toEqual(["b.example"]);
+  });
+});
+
 describe("delete", () => {
   it("refuses what does not exist, and records the deletion of what does", () => {
     expect(() => deleteResource(store, "plugin", "ghost", "owner:cli")).toThrow(expect.objectContaining({ code: "not_found" }));

@@ -11,11 +11,14 @@
  */
 import { pluginStream, StoreError } from "../events/index.js";
 import type { EventStore } from "../events/index.js";
-import { EMPTY_GRANT_SPEC, isEmptyPending, needsApproval, parseGrant, parsePlugin, sortRules, validateConfig } from "../plugins/index.js";
+import { EMPTY_GRANT_SPEC, EMPTY_PENDING, isEmptyPending, needsApproval, parseGrant, parsePlugin, sortRules, validateConfig } from "../plugins/index.js";
 import type { FieldError, GrantSpec, JsonValue, Pending } from "../plugins/index.js";
+import { standingBlockers } from "../projections/index.js";
+import type { HardBlocker } from "../projections/index.js";
 import type { Actor } from "./actor.js";
 import { AppError } from "./errors.js";
 import type { Resource } from "./resources.js";
+import { blockerPhrase } from "./wording.js";
 
 /** How many times a write re-reads its facts after a conflict before giving up. */
 const CONFLICT_RETRIES = 5;
@@ -29,7 +32,8 @@ export interface Applied {
   readonly seq?: number;
   /**
    * For a Plugin whose config its own manifest's schema refuses: every problem. It is recorded all
-   * the same (the cluster would hold it too), and the reconciler will not run that config.
+   * the same (the cluster would hold it too), and the reconciler will not run that config: a
+   * warning for the faces to show, not a failure of the write.
    */
   readonly configErrors?: readonly FieldError[];
 }
@@ -102,22 +106,31 @@ export function grantWithPending(grant: GrantSpec, pending: Pending): GrantSpec 
   };
 }
 
-/** What a plugin's current version waits for, as the log stands at `version` of its stream. */
-export function pendingOf(store: EventStore, name: string, version?: number): { pending: Pending; grant: GrantSpec; version: number; pluginSeq: number } {
+/** What a plugin's current version waits for, as the log stands at `version` of its stream, and what keeps it from running whatever is approved. */
+export function pendingOf(store: EventStore, name: string, version?: number): { pending: Pending; grant: GrantSpec; version: number; pluginSeq: number; blockers: HardBlocker[] } {
   const stream = pluginStream(name);
   const at = version ?? store.version(stream);
   const spec = store.read({ stream, type: ["plugin.observed", "plugin.deleted"] }).filter((e) => e.version <= at).at(-1);
   if (spec === undefined || spec.type === "plugin.deleted") throw new AppError("not_found", `plugin ${name} does not exist`);
-  const plugin = parsePlugin({ name, spec: spec.data.spec });
-  if (!plugin.ok) throw new AppError("conflict", `plugin ${name} has an invalid spec; fix it before approving`);
+  const blockers = standingBlockers(store, name, spec.data.spec);
   const lastGrant = store.read({ stream, type: ["grant.observed", "grant.deleted"] }).filter((e) => e.version <= at).at(-1);
   let grant: GrantSpec = EMPTY_GRANT_SPEC;
   if (lastGrant !== undefined && lastGrant.type === "grant.observed") {
     const g = parseGrant({ name, spec: lastGrant.data.spec });
     if (g.ok) grant = g.value.spec;
   }
-  return { pending: needsApproval(plugin.value.spec.manifest, grant), grant, version: at, pluginSeq: spec.seq };
+  const plugin = parsePlugin({ name, spec: spec.data.spec });
+  // An invalid spec asks for nothing an approval could add; its blocker says why.
+  const pending = plugin.ok ? needsApproval(plugin.value.spec.manifest, grant) : EMPTY_PENDING;
+  return { pending, grant, version: at, pluginSeq: spec.seq, blockers };
 }
+
+/** The code `approve` refuses with for the first blocker of the version asked for: it names the blocker. */
+export const BLOCKER_REFUSAL: { readonly [C in HardBlocker["code"]]: "spec_invalid" | "signature_refused" | "config_refused" } = {
+  spec_invalid: "spec_invalid",
+  signature_refused: "signature_refused",
+  config_mismatch: "config_refused",
+};
 
 /**
  * Adds exactly what the plugin's current version asks beyond its grant to the grant, as the
@@ -132,7 +145,13 @@ export function approve(store: EventStore, name: string, actor: Actor, expectedV
     if (expectedVersion !== undefined && store.version(stream) !== expectedVersion) {
       throw new AppError("precondition_failed", `plugin ${name} changed since version ${expectedVersion} (now ${store.version(stream)}): look again before approving`);
     }
-    const { pending, grant, pluginSeq } = pendingOf(store, name, version);
+    const { pending, grant, pluginSeq, blockers } = pendingOf(store, name, version);
+    const first = blockers[0];
+    // No approval for a version that cannot run whatever is approved: its blocker comes first.
+    if (first !== undefined) {
+      const code = BLOCKER_REFUSAL[first.code];
+      throw new AppError(code, `${name}: nothing approved (${code}): the version asked for cannot run whatever is approved, because ${blockers.map(blockerPhrase).join("; and ")}; fix that first`);
+    }
     if (isEmptyPending(pending)) return { name, approved: pending, seq: null, version };
     const spec = grantWithPending(grant, pending);
     const [e] = store.append(

@@ -4,21 +4,21 @@
  * `why` in sentences, the timeline of its events with their causes, and — when its current
  * version waits — exactly what an approval would add and the stream version to send with it
  * (HTTP `If-Match`), read before the facts so that approving against it is never a decision on
- * facts the owner did not see.
+ * facts the owner did not see. A version that cannot run whatever is approved (its spec, its
+ * signature or its config refused) carries its blockers, and no approval is offered for it.
  */
 import { pluginStream } from "../events/index.js";
 import type { EventStore, KnownEvent } from "../events/index.js";
 import { formatHostPort, isEmptyPending, parseGrant, parsePlugin } from "../plugins/index.js";
 import type { GrantSpec, JsonValue, Pending, RolloutPlanJSON } from "../plugins/index.js";
 import { recentGatewayRecords, summarizeDecisions, why } from "../projections/index.js";
-import type { GatewayRecord } from "../projections/index.js";
-import type { WhyAnswer } from "../projections/index.js";
+import type { GatewayRecord, HardBlocker, WhyAnswer } from "../projections/index.js";
 import { AppError } from "./errors.js";
-import { checkLogQuery } from "./log.js";
+import { checkLogQuery, eventSentence, pluginVerdicts } from "./log.js";
 import { grantWithPending, pendingOf } from "./owner-edits.js";
 import { listPlugins } from "./plugins.js";
 import type { PluginRow } from "./plugins.js";
-import { describeEvent, describePending, describeRule, viewDecisionSentences, whySentences } from "./wording.js";
+import { describePending, describeRule, viewDecisionSentences, whySentences } from "./wording.js";
 import type { NextSteps } from "./wording.js";
 
 /** What a Plugin asks for, as given. */
@@ -51,6 +51,11 @@ export interface PendingApproval {
   readonly grantAfter: GrantSpec;
   /** The plugin stream's version the facts were read at: what an approval expects (`If-Match`). */
   readonly version: number;
+  /**
+   * What keeps the version from running whatever is approved (spec, signature, config). While it
+   * holds any, the approval is not offered: the faces show the blockers first, and `approve` refuses.
+   */
+  readonly blockers: readonly HardBlocker[];
 }
 
 /** One event of a plugin's timeline, worded, with the event that caused it. */
@@ -133,22 +138,25 @@ function grantOf(store: EventStore, name: string): GrantSpec | null {
   return g.ok ? g.value.spec : null;
 }
 
-/** What approving `name` would add now, or null when nothing is pending; `version` pins the facts. */
+/**
+ * What approving `name` would add now, or null when nothing is pending; `version` pins the facts.
+ * With blockers, it says what the version waits for but is not offered (see {@link PendingApproval.blockers}).
+ */
 export function pendingApproval(store: EventStore, name: string, version?: number): PendingApproval | null {
   try {
     const p = pendingOf(store, name, version ?? store.version(pluginStream(name)));
     if (isEmptyPending(p.pending)) return null;
-    return { name, pending: p.pending, text: describePending(p.pending), grantAfter: grantWithPending(p.grant, p.pending), version: p.version };
+    return { name, pending: p.pending, text: describePending(p.pending), grantAfter: grantWithPending(p.grant, p.pending), version: p.version, blockers: p.blockers };
   } catch (err) {
-    // A deleted plugin or one whose spec is invalid has nothing an approval could add.
-    if (err instanceof AppError && (err.code === "not_found" || err.code === "conflict")) return null;
+    // A deleted plugin has nothing an approval could add.
+    if (err instanceof AppError && err.code === "not_found") return null;
     throw err;
   }
 }
 
-/** Every plugin whose current version waits for the owner, with what approving it would add. */
+/** Every plugin whose current version waits for the owner and would run once approved, with what approving it would add. */
 export function pendingApprovals(store: EventStore): PendingApproval[] {
-  return listPlugins(store).filter((r) => !r.deleted).flatMap((r) => pendingApproval(store, r.name) ?? []);
+  return listPlugins(store).filter((r) => !r.deleted).flatMap((r) => pendingApproval(store, r.name) ?? []).filter((a) => a.blockers.length === 0);
 }
 
 /** A page of a plugin's events (its own stream; with `includeEgress` its egress decisions too), each with its cause. */
@@ -156,21 +164,26 @@ export function pluginTimeline(store: EventStore, name: string, o: { afterSeq?: 
   checkLogQuery(store, { plugin: name });
   const limit = Math.min(o.limit ?? MAX_TIMELINE, MAX_TIMELINE);
   const streams = [pluginStream(name), ...(o.includeEgress === true ? [`egress/${name}`] : [])];
-  const all = streams.flatMap((stream) => store.read({ stream, afterSeq: o.afterSeq ?? 0, ...(o.latest === true ? {} : { limit }) })).sort((a, b) => a.seq - b.seq);
+  const range = { afterSeq: o.afterSeq ?? 0, ...(o.latest === true ? {} : { limit }) };
+  // Its signature verdicts live in the trust stream; they are part of its story all the same.
+  const all = [...streams.flatMap((stream) => store.read({ stream, ...range })), ...pluginVerdicts(store, name, { afterSeq: range.afterSeq }, o.latest === true ? undefined : limit)].sort((a, b) => a.seq - b.seq);
   const page = o.latest === true ? all.slice(-limit) : all.slice(0, limit);
   const seen = new Map(page.map((e) => [e.seq, e]));
   const entries = page.map((event) => {
     const c = event.causedBy === null ? null : (seen.get(event.causedBy) ?? store.get(event.causedBy));
-    return { event, text: describeEvent(event), cause: c === null ? null : { seq: c.seq, type: c.type, text: describeEvent(c) } };
+    return { event, text: eventSentence(store, event), cause: c === null ? null : { seq: c.seq, type: c.type, text: eventSentence(store, c) } };
   });
   const full = o.latest !== true && page.length === limit;
   return { entries, next: full ? (page.at(-1)?.seq ?? null) : null };
 }
 
-/** The plugins page: every row, what waits for approval, and when each latest decision was taken. */
+/** The plugins page: every row, what waits for approval, what cannot run as asked, and when each latest decision was taken. */
 export interface PluginsOverview {
   readonly rows: readonly PluginRow[];
+  /** The approvals offered: each would let the version asked for run. */
   readonly pending: readonly PendingApproval[];
+  /** The plugins whose version asked for cannot run whatever is approved, blockers first. */
+  readonly blocked: readonly PluginRow[];
   /** The time of each row's latest decision, by plugin name. */
   readonly decidedAt: ReadonlyMap<string, string>;
 }
@@ -182,7 +195,13 @@ export function pluginsOverview(store: EventStore): PluginsOverview {
     const time = r.decided === null ? undefined : store.get(r.decided.seq)?.time;
     return time === undefined ? [] : [[r.name, time] as const];
   }));
-  return { rows, pending: rows.filter((r) => !r.deleted).flatMap((r) => pendingApproval(store, r.name) ?? []), decidedAt };
+  const live = rows.filter((r) => !r.deleted);
+  return {
+    rows,
+    pending: live.filter((r) => r.blockers.length === 0).flatMap((r) => pendingApproval(store, r.name) ?? []),
+    blocked: live.filter((r) => r.blockers.length > 0),
+    decidedAt,
+  };
 }
 
 /** `why`'s answer: the latest decision, its sentences, and for a view its recent gateway decisions. */
@@ -201,7 +220,7 @@ export function explain(store: EventStore, name: string, steps?: NextSteps): Exp
   const recent = recentGatewayRecords(store, name, 10);
   return {
     answer,
-    sentences: [...whySentences(answer, steps), ...viewDecisionSentences(recent)],
+    sentences: [...whySentences(answer, steps, (e) => eventSentence(store, e)), ...viewDecisionSentences(recent)],
     gateway: recent.length === 0 ? null : { summary: summarizeDecisions(recent), recent },
   };
 }
@@ -226,7 +245,7 @@ export function pluginView(store: EventStore, name: string, o: { timeline?: numb
     running,
     permissions: { asked: askedPermissions(name, asked), granted: grantLists(grant), effective: runLists(running) },
     pending: row.deleted ? null : pendingApproval(store, name, version),
-    why: answer === null ? null : { answer, sentences: whySentences(answer, o.steps) },
+    why: answer === null ? null : { answer, sentences: whySentences(answer, o.steps, (e) => eventSentence(store, e)) },
     timeline: pluginTimeline(store, name, { latest: true, limit: o.timeline ?? 50 }),
   };
 }

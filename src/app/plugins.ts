@@ -1,15 +1,16 @@
 /**
  * `get plugins`: one row per plugin the log knows — what runs, what is asked for, the signature
  * verdict of the asked-for image (checked against the plugin's own manifest), what waits for
- * approval, and what the owner must know at a glance: a refused config, a refused signature, a
+ * approval, and what the owner must know at a glance: what keeps the version asked for from
+ * running whatever is approved (an invalid spec, a refused signature, a refused config) and a
  * failed reconcile.
  */
 import { pluginStream } from "../events/index.js";
 import type { EventStore, KnownEvent } from "../events/index.js";
 import { parseImageRef } from "../plugins/index.js";
 import type { Pending } from "../plugins/index.js";
-import { Projector, specManifestDigest, standingVerdict } from "../projections/index.js";
-import type { PluginState, VerdictState, WorkloadState } from "../projections/index.js";
+import { Projector, specManifestDigest, standingBlockers, standingVerdict } from "../projections/index.js";
+import type { HardBlocker, PluginState, VerdictState, WorkloadState } from "../projections/index.js";
 
 /** What the owner should know of a plugin's state, as a code (the faces word it). */
 export type PluginStatus =
@@ -18,11 +19,18 @@ export type PluginStatus =
   | "stopped" // nothing runs
   | "deleted"; // the Plugin was deleted
 
+/** Every status, for the tables that word each of them. */
+export const PLUGIN_STATUSES = ["running", "held_back", "stopped", "deleted"] as const satisfies readonly PluginStatus[];
+
 /** A reason the version asked for does not run as asked. */
 export type PluginProblem =
+  | { readonly code: "spec_invalid" }
   | { readonly code: "config_refused" }
   | { readonly code: "signature_refused"; readonly reason: string | null }
   | { readonly code: "reconcile_failed"; readonly error: string };
+
+/** Every problem code, for the tables that word each of them. */
+export const PROBLEM_CODES = ["spec_invalid", "config_refused", "signature_refused", "reconcile_failed"] as const satisfies readonly PluginProblem["code"][];
 
 /** One row of `get plugins`. */
 export interface PluginRow {
@@ -34,9 +42,16 @@ export interface PluginRow {
   readonly asked: string | null;
   /** The asked-for image's verdict (`verified`, `unverified`, `refused (reason)`), or null when none yet. */
   readonly verdict: string | null;
+  /** The same verdict with who signed it, for the faces to word; null when none yet. */
+  readonly signature: SignatureView | null;
   /** What waits for approval, as `capability:x`, `egress:host:port`, `secret:x`, `tier:x`. */
   readonly pending: string[];
   readonly problems: readonly PluginProblem[];
+  /**
+   * What keeps the version asked for from running whatever is approved, first the spec, then the
+   * signature, then the config. While it holds any, no approval is offered for the version.
+   */
+  readonly blockers: readonly HardBlocker[];
   readonly deleted: boolean;
   /** The plugin stream's version the row was read at (the console's `If-Match` for approve). */
   readonly version: number;
@@ -44,10 +59,24 @@ export interface PluginRow {
   readonly decided: { readonly seq: number; readonly outcome: string } | null;
   /** What runs the version that runs: a container, or the plugin host (WebAssembly); null when nothing runs. */
   readonly runtime: "container" | "wasm" | null;
+  /**
+   * Where the workload's objects were last applied: `kubernetes`, or `directory:<folder>` (the
+   * embedded mode, where no container runtime runs them: they are only written out); null when
+   * none was applied yet.
+   */
+  readonly target: string | null;
   /** A WebAssembly plugin's module digest (lowercase hex SHA-256), or null. */
   readonly module: string | null;
   /** The latest call of a WebAssembly plugin the log records: a failure with its code, or a count of successes. */
   readonly lastCall: LastCallView | null;
+}
+
+/** A signature verdict and who signed the image (the signers trusted by the policy that decided it). */
+export interface SignatureView {
+  readonly outcome: "verified" | "unverified" | "refused";
+  /** A refusal's code (`untrusted_signer`, `manifest_mismatch`, …); null otherwise. */
+  readonly reason: string | null;
+  readonly signers: readonly { readonly name: string; readonly kind: string }[];
 }
 
 /** A plugin's latest recorded call outcome. */
@@ -89,10 +118,21 @@ function askedVerdict(p: PluginState, verdicts: ReadonlyMap<string, VerdictState
   return ref !== null && ref.ok ? standingVerdict(verdicts, ref.value.digest, specManifestDigest(p.name, p.spec)) : undefined;
 }
 
-function problemsOf(p: PluginState, v: VerdictState | undefined, latest: KnownEvent | null): PluginProblem[] {
-  const out: PluginProblem[] = [];
-  if (!p.deleted && p.configOk === false) out.push({ code: "config_refused" });
-  if (!p.deleted && v?.outcome === "refused") out.push({ code: "signature_refused", reason: v.reason });
+function signatureView(v: VerdictState | undefined): SignatureView | null {
+  if (v === undefined) return null;
+  const signers = Array.isArray(v.signers) ? v.signers.flatMap((x) => (typeof x === "object" && x !== null && !Array.isArray(x) && typeof x.name === "string" ? [{ name: x.name, kind: typeof x.kind === "string" ? x.kind : "owner" }] : [])) : [];
+  return { outcome: v.outcome, reason: v.reason, signers };
+}
+
+/** The problem each blocker is shown as in a table. */
+const BLOCKER_PROBLEM: { readonly [C in HardBlocker["code"]]: (b: Extract<HardBlocker, { code: C }>) => PluginProblem } = {
+  spec_invalid: () => ({ code: "spec_invalid" }),
+  signature_refused: (b) => ({ code: "signature_refused", reason: b.reason }),
+  config_mismatch: () => ({ code: "config_refused" }),
+};
+
+function problemsOf(blockers: readonly HardBlocker[], latest: KnownEvent | null): PluginProblem[] {
+  const out = blockers.map((b) => (BLOCKER_PROBLEM[b.code] as (b: HardBlocker) => PluginProblem)(b));
   if (latest?.type === "reconcile.failed") out.push({ code: "reconcile_failed", error: latest.data.error });
   return out;
 }
@@ -101,18 +141,22 @@ function rowOf(store: EventStore, p: PluginState, verdicts: ReadonlyMap<string, 
   const v = askedVerdict(p, verdicts);
   const latest = store.last(pluginStream(p.name));
   const runs = w !== undefined && w.running;
+  const blockers = p.deleted || p.spec === null ? [] : standingBlockers(store, p.name, p.spec);
   return {
     name: p.name,
     status: statusOf(p),
     running: p.runningImage,
     asked: p.deleted ? null : p.askedImage,
     verdict: v === undefined ? null : v.outcome === "refused" ? `refused (${v.reason ?? "?"})` : v.outcome,
+    signature: signatureView(v),
     pending: pendingList(asPending(p.pending)),
-    problems: problemsOf(p, v, latest),
+    problems: problemsOf(blockers, latest),
+    blockers,
     deleted: p.deleted,
     version: latest?.version ?? 0,
     decided: lastDecision(store, p.name),
     runtime: runs ? w.runtime : null,
+    target: store.last(pluginStream(p.name), "workload.applied")?.data.target ?? null,
     module: runs ? w.module : null,
     lastCall: lastCallView(lastCallOf(store, p.name)),
   };

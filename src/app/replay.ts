@@ -10,7 +10,7 @@ import { stateAt } from "../projections/index.js";
 import type { PluginState } from "../projections/index.js";
 import { AppError } from "./errors.js";
 import { parseTime } from "./log.js";
-import { describeEvent } from "./wording.js";
+import { eventSentence } from "./log.js";
 
 /** A point of the log to replay to. */
 export type ReplayPoint = { readonly seq: number } | { readonly time: Date };
@@ -72,7 +72,7 @@ export function replay(store: EventStore, at: ReplayPoint): Replayed {
   return {
     seq: state.seq,
     time: last?.time ?? null,
-    event: last === null ? null : { type: last.type, actor: last.actor, stream: last.stream, text: describeEvent(last) },
+    event: last === null ? null : { type: last.type, actor: last.actor, stream: last.stream, text: eventSentence(store, last) },
     head: store.head(),
     plugins,
     verdicts: state.tables.get("signature_verdicts")?.size ?? 0,

@@ -1,14 +1,19 @@
 /**
  * The words every face uses: `why`'s codes and facts, the cause chain's events and pending
- * permissions as sentences. The CLI and the console print these, so the two say the same thing,
- * written in one place.
+ * permissions as sentences, signature verdicts as what they mean, what keeps a version from
+ * running, a grant edit as what it changed. The CLI, the console and the API print these, so they
+ * say one outcome one way, written in one place; `wording.test.ts` holds a table per family of
+ * codes and fails when a code has no words.
  */
 import type { KnownEvent } from "../events/index.js";
-import { EMPTY_PENDING, formatErrors, formatHostPort } from "../plugins/index.js";
-import type { Pending, PolicyRule, PolicyRuleJSON, RolloutReason } from "../plugins/index.js";
-import { summarizeDecisions } from "../projections/index.js";
+import { EMPTY_PENDING, formatErrors, formatHostPort, parseGrant } from "../plugins/index.js";
+import type { JsonValue, Pending, PolicyRule, PolicyRuleJSON, RolloutReason } from "../plugins/index.js";
+import { isHardBlocker, summarizeDecisions, viewPlan } from "../projections/index.js";
+import type { EventOf } from "../events/index.js";
 import type { Blocker, GatewayRecord, WhyAnswer } from "../projections/index.js";
-import type { LastCallView, PluginProblem, PluginStatus } from "./plugins.js";
+import type { RefusalReason } from "../trust/index.js";
+import { shortImage } from "./plugins.js";
+import type { LastCallView, PluginProblem, PluginRow, PluginStatus, SignatureView } from "./plugins.js";
 
 /** A PolicyRule as a phrase: "rule get,list plugins of openfief.io named a,b", "rule get /healthz". */
 export function describeRule(r: PolicyRule | PolicyRuleJSON): string {
@@ -66,16 +71,94 @@ export function reasonText(r: RolloutReason): string {
   return REASON_TEXT[r] ?? r;
 }
 
-/** What kept a version from running, as a phrase. */
+/** What keeps a version from running, as a phrase ("its signature was refused: it is signed, but by no signer you trust"). */
 export function blockerText(b: Blocker): string {
   switch (b.code) {
     case "plugin_missing": return "no Plugin was observed";
     case "plugin_deleted": return "the Plugin was deleted";
-    case "spec_invalid": return `the spec is invalid: ${formatErrors(b.errors)}`;
-    case "config_verdict_missing": return `no config verdict for ${b.image}`;
-    case "config_mismatch": return `the config does not match the schema: ${b.errors.map((e) => `${e.path}: ${e.message}`).join("; ")}`;
-    case "signature_verdict_missing": return `no signature verdict for ${b.image}`;
-    case "signature_refused": return `the signature check refused ${b.digest}${b.reason === null ? "" : `: ${b.reason}`}`;
+    case "spec_invalid": return `its spec is invalid: ${formatErrors(b.errors)}`;
+    case "config_verdict_missing": return "its config was not checked yet";
+    case "config_mismatch": return `its config does not match its schema: ${b.errors.map((e) => `${e.path}: ${e.message}`).join("; ")}`;
+    case "signature_verdict_missing": return "its signature was not checked yet";
+    case "signature_refused": return b.reason === null ? "its signature was refused" : `its signature was refused: ${refusalText(b.reason)}`;
+  }
+}
+
+/** The same phrase, for an owner's refused approval. */
+export const blockerPhrase = blockerText;
+
+/** What a blocker is about, in one word, for a button or a badge ("signature", "config", "spec"). */
+export function blockerSubject(b: Blocker): string {
+  switch (b.code) {
+    case "spec_invalid": case "plugin_missing": case "plugin_deleted": return "spec";
+    case "config_mismatch": case "config_verdict_missing": return "config";
+    case "signature_refused": case "signature_verdict_missing": return "signature";
+  }
+}
+
+const REFUSAL_TEXT: { readonly [R in RefusalReason]: string } = {
+  unsigned: "it carries no signature that verifies",
+  untrusted_signer: "it is signed, but by no signer you trust",
+  manifest_mismatch: "the Plugin's manifest is not the one its image was signed with",
+  invalid_type: "what was found for the image could not be read",
+  too_large: "the image or its signatures are over their size limits",
+  invalid_image_ref: "its image reference is not pinned by a valid digest",
+  image_not_found: "the registry has no image with this digest",
+  digest_mismatch: "the registry's bytes do not match the digest",
+  malformed_image: "the image is malformed",
+  auth_failed: "the registry refused the credentials",
+  registry_error: "the registry answered with an error",
+  verify_error: "its signatures could not be checked",
+  unreachable: "the registry could not be reached, and it was never checked",
+};
+
+/** A refused verdict's reason as what it means, with the code (`it is signed, but by no signer you trust (untrusted_signer)`). */
+export function refusalText(reason: string | null): string {
+  if (reason === null) return "refused";
+  const text = (REFUSAL_TEXT as Readonly<Record<string, string>>)[reason];
+  return text === undefined ? reason.replace(/_/g, " ") : `${text} (${reason})`;
+}
+
+/** Who signed, as owners read it: "demo-owner, a signer you trust", "acme, the catalog's publisher", "OpenFief's CI". */
+export function signersText(signers: readonly { readonly name: string; readonly kind: string }[]): string {
+  if (signers.length === 0) return "nobody you trust";
+  const one = (s: { readonly name: string; readonly kind: string }): string =>
+    s.kind === "openfief-ci" ? "OpenFief's CI" : s.kind === "publisher" ? `${s.name}, the catalog's publisher` : `${s.name}, a signer you trust`;
+  return signers.map(one).join(" and ");
+}
+
+/** A verdict as what it means: "signed by demo-owner, a signer you trust; not in the catalog". */
+export function verdictText(v: Pick<SignatureView, "outcome" | "reason" | "signers">): string {
+  switch (v.outcome) {
+    case "verified": return `signed by ${signersText(v.signers)}; in the catalog`;
+    case "unverified": return `signed by ${signersText(v.signers)}; not in the catalog`;
+    case "refused": return `refused: ${refusalText(v.reason)}`;
+  }
+}
+
+/** A verdict in one word, for a badge or the start of `verify`'s line: `verified` (the catalog), `trusted` (a signer you trust), `refused`. */
+export function verdictWord(outcome: SignatureView["outcome"]): string {
+  return outcome === "unverified" ? "trusted" : outcome;
+}
+
+/** A verdict in a table cell: "catalog (acme)", "signed by demo-owner", "refused: untrusted signer". */
+export function verdictCell(v: Pick<SignatureView, "outcome" | "reason" | "signers"> | null): string {
+  if (v === null) return "not checked yet";
+  const names = v.signers.map((s) => s.name).join(",");
+  switch (v.outcome) {
+    case "verified": return `in the catalog (${names})`;
+    case "unverified": return `signed by ${names}`;
+    case "refused": return `refused: ${(v.reason ?? "refused").replace(/_/g, " ")}`;
+  }
+}
+
+/** One line of help beside a verdict: what it means for the plugin. */
+export function verdictHelp(outcome: SignatureView["outcome"] | null): string {
+  switch (outcome) {
+    case null: return "The image's signature is checked at the next reconcile; nothing runs before.";
+    case "verified": return "A catalog entry pins this image and its publisher signed it: it may run.";
+    case "unverified": return "Signed by a signer you trust, so it may run; only the catalog makes an image verified, and none pins this one.";
+    case "refused": return "It does not run, whatever the grant approves.";
   }
 }
 
@@ -88,19 +171,77 @@ function imageOfSpec(spec: unknown): string {
   return typeof spec === "object" && spec !== null && "image" in spec && typeof spec.image === "string" ? spec.image : "?";
 }
 
+/** A grant spec as recorded, as the phrases of its permissions (`capability connector`, `egress api.nbp.pl:443`). */
+export function grantItems(spec: JsonValue | null): string[] {
+  if (spec === null) return [];
+  const g = parseGrant({ name: "grant", spec });
+  // A grant that does not validate grants nothing the reconciler would use: its items are unknown.
+  return g.ok ? pendingItems(g.value.spec) : [];
+}
+
+/** What a grant edit changed, per permission: `+egress static.nbp.pl:443`, `−capability view`. */
+export function grantChange(before: JsonValue | null, after: JsonValue | null): string[] {
+  const was = grantItems(before);
+  const now = grantItems(after);
+  const had = new Set(was);
+  const has = new Set(now);
+  return [...now.filter((i) => !had.has(i)).map((i) => `+${i}`), ...was.filter((i) => !has.has(i)).map((i) => `−${i}`)];
+}
+
+/** What else a sentence about an event needs to know: for a grant event, the grant before it (null: none). */
+export interface EventContext {
+  readonly grantBefore?: JsonValue | null;
+}
+
+function grantSentence(verb: string, actor: string, before: JsonValue | null | undefined, after: JsonValue | null): string {
+  // Without the grant before, the whole grant is what it sets.
+  const change = before === undefined ? grantItems(after).map((i) => `+${i}`) : grantChange(before, after);
+  if (change.length === 0) return `the grant was ${verb} by ${actor}, changing no permission`;
+  return `the grant was ${verb} by ${actor}: ${change.join(", ")}`;
+}
+
+/** What keeps the version asked for waiting, when a decision runs another one (or none); null when nothing does. */
+function waitsText(e: EventOf<"rollout.decided">, reasons: readonly RolloutReason[]): string | null {
+  const { inputs, plan } = e.data;
+  const current = inputs.current?.image ?? null;
+  if (current === null) return null;
+  if (!inputs.currentDeployable) return `${current} cannot run: it did not pass its signature or config check`;
+  const pending = describePending(plan.pending);
+  if (pending !== "nothing") return `${current} waits for approval of ${pending}`;
+  return reasons.includes("no_capability_granted") ? `${current} cannot run: ${reasonText("no_capability_granted")}` : null;
+}
+
+/** What a recorded rollout decision did, in the owner's words. */
+function decisionSentence(e: EventOf<"rollout.decided">): string {
+  const view = viewPlan(e.data.plan);
+  const current = e.data.inputs.current?.image ?? null;
+  const reasons = view.reasons.filter((r): r is RolloutReason => typeof r === "string" && r in REASON_TEXT);
+  const waits = waitsText(e, reasons);
+  const then = waits === null ? "" : `; ${waits}`;
+  const runs = view.runImage ?? "?";
+  switch (view.outcome) {
+    case "current": return `runs ${runs}, the version asked for`;
+    case "previous": return `${runs === current ? `keeps ${runs} running as it ran before` : `keeps ${runs} running under the current grant`}${then}`;
+    case "none":
+      if (current === null) return `runs nothing: ${reasonText("no_current_version")}`;
+      return waits === null ? `runs nothing: ${reasons.map(reasonText).join("; ") || "nothing may run"}` : `runs nothing${then}`;
+    default: return `a rollout decision (${view.outcome ?? "?"})`;
+  }
+}
+
 /** How each event type reads as a sentence (the compiler checks every type has one). */
-const DESCRIBE: { readonly [T in KnownEvent["type"]]: (e: Extract<KnownEvent, { type: T }>) => string } = {
+const DESCRIBE: { readonly [T in KnownEvent["type"]]: (e: Extract<KnownEvent, { type: T }>, ctx: EventContext) => string } = {
   "plugin.observed": (e) => `the Plugin was applied by ${e.actor}, asking for ${imageOfSpec(e.data.spec)}`,
   "plugin.deleted": (e) => `the Plugin was deleted by ${e.actor}`,
-  "grant.observed": (e) => `the grant was set by ${e.actor}`,
-  "grant.deleted": (e) => `the grant was deleted by ${e.actor}`,
-  "signature.verdict": (e) => `the signature check found ${e.data.digest} ${e.data.outcome}${e.data.reason === undefined ? "" : ` (${e.data.reason})`}`,
-  "config.verdict": (e) => `the config ${e.data.ok ? "matched" : "did not match"} the schema of ${e.data.image}`,
-  "rollout.decided": (e) => `a rollout decision (${e.data.plan.outcome})`,
+  "grant.observed": (e, ctx) => grantSentence("set", e.actor, ctx.grantBefore, e.data.spec),
+  "grant.deleted": (e, ctx) => grantSentence("deleted", e.actor, ctx.grantBefore ?? null, null),
+  "signature.verdict": (e) => `the signature check of ${e.data.image}: ${verdictText({ outcome: e.data.outcome, reason: e.data.reason ?? null, signers: e.data.signers })}`,
+  "config.verdict": (e) => (e.data.ok ? `the config matches the schema of ${e.data.image}` : `the config does not match the schema of ${e.data.image}: ${e.data.errors.map((x) => `${x.path}: ${x.message}`).join("; ")}`),
+  "rollout.decided": (e) => decisionSentence(e),
   "workload.desired": (e) => (e.data.running ? `the workload of ${e.data.image ?? "?"} was compiled` : "the workload was stopped"),
   "previous.observed": (e) => `the cluster's status named ${e.data.deployed.image} as running`,
   "kube.applied": (e) => `${e.data.records.length} object change(s) were applied to the cluster`,
-  "workload.applied": (e) => `the workload was applied to ${e.data.target}${e.data.ok ? "" : ` and failed: ${e.data.error ?? "?"}`}`,
+  "workload.applied": (e) => `the workload was applied to ${embeddedFolder(e.data.target) ?? e.data.target}${embeddedFolder(e.data.target) === null ? "" : " (its objects only: no container runtime in the embedded mode)"}${e.data.ok ? "" : ` and failed: ${e.data.error ?? "?"}`}`,
   "reconcile.failed": (e) => `reconciling failed: ${e.data.error}`,
   "egress.decision": (e) => `${e.data.allowed ? "allowed" : "denied"} ${hostPort(e.data.host, e.data.port)} (${e.data.reason})${e.data.address === undefined ? "" : ` via ${e.data.address}`}`,
   "egress.refused": (e) => `refused a CONNECT from ${e.data.source}${e.data.host === undefined ? "" : ` to ${hostPort(e.data.host, e.data.port ?? 0)}`} before identity (${e.data.code})${e.data.dropped > 0 ? `; ${e.data.dropped} more from it went unrecorded` : ""}`,
@@ -122,10 +263,16 @@ function between(first: string, last: string): string {
   return first === last ? `at ${first}` : `between ${first} and ${last}`;
 }
 
-/** One sentence about an event, for the cause chain and the log. */
-export function describeEvent(e: KnownEvent): string {
-  const describe = DESCRIBE[e.type] as ((e: KnownEvent) => string) | undefined;
-  return describe === undefined ? e.type : describe(e);
+/** The event types that have a sentence: every type of the catalog (a test holds the two together). */
+export const DESCRIBED_TYPES: readonly string[] = Object.keys(DESCRIBE);
+
+/**
+ * One sentence about an event, for the cause chain and the log. A grant event says what it
+ * changed when `ctx` gives the grant before it (`eventSentence` in `log.ts` looks it up).
+ */
+export function describeEvent(e: KnownEvent, ctx: EventContext = {}): string {
+  const describe = DESCRIBE[e.type] as ((e: KnownEvent, ctx: EventContext) => string) | undefined;
+  return describe === undefined ? e.type : describe(e, ctx);
 }
 
 /** The first sentence of `why`: what runs, since when. */
@@ -143,10 +290,17 @@ function outcomeSentence(a: WhyAnswer): string {
   }
 }
 
-/** The reasons, minus those beside the point: after a deletion, "no earlier version to keep" is true but says nothing. */
-function reasonSentences(a: WhyAnswer): string[] {
+/**
+ * The reasons, minus those beside the point: after a deletion, "no earlier version to keep" is
+ * true but says nothing; once the blockers are named, "did not pass its checks" repeats them.
+ */
+function reasonSentences(a: WhyAnswer, blocked: boolean): string[] {
+  const named = blockerSentences(a).length > 0;
   return a.decision.data.plan.reasons
     .filter((r) => !(a.deleted && (r === "no_current_version" || r === "no_previous_version")))
+    .filter((r) => !(named && r === "current_not_deployable"))
+    // While no approval can make it run, what is pending is said once, without a nudge.
+    .filter((r) => !(blocked && r === "approval_pending"))
     .map((r) => `Because ${reasonText(r)}.`);
 }
 
@@ -154,7 +308,7 @@ function reasonSentences(a: WhyAnswer): string[] {
 function blockerSentences(a: WhyAnswer): string[] {
   if (a.deployable.ok || a.deleted) return [];
   const current = a.inputs.current?.image ?? "The version asked for";
-  return a.deployable.because.map((b) => `${current} could not run: ${blockerText(b)}.`);
+  return a.deployable.because.map((b) => `${current} cannot run: ${blockerText(b)}.`);
 }
 
 /** What `why`'s sentences tell an owner to do next, in the words of the face that shows them. */
@@ -181,24 +335,50 @@ export function egressReasonText(reason: string): string {
   return EGRESS_REASON_TEXT[reason] ?? reason.replace(/_/g, " ");
 }
 
-/** `why`'s answer as plain sentences; `steps` words what to do next for the face showing them. */
-export function whySentences(a: WhyAnswer, steps: NextSteps = CLI_STEPS): string[] {
-  const out = [outcomeSentence(a), ...reasonSentences(a)];
-  const pending = a.decision.data.plan.pending;
-  const pendingText = describePending(pending);
-  if (pendingText !== "nothing") out.push(`Pending approval: ${pendingText}. ${steps.approve(a.plugin)} to grant exactly that.`);
-  // A WebAssembly plugin reaches its origins only once each is approved (seed 003's wording).
-  if (a.askedWasm) for (const h of pending.egress) out.push(`It waits: origin https://${h.host}${h.port === 443 ? "" : `:${h.port}`} is pending approval.`);
+/**
+ * `why`'s answer as plain sentences; `steps` words what to do next for the face showing them,
+ * `describe` the events of the cause chain (a grant edit as what it changed, given the log).
+ * What keeps the version asked for from running comes first, right after what runs; while that
+ * is something no approval lifts, no approval is suggested.
+ */
+export function whySentences(a: WhyAnswer, steps: NextSteps = CLI_STEPS, describe: (e: KnownEvent) => string = describeEvent): string[] {
+  const blocked = !a.deleted && !a.deployable.ok && a.deployable.because.some(isHardBlocker);
+  const out = [outcomeSentence(a), ...blockerSentences(a), ...reasonSentences(a, blocked), ...pendingSentences(a, steps, blocked)];
   for (const f of a.failedCalls) out.push(`Its calls ${f.code === "plugin_not_approved" ? "were refused" : "failed"} with ${f.code}${f.source === "plugin" ? " (reported by the plugin)" : ""} ${f.count === 1 ? "once" : `${f.count} times`} in the last hour (last at ${f.last}).`);
-  out.push(...blockerSentences(a));
   // A grant has the shape of what can be pending: capabilities, egress, Secret names, data tiers.
   out.push(`The grant approved: ${describePending({ ...EMPTY_PENDING, ...(a.inputs.grant as Partial<PendingLike>) })}.`);
   if (a.chain.length > 0) {
     out.push("It was caused by:");
-    for (const e of a.chain) out.push(`  - event ${e.seq} (${e.time}): ${describeEvent(e)}`);
+    for (const e of a.chain) out.push(`  - event ${e.seq} (${e.time}): ${describe(e)}`);
   }
   out.push(a.replays ? "Re-deciding from the log gives the same answer." : `WARNING: re-deciding from the log gives a different answer (${steps.check}).`);
   return out;
+}
+
+/** What waits for approval, and what to do about it — nothing to approve while the version cannot run whatever is approved. */
+function pendingSentences(a: WhyAnswer, steps: NextSteps, blocked: boolean): string[] {
+  const pending = a.decision.data.plan.pending;
+  const text = describePending(pending);
+  if (text === "nothing") return [];
+  if (blocked) return [`It also asks for ${text} beyond its grant; approving that would not make it run, so no approval is offered until what keeps it from running is fixed.`];
+  // A WebAssembly plugin reaches its origins only once each is approved (seed 003's wording).
+  const origins = a.askedWasm ? pending.egress.map((h) => `It waits: origin https://${h.host}${h.port === 443 ? "" : `:${h.port}`} is pending approval.`) : [];
+  return [`Pending approval: ${text}. ${steps.approve(a.plugin)} to grant exactly that.`, ...origins];
+}
+
+/**
+ * What a rollout decision's outcome means, in one phrase: the console's tables, `replay` and the
+ * demo's view (ledger-view's own copy, held equal to this one by a test) say it so.
+ */
+export const OUTCOME_TEXT: { readonly [O in "current" | "previous" | "none"]: string } = {
+  current: "runs the current version",
+  previous: "runs the previous version (the new one waits)",
+  none: "runs nothing",
+};
+
+/** A recorded outcome as its phrase ("not decided yet" for none). */
+export function outcomeText(outcome: string | null): string {
+  return outcome === null ? "not decided yet" : ((OUTCOME_TEXT as Readonly<Record<string, string>>)[outcome] ?? outcome);
 }
 
 /** A plugin's status as words. */
@@ -212,9 +392,37 @@ export function statusText(s: PluginStatus): string {
 }
 
 /** What runs a plugin, as a table cell: `container`, `wasm 1750a4f19745`, or `-`. */
-export function runtimeText(r: { readonly runtime: "container" | "wasm" | null; readonly module: string | null }): string {
+export function runtimeText(r: Pick<PluginRow, "runtime" | "module" | "target">): string {
   if (r.runtime === null) return "-";
-  return r.runtime === "wasm" ? `wasm ${(r.module ?? "").slice(0, 12)}` : "container";
+  if (r.runtime === "wasm") return `wasm ${(r.module ?? "").slice(0, 12)}`;
+  return embeddedFolder(r.target) === null ? "container" : "objects only";
+}
+
+/** The folder of a directory target (`directory:<folder>`, the embedded mode), or null for a cluster. */
+export function embeddedFolder(target: string | null): string | null {
+  return target !== null && target.startsWith("directory:") ? target.slice("directory:".length) : null;
+}
+
+/**
+ * How a container plugin that "runs" runs, as a phrase: in a cluster, as a container; in the
+ * embedded mode nothing runs it, and saying so keeps the demo honest.
+ */
+export function containerText(target: string | null): string {
+  const folder = embeddedFolder(target);
+  return folder === null ? "as a container" : `objects written to ${folder} (no container runtime in the embedded mode)`;
+}
+
+/** Why `call` does not reach a container plugin: the plugin host runs only WebAssembly, and the embedded mode runs no container. */
+export function containerCallRefusal(name: string, target: string | null): string {
+  return embeddedFolder(target) === null
+    ? `${name} runs as a container, not in the plugin host: call it through its own service`
+    : `${name} is a container plugin, not one the plugin host runs, and nothing runs it here: its ${containerText(target)}`;
+}
+
+/** The one line under a table whose rows say "objects only", or null when none does. */
+export function objectsOnlyNote(rows: readonly Pick<PluginRow, "runtime" | "module" | "target">[]): string | null {
+  const folder = rows.map((r) => (r.runtime === "container" ? embeddedFolder(r.target) : null)).find((f) => f !== null);
+  return folder === undefined || folder === null ? null : `RUNTIME "objects only": ${containerText(`directory:${folder}`)}.`;
 }
 
 /** A plugin's latest recorded call, as a table cell. */
@@ -227,6 +435,7 @@ export function lastCallText(c: LastCallView | null): string {
 /** A plugin's problem as a short phrase (a table cell). */
 export function problemText(p: PluginProblem): string {
   switch (p.code) {
+    case "spec_invalid": return "spec invalid";
     case "config_refused": return "config refused by its schema";
     case "signature_refused": return `signature refused${p.reason === null ? "" : ` (${p.reason})`}`;
     case "reconcile_failed": return `reconcile failed: ${p.error}`;
@@ -246,4 +455,38 @@ export function describeDecision(e: GatewayRecord): string {
     : `${a.verb} ${a.path}`;
   const outcome = d.decision === "allow" ? "allowed" : `denied at ${d.gate} (${d.status ?? "?"}${d.reason === undefined ? "" : `, ${d.reason}`})`;
   return `event ${e.seq} (${e.time}): ${d.user} via ${d.installationName}: ${what}: ${outcome}`;
+}
+
+const DIGEST = "sha256:";
+const HEX64 = /^[0-9a-f]{64}$/;
+
+/** Whether a character can be part of an image reference's repository (`registry:5000/org/name`). */
+function inReference(c: string | undefined): boolean {
+  return c !== undefined && ((c >= "a" && c <= "z") || (c >= "A" && c <= "Z") || (c >= "0" && c <= "9") || c === "." || c === "-" || c === "_" || c === "/" || c === ":");
+}
+
+/**
+ * A sentence for a terminal: every image reference shortened as `get plugins` shows it
+ * (`nbp-fx@sha256:32a155bf1326`), every other digest to 12 hex and `…`. The console shortens the
+ * same sentences with the full value on hover. Scans with `indexOf`, never a backtracking regex.
+ */
+export function shortRefs(text: string): string {
+  let out = "";
+  let from = 0;
+  for (let at = text.indexOf(DIGEST, from); at >= 0; at = text.indexOf(DIGEST, from)) {
+    const end = at + DIGEST.length + 64;
+    if (!HEX64.test(text.slice(at + DIGEST.length, end))) {
+      out += text.slice(from, at + DIGEST.length);
+      from = at + DIGEST.length;
+      continue;
+    }
+    let start = at;
+    if (text[at - 1] === "@") {
+      start = at - 1;
+      while (start > from && inReference(text[start - 1])) start -= 1;
+    }
+    out += text.slice(from, start) + (start === at ? `${text.slice(at, at + DIGEST.length + 12)}…` : shortImage(text.slice(start, end)));
+    from = end;
+  }
+  return out + text.slice(from);
 }

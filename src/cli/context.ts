@@ -74,6 +74,11 @@ export function print(line = ""): void {
   process.stdout.write(`${line}\n`);
 }
 
+/** A warning about what a command did (it succeeded): on standard error, so the output stays what was asked for. */
+export function warn(line: string): void {
+  process.stderr.write(`warning: ${line}\n`);
+}
+
 /** Formats a list of a table's rows with padded columns. */
 export function table(header: readonly string[], rows: readonly (readonly string[])[]): string {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));

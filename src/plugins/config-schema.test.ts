@@ -372,3 +372,18 @@ describe("the meta-schema check shared per dialect", () => {
     expect(validateConfigSchema({ ...schema, required: ["a"] }, "configSchema")).toEqual([]);
   });
 });
+
+describe("a schema checked again and again", () => {
+  it("gives each config its own problems, the same as the first time, whatever was checked in between", () => {
+    const schema: JsonValue = { type: "object", properties: { region: { type: "string" }, n: { type: "integer" } }, additionalProperties: false };
+    const first = validateConfig(schema, { region: 7 }, "spec.config");
+    for (let i = 0; i < 3; i++) {
+      expect(validateConfig(schema, { n: "x" }, "spec.config").map((e) => e.path)).toEqual(["spec.config.n"]);
+      expect(validateConfig(schema, { region: "eu" }, "spec.config")).toEqual([]);
+      expect(validateConfig(schema, { region: 7 }, "spec.config")).toEqual(first);
+    }
+    // A schema equal in every way but one keyword is another schema.
+    expect(validateConfig({ ...schema, additionalProperties: true }, { other: 1 }, "spec.config")).toEqual([]);
+    expect(validateConfig(schema, { other: 1 }, "spec.config").map((e) => e.code)).toEqual([ErrorCode.ConfigMismatch]);
+  });
+});

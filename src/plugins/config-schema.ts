@@ -176,16 +176,37 @@ export function checkMetaSchema(schema: JsonValue, dialect: Dialect): { ok: true
   return validate(schema) ? { ok: true } : { ok: false, text: errorsText(validate.errors) };
 }
 
+/** How many compiled schemas are kept. */
+const COMPILED_CACHE = 64;
+
+/**
+ * Schemas that compiled, by dialect and text, the least recently used dropped first: one plugin's
+ * schema is checked on every listing and every page (its spec parsed, its config checked), and
+ * ajv's compile costs milliseconds where a lookup costs microseconds. Only a schema that passed
+ * every check is kept, and it is keyed by its whole text, so a hit is the same schema.
+ */
+const compiled = new Map<string, ValidateFunction>();
+
 function compile(schema: unknown, path: string): Compiled {
   const checked = precheck(schema, path);
   if (!checked.ok) return checked;
+  const key = `${checked.dialect}\n${JSON.stringify(checked.schema)}`;
+  const hit = compiled.get(key);
+  if (hit !== undefined) {
+    compiled.delete(key);
+    compiled.set(key, hit);
+    return { ok: true, validate: hit };
+  }
   try {
     const meta = checkMetaSchema(checked.schema, checked.dialect);
     // ajv's own words when `validateSchema` is on, so a refusal reads as it always did.
     if (!meta.ok) {
       return { ok: false, errors: [invalidSchema(path, `the config schema does not compile: schema is invalid: ${meta.text}`)] };
     }
-    return { ok: true, validate: newAjv(checked.dialect, false).compile(checked.schema as AnySchema) };
+    const validate = newAjv(checked.dialect, false).compile(checked.schema as AnySchema);
+    compiled.set(key, validate);
+    if (compiled.size > COMPILED_CACHE) compiled.delete(compiled.keys().next().value ?? "");
+    return { ok: true, validate };
   } catch (e) {
     const reason = e instanceof Error ? e.message : "unknown error";
     return { ok: false, errors: [invalidSchema(path, `the config schema does not compile: ${reason}`)] };

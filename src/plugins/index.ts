@@ -56,8 +56,8 @@ export {
 export type { DecodedHostedPlugins, HostedPlugin, HostedPluginInput, TokenRole } from "./plugin-host.js";
 
 /** Which version runs, and what is pending approval. */
-export { canonicalManifest, manifestToJSON, planRollout, rolloutPlanToJSON, sameRolloutPlan } from "./rollout.js";
-export type { ManifestJSON, PluginVersion, RolloutInput, RolloutOutcome, RolloutReason, RolloutRun, RolloutPlan, RolloutPlanJSON } from "./rollout.js";
+export { canonicalManifest, manifestToJSON, planRollout, RolloutReason, rolloutPlanToJSON, sameRolloutPlan } from "./rollout.js";
+export type { ManifestJSON, PluginVersion, RolloutInput, RolloutOutcome, RolloutRun, RolloutPlan, RolloutPlanJSON } from "./rollout.js";
 
 /** Signers, the catalog, owner signers, the trust policy and the signed manifest label. */
 export { openFiefCI, identityMatches, isKeyIdentity, compilePattern, GITHUB_ACTIONS_ISSUER, OPENFIEF_CI_SUBJECT } from "./signers.js";

@@ -9,7 +9,7 @@ import type { EventOf, EventStore, RecordedVersion, VerdictOutcome } from "../ev
 import { deployedBy, emptyFacts, observedVersion, recordedManifestDigest, specManifestDigest } from "./decide-rollout.js";
 import type { DeciderState } from "./decide-rollout.js";
 import { imageDigest, specImage } from "./images.js";
-import { Lookup } from "./lookup.js";
+import { Lookup, lookupFor } from "./lookup.js";
 
 /** The events the decider's state of a plugin came from, before a seq. */
 export interface DeciderSources {
@@ -56,6 +56,15 @@ export function moduleOfVersion(store: EventStore, v: RecordedVersion): string |
   const digest = imageDigest(v.image);
   if (digest === null) return null;
   return new Lookup(store).verdictFor(digest, recordedManifestDigest(v), Number.MAX_SAFE_INTEGER)?.data.module ?? null;
+}
+
+/**
+ * The grant a plugin had just before `beforeSeq`: the spec of its latest `grant.observed`, or null
+ * when it had none (never set, or deleted). A grant edit is worded as what it changed against it.
+ */
+export function grantBefore(store: EventStore, name: string, beforeSeq: number): EventOf<"grant.observed">["data"]["spec"] | null {
+  const g = lookupFor(store).lastOf(pluginStream(name), ["grant.observed", "grant.deleted"], beforeSeq);
+  return g?.type === "grant.observed" ? g.data.spec : null;
 }
 
 /**

@@ -9,12 +9,14 @@ export { timeline } from "./timeline.js";
 export type { TimelineOptions } from "./timeline.js";
 /** `why`: the latest decision in codes and facts (the faces word them). */
 export { why } from "./why.js";
-export type { Blocker, FailedCalls, WhyAnswer } from "./why.js";
+export type { FailedCalls, WhyAnswer } from "./why.js";
+export { BLOCKER_CODES, isHardBlocker, standingBlockers } from "./blockers.js";
+export type { Blocker, HardBlocker } from "./blockers.js";
 /** Replay: the projected state as of a seq or a time. */
 export { stateAt } from "./state-at.js";
 export type { ProjectedState } from "./state-at.js";
 /** The decider's state of a plugin from indexed lookups, and Previous. */
-export { loadDeciderState, moduleOfVersion, previousVersion } from "./decider-state.js";
+export { grantBefore, loadDeciderState, moduleOfVersion, previousVersion } from "./decider-state.js";
 export type { DeciderSources, PreviousVersion } from "./decider-state.js";
 export { decideRollout, rolloutInputsFrom, evolveFacts, emptyFacts, deployedBy, observedVersion, recordedManifestDigest, specManifestDigest, verdictOf } from "./decide-rollout.js";
 export type { DeciderState, PluginFacts, RecordedInputs } from "./decide-rollout.js";

@@ -60,3 +60,15 @@ export class Lookup {
     return e?.type === "signature.verdict" ? e : null;
   }
 }
+
+const shared = new WeakMap<EventStore, Lookup>();
+
+/** One {@link Lookup} per store, its statements prepared once: faces ask per plugin, per request. */
+export function lookupFor(store: EventStore): Lookup {
+  let l = shared.get(store);
+  if (l === undefined) {
+    l = new Lookup(store);
+    shared.set(store, l);
+  }
+  return l;
+}

@@ -8,7 +8,7 @@ import { canonicalize } from "json-canonicalize";
 import { pluginStream } from "../events/index.js";
 import type { EventOf, EventStore, KnownEvent } from "../events/index.js";
 import { parsePlugin } from "../plugins/index.js";
-import type { FieldError } from "../plugins/index.js";
+import type { Blocker } from "./blockers.js";
 import { decideRollout } from "./decide-rollout.js";
 import type { RecordedInputs } from "./decide-rollout.js";
 import { loadDeciderState } from "./decider-state.js";
@@ -16,16 +16,6 @@ import type { DeciderSources } from "./decider-state.js";
 import { specImage } from "./images.js";
 import { viewPlan } from "./plan-view.js";
 import type { PlanView } from "./plan-view.js";
-
-/** One reason the version asked for could not run, as a code and the facts behind it. */
-export type Blocker =
-  | { readonly code: "plugin_missing" }
-  | { readonly code: "plugin_deleted" }
-  | { readonly code: "spec_invalid"; readonly errors: readonly FieldError[] }
-  | { readonly code: "config_verdict_missing"; readonly image: string }
-  | { readonly code: "config_mismatch"; readonly image: string; readonly errors: readonly { readonly code: string; readonly path: string; readonly message: string }[] }
-  | { readonly code: "signature_verdict_missing"; readonly image: string }
-  | { readonly code: "signature_refused"; readonly digest: string; readonly reason: string | null };
 
 /** The answer to "why does this plugin run what it runs?". */
 export interface WhyAnswer {
@@ -127,10 +117,11 @@ function blockers(name: string, spec: ReturnType<typeof loadDeciderState>["state
   }
   const image = specImage(spec);
   if (image === null) return out;
-  if (sources.config === null) out.push({ code: "config_verdict_missing", image });
-  else if (!sources.config.data.ok) out.push({ code: "config_mismatch", image, errors: sources.config.data.errors });
+  // The order of standingBlockers: who made it before what it is given.
   const v = sources.currentVerdict;
   if (v === null) out.push({ code: "signature_verdict_missing", image });
   else if (v.data.outcome === "refused") out.push({ code: "signature_refused", digest: v.data.digest, reason: v.data.reason ?? null });
+  if (sources.config === null) out.push({ code: "config_verdict_missing", image });
+  else if (!sources.config.data.ok) out.push({ code: "config_mismatch", image, errors: sources.config.data.errors });
   return out;
 }

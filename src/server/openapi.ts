@@ -12,7 +12,7 @@ const ERROR_TEXT: Readonly<Record<number, string>> = {
   401: "no session, or an expired or invalid one (code unauthorized)",
   403: "the role may not do this, or the write came from another site (code forbidden)",
   404: "no such plugin or decision (code not_found)",
-  409: "the state does not allow it (code conflict)",
+  409: "the state does not allow it (code conflict), or an approval for a version that cannot run whatever is approved (code spec_invalid, signature_refused or config_refused: the blocker)",
   412: "the plugin changed since the If-Match version: nothing was changed (code precondition_failed)",
   413: "a body or query over its limit (code too_large)",
   415: "a body in a media type the route does not read (code unsupported_media_type)",
@@ -142,10 +142,15 @@ const schemas: Record<string, Json> = {
   MintRefusal: obj({ code: { type: "string" }, message: { type: "string" }, reason: { type: "string" }, field: { type: "string" } }, ["code", "message"]),
   PluginRow: obj({
     name: { type: "string" }, status: { enum: ["running", "held_back", "stopped", "deleted"] }, running: { type: ["string", "null"] }, asked: { type: ["string", "null"] },
-    verdict: { type: ["string", "null"] }, pending: { type: "array", items: { type: "string" } }, problems: { type: "array" }, deleted: { type: "boolean" }, version: { type: "integer" },
-    decided: { type: ["object", "null"] },
-  }, ["name", "status", "running", "asked", "verdict", "pending", "problems", "deleted", "version"]),
-  PendingApproval: obj({ name: { type: "string" }, pending: { type: "object" }, text: { type: "string" }, grantAfter: { type: "object" }, version: { type: "integer" } }, ["name", "pending", "text", "grantAfter", "version"]),
+    verdict: { type: ["string", "null"] }, signature: { type: ["object", "null"] }, pending: { type: "array", items: { type: "string" } }, problems: { type: "array" },
+    blockers: { type: "array", items: { $ref: "#/components/schemas/Blocker" } }, deleted: { type: "boolean" }, version: { type: "integer" },
+    decided: { type: ["object", "null"] }, target: { type: ["string", "null"] },
+  }, ["name", "status", "running", "asked", "verdict", "signature", "pending", "problems", "blockers", "deleted", "version"]),
+  Blocker: obj({ code: { enum: ["spec_invalid", "signature_refused", "config_mismatch"] }, errors: { type: "array" }, digest: { type: "string" }, reason: { type: ["string", "null"] }, image: { type: "string" } }, ["code"]),
+  PendingApproval: obj({
+    name: { type: "string" }, pending: { type: "object" }, text: { type: "string" }, grantAfter: { type: "object" }, version: { type: "integer" },
+    blockers: { type: "array", items: { $ref: "#/components/schemas/Blocker" }, description: "what keeps the version from running whatever is approved; while any, approve refuses (409)" },
+  }, ["name", "pending", "text", "grantAfter", "version", "blockers"]),
   PluginView: obj({
     name: { type: "string" }, version: { type: "integer" }, row: { $ref: "#/components/schemas/PluginRow" }, asked: { type: ["object", "null"] }, grant: { type: ["object", "null"] },
     running: { type: ["object", "null"] }, pending: { oneOf: [{ $ref: "#/components/schemas/PendingApproval" }, { type: "null" }] }, why: { type: ["object", "null"] }, timeline: { type: "object" },

@@ -14,6 +14,25 @@ import type { ImageManifest, ImageSource, Limits } from "./oci.js";
 import { wasmModuleLayer } from "./wasm-module.js";
 import { DEFAULT_LIMITS, ImageSourceError, checkDigest, parseImageManifest } from "./oci.js";
 
+/**
+ * Every reason a verdict refuses an image with: the trust policy's codes, the image source's, a
+ * check that threw, and a registry never reached for an image never checked. The faces word each.
+ */
+export const REFUSAL_REASONS = [
+  "unsigned", "untrusted_signer", "manifest_mismatch", "invalid_type", "too_large", "invalid_image_ref",
+  "image_not_found", "digest_mismatch", "malformed_image", "auth_failed", "registry_error", "verify_error", "unreachable",
+] as const;
+
+/** One of {@link REFUSAL_REASONS}. */
+export type RefusalReason = (typeof REFUSAL_REASONS)[number];
+
+/**
+ * Bundles that did not verify for want of a trusted key: signed with a public key, but no trusted
+ * signer's (none given, or none that verifies it). The image is signed, by no signer the owner
+ * trusts — `untrusted_signer`, not `unsigned` (docs/adr/0109).
+ */
+const UNTRUSTED_KEY_BUNDLES: ReadonlySet<string> = new Set(["certificate_required", "key_mismatch"]);
+
 /** What one image check concluded. `refused` carries a stable reason code. */
 export interface ImageVerdict {
   readonly image: string;
@@ -125,6 +144,10 @@ export async function checkImage(input: ImageCheckInput): Promise<ImageVerdict> 
     const first = policy.decide({ digest, identities });
     if (!first.ok) {
       const e = first.errors[0];
+      const keyed = rejected.filter((r) => UNTRUSTED_KEY_BUNDLES.has(r)).length;
+      if (e?.code === "unsigned" && keyed > 0) {
+        return refused("untrusted_signer", `image: ${keyed === 1 ? "its signature is" : `${keyed} of its signatures are`} made with a public key no trusted signer holds (untrusted_signer)`, identities, rejected);
+      }
       return refused(e?.code ?? "untrusted_signer", formatErrors(first.errors), identities, rejected);
     }
 

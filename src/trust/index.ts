@@ -22,8 +22,8 @@ export type { BundleReferrer } from "./bundle-referrer.js";
 export { IN_TOTO_PAYLOAD_TYPE, parseBundle, Reason, reasonForError, verifyBundle, verifySignedBundle } from "./bundle-verify.js";
 export type { BundleInput, BundleVerdict, ExpectedIdentity, ReasonCode } from "./bundle-verify.js";
 /** The image check as a whole: resolve, verify every bundle, decide with the trust policy, read the label. */
-export { checkImage, readLabel, sourceReason, trustedKeys } from "./image-check.js";
-export type { ImageCheckInput, ImageVerdict } from "./image-check.js";
+export { checkImage, readLabel, REFUSAL_REASONS, sourceReason, trustedKeys } from "./image-check.js";
+export type { ImageCheckInput, ImageVerdict, RefusalReason } from "./image-check.js";
 /** The Sigstore trust root: the pinned public-good root, or a file. */
 export {
   loadShippedTrustedRoot, loadTrustedRootFile, parseTrustedRoot, sha256Hex, SHIPPED_TRUSTED_ROOT_PATH, SHIPPED_TRUSTED_ROOT_SHA256, TrustRootError, trustedRootProblems,

@@ -40,6 +40,9 @@ async function plantProbes(d: ConsoleDemo): Promise<void> {
   // A Plugin as a cluster would hold it: not valid, so it is refused, and the refusal quotes the field.
   store.observe({ stream: "plugin/refused", type: "plugin.observed", actor: "cluster", causedBy: null, data: { name: "refused", spec: { image: V1_IMAGE, manifest: { capabilities: ["connector"], egress: [{ host: PROBE }], secrets: [], dataTiers: [] } } } });
   store.append([{ stream: "egress/nbp-fx", type: "egress.decision", actor: "egress", data: { plugin: "nbp-fx", host: PROBE, port: 443, allowed: false, reason: "not_listed" } }]);
+  // A version that cannot run whatever is approved: nbp-fx v1 under another name, its config failing its schema.
+  const blocked = V1.replace(/name: nbp-fx/, "name: blocked").replace(/startDate: .*/, "startDate: 7");
+  applyResources(store, parseResources(`${blocked}---\n${GRANT.replace(/name: nbp-fx/, "name: blocked").replace(/egress:[\s\S]*$/, "")}`, "blocked"), OWNER_CLI);
   // Something to approve with JavaScript off.
   applyResources(store, parseResources(`${V2.replace(/name: nbp-fx/, "name: plain")}---\n${GRANT.replace(/name: nbp-fx/, "name: plain")}`, "plain"), OWNER_CLI);
   await d.cp.pass();
@@ -89,9 +92,28 @@ describe("the owner's console", () => {
     await snapshot("plugins");
   });
 
+  it("shows a version that cannot run with what blocks it first, and offers no approval", async () => {
+    await visit("/plugins/blocked");
+    const blockers = page.locator("#blockers");
+    expect(await blockers.locator("h2").innerText()).toBe("Cannot run as asked");
+    expect(await blockers.locator("li").first().innerText()).toMatch(/^its config does not match its schema: spec\.config\.startDate: must be string\.$/);
+    const button = page.locator("#pending button");
+    expect(await button.innerText()).toBe("Approve: blocked by its config");
+    expect(await button.isDisabled()).toBe(true);
+    // First on the page, as the owner reads it: the blockers above the approval.
+    const [b, p] = [await blockers.boundingBox(), await page.locator("#pending").boundingBox()];
+    expect((b?.y ?? Infinity) < (p?.y ?? -Infinity)).toBe(true);
+    await snapshot("plugin-blocked");
+    await visit("/");
+    expect(await page.locator("#blocked").innerText()).toMatch(/blocked: its config does not match its schema/);
+    expect(await page.locator("section[aria-labelledby=waiting-h]").innerText()).not.toMatch(/\bblocked\b/);
+    expect(await page.locator("tr", { has: page.locator('a[href="/plugins/blocked"]') }).locator('a[href="/plugins/blocked#blockers"] .badge').innerText()).toBe("blocked");
+  });
+
   it("shows the held-back upgrade and exactly what approving adds", async () => {
     await visit("/plugins/nbp-fx");
     const pending = page.locator("#pending");
+    expect(await page.locator("#blockers").count()).toBe(0);
     expect(await pending.locator("ul.adds").innerText()).toBe("+egress static.nbp.pl:443");
     expect(await pending.locator("button").innerText()).toBe("Approve: add egress static.nbp.pl:443");
     await snapshot("plugin-pending");
@@ -110,7 +132,7 @@ describe("the owner's console", () => {
   it("shows the grant edit by owner:web:alice in the log, and new events as they come", async () => {
     await visit("/log?plugin=nbp-fx&type=grant.observed");
     const edit = page.locator("#log-rows tr", { hasText: "owner:web:alice" });
-    expect(await edit.locator("td").nth(5).innerText()).toBe("the grant was set by owner:web:alice");
+    expect(await edit.locator("td").nth(5).innerText()).toBe("the grant was set by owner:web:alice: +egress static.nbp.pl:443");
     await visit("/log");
     const before = demo.cp.runtime.store.head();
     demo.cp.runtime.store.append([{ stream: "egress/nbp-fx", type: "egress.decision", actor: "egress", data: { plugin: "nbp-fx", host: "live.nbp.pl", port: 443, allowed: false, reason: "not_listed" } }]);

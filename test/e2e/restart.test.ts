@@ -29,7 +29,9 @@ async function snapshot(dir: string): Promise<Snapshot> {
   const files: Record<string, string> = {};
   for (const f of await readdir(join(dir, "cluster", "plugins"))) files[f] = await readFile(join(dir, "cluster", "plugins", f), "utf8");
   files["allowlist"] = await readFile(join(dir, "cluster", "openfief-egress-allowlist.yaml"), "utf8");
-  return { counts, plugins: await json(["get", "plugins", ...data]), files };
+  // Where the workload was written names the run's own folder: the same place, for every run.
+  const plugins = JSON.parse(JSON.stringify(await json(["get", "plugins", ...data])).split(dir).join("<run>")) as unknown;
+  return { counts, plugins, files };
 }
 
 async function install(dir: string): Promise<void> {

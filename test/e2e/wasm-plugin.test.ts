@@ -74,7 +74,7 @@ describe("the demo's WebAssembly plugin", () => {
     expect(JSON.parse(ok.stdout)).toMatchObject({ capabilities: ["connector"] });
     const refused = await openfief(["call", "nbp-fx", "sync", "--data", dir]);
     expect(refused.code).toBe(2);
-    expect(refused.stderr).toMatch(/runs as a container/);
+    expect(refused.stderr).toMatch(/nbp-fx is a container plugin, not one the plugin host runs, and nothing runs it here: its objects written to \S+ \(no container runtime in the embedded mode\)/);
     const unknown = await openfief(["call", "ecb-fx", "no_such_method", "--data", dir]);
     expect(unknown.code).toBe(1);
     expect(unknown.stdout).toMatch(/unknown_method \(reported by the plugin\)/);

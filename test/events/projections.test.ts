@@ -152,8 +152,8 @@ describe("projections and queries", () => {
     const answer = why(store, "echo");
     expect(answer?.deployable.ok).toBe(false);
     expect(answer?.deployable.because.map(blockerText)).toEqual([
-      "the config does not match the schema: config.url: must be a string",
-      `the signature check refused ${DIGEST_A}`,
+      "its signature was refused",
+      "its config does not match its schema: config.url: must be a string",
     ]);
     expect(answer?.plan.outcome).toBe("none");
   });

@@ -1,9 +1,13 @@
 /**
  * The console's pages through real HTTP: every page for a viewer, the approval form's refusals
- * (a stale version changes nothing), the error pages, signing out, the assets — and no page ever
- * holds a session token or a sign-in code.
+ * (a stale version changes nothing), a version that cannot run shown blockers first and offered
+ * no approval, the error pages, signing out, the assets — and no page ever holds a session token
+ * or a sign-in code.
  */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { applyResources, EXAMPLES, OWNER_CLI, parseResources } from "../../src/app/index.js";
 import { startConsoleDemo } from "../support/console-demo.js";
 import type { ConsoleDemo } from "../support/console-demo.js";
 import { call, cookieOf } from "./support.js";
@@ -133,6 +137,76 @@ describe("the approval form", () => {
     expect(r.headers.location).toMatch(/^\/plugins\/nbp-fx\?approved=\d+$/);
     const seq = Number(/approved=(\d+)/.exec(r.headers.location ?? "")?.[1]);
     expect(demo.cp.runtime.store.get(seq)).toMatchObject({ type: "grant.observed", actor: "owner:web:alice" });
+  });
+});
+
+describe("a version that cannot run whatever is approved", () => {
+  const V1_IMAGE = "localhost/openfief-demo/nbp-fx@sha256:32a155bf13262adffa93e0d7023b17306472f1dcb8d93c686bfe850e9dc594cb";
+  const doc = (name: string, extra: string, config = "") => `apiVersion: openfief.io/v1alpha1
+kind: Plugin
+metadata: {name: ${name}}
+spec:
+  image: ${V1_IMAGE}
+${config === "" ? "" : `  config: ${config}\n`}  manifest: {capabilities: [connector], egress: [{host: api.nbp.pl}], secrets: [], dataTiers: []${extra}}
+---
+apiVersion: openfief.io/v1alpha1
+kind: PluginGrant
+metadata: {name: ${name}}
+spec: {capabilities: [connector]}
+`;
+  beforeAll(async () => {
+    const store = demo.cp.runtime.store;
+    // nbp-fx v1 under another name, its config failing its (signed) schema; a twin declaring another manifest than its image was signed with.
+    const v1 = readFileSync(join(EXAMPLES, "plugins", "nbp-fx.yaml"), "utf8").replace(/name: nbp-fx/, "name: conf").replace(/startDate: .*/, "startDate: 7");
+    applyResources(store, parseResources(`${v1}---\n${doc("conf", "").split("---\n")[1] ?? ""}`, "conf"), OWNER_CLI);
+    applyResources(store, parseResources(doc("twin", ", configSchema: {type: object}"), "twin"), OWNER_CLI);
+    await demo.cp.pass();
+  }, 60_000);
+
+  it.each<[string, string, RegExp]>([
+    ["its config", "conf", /its config does not match its schema: spec\.config\.startDate: must be string\./],
+    ["its signature", "twin", /its signature was refused: the Plugin&#39;s manifest is not the one its image was signed with \(manifest_mismatch\)\./],
+  ])("shows what blocks it (%s) before the approval, whose button is off and names the blocker", async (subject, name, blocker) => {
+    const page = (await call(base, `/plugins/${name}`, { headers: { cookie: ownerCookie } })).text;
+    const blockers = page.indexOf('id="blockers"');
+    const approval = page.indexOf('id="pending"');
+    expect(blockers).toBeGreaterThan(0);
+    expect(blockers).toBeLessThan(approval);
+    expect(page.slice(blockers, approval)).toMatch(/<h2 id="blockers-h">Cannot run as asked<\/h2>/);
+    expect(page.slice(blockers, approval)).toMatch(blocker);
+    expect(page).toContain(`<button type="button" disabled>Approve: blocked by ${subject}</button>`);
+    // No form an owner could send: the approval is not offered.
+    expect(page).not.toMatch(/action="\/plugins\/[a-z-]+\/approve"/);
+    expect(page).toMatch(/Approval \(not offered\)/);
+  });
+
+  it("lists it under what cannot run as asked, not under what waits for approval", async () => {
+    const page = (await call(base, "/", { headers: { cookie: viewerCookie } })).text;
+    const cannot = /<section class="card callout bad" aria-labelledby="blocked-h" id="blocked">([\s\S]*?)<\/section>/.exec(page)?.[1] ?? "";
+    const waiting = /<section class="card callout" aria-labelledby="waiting-h">([\s\S]*?)<\/section>/.exec(page)?.[1] ?? "";
+    expect(cannot).toMatch(/<strong>conf<\/strong><\/a>: its config does not match its schema/);
+    expect(cannot).toMatch(/<strong>twin<\/strong><\/a>: its signature was refused/);
+    expect(waiting).not.toMatch(/conf|twin/);
+    expect(page).toMatch(/<a href="\/plugins\/conf#blockers"><span class="badge bad">blocked<\/span><\/a> <span class="small">by its config<\/span>/);
+  });
+
+  it("refuses an approval sent all the same, naming the blocker, and records nothing", async () => {
+    const before = demo.cp.runtime.store.head();
+    const version = demo.cp.runtime.store.version("plugin/conf");
+    const r = await call(base, "/plugins/conf/approve", form(ownerCookie, `version=${version}`));
+    expect(r.status).toBe(409);
+    expect(r.text).toMatch(/nothing approved \(config_refused\)/);
+    expect(demo.cp.runtime.store.head()).toBe(before);
+  });
+
+  it("says who signed a version, and that in the embedded mode its objects are only written out", async () => {
+    const page = (await call(base, "/plugins/ledger-view", { headers: { cookie: viewerCookie } })).text;
+    expect(page).toMatch(/<span class="badge neutral" title="Signed by a signer you trust, so it may run; [^"]*">trusted<\/span>/);
+    expect(page).toContain("</span> signed by demo-owner, a signer you trust; not in the catalog.<br>");
+    expect(page).toMatch(/objects written to \S+\/cluster \(no container runtime in the embedded mode\)/);
+    expect(page).not.toMatch(/as a container|>unverified</);
+    const plugins = (await call(base, "/", { headers: { cookie: viewerCookie } })).text;
+    expect(plugins).toMatch(/<p class="small legend">Signature: <strong>verified<\/strong>: A catalog entry pins [^;]*; <strong>trusted<\/strong>: Signed by a signer you trust[^;]*; [^;]*; <strong>refused<\/strong>: It does not run, whatever the grant approves\.<\/p>/);
   });
 });
 

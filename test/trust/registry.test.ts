@@ -115,12 +115,13 @@ describe("the image check against a real registry", () => {
     expect(spy.blobs).toEqual([]);
   });
 
-  it("refuses an image signed only by an untrusted key, without reading its label", async () => {
+  it("refuses an image signed only by an untrusted key as untrusted_signer, without reading its label", async () => {
     const image = buildImage(JSON.stringify(LABEL_MANIFEST), "stranger");
     const ref = await push("plugins/stranger", image, [await signDsse(stranger, image.digest)]);
     const spy = counting(client);
     const verdict = await checkImage({ image: ref, source: spy.source, trustedRoot: root, policy });
-    expect(verdict).toMatchObject({ outcome: "refused", reason: "unsigned" });
+    // Signed, by a key no trusted signer holds: not "unsigned".
+    expect(verdict).toMatchObject({ outcome: "refused", reason: "untrusted_signer" });
     expect(verdict.rejectedBundles).toEqual(["key_mismatch"]);
     const configDigest = (JSON.parse(Buffer.from(image.manifest).toString()) as { config: { digest: string } }).config.digest;
     expect(spy.blobs).not.toContain(configDigest);
@@ -161,8 +162,9 @@ describe("the image check against a real registry", () => {
     const run = await runCli(["verify", ref.toString(), "--key", `${caseDir}local-key-dsse-digest/key.pub`, "--json"], [registerVerify]);
     expect(run.code).toBe(0);
     expect(JSON.parse(run.stdout)).toMatchObject({ outcome: "unverified", digest: SHARED_DIGEST });
+    // Without the key, its key-signed bundles verify under no signer of the owner's: signed, but untrusted — and told how to trust one.
     const refusedRun = await runCli(["verify", ref.toString()], [registerVerify]);
     expect(refusedRun.code).toBe(1);
-    expect(refusedRun.stdout).toMatch(/^refused: .*: unsigned: /);
+    expect(refusedRun.stdout).toMatch(/^refused: .*: it is signed, but by no signer you trust \(untrusted_signer\)\n  No signer of yours was given: --trusted-signers FILE \(or --key PEM\)/);
   });
 });

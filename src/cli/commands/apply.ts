@@ -1,8 +1,10 @@
 /**
  * `openfief apply -f FILE|DIR|- [-f …]` records Plugin and PluginGrant resources as the owner's
  * observations (`plugin.observed`, `grant.observed`); applying the same spec again records nothing.
- * Every input is read and checked before anything is recorded. A Plugin whose config its own
- * schema refuses is recorded (as the cluster would hold it) and the command exits 1 saying why.
+ * Every input is read and checked before anything is recorded, and a refusal records nothing
+ * (exit 2). What is recorded exits 0 (docs/adr/0107): a Plugin whose config its own schema refuses
+ * is recorded as the cluster would hold it, with a warning on standard error naming the problem
+ * and the `why` that will explain the decision.
  * `openfief delete plugin|grant|plugingrant NAME` records that a resource is gone; the plugin's
  * events stay. A running `openfief up` reconciles what they record; `openfief reconcile` does one pass here.
  */
@@ -10,7 +12,7 @@ import type { Command } from "commander";
 import { AppError, applyResources, deletableKind, deleteResource, OWNER_CLI, parseResources } from "../../app/index.js";
 import type { Resource } from "../../app/index.js";
 import { formatErrors } from "../../plugins/index.js";
-import { pluginArg, print, printJson, withData, withJson, withLog } from "../context.js";
+import { pluginArg, print, printJson, warn, withData, withJson, withLog } from "../context.js";
 import type { DataOptions } from "../context.js";
 import { readInputs } from "../inputs.js";
 
@@ -49,13 +51,9 @@ export function register(program: Command): void {
       const resources = await readAllResources(o.filename ?? []);
       const results = await withLog(o, (store) => applyResources(store, resources, OWNER_CLI), false);
       if (o.json === true) printJson(results);
-      else {
-        for (const r of results) {
-          print(`${r.kind.toLowerCase()}/${r.name} ${r.changed ? `recorded (event ${r.seq})` : "unchanged"}`);
-          if (r.configErrors !== undefined) print(`  its config does not match its schema, so it will not run with it: ${formatErrors(r.configErrors)}`);
-        }
-      }
-      if (results.some((r) => r.configErrors !== undefined)) process.exitCode = 1;
+      else for (const r of results) print(`${r.kind.toLowerCase()}/${r.name} ${r.changed ? `recorded (event ${r.seq})` : "unchanged"}`);
+      // Recorded all the same: a warning, not a failure; the decision will say it again.
+      for (const r of results) if (r.configErrors !== undefined) warn(`plugin/${r.name} will not run with this config, which does not match its schema: ${formatErrors(r.configErrors)}. Fix the config and apply again; openfief why ${r.name} explains the decision once it is reconciled.`);
     });
 
   withJson(withData(program.command("delete")))

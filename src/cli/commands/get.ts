@@ -1,24 +1,39 @@
 /**
  * `openfief get plugins`: one row per plugin the log knows — its status, the version running, the
- * version asked for, the signature verdict of the asked-for image, what is pending approval, and
- * what the owner must know (a refused config or signature, a failed reconcile).
+ * version asked for, who signed the asked-for image, what is pending approval (or, for a version
+ * that cannot run whatever is approved, what blocks it instead), and what the owner must know (a
+ * refused config or signature, a failed reconcile). Lines under the table say what its words mean.
  */
 import type { Command } from "commander";
-import { lastCallText, listPlugins, problemText, runtimeText, shortImage, statusText } from "../../app/index.js";
+import { blockerSubject, lastCallText, listPlugins, objectsOnlyNote, problemText, runtimeText, shortImage, statusText, verdictCell } from "../../app/index.js";
 import type { PluginRow } from "../../app/index.js";
 import { CliError } from "../cli-error.js";
 import { print, printJson, table, withData, withJson, withLog } from "../context.js";
 import type { DataOptions } from "../context.js";
 
-/** The table `get plugins` and `up` print. */
+/** What the PENDING cell says: the permissions an approval would add, or what blocks the version instead. */
+function pendingCell(r: PluginRow): string {
+  const first = r.blockers[0];
+  // No nudge to approve a version that cannot run whatever is approved.
+  if (first !== undefined) return `(blocked by its ${blockerSubject(first)})`;
+  return r.pending.length === 0 ? "-" : r.pending.join(",");
+}
+
+/** The table `get plugins` and `up` print, with a line under it for each word that needs one. */
 export function pluginsTable(rows: readonly PluginRow[]): string {
-  return table(
-    ["NAME", "STATUS", "RUNTIME", "RUNNING", "ASKED FOR", "VERDICT", "PENDING", "LAST CALL", "PROBLEMS"],
+  const body = table(
+    ["NAME", "STATUS", "RUNTIME", "RUNNING", "ASKED FOR", "SIGNATURE", "PENDING", "LAST CALL", "PROBLEMS"],
     rows.map((r) => [
-      r.name, statusText(r.status), runtimeText(r), shortImage(r.running), r.deleted ? "(deleted)" : shortImage(r.asked), r.verdict ?? "-",
-      r.pending.length === 0 ? "-" : r.pending.join(","), lastCallText(r.lastCall), r.problems.length === 0 ? "-" : r.problems.map(problemText).join("; "),
+      r.name, statusText(r.status), runtimeText(r), shortImage(r.running), r.deleted ? "(deleted)" : shortImage(r.asked), r.deleted ? "-" : verdictCell(r.signature),
+      pendingCell(r), lastCallText(r.lastCall), r.problems.length === 0 ? "-" : r.problems.map(problemText).join("; "),
     ]),
   );
+  const notes = [
+    objectsOnlyNote(rows),
+    rows.some((r) => !r.deleted && r.signature?.outcome === "unverified") ? "SIGNATURE \"signed by NAME\": a signer you trust signed the image asked for, so it may run; only a catalog entry would make it verified." : null,
+    rows.some((r) => r.blockers.length > 0) ? "blocked: the version asked for cannot run whatever is approved; openfief why NAME says what to fix." : null,
+  ].filter((n): n is string => n !== null);
+  return [body, ...notes].join("\n");
 }
 
 export function register(program: Command): void {

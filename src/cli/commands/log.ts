@@ -4,8 +4,8 @@
  * `check-decisions` (re-run the deciders over the log and compare with every recorded decision).
  */
 import type { Command } from "commander";
-import { checkLogDecisions, describeEvent, describePending, followLog, parseCount, parseReplayPoint, parseTime, readLog, replay, shortImage, verifyLog } from "../../app/index.js";
-import type { KnownEvent, LogQuery } from "../../app/index.js";
+import { checkLogDecisions, describePending, eventSentence, followLog, outcomeText, parseCount, parseReplayPoint, parseTime, readLog, replay, shortImage, shortRefs, verifyLog } from "../../app/index.js";
+import type { EventStore, KnownEvent, LogQuery } from "../../app/index.js";
 import { openLog, pluginArg, print, printJson, table, withData, withJson, withLog } from "../context.js";
 import type { DataOptions } from "../context.js";
 
@@ -19,9 +19,10 @@ interface LogOptions extends DataOptions {
   follow?: boolean;
 }
 
-function line(e: KnownEvent): string {
+/** One event a line, in the words every face uses (image references shortened; `--json` has them whole). */
+function line(store: EventStore, e: KnownEvent): string {
   const cause = e.causedBy === null ? "" : ` ← ${e.causedBy}`;
-  return `${String(e.seq).padStart(6)}  ${e.time}  ${e.stream.padEnd(24)} ${e.type.padEnd(18)} ${e.actor.padEnd(12)} ${describeEvent(e)}${cause}`;
+  return `${String(e.seq).padStart(6)}  ${e.time}  ${e.stream.padEnd(24)} ${e.type.padEnd(18)} ${e.actor.padEnd(12)} ${shortRefs(eventSentence(store, e))}${cause}`;
 }
 
 /** The filters the flags give. */
@@ -34,17 +35,17 @@ function queryOf(o: LogOptions): LogQuery {
   };
 }
 
-function emit(events: readonly KnownEvent[], json: boolean): void {
+function emit(store: EventStore, events: readonly KnownEvent[], json: boolean): void {
   for (const e of events) {
     if (json) process.stdout.write(`${JSON.stringify(e)}\n`);
-    else print(line(e));
+    else print(line(store, e));
   }
 }
 
 export function register(program: Command): void {
   withJson(withData(program.command("log")))
     .description("print the event log (JSON lines with --json), optionally filtered, and follow it")
-    .option("--plugin <name>", "only this plugin's events (its own stream and its egress decisions)")
+    .option("--plugin <name>", "only this plugin's events (its own stream with its config verdicts, its egress decisions, the signature verdicts about its images)")
     .option("--type <type>", "only events of this type (repeatable)", (v: string, prev: string[] = []) => [...prev, v])
     .option("--since <time>", "only events at or after this ISO-8601 time")
     .option("--until <time>", "only events at or before this ISO-8601 time")
@@ -57,14 +58,14 @@ export function register(program: Command): void {
         const q = queryOf(o);
         let after = o.after === undefined ? 0 : parseCount(o.after, "--after");
         const first = readLog(store, { ...q, afterSeq: after, ...(o.limit === undefined ? {} : { limit: parseCount(o.limit, "--limit") }) });
-        emit(first.events, o.json === true);
+        emit(store, first.events, o.json === true);
         if (o.follow !== true) return;
         after = Math.max(after, first.events.at(-1)?.seq ?? 0, first.head);
         // Nothing appended from now on can be at or before a time already past.
         const until = q.until ?? null;
         if (until !== null && until.getTime() <= Date.now()) return;
         await new Promise<void>((resolve) => {
-          const unfollow = followLog(store, q, after, (events) => emit(events, o.json === true), { pollMs: 250 });
+          const unfollow = followLog(store, q, after, (events) => emit(store, events, o.json === true), { pollMs: 250 });
           const timer = until === null ? null : setInterval(() => { if (until.getTime() <= Date.now()) stop(); }, 250);
           const stop = () => { unfollow(); if (timer !== null) clearInterval(timer); resolve(); };
           process.once("SIGINT", stop);
@@ -87,7 +88,7 @@ export function register(program: Command): void {
       print(table(
         ["NAME", "RUNNING", "ASKED FOR", "OUTCOME", "PENDING"],
         state.plugins.map((p) => [
-          p.name, shortImage(p.running), p.deleted ? "(deleted)" : shortImage(p.asked), p.outcome ?? "-", p.pending === null ? "-" : describePending(p.pending),
+          p.name, shortImage(p.running), p.deleted ? "(deleted)" : shortImage(p.asked), outcomeText(p.outcome), p.pending === null ? "-" : describePending(p.pending),
         ]),
       ));
       if (state.verdicts > 0) print(`${state.verdicts} image verdict(s) recorded`);

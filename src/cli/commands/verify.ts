@@ -2,7 +2,8 @@
  * `openfief verify IMAGE@sha256:…`: the whole image check (seed 000, "Signatures, trusted signers
  * and the catalog") from a registry or an OCI layout directory, against the shipped trust root,
  * the shipped catalog, OpenFief's CI and the owner's signers. Exit 0 when the policy admits the
- * image (verified or unverified), 1 when it refuses it, 2 for bad usage.
+ * image (verified or unverified), 1 when it refuses it, 2 for bad usage. The verdict is worded as
+ * what it means — who signed it, and whether the catalog pins it — with one line of help.
  */
 import { createPublicKey } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
@@ -10,7 +11,7 @@ import { basename, join } from "node:path";
 import type { Command } from "commander";
 import { CliError } from "../cli-error.js";
 import { readAllResources } from "./apply.js";
-import { SHIPPED_CATALOG } from "../../app/index.js";
+import { refusalText, SHIPPED_CATALOG, verdictHelp, verdictText, verdictWord } from "../../app/index.js";
 import { usageExit } from "./verify-bundle.js";
 import { formatErrors, newTrustPolicy, parseCatalog, parseImageRef } from "../../plugins/index.js";
 import type { Manifest, Signer } from "../../plugins/index.js";
@@ -64,14 +65,20 @@ function ownerSigners(opts: Options): Signer[] {
   return signers;
 }
 
-function printVerdict(verdict: ImageVerdict, json: boolean): void {
+/** The verdict's line and its line of help. */
+export function verdictLines(verdict: ImageVerdict, ownerSigners: number): [string, string] {
+  const view = { outcome: verdict.outcome, reason: verdict.reason ?? null, signers: verdict.signers };
+  const entry = verdict.catalogEntry === undefined ? "" : ` as entry ${verdict.catalogEntry}`;
+  const first = `${verdictWord(verdict.outcome)}: ${verdict.image}: ${verdict.outcome === "refused" ? refusalText(view.reason) : `${verdictText(view)}${entry}`}`;
+  if (verdict.outcome !== "refused") return [first, `  ${verdictHelp(verdict.outcome)}`];
+  // Refused for want of a signer the owner trusts, and the owner named none: say how to name one.
+  if (verdict.reason === "untrusted_signer" && ownerSigners === 0) return [first, "  No signer of yours was given: --trusted-signers FILE (or --key PEM) names the signers you trust."];
+  return [first, `  ${verdict.message ?? verdictHelp("refused")}`];
+}
+
+function printVerdict(verdict: ImageVerdict, json: boolean, ownerSigners: number): void {
   if (json) process.stdout.write(`${JSON.stringify(verdict)}\n`);
-  else if (verdict.outcome === "refused") process.stdout.write(`refused: ${verdict.image}: ${verdict.reason ?? "refused"}: ${verdict.message ?? ""}\n`);
-  else {
-    const by = verdict.signers.map((s) => `${s.name} (${s.kind})`).join(", ");
-    const entry = verdict.catalogEntry === undefined ? "" : ` as catalog entry ${verdict.catalogEntry}`;
-    process.stdout.write(`${verdict.outcome}: ${verdict.image}${entry}, signed by ${by}\n`);
-  }
+  else process.stdout.write(`${verdictLines(verdict, ownerSigners).join("\n")}\n`);
   process.exitCode = verdict.outcome === "refused" ? 1 : 0;
 }
 
@@ -95,7 +102,8 @@ async function run(imageArg: string | undefined, opts: Options): Promise<void> {
   } catch (err) {
     throw new CliError(err instanceof TrustRootError ? err.message : String(err), 2);
   }
-  const policy = newTrustPolicy(catalog.value, ownerSigners(opts));
+  const owners = ownerSigners(opts);
+  const policy = newTrustPolicy(catalog.value, owners);
 
   let source: ImageSource;
   let repository = image.repository;
@@ -130,7 +138,7 @@ async function run(imageArg: string | undefined, opts: Options): Promise<void> {
       rejectedBundles: [],
     };
   }
-  printVerdict(verdict, opts.json === true);
+  printVerdict(verdict, opts.json === true, owners.length);
 }
 
 /** Registers `verify`. */

@@ -3,8 +3,8 @@
  * the full value on hover, states as a badge of colour and words, permissions as lists. Every
  * function returns {@link Markup} built with `html`, so each value is escaped on its way out.
  */
-import { shortImage, statusText } from "../../app/index.js";
-import type { PermissionLists, PluginStatus } from "../../app/index.js";
+import { shortImage, statusText, verdictCell, verdictHelp, verdictWord } from "../../app/index.js";
+import type { PermissionLists, PluginStatus, SignatureView } from "../../app/index.js";
 import { html } from "./html.js";
 import type { Markup } from "./html.js";
 
@@ -98,18 +98,15 @@ export function statusBadge(s: PluginStatus): Markup {
   return html`<span class="badge ${s}"><span aria-hidden="true">${STATUS_MARK[s]}</span>${statusText(s)}</span>`;
 }
 
-/** What a signature verdict means, for a tooltip or a sentence. */
-export function verdictHelp(v: string): string {
-  if (v === "verified") return "signed by the publisher the catalog pins for it";
-  if (v === "unverified") return "signed by a signer you trust, but not a plugin the catalog verifies";
-  return "the signature check refused the image: it does not run";
-}
-
-/** A signature verdict in colour and words, what it means on hover. */
-export function verdictBadge(v: string | null): Markup {
-  if (v === null) return html`<span class="muted">not checked yet</span>`;
-  const cls = v === "verified" ? "good" : v.startsWith("refused") ? "bad" : "neutral";
-  return html`<span class="badge ${cls}" title="${verdictHelp(v)}">${v}</span>`;
+/**
+ * A signature verdict in colour and one word (`verified`, `trusted`, `refused`), who signed it
+ * beside it, and what it means on hover (the words of `src/app/wording.ts`).
+ */
+export function verdictBadge(v: SignatureView | null, o: { readonly who?: boolean } = {}): Markup {
+  if (v === null) return html`<span class="muted" title="${verdictHelp(null)}">not checked yet</span>`;
+  const cls = v.outcome === "verified" ? "good" : v.outcome === "refused" ? "bad" : "neutral";
+  const badge = html`<span class="badge ${cls}" title="${verdictHelp(v.outcome)}">${verdictWord(v.outcome)}</span>`;
+  return o.who === false ? badge : html`${badge} <span class="small">${verdictCell(v)}</span>`;
 }
 
 /** An egress outcome in colour and words. */

@@ -1,17 +1,19 @@
 /**
- * One plugin: its state, what waits for approval with an Approve button that says exactly what it
+ * One plugin: its state, what keeps the version asked for from running whatever is approved (its
+ * spec, signature or config: shown first, and while it holds, the Approve button is off and names
+ * it), what waits for approval with an Approve button that says exactly what it
  * adds (pinned to the version the page was read at), `why` in the CLI's sentences, the three sides
  * of its permissions (asked, granted, run with), its config and its timeline with causes; for a
  * view plugin, its own UI in a sandboxed iframe from the plugin proxy (seed 002). The approval is a
  * plain form (POST, then a redirect back here); htmx only keeps the page current, around the view,
  * which it never swaps (that would reload it).
  */
-import { AppError, approve, describeRule, hostPort, pendingItems, pluginView, webActor } from "../../app/index.js";
+import { AppError, approve, blockerSubject, blockerText, containerText, describeRule, hostPort, pendingItems, pluginView, verdictHelp, verdictText, webActor } from "../../app/index.js";
 import type { GrantSpec, NextSteps, Pending, PluginView, TimelineEntry, UserSession, ViewFrame, ViewsFace } from "../../app/index.js";
 import { assetUrls } from "./assets.js";
 import { mediaType, readBody } from "../http.js";
 import type { RequestContext } from "../routes.js";
-import { ago, hash, image, json, permissionRows, richText, statusBadge, verdictBadge, verdictHelp, when } from "./format.js";
+import { ago, hash, image, json, permissionRows, richText, statusBadge, verdictBadge, when } from "./format.js";
 import { html } from "./html.js";
 import type { Markup } from "./html.js";
 import { page } from "./layout.js";
@@ -38,10 +40,31 @@ function grantAfterRows(after: GrantSpec, p: Pending): Markup {
   return html`${rows.map(([label, items, added]) => html`<tr><th scope="row">${label}</th><td>${mark(items, added)}</td></tr>`)}`;
 }
 
+/** What keeps the version asked for from running whatever is approved, before anything else about it. */
+function blockersCard(v: PluginView): Markup {
+  const blockers = v.row.blockers;
+  if (blockers.length === 0 || v.row.deleted) return html``;
+  return html`<section class="card callout bad" id="blockers" aria-labelledby="blockers-h">
+<h2 id="blockers-h">Cannot run as asked</h2>
+<p>The version asked for, ${image(v.asked?.image ?? null)}, cannot run whatever the grant approves:</p>
+<ul>${blockers.map((b) => html`<li>${richText(`${blockerText(b)}.`)}</li>`)}</ul>
+<p class="small">Fix that first (apply a corrected Plugin, or an image signed by a signer you trust); no approval is offered until then. ${v.row.running === null ? "Nothing runs meanwhile." : html`Meanwhile ${image(v.row.running)} keeps running under the grant.`}</p>
+</section>`;
+}
+
 function pendingCard(v: PluginView, session: UserSession | null): Markup {
   const p = v.pending;
   if (p === null) return html`<section class="card" id="pending"><h2>Approval</h2><p>Nothing waits for approval: the grant gives everything the version asked for requests.</p></section>`;
   const items = pendingItems(p.pending);
+  const first = p.blockers[0];
+  if (first !== undefined) {
+    // Shown so the owner sees the whole request, but off: approving would not make it run.
+    return html`<section class="card" id="pending" aria-labelledby="pending-h">
+<h2 id="pending-h">Approval (not offered)</h2>
+<p>The version asked for also needs more than the grant gives: ${items.join(", ")}. Approving that would not make it run, so it is not offered while its ${blockerSubject(first)} blocks it.</p>
+<div class="actions"><button type="button" disabled>Approve: blocked by its ${blockerSubject(first)}</button></div>
+</section>`;
+  }
   const owner = session?.role === "owner";
   const button = owner
     ? html`<button type="submit" class="primary">Approve: add ${items.join(", ")}</button>`
@@ -67,6 +90,13 @@ function whyCard(v: PluginView): Markup {
   const main = lines.filter((l) => !l.startsWith("  - ") && l !== "It was caused by:");
   const causes = lines.filter((l) => l.startsWith("  - ")).map((l) => l.slice(4));
   return html`<section class="card why"><h2>Why it runs what it runs</h2><ul>${main.map((l) => html`<li>${richText(l)}</li>`)}</ul>${causes.length === 0 ? "" : html`<h3>It was caused by</h3><ol>${causes.map((c) => html`<li>${richText(c)}</li>`)}</ol>`}</section>`;
+}
+
+/** Who signed the version asked for, what that means, and one line of help. */
+function signatureFact(v: PluginView): Markup {
+  if (v.row.deleted) return html`<span class="muted">–</span>`;
+  const s = v.row.signature;
+  return html`${verdictBadge(s, { who: false })}${s === null ? "" : html` ${verdictText(s)}.`}<br><span class="small muted">${verdictHelp(s?.outcome ?? null)}</span>`;
 }
 
 function timelineRow(t: TimelineEntry, now: Date): Markup {
@@ -111,15 +141,16 @@ export function pluginPage(ctx: RequestContext, notice: Markup, frame: ViewFrame
 <div id="live" hx-get="/plugins/${v.name}" hx-trigger="every 3s" hx-select="#live" hx-select-oob="#live-more" hx-swap="outerHTML">
 <div class="page-head big"><h1>${v.name}</h1>${statusBadge(v.row.status)}</div>
 <section class="card"><dl class="facts">
-<dt>Running</dt><dd>${image(v.row.running)}${v.row.runtime === null ? "" : html` <span class="small muted">${v.row.runtime === "wasm" ? html`as WebAssembly in the plugin host, module ${hash(v.row.module ?? "")}` : "as a container"}</span>`}</dd>
+<dt>Running</dt><dd>${image(v.row.running)}${v.row.runtime === null ? "" : html` <span class="small muted">${v.row.runtime === "wasm" ? html`as WebAssembly in the plugin host, module ${hash(v.row.module ?? "")}` : containerText(v.row.target)}</span>`}</dd>
 ${v.row.lastCall === null ? "" : html`<dt>Last call</dt><dd>${v.row.lastCall.ok ? html`${v.row.lastCall.succeeded} succeeded, until ${when(v.row.lastCall.at, now)}` : html`<span class="badge bad">failed</span> ${v.row.lastCall.method}: ${v.row.lastCall.code} (${v.row.lastCall.source === "plugin" ? "reported by the plugin" : "the host refused it"}), ${when(v.row.lastCall.at, now)}`}</dd>`}
 <dt>Asked for</dt><dd>${v.row.deleted ? html`<span class="muted">(deleted)</span>` : image(v.row.asked)}</dd>
-<dt>Signature</dt><dd>${verdictBadge(v.row.verdict)}${v.row.verdict === null ? "" : html` <span class="small muted">${verdictHelp(v.row.verdict)}</span>`}</dd>
+<dt>Signature</dt><dd>${signatureFact(v)}</dd>
 <dt>Last decision</dt><dd>${v.why === null ? html`<span class="muted">none yet</span>` : html`event ${v.why.answer.decision.seq}, ${when(v.why.answer.decision.time, now)}`}</dd>
 </dl></section>
 </div>
 ${viewCard(frame, app.views, session)}
 <div id="live-more">
+${blockersCard(v)}
 ${pendingCard(v, session)}
 ${whyCard(v)}
 <section class="card"><h2>Permissions</h2><div class="table-wrap"><table><thead><tr><th></th><th>Asked for (the version asked for)</th><th>Granted</th><th>Runs with</th></tr></thead><tbody>${permissionRows(v.permissions)}</tbody></table></div>
