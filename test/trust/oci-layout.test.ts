@@ -53,7 +53,7 @@ describe("an OCI image layout", () => {
     writeFileSync(pluginFile, plugin(LABEL_MANIFEST));
     const ok = await runCli(["verify", "--plugin", pluginFile, "--oci-layout", dir, "--key", keyFile], [registerVerify]);
     expect(ok.code).toBe(0);
-    expect(ok.stdout).toMatch(/^trusted: example\.com\/demo@sha256:[0-9a-f]{64}: signed by key-1:\S+, a signer you trust; not in the catalog\n  Signed by a signer you trust, so it may run; .*\n$/);
+    expect(ok.stdout).toMatch(/^trusted: example\.com\/demo@sha256:[0-9a-f]{64}: signed by key-1:\S+, a signer you trust; not in the catalog\n {2}Signed by a signer you trust, so it may run; .*\n$/);
 
     writeFileSync(pluginFile, plugin({ ...LABEL_MANIFEST, capabilities: ["view"] }));
     const bad = await runCli(["verify", "--plugin", pluginFile, "--oci-layout", dir, "--key", keyFile, "--json"], [registerVerify]);

@@ -165,6 +165,6 @@ describe("the image check against a real registry", () => {
     // Without the key, its key-signed bundles verify under no signer of the owner's: signed, but untrusted — and told how to trust one.
     const refusedRun = await runCli(["verify", ref.toString()], [registerVerify]);
     expect(refusedRun.code).toBe(1);
-    expect(refusedRun.stdout).toMatch(/^refused: .*: it is signed, but by no signer you trust \(untrusted_signer\)\n  No signer of yours was given: --trusted-signers FILE \(or --key PEM\)/);
+    expect(refusedRun.stdout).toMatch(/^refused: .*: it is signed, but by no signer you trust \(untrusted_signer\)\n {2}No signer of yours was given: --trusted-signers FILE \(or --key PEM\)/);
   });
 });
