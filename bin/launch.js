@@ -23,7 +23,7 @@ function newest(dir, floor) {
 export function bundleIsFresh() {
   try {
     const built = statSync(BUNDLE).mtimeMs;
-    return existsSync(SANDBOX) && newest(join(ROOT, "src"), newest(join(ROOT, "migrations"), 0)) <= built;
+    return existsSync(SANDBOX) && existsSync(join(ROOT, "dist", "sources.json")) && newest(join(ROOT, "src"), newest(join(ROOT, "migrations"), 0)) <= built;
   } catch {
     return false;
   }

@@ -1,37 +1,71 @@
 #!/usr/bin/env node
 // The `openfief` command. Runs the bundle `npm ci` compiled (dist/openfief.mjs, see
-// scripts/build-cli.mjs) when it is newer than every source file, so a command answers quickly;
-// otherwise the TypeScript sources through tsx, so an edited clone never runs stale code.
-// OPENFIEF_BUNDLE=required refuses that fallback (the end-to-end tests run what users run);
-// OPENFIEF_NO_BUNDLE=1 forces it.
+// scripts/build-cli.mjs) when it is newer than every source file the command asked for was built
+// from (dist/sources.json lists them), so a command answers quickly; otherwise the TypeScript
+// sources through tsx, so an edited clone never runs stale code. OPENFIEF_BUNDLE=required refuses
+// that fallback (the end-to-end tests run what users run); OPENFIEF_NO_BUNDLE=1 forces it.
 //
 // `up` and `egress` run the egress proxy, which needs glibc's heap setting in the environment the
 // process starts with (ADR 0098): without it, this process starts the command once more with it
 // and only relays signals and the exit status.
 import { spawn } from "node:child_process";
+import { existsSync, readFileSync, stat } from "node:fs";
+import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { BUNDLE, bundleIsFresh, proxyEnvironment } from "./launch.js";
+import { BUNDLE, ROOT, SANDBOX, proxyEnvironment } from "./launch.js";
 
-const args = process.argv.slice(2);
-const env = proxyEnvironment(args, process.env);
+const DIST = join(ROOT, "dist");
+const argv = process.argv.slice(2);
+const env = proxyEnvironment(argv, process.env);
 
 if (env !== null) {
-  relay(spawn(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), ...args], { stdio: "inherit", env: { ...env, OPENFIEF_LAUNCHER_PID: String(process.pid) } }));
+  relay(spawn(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), ...argv], { stdio: "inherit", env: { ...env, OPENFIEF_LAUNCHER_PID: String(process.pid) } }));
 } else {
   watchLauncher();
   await run();
 }
 
+/** The sources the bundle holds for this command line, or undefined when there is no bundle to use. */
+function sources() {
+  if (process.env.OPENFIEF_NO_BUNDLE === "1") return undefined;
+  try {
+    const index = JSON.parse(readFileSync(join(DIST, "sources.json"), "utf8"));
+    const module = Object.hasOwn(index.commands, argv[0] ?? "") ? index.commands[argv[0]] : "all";
+    return index.sources[module];
+  } catch {
+    return undefined;
+  }
+}
+
+function mtime(path) {
+  return new Promise((resolve) => stat(path, (err, s) => resolve(err === null ? s.mtimeMs : Infinity)));
+}
+
+/** Whether the bundle (and its sandbox) is newer than every one of these sources (a source gone counts as newer). */
+async function fresh(files) {
+  if (!existsSync(SANDBOX)) return false;
+  const [built, ...times] = await Promise.all([mtime(BUNDLE), ...files.map((p) => mtime(join(ROOT, p)))]);
+  return built !== Infinity && times.every((t) => t <= built);
+}
+
 async function run() {
-  if (process.env.OPENFIEF_NO_BUNDLE !== "1" && bundleIsFresh()) {
-    await import(pathToFileURL(BUNDLE).href);
+  const files = sources();
+  // The sources are checked on the thread pool while the bundle's entry loads: loading runs no
+  // command (a module only defines things), so a stale bundle is dropped before anything happens.
+  const [current, cli] = await Promise.all([
+    files === undefined ? false : fresh(files),
+    files === undefined ? undefined : import(pathToFileURL(BUNDLE).href).catch(() => undefined),
+  ]);
+  if (current && cli !== undefined) {
+    await cli.runAsProcess(argv, cli.main);
   } else if (process.env.OPENFIEF_BUNDLE === "required") {
     process.stderr.write("openfief: dist/openfief.mjs is missing or older than the sources, and OPENFIEF_BUNDLE=required: run npm run build\n");
     process.exitCode = 3;
   } else {
     const { register } = await import("tsx/esm/api");
     register();
-    await import("../src/cli/main.ts");
+    const { main, runAsProcess } = await import("../src/cli/main.ts");
+    await runAsProcess(argv, main);
   }
 }
 

@@ -2,27 +2,85 @@
 // Compiles the `openfief` command once into dist/openfief.mjs (ESM, split into chunks so what only
 // one command needs loads only for it), its dependencies bundled in too: loading hundreds of small
 // CommonJS files costs a command more than its work (ADR 0008). Left out: the native SQLite
-// binding, the Kubernetes client (loaded only in cluster mode), and the compilers tsx and esbuild. `npm ci` runs it (the `prepare` script); bin/openfief.js uses the
-// bundle when it is newer than every source file and falls back to tsx otherwise.
+// binding, the Kubernetes client (loaded only in cluster mode), and the compilers tsx and esbuild.
+// `npm ci` runs it (the `prepare` script); bin/openfief.js uses the bundle when it is newer than
+// every source file the command asked for was built from (dist/sources.json lists them) and falls
+// back to tsx otherwise.
 //
-// Each command module is loaded by its own import() (src/cli/commands/index.ts), and the bundle
-// looks through the rooms' doors (look-through-doors.mjs), so a command's chunks hold the modules
-// it uses rather than every module its rooms' doors re-export (ADR 0113). Any warning fails the build.
+// A command loads only what it uses (ADR 0113): each command module is loaded by its own import()
+// (src/cli/commands/index.ts), the bundle looks through the rooms' doors (look-through-doors.mjs),
+// and commander's child_process is loaded only if commander ever spawns. Any warning fails the build.
 // The plugin sandbox (src/host/sandbox/) runs in processes and threads of its own, started from a
 // file: it is emitted beside the bundle (dist/sandbox/), one self-contained file per entry, so the
 // bundle never reaches back into the source tree.
-import { mkdirSync, rmSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
 import { lookThroughDoors } from "./look-through-doors.mjs";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 
+/** commander's `require("node:child_process")`, answered by a stand-in that loads it on first use. */
+const lazyChildProcess = {
+  name: "lazy-child-process",
+  setup(b) {
+    b.onResolve({ filter: /^(node:)?child_process$/ }, (args) =>
+      /[\\/]node_modules[\\/]commander[\\/]/.test(args.importer) ? { path: `${ROOT}scripts/lazy-child-process.cjs` } : undefined,
+    );
+  },
+};
+
 /**
- * Builds the bundle into `outdir` (dist/ unless told) and returns esbuild's metafile: which chunks
- * each entry loads and what they hold (test/cli/start-up.test.ts reads it).
+ * The command modules and the subcommands each registers, as src/cli/commands/index.ts lists them
+ * (`{ names: [...], load: … import("./m.js") }`; test/cli/start-up.test.ts checks the two agree).
+ */
+export function commandModules() {
+  const text = readFileSync(`${ROOT}src/cli/commands/index.ts`, "utf8");
+  const modules = [...text.matchAll(/names:\s*\[([^\]]*)\][^\n]*?import\("\.\/([a-z-]+)\.js"\)/g)].map((m) => ({
+    module: m[2],
+    names: [...m[1].matchAll(/"([a-z-]+)"/g)].map((n) => n[1]),
+  }));
+  if (modules.length === 0) throw new Error("build-cli: no command module found in src/cli/commands/index.ts");
+  return modules;
+}
+
+/**
+ * Which module each subcommand is in, and for each module (and for the full help, `all`) every
+ * source file its chunks were built from, following static and dynamic imports: what
+ * bin/openfief.js checks before it trusts the bundle.
+ */
+function sourcesIndex(metafile, modules) {
+  const outputs = metafile.outputs;
+  const chunkOf = (entry) => Object.keys(outputs).find((o) => outputs[o].entryPoint === entry);
+  const commandChunks = new Map(modules.map((m) => [m.module, chunkOf(`src/cli/commands/${m.module}.ts`)]));
+  /** The sources of the chunks `own` (a command module, or every one) loads from main on, statically or by import(). */
+  const reach = (own) => {
+    const seen = new Set();
+    const todo = [chunkOf("src/cli/main.ts")];
+    while (todo.length > 0) {
+      const o = todo.pop();
+      if (seen.has(o)) continue;
+      seen.add(o);
+      for (const i of outputs[o]?.imports ?? []) {
+        const other = [...commandChunks].some(([m, chunk]) => chunk === i.path && m !== own);
+        if (!i.external && outputs[i.path] !== undefined && (own === "all" || !other)) todo.push(i.path);
+      }
+    }
+    return [...new Set([...seen].flatMap((o) => Object.keys(outputs[o].inputs)).filter((p) => /^(src|migrations)\//.test(p)))].sort();
+  };
+  return {
+    commands: Object.fromEntries(modules.flatMap((m) => m.names.map((n) => [n, m.module]))),
+    sources: { ...Object.fromEntries(modules.map((m) => [m.module, reach(m.module)])), all: reach("all") },
+  };
+}
+
+/**
+ * Builds the bundle into `outdir` (dist/ unless told), writes `sources.json` beside it, and returns
+ * esbuild's metafile: which chunks each entry loads and what they hold (test/cli/start-up.test.ts
+ * reads it).
  */
 export async function buildCli(outdir = `${ROOT}dist`) {
+  const modules = commandModules();
   mkdirSync(outdir, { recursive: true });
   // The sandbox first: a bundle newer than the sources is only used with its sandbox in place.
   // Chunk names carry a hash: without the clean, every build would leave the last one's behind.
@@ -40,6 +98,8 @@ export async function buildCli(outdir = `${ROOT}dist`) {
   const result = await build({
     entryPoints: [`${ROOT}src/cli/main.ts`],
     outdir,
+    // Paths in the metafile, and so in sources.json, relative to the repository.
+    absWorkingDir: ROOT,
     entryNames: "openfief",
     chunkNames: "chunks/[name]-[hash]",
     outExtension: { ".js": ".mjs" },
@@ -55,9 +115,10 @@ export async function buildCli(outdir = `${ROOT}dist`) {
     logLevel: "warning",
     legalComments: "none",
     metafile: true,
-    plugins: [lookThroughDoors(`${ROOT}src`)],
+    plugins: [lookThroughDoors(`${ROOT}src`), lazyChildProcess],
   });
   if (result.warnings.length > 0) throw new Error(`build-cli: ${result.warnings.length} warning(s); fix them, the bundle is refused`);
+  writeFileSync(`${outdir}/sources.json`, `${JSON.stringify(sourcesIndex(result.metafile, modules))}\n`);
   return result.metafile;
 }
 

@@ -49,7 +49,12 @@ export interface EventType {
 /** The set of event types a store accepts. */
 export class EventRegistry {
   readonly #types = new Map<string, EventType>();
-  readonly #ajv = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true });
+  // Made on the first append: a command that only reads the log never needs it.
+  #ajv: Ajv | null = null;
+
+  #validator(): Ajv {
+    return (this.#ajv ??= new Ajv({ allErrors: true, strict: true, allowUnionTypes: true }));
+  }
 
   /** Registers an event type; throws on a duplicate type or an inconsistent definition. */
   define(def: EventDefinition): EventType {
@@ -62,9 +67,8 @@ export class EventRegistry {
     }
     // Compiled on first use: compiling every schema when the catalog loads would cost each CLI
     // command that only reads the log a few hundred milliseconds (tests compile them all).
-    const ajv = this.#ajv;
     let compiled: ValidateFunction | null = null;
-    const validator = (data: unknown): boolean => (compiled ??= ajv.compile(def.schema))(data);
+    const validator = (data: unknown): boolean => (compiled ??= this.#validator().compile(def.schema))(data);
     const errors = () => compiled?.errors;
     const type = def.type;
     const version = def.version;

@@ -5,12 +5,12 @@
  * or the console. Sizes and times are never asserted here; `npm run bench:cli` measures them.
  */
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { Command } from "commander";
 import type { Metafile } from "esbuild";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildCli } from "../../scripts/build-cli.mjs";
+import { buildCli, commandModules } from "../../scripts/build-cli.mjs";
 import { COMMANDS, modulesFor } from "../../src/cli/commands/index.js";
 import { ok, openfief, ROOT } from "../e2e/support.js";
 
@@ -108,6 +108,18 @@ describe("the bundle", () => {
     for (const [what, pattern] of NOT_FOR_READING) expect(inputs.filter((p) => pattern.test(p)), what).toEqual([]);
   });
 
+  it("lists for bin/openfief.js the module of every subcommand, and the sources each was built from", () => {
+    const index = JSON.parse(readFileSync(join(out, "sources.json"), "utf8")) as { commands: Record<string, string>; sources: Record<string, string[]> };
+    expect(Object.keys(index.commands).sort()).toEqual(COMMANDS.flatMap((m) => m.names).sort());
+    expect(commandModules().map((m) => m.names)).toEqual(COMMANDS.map((m) => m.names));
+    expect(index.sources["get"]).toContain("src/cli/commands/get.ts");
+    expect(index.sources["get"]).toContain("src/app/plugins.ts");
+    expect(index.sources["get"]).not.toContain("src/cli/commands/up.ts");
+    // What `up` loads only once it runs (the console, by import()) is checked before it runs too.
+    expect(index.sources["up"]).toContain("src/server/index.ts");
+    expect(index.sources["all"]?.length).toBeGreaterThan(index.sources["up"]?.length ?? 0);
+  });
+
   it("still holds all of it for `up`", () => {
     const inputs = [...loadedBy(["src/cli/main.ts", "src/cli/commands/up.ts"])];
     for (const pattern of [/node_modules\/@sigstore\/verify\//, /node_modules\/yaml\//, /^src\/host\//, /^src\/egress\/proxy\.ts$/]) {
@@ -115,15 +127,21 @@ describe("the bundle", () => {
     }
   });
 
+  /** Runs the bundle in `out` as bin/openfief.js runs dist/'s. */
+  function runBundle(...args: string[]) {
+    const launch = `const cli = await import(${JSON.stringify(`file://${join(out, "openfief.mjs")}`)}); await cli.runAsProcess(process.argv.slice(1), cli.main);`;
+    return spawnSync(process.execPath, ["--input-type=module", "-e", launch, ...args], { cwd: ROOT, encoding: "utf8" });
+  }
+
   it("answers a read command as the sources do", async () => {
-    const bundled = spawnSync(process.execPath, [join(out, "openfief.mjs"), "get", "plugins", "--json", "--data", data], { cwd: ROOT, encoding: "utf8" });
+    const bundled = runBundle("get", "plugins", "--json", "--data", data);
     expect(bundled.stderr).toBe("");
     expect(bundled.status).toBe(0);
     expect(JSON.parse(bundled.stdout)).toEqual(JSON.parse(await ok(["get", "plugins", "--json", "--data", data])));
   });
 
   it("answers a refusal with the same one line and exit code as the sources do", async () => {
-    const bundled = spawnSync(process.execPath, [join(out, "openfief.mjs"), "why", "no-such-plugin", "--data", data], { cwd: ROOT, encoding: "utf8" });
+    const bundled = runBundle("why", "no-such-plugin", "--data", data);
     const sources = await openfief(["why", "no-such-plugin", "--data", data]);
     expect(bundled.status).toBe(sources.code);
     expect(bundled.status).not.toBe(0);

@@ -6,11 +6,13 @@ import { describe, expect, it } from "vitest";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 
-function markdown(dir: string): string[] {
+function markdown(dir: string, keep: (name: string) => boolean = (n) => n.endsWith(".md")): string[] {
   return readdirSync(join(ROOT, dir), { withFileTypes: true }).flatMap((e) =>
-    e.isDirectory() ? markdown(join(dir, e.name)) : e.name.endsWith(".md") ? [join(dir, e.name)] : [],
+    e.isDirectory() ? (e.name === "node_modules" ? [] : markdown(join(dir, e.name), keep)) : keep(e.name) ? [join(dir, e.name)] : [],
   );
 }
+
+const pages = ["README.md", ...markdown("docs"), ...["sdk", "plugins", "examples", "bench"].flatMap((d) => markdown(d, (n) => n === "README.md"))];
 
 /** `[text](target)` links that are not URLs or anchors, without their `#fragment`. */
 function relativeLinks(text: string): string[] {
@@ -19,7 +21,7 @@ function relativeLinks(text: string): string[] {
 }
 
 describe("links in the documentation", () => {
-  it.each(["README.md", ...markdown("docs")])("%s links only to what exists", (path) => {
+  it.each(pages)("%s links only to what exists", (path) => {
     const broken = relativeLinks(readFileSync(join(ROOT, path), "utf8")).filter((t) => !existsSync(join(ROOT, dirname(path), t)));
     expect(broken).toEqual([]);
   });

@@ -42,7 +42,7 @@ function citationsIn(text: string, allowDecisionIds: boolean): string[] {
 
 function files(dir: string, keep: (name: string) => boolean): string[] {
   return readdirSync(join(ROOT, dir), { withFileTypes: true }).flatMap((e) =>
-    e.isDirectory() ? files(join(dir, e.name), keep) : keep(e.name) ? [join(dir, e.name)] : [],
+    e.isDirectory() ? (e.name === "node_modules" ? [] : files(join(dir, e.name), keep)) : keep(e.name) ? [join(dir, e.name)] : [],
   );
 }
 
@@ -59,7 +59,12 @@ function stringsOf(path: string): string {
   return out.join("\n");
 }
 
-const docs = ["README.md", ...files("docs", (n) => n.endsWith(".md"))].map((p) => p.split("\\").join("/"));
+/** Every page a user reads: the README, docs/, and the READMEs of the SDKs, plugins, demo and benchmarks. */
+const docs = [
+  "README.md",
+  ...files("docs", (n) => n.endsWith(".md")),
+  ...["sdk", "plugins", "examples", "bench"].flatMap((d) => files(d, (n) => n === "README.md")),
+].map((p) => p.split("\\").join("/"));
 const sources = files("src", (n) => /\.(ts|js)$/.test(n) && !n.endsWith(".test.ts") && !n.endsWith(".d.ts")).filter((p) => !p.startsWith(join("src", "gen")));
 
 describe("the project's own words", () => {

@@ -1,7 +1,4 @@
-import type { Command } from "commander";
-
-/** Adds a module's subcommands to the program. */
-export type Register = (program: Command) => void;
+import type { Register } from "../program.js";
 
 /**
  * A command module: the subcommands it adds and how to load it. Loaded only when one of its
@@ -40,10 +37,4 @@ export function modulesFor(argv: readonly string[]): readonly CommandModule[] {
   const first = argv[0];
   const one = first === undefined ? undefined : COMMANDS.find((c) => c.names.includes(first));
   return one === undefined ? COMMANDS : [one];
-}
-
-/** Loads `modules` at once and registers them in their listed order. */
-export async function registerAll(program: Command, modules: readonly CommandModule[]): Promise<void> {
-  const registers = await Promise.all(modules.map((m) => m.load()));
-  for (const register of registers) register(program);
 }
