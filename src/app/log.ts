@@ -5,11 +5,10 @@
  * (and its server-sent events) and the console's log page read it here, so a filter means the
  * same on every face — and each event reads as the same sentence ({@link eventSentence}).
  */
-import { egressStream, isPluginName, pluginStream, verdictKey } from "../events/index.js";
+import { egressStream, isPluginName, pluginStream, TRUST_STREAM, verdictKey } from "../events/index.js";
 import type { EventStore, KnownEvent, ReadFilter } from "../events/index.js";
 import { parseImageRef } from "../plugins/index.js";
 import { grantBefore, recordedManifestDigest, specManifestDigest } from "../projections/index.js";
-import { TRUST_STREAM, VERDICT_EVENT } from "../trust/index.js";
 import { AppError } from "./errors.js";
 import { describeEvent } from "./wording.js";
 
@@ -82,7 +81,7 @@ function readRange(store: EventStore, q: LogQuery, afterSeq: number, toSeq: numb
   const all = [
     ...store.read({ ...base, stream: pluginStream(q.plugin) }),
     ...store.read({ ...base, stream: egressStream(q.plugin) }),
-    ...(q.types === undefined || q.types.length === 0 || q.types.includes(VERDICT_EVENT) ? pluginVerdicts(store, q.plugin, base, limit) : []),
+    ...(q.types === undefined || q.types.length === 0 || q.types.includes("signature.verdict") ? pluginVerdicts(store, q.plugin, base, limit) : []),
   ].sort((a, b) => a.seq - b.seq);
   return limit === undefined ? all : all.slice(0, limit);
 }
@@ -138,7 +137,7 @@ export function pluginVerdicts(store: EventStore, name: string, base: ReadFilter
   if (digests.size === 0) return [];
   const out: KnownEvent[] = [];
   for (let after = base.afterSeq ?? 0; ;) {
-    const page = store.read({ ...base, afterSeq: after, stream: TRUST_STREAM, type: VERDICT_EVENT, limit: VERDICT_PAGE });
+    const page = store.read({ ...base, afterSeq: after, stream: TRUST_STREAM, type: "signature.verdict", limit: VERDICT_PAGE });
     for (const e of page) {
       if (e.type !== "signature.verdict") continue;
       const d = e.data;

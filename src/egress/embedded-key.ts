@@ -8,11 +8,11 @@ import { mkdirSync, readFileSync, writeFileSync, existsSync } from "node:fs";
 import { join as joinPath } from "node:path";
 import { exportJWK, generateKeyPair, importJWK, SignJWT, type JSONWebKeySet, type JWK } from "jose";
 import { EGRESS_AUDIENCE, isValidPluginName, serviceAccountUsername, TOKEN_EXPIRATION_SECONDS } from "../plugins/index.js";
+import { EGRESS_KEY_FILE } from "./key-file.js";
 
 /** The issuer of tokens minted by the embedded key. */
 export const EMBEDDED_ISSUER = "openfief-embedded";
-/** File names inside the data folder. */
-export const EGRESS_KEY_FILE = "egress-signing-key.json";
+/** The published key set's file in the data folder. */
 export const EGRESS_JWKS_FILE = "jwks.json";
 /** Default lifetime of a minted token: ten minutes. */
 export const DEFAULT_TOKEN_TTL_SECONDS = 600;

@@ -9,7 +9,8 @@ export { EgressMetrics, type CacheLookup, type ParserRejection } from "./metrics
 /** The rate limit on recording refusals before identity (ADR 0031). */
 export { ANONYMOUS_LIMITS, AnonymousRecording, AnonymousRefusalLimit, type AnonymousLimitOptions, type AnonymousRefusal, type AnonymousSink } from "./anonymous-limit.js";
 export { dialTcp, startEmbeddedEgress, type EmbeddedEgressOptions } from "./embedded.js";
-export { DEFAULT_TOKEN_TTL_SECONDS, EGRESS_KEY_FILE, EMBEDDED_ISSUER, ensureEmbeddedKey, mintEgressToken, readEmbeddedJwks, type MintedToken } from "./embedded-key.js";
+export { EGRESS_KEY_FILE } from "./key-file.js";
+export { DEFAULT_TOKEN_TTL_SECONDS, EMBEDDED_ISSUER, ensureEmbeddedKey, mintEgressToken, readEmbeddedJwks, type MintedToken } from "./embedded-key.js";
 export { JwksTokenReviewer } from "./jwks-reviewer.js";
 export { KubeTokenReviewer } from "./kube-reviewer.js";
 export { basicProxyAuthorization, proxyToken, type ProxyAuthError } from "./proxy-auth.js";

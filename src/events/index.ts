@@ -12,7 +12,7 @@ export { isEventOf, manifestDigest, verdictKey } from "./catalog.js";
 export { GENESIS_HASH, rowHash } from "./hash.js";
 export { pluginStream, egressStream, gatewayStream, parseStream, isPluginName, SINGLETON_STREAMS } from "./streams.js";
 /** `egress/-`: the egress proxy's refusals before identity. */
-export { EGRESS_ANONYMOUS_STREAM } from "./streams.js";
+export { EGRESS_ANONYMOUS_STREAM, TRUST_STREAM } from "./streams.js";
 /** The one budget for refusals a caller can repeat (the gateway's, the egress proxy's before identity), and capped caller fields. */
 export { RefusalBudget, REFUSAL_BUDGET_DEFAULTS, refusalBudgetProblem } from "./refusal-budget.js";
 export type { RefusalBudgetLimits, RefusalSummary, Sighting, BudgetAdmission } from "./refusal-budget.js";

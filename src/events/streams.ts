@@ -11,7 +11,9 @@ const NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 export const EGRESS_ANONYMOUS_STREAM = "egress/-";
 
 /** The singleton streams. */
-export const SINGLETON_STREAMS: readonly string[] = ["trust", "owner", "system", EGRESS_ANONYMOUS_STREAM];
+/** Where signature verdicts are recorded. */
+export const TRUST_STREAM = "trust";
+export const SINGLETON_STREAMS: readonly string[] = [TRUST_STREAM, "owner", "system", EGRESS_ANONYMOUS_STREAM];
 
 /** Kinds of stream that hold one subject named after the slash. */
 export type StreamKind = "plugin" | "egress" | "gateway";

@@ -11,10 +11,7 @@ import { manifestDigest } from "../events/index.js";
 import type { EventStore, SignatureVerdict } from "../events/index.js";
 import type { Manifest } from "../plugins/index.js";
 import type { ImageVerdict } from "./image-check.js";
-
-/** The event type and stream verdicts go to. */
-export const VERDICT_EVENT = "signature.verdict";
-export const TRUST_STREAM = "trust";
+import { TRUST_STREAM, VERDICT_EVENT } from "./verdict-stream.js";
 
 /** The port the recorder writes through: the latest verdict per digest, and append. */
 export interface VerdictLog {

@@ -5,7 +5,7 @@
  * or the console. Sizes and times are never asserted here; `npm run bench:cli` measures them.
  */
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { Command } from "commander";
 import type { Metafile } from "esbuild";
@@ -74,6 +74,7 @@ describe("the bundle", () => {
   let data: string;
 
   beforeAll(async () => {
+    mkdirSync(join(ROOT, ".tmp"), { recursive: true });
     out = mkdtempSync(join(ROOT, ".tmp", "bundle-"));
     meta = await buildCli(out);
     data = join(out, "data");

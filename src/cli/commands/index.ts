@@ -12,20 +12,20 @@ export interface CommandModule {
 
 /** Every command module, in the order `openfief --help` lists them. Add one entry per module. */
 export const COMMANDS: readonly CommandModule[] = [
-  { names: ["reconcile", "up"], load: async () => (await import("./up.js")).register },
-  { names: ["login"], load: async () => (await import("./login.js")).register },
-  { names: ["apply", "delete"], load: async () => (await import("./apply.js")).register },
-  { names: ["approve"], load: async () => (await import("./approve.js")).register },
-  { names: ["get"], load: async () => (await import("./get.js")).register },
-  { names: ["why"], load: async () => (await import("./why.js")).register },
-  { names: ["log", "replay", "verify-log", "check-decisions"], load: async () => (await import("./log.js")).register },
-  { names: ["call"], load: async () => (await import("./call.js")).register },
-  { names: ["verify"], load: async () => (await import("./verify.js")).register },
-  { names: ["verify-bundle"], load: async () => (await import("./verify-bundle.js")).register },
-  { names: ["token"], load: async () => (await import("./token.js")).register },
-  { names: ["egress"], load: async () => (await import("./egress.js")).register },
-  { names: ["operator"], load: async () => (await import("./cluster-operator.js")).register },
-  { names: ["plugin-host"], load: async () => (await import("./plugin-host.js")).register },
+  { names: ["reconcile", "up"], load: async () => { const { register } = await import("./up.js"); return register; } },
+  { names: ["login"], load: async () => { const { register } = await import("./login.js"); return register; } },
+  { names: ["apply", "delete"], load: async () => { const { register } = await import("./apply.js"); return register; } },
+  { names: ["approve"], load: async () => { const { register } = await import("./approve.js"); return register; } },
+  { names: ["get"], load: async () => { const { register } = await import("./get.js"); return register; } },
+  { names: ["why"], load: async () => { const { register } = await import("./why.js"); return register; } },
+  { names: ["log", "replay", "verify-log", "check-decisions"], load: async () => { const { register } = await import("./log.js"); return register; } },
+  { names: ["call"], load: async () => { const { register } = await import("./call.js"); return register; } },
+  { names: ["verify"], load: async () => { const { register } = await import("./verify.js"); return register; } },
+  { names: ["verify-bundle"], load: async () => { const { register } = await import("./verify-bundle.js"); return register; } },
+  { names: ["token"], load: async () => { const { register } = await import("./token.js"); return register; } },
+  { names: ["egress"], load: async () => { const { register } = await import("./egress.js"); return register; } },
+  { names: ["operator"], load: async () => { const { register } = await import("./cluster-operator.js"); return register; } },
+  { names: ["plugin-host"], load: async () => { const { register } = await import("./plugin-host.js"); return register; } },
 ];
 
 /**
