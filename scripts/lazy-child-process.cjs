@@ -4,5 +4,6 @@
 // property of it is ever used.
 "use strict";
 let loaded;
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- CommonJS by design: loaded lazily, by require
 const load = () => (loaded ??= require("node:child_process"));
 module.exports = new Proxy({}, { get: (_target, key) => load()[key] });
