@@ -2,6 +2,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import fc from "fast-check";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { openStore } from "../events/index.js";
 import type { EventStore } from "../events/index.js";
@@ -11,9 +12,9 @@ let dir: string;
 let store: EventStore;
 let now = Date.parse("2026-12-01T00:00:00Z");
 
-function decide(plugin: string, host: string, allowed: boolean, at: number) {
+function decide(plugin: string, host: string, allowed: boolean, at: number, port = 443) {
   now = at;
-  store.append([{ stream: `egress/${plugin}`, type: "egress.decision", actor: "egress", data: { plugin, host, port: 443, allowed, reason: allowed ? "listed" : "not_listed" } }]);
+  store.append([{ stream: `egress/${plugin}`, type: "egress.decision", actor: "egress", data: { plugin, host, port, allowed, reason: allowed ? "listed" : "not_listed" } }]);
 }
 
 const H = 3_600_000;
@@ -81,5 +82,73 @@ describe("a summary of a window", () => {
     ["refuses too many buckets", { since: new Date(T0), until: new Date(T0 + H), buckets: 201 }, /buckets must be/],
   ])("%s", (_what, o, message) => {
     expect(() => egressSummary(store, o)).toThrow(message);
+  });
+});
+
+describe("a summary read from the counts kept as decisions arrive", () => {
+  const DAY = 24 * H;
+  const SECOND = 1000;
+  const floorSecond = (t: number): number => Math.floor(t / SECOND) * SECOND;
+
+  interface Made { plugin: string; host: string; port: number; allowed: boolean; at: number }
+  const made: fc.Arbitrary<Made> = fc.record({
+    plugin: fc.constantFrom("nbp-fx", "ledger", "ecb-fx"),
+    host: fc.constantFrom("api.nbp.pl", "API.nbp.pl", "static.nbp.pl", "Telemetry.Example"),
+    port: fc.constantFrom(443, 8443),
+    allowed: fc.boolean(),
+    // Three days around midnights, hours, minutes and seconds, to the millisecond, in any order.
+    at: fc.integer({ min: 0, max: 3 * DAY }).map((t) => T0 + t),
+  });
+  const window = fc.record({
+    since: fc.integer({ min: -DAY, max: 3 * DAY }),
+    length: fc.integer({ min: 1, max: 4 * DAY }),
+    buckets: fc.integer({ min: 1, max: 40 }),
+    plugin: fc.option(fc.constantFrom("nbp-fx", "ledger", "ecb-fx"), { nil: undefined }),
+  });
+
+  /** The summary by its definition, folded from every decision in the log. */
+  function folded(o: { since: number; until: number; buckets: number; plugin: string | undefined }) {
+    const width = (o.until - o.since) / o.buckets;
+    const buckets = Array.from({ length: o.buckets }, () => ({ allowed: 0, refused: 0 }));
+    const dests = new Map<string, [string, number, number, number, number]>();
+    const counted: number[] = [];
+    for (const e of store.read({ type: "egress.decision" })) {
+      const d = e.data;
+      const s = floorSecond(Date.parse(e.time));
+      if ((o.plugin !== undefined && d.plugin !== o.plugin) || s < floorSecond(o.since) || s > floorSecond(o.until)) continue;
+      const i = Math.min(o.buckets - 1, Math.max(0, Math.floor((s - o.since) / width)));
+      const b = buckets[i] as { allowed: number; refused: number };
+      if (d.allowed) b.allowed += 1;
+      else b.refused += 1;
+      const key = `${d.plugin} ${d.host.toLowerCase()} ${d.port}`;
+      const t = dests.get(key) ?? [d.plugin, d.port, 0, 0, 0];
+      t[d.allowed ? 2 : 3] += 1;
+      t[4] = e.seq;
+      dests.set(key, t);
+      counted.push(e.seq);
+    }
+    return { buckets: buckets.map((b) => [b.allowed, b.refused]), dests: [...dests].map(([k, t]) => [k, t[2], t[3], t[4]]).sort(), recent: counted.reverse().slice(0, 20) };
+  }
+
+  it("equals the summary folded from every decision, whatever the windows asked and whenever the counts caught up", () => {
+    fc.assert(fc.property(fc.array(fc.array(made, { minLength: 1, maxLength: 15 }), { minLength: 1, maxLength: 6 }), fc.array(window, { minLength: 1, maxLength: 3 }), (rounds, windows) => {
+      const base = store.head();
+      for (const batch of rounds) {
+        for (const m of batch) decide(m.plugin, m.host, m.allowed, m.at, m.port);
+        // Ask between the batches too: the counts then catch up a part of the log at a time.
+        const w = windows[0] as (typeof windows)[number];
+        egressSummary(store, { since: new Date(T0 + w.since), until: new Date(T0 + w.since + w.length), buckets: w.buckets });
+      }
+      for (const w of windows) {
+        const o = { since: T0 + w.since, until: T0 + w.since + w.length, buckets: w.buckets, plugin: w.plugin };
+        const s = egressSummary(store, { since: new Date(o.since), until: new Date(o.until), buckets: o.buckets, ...(o.plugin === undefined ? {} : { plugin: o.plugin }) });
+        const want = folded(o);
+        expect(s.buckets.map((b) => [b.allowed, b.refused])).toEqual(want.buckets);
+        expect(s.plugins.flatMap((p) => p.destinations.map((d) => [`${p.plugin} ${d.host} ${d.port}`, d.allowed, d.refused, d.last.seq])).sort()).toEqual(want.dests);
+        expect(s.recent.map((r) => r.seq)).toEqual(want.recent);
+        expect([s.allowed, s.refused]).toEqual(want.buckets.reduce((t, [x, y]) => [(t[0] ?? 0) + (x ?? 0), (t[1] ?? 0) + (y ?? 0)], [0, 0]));
+      }
+      expect(store.head()).toBeGreaterThan(base);
+    }), { numRuns: 40 });
   });
 });

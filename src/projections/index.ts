@@ -30,3 +30,10 @@ export { pluginHostConfigData } from "./plugin-host.js";
 /** A view's recent gateway decisions and their counts by gate. */
 export { recentDecisions, summarizeDecisions } from "./gateway-decisions.js";
 export type { DecisionSummary } from "./gateway-decisions.js";
+/** The egress proxy's decisions counted by second, minute, hour and day as they arrive (ADR 0100). */
+export { EgressCounts, egressCounts, countSpans, COUNT_UNITS } from "./egress-counts.js";
+export type { EgressCountRow } from "./egress-counts.js";
+/** The decision check kept as events arrive (the console's integrity page). */
+export { DecisionCheck, decisionCheck, MAX_KEPT } from "./decision-check.js";
+export type { DecisionCheckState } from "./decision-check.js";
+export type { EgressCheckerState, EgressListState } from "./check-egress.js";
