@@ -90,6 +90,8 @@ export interface EventStore {
    * acting: its cost is the rows appended since.
    */
   verifySinceCheckpoint(): VerifyResult;
+  /** The last point a walk verified ({@link verifySinceCheckpoint} starts there), or null when none did. */
+  verifiedPoint(): ChainPoint | null;
   /** The chain's head (seq and hash); seq 0 and the genesis hash when empty. */
   headPoint(): ChainPoint;
   /** Whether the triggers that refuse UPDATE and DELETE on events are in place. */
@@ -348,6 +350,11 @@ class SqliteEventStore implements EventStore {
       this.database.prepare("INSERT INTO chain_checkpoint (id, seq, hash) VALUES (1, ?, ?) ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash").run(last.seq, last.hash);
     }
     return result;
+  }
+
+  verifiedPoint(): ChainPoint | null {
+    this.#open();
+    return this.database.prepare<[], ChainPoint>("SELECT seq, hash FROM chain_checkpoint WHERE id = 1").get() ?? null;
   }
 
   headPoint(): ChainPoint {

@@ -39,7 +39,7 @@ const TYPES: readonly EventTypeName[] = ["rollout.decided", "egress.decision", "
 const NAME = "decision_check";
 const VERSION = 1;
 /** Seqs re-decided per transaction: a long catch-up commits in steps. */
-const STEP = 20_000;
+const STEP = 5_000;
 const PAGE = 5_000;
 
 const DDL = [
@@ -93,10 +93,13 @@ export class DecisionCheck {
     return { upTo: this.checkpoint(), checked: t.checked, diverged: t.diverged, divergences: t.divergences, more: t.more };
   }
 
-  /** Re-decides every decision appended after the checkpoint, up to the log's head. */
-  catchUp(): DecisionCheckState {
+  /**
+   * Re-decides every decision appended after the checkpoint, up to the log's head, in steps of
+   * {@link STEP} seqs, each its own transaction (at most `steps` of them).
+   */
+  catchUp(steps = Number.POSITIVE_INFINITY): DecisionCheckState {
     const head = this.#store.head();
-    for (let from = this.checkpoint(); from < head;) {
+    for (let from = this.checkpoint(), step = 0; from < head && step < steps; step++) {
       const to = Math.min(head, from + STEP);
       const totals = this.#totals();
       const lists = this.#lists();

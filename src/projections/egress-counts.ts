@@ -34,7 +34,7 @@ const NAME = "egress_counts";
 const VERSION = 1;
 const TABLE = "proj_egress_counts";
 /** Seqs read per transaction: a long catch-up commits in steps and never holds the write lock long. */
-const STEP = 50_000;
+const STEP = 20_000;
 
 const DDL = `CREATE TABLE IF NOT EXISTS ${TABLE} (
   level INTEGER NOT NULL, start INTEGER NOT NULL, plugin TEXT NOT NULL, host TEXT NOT NULL, port INTEGER NOT NULL,
@@ -97,11 +97,14 @@ export class EgressCounts {
     return this.#stmts.checkpoint.get(NAME)?.seq ?? 0;
   }
 
-  /** Counts every decision appended after the checkpoint, up to the log's head; returns how many. */
-  catchUp(): number {
+  /**
+   * Counts every decision appended after the checkpoint, up to the log's head, in steps of
+   * {@link STEP} seqs, each its own transaction (at most `steps` of them); returns how many it counted.
+   */
+  catchUp(steps = Number.POSITIVE_INFINITY): number {
     const head = this.#store.head();
     let counted = 0;
-    for (let from = this.checkpoint(); from < head;) {
+    for (let from = this.checkpoint(), step = 0; from < head && step < steps; step++) {
       const to = Math.min(head, from + STEP);
       const tallies = this.#tally(from, to);
       const moved = this.#db.transaction(() => {
