@@ -6,7 +6,7 @@ import fc from "fast-check";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { openStore } from "../events/index.js";
 import type { EventStore } from "../events/index.js";
-import { egressDecisions, egressSummary } from "./egress-view.js";
+import { egressDecisions, egressSummary, MAX_EGRESS_SCAN } from "./egress-view.js";
 
 let dir: string;
 let store: EventStore;
@@ -48,6 +48,22 @@ describe("a page of egress decisions", () => {
     const page = egressDecisions(store, q);
     expect(page.decisions.map((d) => d.seq)).toEqual(seqs);
     expect(page.next).toBe(next);
+  });
+
+  it("matches a host with letters beyond ASCII whatever their case, and no other", () => {
+    decide("ledger", "BÜCHER.example", false, T0 + 5 * H);
+    decide("ledger", "bucher.example", false, T0 + 5 * H);
+    expect(egressDecisions(store, { host: "bücher.EXAMPLE" }).decisions.map((d) => d.host)).toEqual(["BÜCHER.example"]);
+  });
+
+  it("looks at no more than a bounded stretch of decisions, and says where to go on", () => {
+    const allowed = { stream: "egress/bulk", type: "egress.decision", actor: "egress", data: { plugin: "bulk", host: "a.example", port: 443, allowed: true, reason: "listed" } };
+    store.append(Array.from({ length: MAX_EGRESS_SCAN }, () => allowed));
+    decide("bulk", "b.example", false, T0 + 5 * H);
+    // After seq 6 (the fixture), the scan ends at the last of the allowed ones, before the refusal.
+    const first = egressDecisions(store, { plugin: "bulk", outcome: "refused" });
+    expect(first).toEqual({ decisions: [], next: 6 + MAX_EGRESS_SCAN });
+    expect(egressDecisions(store, { plugin: "bulk", outcome: "refused", afterSeq: first.next ?? 0 }).decisions.map((d) => [d.seq, d.host])).toEqual([[7 + MAX_EGRESS_SCAN, "b.example"]]);
   });
 
   it("refuses a host filter no host could match", () => {

@@ -7,7 +7,7 @@
  * the window's shape and its destinations, not by how many decisions it holds.
  */
 import { egressStream, EVENT_COLUMNS, toStoredEvent } from "../events/index.js";
-import type { EventOf, EventRow, EventStore, ReadFilter } from "../events/index.js";
+import type { EventOf, EventRow, EventStore } from "../events/index.js";
 import { egressCounts } from "../projections/index.js";
 import { AppError } from "./errors.js";
 import { checkLogQuery } from "./log.js";
@@ -64,33 +64,40 @@ function checkQuery(store: EventStore, q: { plugin?: string; host?: string }): v
   if (q.host !== undefined && (q.host.length === 0 || q.host.length > MAX_HOST)) throw new AppError("usage", `host must be 1 to ${MAX_HOST} characters`, "host");
 }
 
-/** Egress decisions, of one plugin or of all. */
-function readDecisions(store: EventStore, plugin: string | undefined, f: Omit<ReadFilter, "type" | "stream" | "streamPrefix">): Decision[] {
-  return store.read({ ...f, type: "egress.decision", ...(plugin === undefined ? { streamPrefix: "egress/" } : { stream: egressStream(plugin) }) });
-}
-
-/** A page of decisions matching `q`, in sequence order. */
+/**
+ * A page of decisions matching `q`, in sequence order, among the next {@link MAX_EGRESS_SCAN}
+ * decisions after `afterSeq`. SQLite picks the candidates (the outcome exactly, the host by a test
+ * that keeps every one that could match), so only those are parsed; the host is then compared as
+ * the proxy compares it.
+ */
 export function egressDecisions(store: EventStore, q: EgressQuery): EgressPage {
   checkQuery(store, q);
   const limit = q.limit ?? 100;
   const host = q.host?.toLowerCase();
-  const out: EgressDecisionRow[] = [];
-  let cursor = q.afterSeq ?? 0;
-  let scanned = 0;
+  const after = q.afterSeq ?? 0;
   const head = store.head();
-  while (out.length < limit && scanned < MAX_EGRESS_SCAN) {
-    const want = Math.min(1000, MAX_EGRESS_SCAN - scanned);
-    const page = readDecisions(store, q.plugin, { afterSeq: cursor, toSeq: head, limit: want });
-    for (const e of page) {
-      scanned += 1;
-      cursor = e.seq;
-      const r = row(e);
-      if ((host === undefined || r.host.toLowerCase() === host) && (q.outcome === undefined || r.outcome === q.outcome)) out.push(r);
-      if (out.length === limit) return { decisions: out, next: cursor };
-    }
-    if (page.length < want) return { decisions: out, next: null };
+  const stream = q.plugin === undefined ? "stream >= 'egress/' AND stream < 'egress0'" : "stream = ?";
+  const streamArgs = q.plugin === undefined ? [] : [egressStream(q.plugin)];
+  const scope = `FROM events WHERE ${stream} AND type = 'egress.decision' AND seq > ? AND seq <= ?`;
+  // The last decision the page may look at: the scan's bound.
+  const bound = store.database.prepare<(string | number)[], { seq: number }>(`SELECT seq ${scope} ORDER BY seq LIMIT 1 OFFSET ${MAX_EGRESS_SCAN - 1}`).get(...streamArgs, after, head)?.seq;
+  const where: string[] = [];
+  const args: (string | number)[] = [...streamArgs, after, bound ?? head];
+  if (q.outcome !== undefined) { where.push("json_extract(data, '$.allowed') = ?"); args.push(q.outcome === "allowed" ? 1 : 0); }
+  if (host !== undefined) {
+    // Lower-cased by SQLite (ASCII only) when the host is ASCII; any host with another character is kept for the exact comparison.
+    where.push("(lower(json_extract(data, '$.host')) = ? OR json_extract(data, '$.host') GLOB '*[^ -~]*')");
+    args.push(host);
   }
-  return { decisions: out, next: cursor };
+  const sql = `SELECT ${EVENT_COLUMNS} ${scope}${where.map((w) => ` AND ${w}`).join("")} ORDER BY seq`;
+  const out: EgressDecisionRow[] = [];
+  for (const r of store.database.prepare<(string | number)[], EventRow>(sql).iterate(...args)) {
+    const d = row(toStoredEvent(store.registry, r) as Decision);
+    if (host !== undefined && d.host.toLowerCase() !== host) continue;
+    out.push(d);
+    if (out.length === limit) return { decisions: out, next: d.seq };
+  }
+  return { decisions: out, next: bound ?? null };
 }
 
 /** A destination of one plugin, with what was decided about it. */
