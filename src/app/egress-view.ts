@@ -6,9 +6,8 @@
  * decisions; a summary reads the counts kept as decisions arrive (ADR 0100), a number of rows set by
  * the window's shape and its destinations, not by how many decisions it holds.
  */
-import { egressStream, EVENT_COLUMNS, toStoredEvent } from "../events/index.js";
-import type { EventOf, EventRow, EventStore } from "../events/index.js";
-import { egressCounts } from "../projections/index.js";
+import type { EventOf, EventStore } from "../events/index.js";
+import { egressCandidates, egressCounts, latestEgressDecisions } from "../projections/index.js";
 import { AppError } from "./errors.js";
 import { checkLogQuery } from "./log.js";
 
@@ -66,38 +65,25 @@ function checkQuery(store: EventStore, q: { plugin?: string; host?: string }): v
 
 /**
  * A page of decisions matching `q`, in sequence order, among the next {@link MAX_EGRESS_SCAN}
- * decisions after `afterSeq`. SQLite picks the candidates (the outcome exactly, the host by a test
- * that keeps every one that could match), so only those are parsed; the host is then compared as
- * the proxy compares it.
+ * decisions after `afterSeq`. SQLite picks the candidates, so only those are parsed; the host is
+ * then compared as the proxy compares it.
  */
 export function egressDecisions(store: EventStore, q: EgressQuery): EgressPage {
   checkQuery(store, q);
   const limit = q.limit ?? 100;
   const host = q.host?.toLowerCase();
-  const after = q.afterSeq ?? 0;
-  const head = store.head();
-  const stream = q.plugin === undefined ? "stream >= 'egress/' AND stream < 'egress0'" : "stream = ?";
-  const streamArgs = q.plugin === undefined ? [] : [egressStream(q.plugin)];
-  const scope = `FROM events WHERE ${stream} AND type = 'egress.decision' AND seq > ? AND seq <= ?`;
-  // The last decision the page may look at: the scan's bound.
-  const bound = store.database.prepare<(string | number)[], { seq: number }>(`SELECT seq ${scope} ORDER BY seq LIMIT 1 OFFSET ${MAX_EGRESS_SCAN - 1}`).get(...streamArgs, after, head)?.seq;
-  const where: string[] = [];
-  const args: (string | number)[] = [...streamArgs, after, bound ?? head];
-  if (q.outcome !== undefined) { where.push("json_extract(data, '$.allowed') = ?"); args.push(q.outcome === "allowed" ? 1 : 0); }
-  if (host !== undefined) {
-    // Lower-cased by SQLite (ASCII only) when the host is ASCII; any host with another character is kept for the exact comparison.
-    where.push("(lower(json_extract(data, '$.host')) = ? OR json_extract(data, '$.host') GLOB '*[^ -~]*')");
-    args.push(host);
-  }
-  const sql = `SELECT ${EVENT_COLUMNS} ${scope}${where.map((w) => ` AND ${w}`).join("")} ORDER BY seq`;
+  const { candidates, bound } = egressCandidates(store, {
+    afterSeq: q.afterSeq ?? 0, scan: MAX_EGRESS_SCAN,
+    ...(q.plugin === undefined ? {} : { plugin: q.plugin }), ...(host === undefined ? {} : { host }), ...(q.outcome === undefined ? {} : { allowed: q.outcome === "allowed" }),
+  });
   const out: EgressDecisionRow[] = [];
-  for (const r of store.database.prepare<(string | number)[], EventRow>(sql).iterate(...args)) {
-    const d = row(toStoredEvent(store.registry, r) as Decision);
+  for (const e of candidates) {
+    const d = row(e);
     if (host !== undefined && d.host.toLowerCase() !== host) continue;
     out.push(d);
     if (out.length === limit) return { decisions: out, next: d.seq };
   }
-  return { decisions: out, next: bound ?? null };
+  return { decisions: out, next: bound };
 }
 
 /** A destination of one plugin, with what was decided about it. */
@@ -217,14 +203,7 @@ export function egressSummary(store: EventStore, o: EgressSummaryOptions): Egres
   });
   const window = { from: new Date(first).toISOString(), to: new Date(last + SECOND).toISOString() };
   // The latest decisions: each plugin's own, read back from its stream (no more than the window holds), merged.
-  const recent = [...plugins].flatMap(([plugin, p]) => latestDecisions(store, plugin, p.lastSeq, window, Math.min(RECENT, p.count)))
+  const recent = [...plugins].flatMap(([plugin, p]) => latestEgressDecisions(store, plugin, p.lastSeq, window, Math.min(RECENT, p.count)))
     .sort((a, b) => b.seq - a.seq).slice(0, RECENT).map(row);
   return { since: o.since.toISOString(), until: o.until.toISOString(), allowed, refused, plugins: summaries, buckets, recent, truncated: false };
-}
-
-/** A plugin's latest `limit` decisions made in the window, up to `maxSeq`, newest first. */
-function latestDecisions(store: EventStore, plugin: string, maxSeq: number, window: { from: string; to: string }, limit: number): Decision[] {
-  return store.database.prepare<[string, number, string, string, number], EventRow>(
-    `SELECT ${EVENT_COLUMNS} FROM events WHERE stream = ? AND type = 'egress.decision' AND seq <= ? AND time >= ? AND time < ? ORDER BY version DESC LIMIT ?`,
-  ).all(egressStream(plugin), maxSeq, window.from, window.to, limit).map((r) => toStoredEvent(store.registry, r) as Decision);
 }
