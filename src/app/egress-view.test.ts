@@ -82,6 +82,14 @@ describe("a summary of a window", () => {
     expect(s.recent.map((r) => r.seq)).toEqual([5, 4, 3, 2, 1]);
   });
 
+  it("counts every decision of a window, however many (it read and parsed at most 50,000 of them)", () => {
+    now = T0 + 5 * H;
+    const d = { stream: "egress/bulk", type: "egress.decision", actor: "egress", data: { plugin: "bulk", host: "a.example", port: 443, allowed: true, reason: "listed" } };
+    for (let i = 0; i < 6; i++) store.append(Array.from({ length: 10_000 }, () => d));
+    const s = egressSummary(store, { since: new Date(T0 + 4 * H), until: new Date(T0 + 6 * H), plugin: "bulk" });
+    expect([s.allowed, s.refused, s.truncated]).toEqual([60_000, 0, false]);
+  });
+
   it("cuts the window into equal buckets", () => {
     const s = egressSummary(store, { since: new Date(T0), until: new Date(T0 + 4 * H), buckets: 4 });
     expect(s.buckets.map((b) => [b.allowed, b.refused])).toEqual([[1, 0], [1, 1], [0, 1], [1, 0]]);
