@@ -23,6 +23,7 @@ import { AppError } from "./errors.js";
 import { resetDataDir } from "./demo.js";
 import { assertLogHolds } from "./integrity.js";
 import { isListenError, listenRefused } from "./listeners.js";
+import { keepProjections } from "./kept-projections.js";
 import { ControlPlaneMetrics } from "./metrics.js";
 import { openRuntime } from "./runtime.js";
 import type { Runtime } from "./runtime.js";
@@ -134,7 +135,7 @@ const DEFAULT_FULL_PASS_MS = 60_000;
 /** Starts a control plane on a data folder; refuses (`conflict`) a folder another `up` holds and (`log_broken`) a log that does not hold. */
 export async function startControlPlane(o: ControlPlaneOptions): Promise<ControlPlane> {
   const lock = lockDataDir(o.dataDir, o.clock);
-  const opened: Opened = { rt: null, proxy: null, hosted: null, face: null, views: null };
+  const opened: Opened = { rt: null, stopProjections: null, proxy: null, hosted: null, face: null, views: null };
   try {
     return await compose(o, lock, o.metrics ?? new ControlPlaneMetrics(), opened);
   } catch (err) {
@@ -142,6 +143,7 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
     await opened.views?.close();
     await opened.hosted?.close();
     await opened.proxy?.close();
+    opened.stopProjections?.();
     await opened.rt?.close();
     lock.release();
     if (err instanceof AppError) throw err;
@@ -152,6 +154,7 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
 /** What {@link compose} opened so far, for closing it when a later part fails. */
 interface Opened {
   rt: Runtime | null;
+  stopProjections: (() => void) | null;
   proxy: EgressProxy | null;
   hosted: HostedPlugins | null;
   face: Face | null;
@@ -174,6 +177,8 @@ async function compose(o: ControlPlaneOptions, lock: DataLock, metrics: ControlP
     allowLists.setData(allowListConfigData(projector));
   };
   feedAllowLists();
+  const stopProjections = keepProjections(rt.store, o.logger);
+  opened.stopProjections = stopProjections;
   const started = o.egress === null || o.egress === undefined ? null : await startEgress(o, o.egress, { store: rt.store, allowLists, metrics, anonymousLimits: settings.egressRefusals });
   opened.proxy = started?.proxy ?? null;
   const egress = started === null ? null : { host: started.host, port: started.port };
@@ -188,7 +193,7 @@ async function compose(o: ControlPlaneOptions, lock: DataLock, metrics: ControlP
   const face = o.server === undefined ? null : await startFace(o, o.server, { store: rt.store, sessions, metrics, state, views, consoleOrigin: consoleOriginOf(settings) });
   opened.face = face;
   lock.update([...serving, ...serveViews(views, settings, face), ...(face === null ? [] : [`console ${face.origin}`])]);
-  return new Loop(o, { lock, runtime: rt, proxy: opened.proxy, egress, hosted: opened.hosted, face, views, sessions, metrics, state, feedAllowLists });
+  return new Loop(o, { lock, runtime: rt, proxy: opened.proxy, egress, hosted: opened.hosted, face, views, sessions, metrics, state, feedAllowLists, stopProjections });
 }
 
 /**
@@ -312,6 +317,8 @@ interface Parts {
   readonly metrics: ControlPlaneMetrics;
   readonly state: LoopState;
   readonly feedAllowLists: () => void;
+  /** Stops keeping the console's projections current (before the store closes). */
+  readonly stopProjections: () => void;
 }
 
 class Loop implements ControlPlane {
@@ -414,6 +421,7 @@ class Loop implements ControlPlane {
         await this.#p.proxy?.close();
       } finally {
         this.#unwatch();
+        this.#p.stopProjections();
         await this.runtime.close();
         this.#p.lock.release();
       }

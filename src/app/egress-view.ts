@@ -3,10 +3,11 @@
  * destination host and outcome, and a summary over a time window — for each plugin the
  * destinations it was allowed and refused, with counts, and the counts over time in equal buckets
  * (the console's chart). Every read is bounded: a page scans at most {@link MAX_EGRESS_SCAN}
- * decisions, a summary counts at most {@link MAX_EGRESS_SUMMARY} and says when it stopped short.
+ * decisions; a summary reads the counts kept as decisions arrive (ADR 0100), a number of rows set by
+ * the window's shape and its destinations, not by how many decisions it holds.
  */
-import { egressStream } from "../events/index.js";
-import type { EventOf, EventStore, ReadFilter } from "../events/index.js";
+import type { EventOf, EventStore } from "../events/index.js";
+import { egressCandidates, egressCounts, latestEgressDecisions } from "../projections/index.js";
 import { AppError } from "./errors.js";
 import { checkLogQuery } from "./log.js";
 
@@ -45,8 +46,6 @@ export interface EgressPage {
 
 /** The most decisions one page looks at, matching or not. */
 export const MAX_EGRESS_SCAN = 10_000;
-/** The most decisions a summary counts. */
-export const MAX_EGRESS_SUMMARY = 50_000;
 /** The most buckets a summary's counts over time have. */
 export const MAX_EGRESS_BUCKETS = 200;
 /** The longest host name a filter may hold (a DNS name's limit). */
@@ -64,33 +63,27 @@ function checkQuery(store: EventStore, q: { plugin?: string; host?: string }): v
   if (q.host !== undefined && (q.host.length === 0 || q.host.length > MAX_HOST)) throw new AppError("usage", `host must be 1 to ${MAX_HOST} characters`, "host");
 }
 
-/** Egress decisions, of one plugin or of all. */
-function readDecisions(store: EventStore, plugin: string | undefined, f: Omit<ReadFilter, "type" | "stream" | "streamPrefix">): Decision[] {
-  return store.read({ ...f, type: "egress.decision", ...(plugin === undefined ? { streamPrefix: "egress/" } : { stream: egressStream(plugin) }) });
-}
-
-/** A page of decisions matching `q`, in sequence order. */
+/**
+ * A page of decisions matching `q`, in sequence order, among the next {@link MAX_EGRESS_SCAN}
+ * decisions after `afterSeq`. SQLite picks the candidates, so only those are parsed; the host is
+ * then compared as the proxy compares it.
+ */
 export function egressDecisions(store: EventStore, q: EgressQuery): EgressPage {
   checkQuery(store, q);
   const limit = q.limit ?? 100;
   const host = q.host?.toLowerCase();
+  const { candidates, bound } = egressCandidates(store, {
+    afterSeq: q.afterSeq ?? 0, scan: MAX_EGRESS_SCAN,
+    ...(q.plugin === undefined ? {} : { plugin: q.plugin }), ...(host === undefined ? {} : { host }), ...(q.outcome === undefined ? {} : { allowed: q.outcome === "allowed" }),
+  });
   const out: EgressDecisionRow[] = [];
-  let cursor = q.afterSeq ?? 0;
-  let scanned = 0;
-  const head = store.head();
-  while (out.length < limit && scanned < MAX_EGRESS_SCAN) {
-    const want = Math.min(1000, MAX_EGRESS_SCAN - scanned);
-    const page = readDecisions(store, q.plugin, { afterSeq: cursor, toSeq: head, limit: want });
-    for (const e of page) {
-      scanned += 1;
-      cursor = e.seq;
-      const r = row(e);
-      if ((host === undefined || r.host.toLowerCase() === host) && (q.outcome === undefined || r.outcome === q.outcome)) out.push(r);
-      if (out.length === limit) return { decisions: out, next: cursor };
-    }
-    if (page.length < want) return { decisions: out, next: null };
+  for (const e of candidates) {
+    const d = row(e);
+    if (host !== undefined && d.host.toLowerCase() !== host) continue;
+    out.push(d);
+    if (out.length === limit) return { decisions: out, next: d.seq };
   }
-  return { decisions: out, next: cursor };
+  return { decisions: out, next: bound };
 }
 
 /** A destination of one plugin, with what was decided about it. */
@@ -129,7 +122,10 @@ export interface EgressSummary {
   readonly buckets: readonly EgressBucket[];
   /** The latest decisions counted, newest first (at most {@link RECENT}). */
   readonly recent: readonly EgressDecisionRow[];
-  /** True when the window held more than {@link MAX_EGRESS_SUMMARY} decisions: only the earliest were counted. */
+  /**
+   * Always false: every decision of the window is counted (from counts kept as decisions arrive).
+   * Kept for the clients that read it, from when a summary counted at most 50,000 decisions.
+   */
   readonly truncated: boolean;
 }
 
@@ -145,13 +141,21 @@ export interface EgressSummaryOptions {
   readonly buckets?: number;
 }
 
-interface Tally { allowed: number; refused: number; last: EgressDecisionRow }
-
 function byConcern(a: EgressDestination, b: EgressDestination): number {
   return b.refused - a.refused || b.allowed + b.refused - (a.allowed + a.refused) || (a.host < b.host ? -1 : a.host > b.host ? 1 : a.port - b.port);
 }
 
-/** Counts the decisions between `since` and `until` by plugin and destination, and over time. */
+const SECOND = 1000;
+const floorSecond = (t: number): number => Math.floor(t / SECOND) * SECOND;
+const ceilSecond = (t: number): number => Math.ceil(t / SECOND) * SECOND;
+
+/**
+ * Counts the decisions between `since` and `until` by plugin and destination, and over time, from
+ * the counts kept as decisions arrive (ADR 0100): a decision counts by the second it was made in,
+ * so the window is the whole seconds from the one holding `since` to the one holding `until`, and
+ * a bucket holds the seconds that start in it (the first also the one holding `since`, the last
+ * also the one holding `until`).
+ */
 export function egressSummary(store: EventStore, o: EgressSummaryOptions): EgressSummary {
   checkQuery(store, o);
   const from = o.since.getTime();
@@ -161,28 +165,45 @@ export function egressSummary(store: EventStore, o: EgressSummaryOptions): Egres
   if (!Number.isInteger(n) || n < 1 || n > MAX_EGRESS_BUCKETS) throw new AppError("usage", `buckets must be a whole number from 1 to ${MAX_EGRESS_BUCKETS}`, "buckets");
   const width = (to - from) / n;
   const buckets = Array.from({ length: n }, (_, i) => ({ start: new Date(from + i * width).toISOString(), end: new Date(from + (i + 1) * width).toISOString(), allowed: 0, refused: 0 }));
-  const plugins = new Map<string, Map<string, Tally>>();
-  const events = readDecisions(store, o.plugin, { since: o.since, until: o.until, limit: MAX_EGRESS_SUMMARY + 1 });
-  const counted = events.slice(0, MAX_EGRESS_SUMMARY);
+  const counts = egressCounts(store);
+  counts.catchUp();
+  const first = floorSecond(from);
+  const last = floorSecond(to);
+  const plugins = new Map<string, { count: number; lastSeq: number; dests: Map<string, { host: string; port: number; allowed: number; refused: number; lastSeq: number }> }>();
   let allowed = 0;
-  for (const e of counted) {
-    const r = row(e);
-    const b = buckets[Math.min(n - 1, Math.max(0, Math.floor((Date.parse(r.time) - from) / width)))];
-    if (b !== undefined) b[r.outcome] += 1;
-    if (r.outcome === "allowed") allowed += 1;
-    const dests = plugins.get(r.plugin) ?? new Map<string, Tally>();
-    plugins.set(r.plugin, dests);
-    // Host names compare without case (as the proxy matches them): one destination, however written.
-    const key = `${r.host.toLowerCase()}\u0000${r.port}`;
-    const t = dests.get(key) ?? { allowed: 0, refused: 0, last: r };
-    t[r.outcome] += 1;
-    t.last = r;
-    dests.set(key, t);
-  }
-  const summaries = [...plugins].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([plugin, dests]) => {
-    const destinations = [...dests.values()].map((t) => ({ host: t.last.host.toLowerCase(), port: t.last.port, allowed: t.allowed, refused: t.refused, last: t.last })).sort(byConcern);
+  let refused = 0;
+  buckets.forEach((b, i) => {
+    const lo = i === 0 ? first : ceilSecond(from + i * width);
+    const hi = i === n - 1 ? last + SECOND : ceilSecond(from + (i + 1) * width);
+    counts.visit(lo, hi, o.plugin, (r) => {
+      b.allowed += r.allowed;
+      b.refused += r.refused;
+      allowed += r.allowed;
+      refused += r.refused;
+      let p = plugins.get(r.plugin);
+      if (p === undefined) { p = { count: 0, lastSeq: 0, dests: new Map() }; plugins.set(r.plugin, p); }
+      p.count += r.allowed + r.refused;
+      p.lastSeq = Math.max(p.lastSeq, r.lastSeq);
+      const key = `${r.host}\u0000${r.port}`;
+      const d = p.dests.get(key) ?? { host: r.host, port: r.port, allowed: 0, refused: 0, lastSeq: 0 };
+      d.allowed += r.allowed;
+      d.refused += r.refused;
+      d.lastSeq = Math.max(d.lastSeq, r.lastSeq);
+      p.dests.set(key, d);
+    });
+  });
+  const decision = (seq: number): EgressDecisionRow => {
+    const e = store.get(seq);
+    if (e?.type !== "egress.decision") throw new Error(`the egress counts name event ${seq}, which is not an egress decision`);
+    return row(e);
+  };
+  const summaries = [...plugins].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([plugin, p]) => {
+    const destinations = [...p.dests.values()].map((d) => ({ host: d.host, port: d.port, allowed: d.allowed, refused: d.refused, last: decision(d.lastSeq) })).sort(byConcern);
     return { plugin, allowed: destinations.reduce((s, d) => s + d.allowed, 0), refused: destinations.reduce((s, d) => s + d.refused, 0), destinations };
   });
-  return { since: o.since.toISOString(), until: o.until.toISOString(), allowed, refused: counted.length - allowed, plugins: summaries, buckets,
-    recent: counted.slice(-RECENT).reverse().map(row), truncated: events.length > MAX_EGRESS_SUMMARY };
+  const window = { from: new Date(first).toISOString(), to: new Date(last + SECOND).toISOString() };
+  // The latest decisions: each plugin's own, read back from its stream (no more than the window holds), merged.
+  const recent = [...plugins].flatMap(([plugin, p]) => latestEgressDecisions(store, plugin, p.lastSeq, window, Math.min(RECENT, p.count)))
+    .sort((a, b) => b.seq - a.seq).slice(0, RECENT).map(row);
+  return { since: o.since.toISOString(), until: o.until.toISOString(), allowed, refused, plugins: summaries, buckets, recent, truncated: false };
 }

@@ -84,6 +84,12 @@ export interface EventStore {
   get(seq: number): KnownEvent | null;
   /** The current version of a stream (0 when empty). */
   version(stream: string): number;
+  /**
+   * The versions of a stream whose events have seqs in (afterSeq, toSeq] (`from > to` when none):
+   * a stream's seqs rise with its versions, so this is a bisection of point lookups, and a stretch
+   * of seqs can be read in the (stream, version) index's order.
+   */
+  versionsBetween(stream: string, afterSeq?: number, toSeq?: number): { readonly from: number; readonly to: number };
   /** The seq of the latest event (0 when empty). */
   head(): number;
   /**
@@ -97,6 +103,8 @@ export interface EventStore {
    * acting: its cost is the rows appended since.
    */
   verifySinceCheckpoint(): VerifyResult;
+  /** The last point a walk verified ({@link verifySinceCheckpoint} starts there), or null when none did. */
+  verifiedPoint(): ChainPoint | null;
   /** The chain's head (seq and hash); seq 0 and the genesis hash when empty. */
   headPoint(): ChainPoint;
   /** Whether the triggers that refuse UPDATE and DELETE on events are in place. */
@@ -214,6 +222,7 @@ class SqliteEventStore implements EventStore {
       last: database.prepare<[string], EventRow>(`SELECT ${EVENT_COLUMNS} FROM events WHERE stream = ? ORDER BY version DESC LIMIT 1`),
       lastOfType: database.prepare<[string, string], EventRow>(`SELECT ${EVENT_COLUMNS} FROM events WHERE stream = ? AND type = ? ORDER BY version DESC LIMIT 1`),
       get: database.prepare<[number], EventRow>(`SELECT ${EVENT_COLUMNS} FROM events WHERE seq = ?`),
+      seqOfVersion: database.prepare<[string, number], { seq: number }>("SELECT seq FROM events WHERE stream = ? AND version = ?"),
     };
     this.#appendTx = database.transaction((batch: readonly Prepared[], expected: Readonly<Record<string, number>> | undefined) => this.#write(batch, expected));
     this.#observeTx = database.transaction((prepared: Prepared) => this.#writeUnlessSame(prepared));
@@ -268,33 +277,61 @@ class SqliteEventStore implements EventStore {
   read<T extends EventTypeName>(filter: ReadFilter & { readonly type: T | readonly T[] }): EventOf<T>[];
   read(filter: ReadFilter = {}): KnownEvent[] {
     this.#open();
-    const where: string[] = [];
-    const args: (string | number)[] = [];
-    if (filter.stream !== undefined) { where.push("stream = ?"); args.push(filter.stream); }
-    if (filter.streamPrefix !== undefined) {
-      where.push("stream >= ? AND stream < ?");
-      args.push(filter.streamPrefix, filter.streamPrefix + "\u{10FFFF}");
-    }
-    if (filter.type !== undefined) {
-      const types = typeof filter.type === "string" ? [filter.type] : filter.type;
-      if (types.length === 0) return [];
-      where.push(`type IN (${types.map(() => "?").join(", ")})`);
-      args.push(...types);
-    }
-    if (filter.afterSeq !== undefined) { where.push("seq > ?"); args.push(filter.afterSeq); }
-    if (filter.toSeq !== undefined) { where.push("seq <= ?"); args.push(filter.toSeq); }
-    if (filter.since !== undefined) { where.push("time >= ?"); args.push(filter.since.toISOString()); }
-    if (filter.until !== undefined) { where.push("time <= ?"); args.push(filter.until.toISOString()); }
+    const q = this.#whereOf(filter);
+    if (q === null) return [];
     let sql = `SELECT ${EVENT_COLUMNS} FROM events`;
-    if (where.length > 0) sql += ` WHERE ${where.join(" AND ")}`;
-    sql += " ORDER BY seq";
-    if (filter.limit !== undefined) { sql += " LIMIT ?"; args.push(Math.max(0, Math.floor(filter.limit))); }
+    if (q.where.length > 0) sql += ` WHERE ${q.where.join(" AND ")}`;
+    sql += ` ORDER BY ${q.order}`;
+    if (filter.limit !== undefined) { sql += " LIMIT ?"; q.args.push(Math.max(0, Math.floor(filter.limit))); }
     let stmt = this.#cache.get(sql);
     if (stmt === undefined) {
       stmt = this.database.prepare(sql);
       if (this.#cache.size < 256) this.#cache.set(sql, stmt);
     }
-    return (stmt.all(...args) as EventRow[]).map((r) => this.#toEvent(r));
+    return (stmt.all(...q.args) as EventRow[]).map((r) => this.#toEvent(r));
+  }
+
+  /** The WHERE terms and the order of a read; null when nothing can match. */
+  #whereOf(filter: ReadFilter): { where: string[]; args: (string | number)[]; order: string } | null {
+    const where: string[] = [];
+    const args: (string | number)[] = [];
+    const term = (sql: string, ...values: (string | number)[]): void => { where.push(sql); args.push(...values); };
+    if (filter.stream !== undefined) {
+      // Within a stream versions rise with seqs, so a stretch of seqs is a stretch of versions:
+      // read in the (stream, version) index's order rather than sort the whole stream by seq.
+      const { from, to } = this.versionsBetween(filter.stream, filter.afterSeq, filter.toSeq);
+      if (from > to) return null;
+      term("stream = ? AND version >= ? AND version <= ?", filter.stream, from, to);
+    } else {
+      if (filter.afterSeq !== undefined) term("seq > ?", filter.afterSeq);
+      if (filter.toSeq !== undefined) term("seq <= ?", filter.toSeq);
+    }
+    if (filter.streamPrefix !== undefined) term("stream >= ? AND stream < ?", filter.streamPrefix, filter.streamPrefix + "\u{10FFFF}");
+    if (filter.type !== undefined) {
+      const types = typeof filter.type === "string" ? [filter.type] : filter.type;
+      if (types.length === 0) return null;
+      term(`type IN (${types.map(() => "?").join(", ")})`, ...types);
+    }
+    if (filter.since !== undefined) term("time >= ?", filter.since.toISOString());
+    if (filter.until !== undefined) term("time <= ?", filter.until.toISOString());
+    return { where, args, order: filter.stream === undefined ? "seq" : "version" };
+  }
+
+  versionsBetween(stream: string, afterSeq?: number, toSeq?: number): { from: number; to: number } {
+    this.#open();
+    const last = this.#stmts.version.get(stream)?.v ?? 0;
+    // The first version whose seq is above `seq` (last + 1 when none is).
+    const firstAbove = (seq: number): number => {
+      let lo = 1;
+      let hi = last + 1;
+      while (lo < hi) {
+        const mid = Math.floor((lo + hi) / 2);
+        if ((this.#stmts.seqOfVersion.get(stream, mid)?.seq ?? Number.POSITIVE_INFINITY) > seq) hi = mid;
+        else lo = mid + 1;
+      }
+      return lo;
+    };
+    return { from: afterSeq === undefined ? 1 : firstAbove(afterSeq), to: toSeq === undefined ? last : firstAbove(toSeq) - 1 };
   }
 
   last(stream: string): KnownEvent | null;
@@ -367,6 +404,11 @@ class SqliteEventStore implements EventStore {
       this.database.prepare("INSERT INTO chain_checkpoint (id, seq, hash) VALUES (1, ?, ?) ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash").run(last.seq, last.hash);
     }
     return result;
+  }
+
+  verifiedPoint(): ChainPoint | null {
+    this.#open();
+    return this.database.prepare<[], ChainPoint>("SELECT seq, hash FROM chain_checkpoint WHERE id = 1").get() ?? null;
   }
 
   headPoint(): ChainPoint {

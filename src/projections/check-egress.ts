@@ -52,6 +52,23 @@ export const EGRESS_CHECK_EVENT_TYPES: readonly EventTypeName[] = ["workload.des
 const DEPLOYMENT_REFUSALS: ReadonlySet<string> = new Set(["denied_cidr", "own_address"]);
 const LIST_REFUSALS: ReadonlySet<string> = new Set(["not_listed", "no_allow_list"]);
 
+/**
+ * What the egress re-decider knows of one plugin: its allow-list, and, once the list changed, the
+ * list before its latest change (null when there was none then).
+ */
+export interface EgressListState {
+  readonly current: AllowListState | null;
+  readonly changed: boolean;
+  readonly previous: AllowListState | null;
+}
+
+/** The re-decider's state carried from one stretch of the log to the next (the incremental check keeps it). */
+export interface EgressCheckerState {
+  readonly lists: ReadonlyMap<string, EgressListState>;
+  /** Whether any allow-list event was seen: before one, the log is a proxy's own and lists are unknown. */
+  readonly listsKnown: boolean;
+}
+
 /** Feeds events in seq order; checks each egress decision against the state before it. Pure. */
 export class EgressChecker {
   readonly #states = new Map<string, AllowListState>();
@@ -64,8 +81,24 @@ export class EgressChecker {
   #addressesUnchecked = 0;
   readonly #recheck: AddressRecheck | undefined;
 
-  constructor(recheck?: AddressRecheck) {
+  /** `from`: the state after an earlier stretch of the log, this checker then goes on from. */
+  constructor(recheck?: AddressRecheck, from?: EgressCheckerState) {
     this.#recheck = recheck;
+    if (from === undefined) return;
+    this.#listsKnown = from.listsKnown;
+    for (const [plugin, l] of from.lists) {
+      if (l.current !== null) this.#states.set(plugin, l.current);
+      if (l.changed) this.#previous.set(plugin, l.previous ?? undefined);
+    }
+  }
+
+  /** The state to go on from after the events fed so far. */
+  state(): EgressCheckerState {
+    const lists = new Map<string, EgressListState>();
+    for (const plugin of new Set([...this.#states.keys(), ...this.#previous.keys()])) {
+      lists.set(plugin, { current: this.#states.get(plugin) ?? null, changed: this.#previous.has(plugin), previous: this.#previous.get(plugin) ?? null });
+    }
+    return { lists, listsKnown: this.#listsKnown };
   }
 
   /** Folds one event (checking it first when it is an egress decision). */

@@ -32,3 +32,13 @@ export { pluginHostConfigData } from "./plugin-host.js";
 /** A view's recent gateway decisions and their counts by gate. */
 export { recentDecisions, recentGatewayRecords, summarizeDecisions } from "./gateway-decisions.js";
 export type { DecisionSummary, GatewayRecord } from "./gateway-decisions.js";
+/** The egress proxy's decisions counted by second, minute, hour and day as they arrive (ADR 0100). */
+export { EgressCounts, egressCounts, countSpans, COUNT_UNITS } from "./egress-counts.js";
+export type { EgressCountRow } from "./egress-counts.js";
+/** The decision check kept as events arrive (the console's integrity page). */
+export { DecisionCheck, decisionCheck, MAX_KEPT } from "./decision-check.js";
+export type { DecisionCheckState } from "./decision-check.js";
+export type { EgressCheckerState, EgressListState } from "./check-egress.js";
+/** Egress decisions picked by SQLite: a page's candidates, a plugin's latest in a window. */
+export { egressCandidates, latestEgressDecisions } from "./egress-queries.js";
+export type { CandidateQuery } from "./egress-queries.js";

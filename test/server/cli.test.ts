@@ -9,7 +9,11 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BIN, BUNDLE_ENV, freshBundle, openfief, ROOT } from "../e2e/support.js";
+import Database from "better-sqlite3";
+import { storeFile } from "../../src/app/data-dir.js";
+import { openStore } from "../../src/events/index.js";
+import type { NewEvent } from "../../src/events/index.js";
+import { BIN, BUNDLE_ENV, freshBundle, openfief, ROOT, spawnOpenfief } from "../e2e/support.js";
 import { bearer, call, cookieOf } from "./support.js";
 
 let dir: string;
@@ -90,6 +94,61 @@ describe("openfief up", () => {
     const r = await openfief(["up", "--no-egress", "--listen", "127.0.0.1:0", "--plugin-proxy-origin", "http://localhost:0", "--gateway-origin", "http://localhost:0", "--data", join(dir, `never-${args[0]?.slice(2) ?? ""}`), ...args]);
     expect(r.code).not.toBe(0);
     expect(r.stderr).toMatch(message);
+  });
+});
+
+describe("the console's egress and integrity pages, as openfief up serves them", () => {
+  const HOUR = 3_600_000;
+  let owner: Record<string, string>;
+  let at = Date.parse("2026-11-30T08:00:00Z");
+
+  /** Appends through a second connection, as the egress proxy's writer thread does (up is not told). */
+  async function appendBeside(events: NewEvent[]): Promise<void> {
+    const store = await openStore({ file: storeFile(dir), clock: () => new Date(at) });
+    try {
+      store.append(events);
+    } finally {
+      await store.close();
+    }
+  }
+  const decision = (host: string, allowed: boolean): NewEvent => ({ stream: "egress/nbp-fx", type: "egress.decision", actor: "egress", data: { plugin: "nbp-fx", host, port: 443, allowed, reason: allowed ? "listed" : "not_listed" } });
+
+  beforeAll(async () => {
+    owner = bearer((await openfief(["login", "--user", "pages", "--data", dir])).stdout.trim());
+  });
+
+  it("counts the egress decisions of a window, whenever they were appended", async () => {
+    await appendBeside([decision("api.nbp.pl", true), decision("API.nbp.pl", true), decision("static.nbp.pl", false)]);
+    at += 2 * HOUR;
+    await appendBeside([decision("api.nbp.pl", true)]);
+    const summary = (since: number, until: number) => call(started.console, `/api/v1/egress/summary?since=${new Date(since).toISOString()}&until=${new Date(until).toISOString()}&buckets=4`, { headers: owner });
+    const r = await summary(at - 3 * HOUR, at + HOUR);
+    expect(r.json()).toMatchObject({ allowed: 3, refused: 1, truncated: false });
+    expect((r.json() as { buckets: { allowed: number; refused: number }[] }).buckets.map((b) => [b.allowed, b.refused])).toEqual([[0, 0], [2, 1], [0, 0], [1, 0]]);
+    expect((await summary(at - HOUR, at + HOUR)).json()).toMatchObject({ allowed: 1, refused: 0 });
+  });
+
+  it("shows the chain verified up to its last verified event, and verify-log finds an edit made before it", async () => {
+    const first = await call(started.console, "/integrity", { headers: owner });
+    expect(first.text).toMatch(/Hash chain <span class="badge good">/);
+    const verified = Number(/Every (?:one of the (\d+) events|event up to event (\d+))/.exec(first.text)?.slice(1).find((x) => x !== undefined));
+    expect(verified).toBeGreaterThan(1);
+    // Someone with the file edits the first event (and puts the guard back): the page does not read it again.
+    const db = new Database(storeFile(dir));
+    try {
+      db.exec("DROP TRIGGER events_no_update");
+      db.exec("UPDATE events SET actor = 'mallory' WHERE seq = 1");
+      db.exec("CREATE TRIGGER events_no_update BEFORE UPDATE ON events BEGIN SELECT RAISE(ABORT, 'events are append-only: UPDATE refused'); END");
+    } finally {
+      db.close();
+    }
+    await appendBeside([decision("api.nbp.pl", true)]);
+    const again = await call(started.console, "/integrity", { headers: owner });
+    expect(Number(/Events 1 to (\d+) were verified before/.exec(again.text)?.[1])).toBeGreaterThanOrEqual(verified);
+    expect(again.text).toMatch(/Hash chain <span class="badge good">/);
+    const full = await spawnOpenfief(["verify-log", "--data", dir]);
+    expect(full.code).not.toBe(0);
+    expect(full.stdout).toMatch(/the log does NOT hold at event 1: hash does not match/);
   });
 });
 

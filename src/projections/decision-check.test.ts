@@ -1,0 +1,127 @@
+/**
+ * The decision check kept as events arrive must find what the full check finds: on random logs of
+ * two plugins (observations, grants, verdicts, allow-lists, honest and dishonest rollout decisions,
+ * egress decisions right and wrong), caught up at random points by fresh checkers (as a new process
+ * would), it reports the same decisions checked and the same differences as `checkDecisions`.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import fc from "fast-check";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DIGEST_A, DIGEST_B, GRANT, IMAGE_A, IMAGE_B, MANIFEST, MANIFEST_WIDER } from "../../test/events/helpers.js";
+import { openStore } from "../events/index.js";
+import type { EventStore, NewEvent, VerdictOutcome } from "../events/index.js";
+import { checkDecisions } from "./check-decisions.js";
+import type { AddressRecheck } from "./check-egress.js";
+import { decideRollout, emptyFacts } from "./decide-rollout.js";
+import { DecisionCheck } from "./decision-check.js";
+import { loadDeciderState } from "./decider-state.js";
+
+const PLUGINS = ["echo", "ping"] as const;
+const IMAGES = [IMAGE_A, IMAGE_B] as const;
+const DIGESTS = [DIGEST_A, DIGEST_B] as const;
+const MANIFESTS = [MANIFEST, MANIFEST_WIDER] as const;
+const HOSTS = ["api.example.com", "extra.example.com"] as const;
+const ADDRESSES = [["93.184.215.14"], ["10.1.2.3", "93.184.215.14"], []] as const;
+
+/** The address step: private 10/8 is refused; the first other address is dialed. */
+const recheck: AddressRecheck = (addresses) => {
+  const refused = addresses.find((a) => a.startsWith("10."));
+  if (refused !== undefined) return { ok: false, code: "forbidden_address", refusedAddress: refused, addressRefusal: "private" };
+  const first = addresses[0];
+  return first === undefined ? { ok: false, code: "dns_no_addresses" } : { ok: true, address: first };
+};
+
+type Step =
+  | { kind: "plugin"; p: number; image: number; manifest: number }
+  | { kind: "deleted"; p: number }
+  | { kind: "grant"; p: number }
+  | { kind: "config"; p: number; image: number; ok: boolean }
+  | { kind: "verdict"; image: number; outcome: VerdictOutcome }
+  | { kind: "decide"; p: number; honest: boolean }
+  | { kind: "workload"; p: number; running: boolean; hosts: number }
+  | { kind: "egress"; p: number; host: number; allowed: boolean; addresses: number }
+  | { kind: "check" };
+
+const ix = (n: number) => fc.integer({ min: 0, max: n - 1 });
+const p = ix(PLUGINS.length);
+const step: fc.Arbitrary<Step> = fc.oneof(
+  fc.record({ kind: fc.constant("plugin" as const), p, image: ix(2), manifest: ix(2) }),
+  fc.record({ kind: fc.constant("deleted" as const), p }),
+  fc.record({ kind: fc.constant("grant" as const), p }),
+  fc.record({ kind: fc.constant("config" as const), p, image: ix(2), ok: fc.boolean() }),
+  fc.record({ kind: fc.constant("verdict" as const), image: ix(2), outcome: fc.constantFrom<VerdictOutcome>("verified", "refused") }),
+  fc.record({ kind: fc.constant("decide" as const), p, honest: fc.boolean() }),
+  fc.record({ kind: fc.constant("workload" as const), p, running: fc.boolean(), hosts: ix(3) }),
+  fc.record({ kind: fc.constant("egress" as const), p, host: ix(2), allowed: fc.boolean(), addresses: ix(ADDRESSES.length) }),
+  fc.constant({ kind: "check" as const }),
+);
+
+function eventOf(store: EventStore, s: Exclude<Step, { kind: "check" }>): NewEvent {
+  if (s.kind === "verdict") {
+    return { stream: "trust", type: "signature.verdict", actor: "test", data: { digest: DIGESTS[s.image], image: IMAGES[s.image], outcome: s.outcome, signers: [], identities: [], trustRoot: "r".repeat(64), catalog: "c".repeat(64) } };
+  }
+  const name = PLUGINS[s.p] as string;
+  const e = (type: string, data: object): NewEvent => ({ stream: `plugin/${name}`, type, actor: "test", data });
+  switch (s.kind) {
+    case "plugin": return e("plugin.observed", { name, spec: { image: IMAGES[s.image], manifest: MANIFESTS[s.manifest] } });
+    case "deleted": return e("plugin.deleted", { name });
+    case "grant": return e("grant.observed", { name, spec: GRANT });
+    case "config": return e("config.verdict", { name, image: IMAGES[s.image], ok: s.ok, errors: [] });
+    // A dishonest decision is the one a plugin with no facts at all would get: it differs whenever the facts matter.
+    case "decide": return e("rollout.decided", s.honest ? decideRollout(loadDeciderState(store, name).state) : decideRollout({ ...emptyFacts(name), verdicts: new Map() }));
+    case "workload": {
+      const allowList = [[], ["api.example.com:443"], ["api.example.com:443", "extra.example.com:443"]][s.hosts] as string[];
+      return e("workload.desired", { name, running: s.running, image: IMAGE_A, objects: [], allowList });
+    }
+    case "egress": {
+      const addresses = [...(ADDRESSES[s.addresses] as readonly string[])];
+      const data = s.allowed
+        ? { plugin: name, host: HOSTS[s.host], port: 443, allowed: true, reason: "listed", addresses, ...(addresses[0] === undefined ? {} : { address: addresses[0] }) }
+        : { plugin: name, host: HOSTS[s.host], port: 443, allowed: false, reason: "not_listed" };
+      return { stream: `egress/${name}`, type: "egress.decision", actor: "egress", data };
+    }
+  }
+}
+
+let dir: string;
+let n = 0;
+beforeAll(() => { dir = mkdtempSync(join(tmpdir(), "openfief-decision-check-")); });
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+async function agree(steps: readonly Step[]): Promise<void> {
+  const store = await openStore({ file: join(dir, `log-${n++}.db`) });
+  try {
+        for (const s of steps) {
+          if (s.kind === "check") new DecisionCheck(store, recheck).catchUp();
+          else store.append([eventOf(store, s)]);
+        }
+        const kept = new DecisionCheck(store, recheck).catchUp();
+        const full = checkDecisions(store, { egressAddresses: recheck });
+        expect(kept.upTo).toBe(store.head());
+        expect(kept.checked).toBe(full.checked);
+        expect(kept.divergences).toEqual(full.divergences);
+        expect([kept.diverged, kept.more]).toEqual([new Set(full.divergences.map((d) => d.seq)).size, 0]);
+        expect(new DecisionCheck(store, recheck).rebuild()).toEqual(kept);
+      } finally {
+        await store.close();
+      }
+}
+
+describe("the decision check kept as events arrive", () => {
+  it.each<[string, Step[]]>([
+    ["an egress decision checked against the list its plugin had before the last check", [
+      { kind: "workload", p: 0, running: true, hosts: 1 }, { kind: "check" }, { kind: "egress", p: 0, host: 1, allowed: true, addresses: 0 },
+    ]],
+    ["a rollout decision checked against facts recorded before the last check", [
+      { kind: "plugin", p: 1, image: 0, manifest: 0 }, { kind: "grant", p: 1 }, { kind: "check" }, { kind: "decide", p: 1, honest: false },
+    ]],
+  ])("finds what the full check finds: %s", async (_what, steps) => {
+    await agree(steps);
+  });
+
+  it("finds what the full check finds, however often and by whichever process it was caught up", async () => {
+    await fc.assert(fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 40 }), agree), { numRuns: 60 });
+  });
+});
