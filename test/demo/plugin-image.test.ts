@@ -69,7 +69,7 @@ describe("packing, signing and pushing a plugin", { timeout: 180_000 }, () => {
     expect(must("sign", "--layout", "oci", "--image", wasmImage, "--key", "acme.key")).toContain("signed");
     const verified = await openfief(["verify", "--plugin", join(dir, "hello-fx.yaml"), "--oci-layout", join(dir, "oci"), "--key", join(dir, "acme.pub")]);
     expect(verified.code).toBe(0);
-    expect(verified.stdout).toMatch(/^unverified: .*signed by/);
+    expect(verified.stdout).toMatch(/^trusted: .*signed by .*, a signer you trust/);
   });
 
   it("refuses an image nobody signed", async () => {
