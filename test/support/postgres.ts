@@ -7,9 +7,9 @@
  */
 import { execFileSync, spawnSync } from "node:child_process";
 import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { freePort } from "./free-port.js";
 
 export interface TestPostgres {
   /** `postgres://postgres@127.0.0.1:<port>/postgres`: the superuser, over TCP, no password. */
@@ -48,18 +48,6 @@ export function ensurePostgresInstalled(): string {
   const installed = findBinDir();
   if (installed === undefined) throw new Error(`apt-get did not install PostgreSQL under ${PG_ROOT}`);
   return installed;
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      const port = typeof address === "object" && address !== null ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 const isRoot = typeof process.getuid === "function" && process.getuid() === 0;

@@ -7,9 +7,9 @@
 import { execFileSync, spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { freePort } from "./free-port.js";
 
 export const REGISTRY_BINARY = "/usr/bin/docker-registry";
 
@@ -30,18 +30,6 @@ export function ensureRegistryInstalled(): void {
   execFileSync("apt-get", ["update"], { stdio: "ignore", env });
   execFileSync("apt-get", ["install", "-y", "--no-install-recommends", "docker-registry"], { stdio: "ignore", env });
   if (!existsSync(REGISTRY_BINARY)) throw new Error(`apt-get did not install ${REGISTRY_BINARY}`);
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      const port = typeof address === "object" && address !== null ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 async function waitReady(url: string, child: ChildProcess, output: () => string): Promise<void> {
