@@ -278,11 +278,14 @@ class SqliteEventStore implements EventStore {
     const args: (string | number)[] = [];
     const term = (sql: string, ...values: (string | number)[]): void => { where.push(sql); args.push(...values); };
     if (filter.stream !== undefined) {
+      term("stream = ?", filter.stream);
       // Within a stream versions rise with seqs, so a stretch of seqs is a stretch of versions:
-      // read in the (stream, version) index's order rather than sort the whole stream by seq.
-      const { from, to } = this.versionsBetween(filter.stream, filter.afterSeq, filter.toSeq);
-      if (from > to) return null;
-      term("stream = ? AND version >= ? AND version <= ?", filter.stream, from, to);
+      // read in the stream's index order rather than sort the whole stream by seq.
+      if (filter.afterSeq !== undefined || filter.toSeq !== undefined) {
+        const { from, to } = this.versionsBetween(filter.stream, filter.afterSeq, filter.toSeq);
+        if (from > to) return null;
+        term("version >= ? AND version <= ?", from, to);
+      }
     } else {
       if (filter.afterSeq !== undefined) term("seq > ?", filter.afterSeq);
       if (filter.toSeq !== undefined) term("seq <= ?", filter.toSeq);
@@ -291,7 +294,9 @@ class SqliteEventStore implements EventStore {
     if (filter.type !== undefined) {
       const types = typeof filter.type === "string" ? [filter.type] : filter.type;
       if (types.length === 0) return null;
-      term(`type IN (${types.map(() => "?").join(", ")})`, ...types);
+      // One type as an equality, so a stream's (stream, type, version) index serves it in order.
+      if (types.length === 1) term("type = ?", types[0] as string);
+      else term(`type IN (${types.map(() => "?").join(", ")})`, ...types);
     }
     if (filter.since !== undefined) term("time >= ?", filter.since.toISOString());
     if (filter.until !== undefined) term("time <= ?", filter.until.toISOString());
