@@ -10,7 +10,7 @@ export { catalog, createCatalog } from "./catalog.js";
 export type * from "./catalog.js";
 export { isEventOf, manifestDigest, verdictKey } from "./catalog.js";
 export { GENESIS_HASH, rowHash } from "./hash.js";
-export { pluginStream, egressStream, gatewayStream, parseStream, isPluginName, SINGLETON_STREAMS } from "./streams.js";
+export { pluginStream, egressStream, gatewayStream, parseStream, isPluginName, SINGLETON_STREAMS, STREAM_TYPE_INDEXED, UNINDEXED_TYPES } from "./streams.js";
 /** `egress/-`: the egress proxy's refusals before identity. */
 export { EGRESS_ANONYMOUS_STREAM, TRUST_STREAM } from "./streams.js";
 /** The one budget for refusals a caller can repeat (the gateway's, the egress proxy's before identity), and capped caller fields. */

@@ -6,6 +6,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import fc from "fast-check";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { openStore, StoreError } from "./store.js";
+import { STREAM_TYPE_INDEXED } from "./streams.js";
 import type { EventStore } from "./store.js";
 import type { NewEvent } from "./types.js";
 
@@ -265,6 +266,25 @@ describe("reading one stream between two seqs", () => {
         const v = store.versionsBetween(stream, afterSeq, toSeq);
         expect(Math.max(0, v.to - v.from + 1)).toBe(all.filter((e) => e.stream === stream && e.seq > afterSeq && e.seq <= toSeq).length);
       }), { numRuns: 300 });
+    } finally {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("the index on stream and type", () => {
+  it("leaves out the decisions with streams of their own, and the store's queries name its condition so SQLite uses it", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "openfief-index-"));
+    const store = await openStore({ file: join(dir, "log.db") });
+    try {
+      const ddl = store.database.prepare<[], { sql: string }>("SELECT sql FROM sqlite_master WHERE name = 'events_stream_type_facts'").get()?.sql ?? "";
+      expect(ddl.replace(/\s+/g, " ")).toMatch(new RegExp(`WHERE ${STREAM_TYPE_INDEXED.replace(/[()]/g, "\\$&")}$`));
+      expect(store.database.prepare("SELECT count(*) FROM sqlite_master WHERE name = 'events_stream_type'").pluck().get()).toBe(0);
+      const plan = (sql: string): string => (store.database.prepare(`EXPLAIN QUERY PLAN ${sql}`).all("plugin/echo", "plugin.observed") as { detail: string }[]).map((r) => r.detail).join(" ");
+      expect(plan(`SELECT seq FROM events WHERE stream = ? AND type = ? AND ${STREAM_TYPE_INDEXED} ORDER BY version DESC LIMIT 1`)).toMatch(/events_stream_type_facts \(stream=\? AND type=\?\)/);
+      store.append([{ stream: "plugin/echo", type: "grant.deleted", actor: "owner:cli", data: { name: "echo" } }, egress("echo", 1)]);
+      expect([store.last("plugin/echo", "grant.deleted")?.seq, store.last("egress/echo", "egress.decision")?.seq]).toEqual([1, 2]);
     } finally {
       await store.close();
       rmSync(dir, { recursive: true, force: true });

@@ -17,7 +17,7 @@ import { StoreError, StoreErrorCode } from "./errors.js";
 import type { EventProblem } from "./errors.js";
 import { GENESIS_HASH, chainHash } from "./hash.js";
 import type { EventRegistry, EventType } from "./registry.js";
-import { parseStream } from "./streams.js";
+import { parseStream, STREAM_TYPE_INDEXED, UNINDEXED_TYPES } from "./streams.js";
 import type { ChainPoint, GuardsResult, NewEvent, ReadFilter, StoredEvent, VerifyResult } from "./types.js";
 
 export type { ChainPoint, GuardsResult, NewEvent, StoredEvent, ReadFilter, VerifyResult } from "./types.js";
@@ -150,9 +150,12 @@ export async function openStore(opts: StoreOptions): Promise<EventStore> {
   database.pragma("synchronous = NORMAL");
   database.pragma("foreign_keys = ON");
   database.pragma("busy_timeout = 5000");
-  // 256 MiB of page cache (default 2 MiB) and the file memory-mapped: the indexes' pages, which
-  // appends touch at random (one stream per plugin), stay in memory as the log grows to millions.
-  database.pragma("cache_size = -262144");
+  // The file memory-mapped (reads need no copy into SQLite's cache), and 64 MiB of page cache
+  // (default 2 MiB) for the pages appends change: the index pages at the end of each stream, one
+  // per stream and type, which stay hot. Not more: at the end of every write transaction SQLite
+  // walks its cache to drop the pages past the database's end, and with 256 MiB, filled as the
+  // log grew, that walk became the largest single cost of a commit at a million events.
+  database.pragma("cache_size = -65536");
   database.pragma("mmap_size = 1073741824");
   // Appends never copy the WAL back into the file: the store's checkpoint thread does (checkpointer.ts).
   database.pragma("wal_autocheckpoint = 0");
@@ -220,7 +223,9 @@ class SqliteEventStore implements EventStore {
       ),
       insert: database.prepare(`INSERT INTO events (${EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
       last: database.prepare<[string], EventRow>(`SELECT ${EVENT_COLUMNS} FROM events WHERE stream = ? ORDER BY version DESC LIMIT 1`),
-      lastOfType: database.prepare<[string, string], EventRow>(`SELECT ${EVENT_COLUMNS} FROM events WHERE stream = ? AND type = ? ORDER BY version DESC LIMIT 1`),
+      lastOfType: database.prepare<[string, string], EventRow>(`SELECT ${EVENT_COLUMNS} FROM events WHERE stream = ? AND type = ? AND ${STREAM_TYPE_INDEXED} ORDER BY version DESC LIMIT 1`),
+      // A type with streams of its own: the latest of it is the stream's latest.
+      lastOfUnindexed: database.prepare<[string, string], EventRow>(`SELECT ${EVENT_COLUMNS} FROM events WHERE stream = ? AND type = ? ORDER BY version DESC LIMIT 1`),
       get: database.prepare<[number], EventRow>(`SELECT ${EVENT_COLUMNS} FROM events WHERE seq = ?`),
       seqOfVersion: database.prepare<[string, number], { seq: number }>("SELECT seq FROM events WHERE stream = ? AND version = ?"),
     };
@@ -261,7 +266,7 @@ class SqliteEventStore implements EventStore {
     const def = this.registry.get(prepared.type) as EventType;
     let latest: EventRow | undefined;
     for (const t of def.observeGroup) {
-      const row = this.#stmts.lastOfType.get(prepared.stream, t);
+      const row = this.#lastOfType(prepared.stream, t);
       if (row !== undefined && (latest === undefined || row.version > latest.version)) latest = row;
     }
     if (latest !== undefined && latest.type === prepared.type) {
@@ -297,11 +302,14 @@ class SqliteEventStore implements EventStore {
     const args: (string | number)[] = [];
     const term = (sql: string, ...values: (string | number)[]): void => { where.push(sql); args.push(...values); };
     if (filter.stream !== undefined) {
+      term("stream = ?", filter.stream);
       // Within a stream versions rise with seqs, so a stretch of seqs is a stretch of versions:
-      // read in the (stream, version) index's order rather than sort the whole stream by seq.
-      const { from, to } = this.versionsBetween(filter.stream, filter.afterSeq, filter.toSeq);
-      if (from > to) return null;
-      term("stream = ? AND version >= ? AND version <= ?", filter.stream, from, to);
+      // read in the stream's index order rather than sort the whole stream by seq.
+      if (filter.afterSeq !== undefined || filter.toSeq !== undefined) {
+        const { from, to } = this.versionsBetween(filter.stream, filter.afterSeq, filter.toSeq);
+        if (from > to) return null;
+        term("version >= ? AND version <= ?", from, to);
+      }
     } else {
       if (filter.afterSeq !== undefined) term("seq > ?", filter.afterSeq);
       if (filter.toSeq !== undefined) term("seq <= ?", filter.toSeq);
@@ -310,7 +318,10 @@ class SqliteEventStore implements EventStore {
     if (filter.type !== undefined) {
       const types = typeof filter.type === "string" ? [filter.type] : filter.type;
       if (types.length === 0) return null;
-      term(`type IN (${types.map(() => "?").join(", ")})`, ...types);
+      // One type as an equality, so a stream's (stream, type, version) index serves it in order.
+      if (types.length === 1) term("type = ?", types[0] as string);
+      else term(`type IN (${types.map(() => "?").join(", ")})`, ...types);
+      if (filter.stream !== undefined && types.every((t) => !UNINDEXED_TYPES.has(t))) term(STREAM_TYPE_INDEXED);
     }
     if (filter.since !== undefined) term("time >= ?", filter.since.toISOString());
     if (filter.until !== undefined) term("time <= ?", filter.until.toISOString());
@@ -338,8 +349,12 @@ class SqliteEventStore implements EventStore {
   last<T extends EventTypeName>(stream: string, type: T): EventOf<T> | null;
   last(stream: string, type?: EventTypeName): KnownEvent | null {
     this.#open();
-    const row = type === undefined ? this.#stmts.last.get(stream) : this.#stmts.lastOfType.get(stream, type);
+    const row = type === undefined ? this.#stmts.last.get(stream) : this.#lastOfType(stream, type);
     return row === undefined ? null : this.#toEvent(row);
+  }
+
+  #lastOfType(stream: string, type: string): EventRow | undefined {
+    return (UNINDEXED_TYPES.has(type) ? this.#stmts.lastOfUnindexed : this.#stmts.lastOfType).get(stream, type);
   }
 
   get(seq: number): KnownEvent | null {

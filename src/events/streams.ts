@@ -48,3 +48,16 @@ export function parseStream(stream: string): { kind: StreamKind; name: string } 
   if ((kind === "plugin" || kind === "egress" || kind === "gateway") && isPluginName(name)) return { kind, name };
   return null;
 }
+
+/**
+ * The event types the (stream, type, version) index leaves out: each has streams of its own that
+ * hold nothing else (`egress/<plugin>`, `gateway/<view>`), where `UNIQUE (stream, version)` serves.
+ */
+export const UNINDEXED_TYPES: ReadonlySet<string> = new Set(["egress.decision", "gateway.decision"]);
+
+/**
+ * The condition of the (stream, type, version) index (migration 0008). A query by stream and type
+ * of any other type adds it as a term, so that SQLite may use that partial index: it uses one only
+ * for a query whose terms include the index's condition.
+ */
+export const STREAM_TYPE_INDEXED = "type NOT IN ('egress.decision', 'gateway.decision')";

@@ -4,7 +4,7 @@
  * grow with the log, which is what lets `why` and the reconciler gather a decider's state cheaply.
  */
 import type { Statement } from "better-sqlite3";
-import { EVENT_COLUMNS, isEventOf, toStoredEvent } from "../events/index.js";
+import { EVENT_COLUMNS, isEventOf, STREAM_TYPE_INDEXED, toStoredEvent, UNINDEXED_TYPES } from "../events/index.js";
 import type { EventOf, EventRow, EventStore, EventTypeName, KnownEvent } from "../events/index.js";
 
 /** Prepared single-event lookups over one store. */
@@ -28,7 +28,8 @@ export class Lookup {
   lastOf<T extends EventTypeName>(stream: string, types: readonly T[], beforeSeq: number): EventOf<T> | null {
     let best: EventOf<T> | null = null;
     for (const t of types) {
-      const e = this.#one(`SELECT ${EVENT_COLUMNS} FROM events WHERE stream = ? AND type = ? AND seq < ? ORDER BY version DESC LIMIT 1`, stream, t, beforeSeq);
+      const indexed = UNINDEXED_TYPES.has(t) ? "" : ` AND ${STREAM_TYPE_INDEXED}`;
+      const e = this.#one(`SELECT ${EVENT_COLUMNS} FROM events WHERE stream = ? AND type = ?${indexed} AND seq < ? ORDER BY version DESC LIMIT 1`, stream, t, beforeSeq);
       if (e !== null && isEventOf(e, types) && (best === null || e.seq > best.seq)) best = e;
     }
     return best;
@@ -37,7 +38,7 @@ export class Lookup {
   /** The latest config verdict of a plugin for an image, before `beforeSeq`. */
   configFor(stream: string, image: string, beforeSeq: number): EventOf<"config.verdict"> | null {
     const e = this.#one(
-      `SELECT ${EVENT_COLUMNS} FROM events WHERE stream = ? AND type = 'config.verdict' AND seq < ? AND json_extract(data, '$.image') = ? ORDER BY version DESC LIMIT 1`,
+      `SELECT ${EVENT_COLUMNS} FROM events WHERE stream = ? AND type = 'config.verdict' AND ${STREAM_TYPE_INDEXED} AND seq < ? AND json_extract(data, '$.image') = ? ORDER BY version DESC LIMIT 1`,
       stream, beforeSeq, image,
     );
     return e?.type === "config.verdict" ? e : null;

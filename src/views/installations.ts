@@ -7,7 +7,7 @@
  */
 import { createHash } from "node:crypto";
 import { canonicalize } from "json-canonicalize";
-import { gatewayStream, pluginStream } from "../events/index.js";
+import { gatewayStream, pluginStream, STREAM_TYPE_INDEXED } from "../events/index.js";
 import type { EventStore } from "../events/index.js";
 import {
   EMPTY_GRANT_SPEC,
@@ -50,10 +50,10 @@ export class LogInstallations implements Installations {
   constructor(store: EventStore) {
     this.#store = store;
     this.#firstObservedAfter = store.database.prepare<[string, number], Row>(
-      "SELECT seq, data FROM events WHERE stream = ? AND type = 'plugin.observed' AND seq > ? ORDER BY version LIMIT 1",
+      `SELECT seq, data FROM events WHERE stream = ? AND type = 'plugin.observed' AND ${STREAM_TYPE_INDEXED} AND seq > ? ORDER BY version LIMIT 1`,
     );
     this.#lastDeletedBefore = store.database.prepare<[string, number], { seq: number | null }>(
-      "SELECT max(seq) AS seq FROM events WHERE stream = ? AND type = 'plugin.deleted' AND seq < ?",
+      `SELECT max(seq) AS seq FROM events WHERE stream = ? AND type = 'plugin.deleted' AND ${STREAM_TYPE_INDEXED} AND seq < ?`,
     );
   }
 
