@@ -98,7 +98,7 @@ try {
   const headers = { authorization: `Bearer ${await demo.token("bench", "viewer")}` };
   const small = await measure(demo.url, headers);
   const store = demo.cp.runtime.store;
-  const smallEvents = store.head();
+  const smallEvents = await store.head();
   const grown = Date.now();
   const end = Date.now();
   const start = end - 24 * 3_600_000;
@@ -108,8 +108,8 @@ try {
   try {
     for (let b = 0; b < batches; b++) {
       at = start + Math.floor(((b + 1) * (end - start)) / (batches + 1));
-      const n = Math.min(BATCH, SIZE - store.head());
-      store.announce(writer.append(Array.from({ length: n }, (_, i) => decision(b * BATCH + i))));
+      const n = Math.min(BATCH, SIZE - await store.head());
+      store.announce(await writer.append(Array.from({ length: n }, (_, i) => decision(b * BATCH + i))));
       // Let the control plane serve and catch up between transactions, as it would between the proxy's.
       await new Promise((resolve) => setImmediate(resolve));
     }
@@ -118,8 +118,8 @@ try {
   }
   const appendedS = (Date.now() - grown) / 1000;
   // The figures are the steady state: once the pages' projections and the chain walk reached the head.
-  const head = store.head();
-  while (egressCounts(store).checkpoint() < head || decisionCheck(store).checkpoint() < head || (store.verifiedPoint()?.seq ?? 0) < head) {
+  const head = await store.head();
+  while ((await egressCounts(store).checkpoint()) < head || (await decisionCheck(store).checkpoint()) < head || ((await store.verifiedPoint())?.seq ?? 0) < head) {
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
   const caughtUpS = (Date.now() - grown) / 1000 - appendedS;

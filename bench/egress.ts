@@ -135,7 +135,7 @@ async function roleProxy(): Promise<void> {
   // BENCH_RECORDER=inline: the former synchronous append on the event loop, for comparison.
   const recorder = process.env.BENCH_RECORDER === "inline"
     ? new egress.StoreDecisionRecorder(store)
-    : await egress.WorkerDecisionRecorder.open({ file: store.file, onCommitted: (events) => store.announce(events), durable: process.env.BENCH_DECISIONS_SYNC === "full" });
+    : await egress.WorkerDecisionRecorder.open({ file: store.location, onCommitted: (events) => store.announce(events), durable: process.env.BENCH_DECISIONS_SYNC === "full" });
   const proxy = egress.createEgressProxy({
     reviewer: new egress.CachingTokenReviewer(new egress.JwksTokenReviewer({ jwks: egress.readEmbeddedJwks(dir), issuer: egress.EMBEDDED_ISSUER })),
     allowLists,
@@ -156,7 +156,7 @@ async function roleProxy(): Promise<void> {
       const u = process.memoryUsage();
       process.send?.({ rss: u.rss, heapUsed: u.heapUsed });
     }
-    if (m.events === true) process.send?.({ events: store.head(), batches: "committed" in recorder ? recorder.committed.batches : null });
+    if (m.events === true) void store.head().then((events) => process.send?.({ events, batches: "committed" in recorder ? recorder.committed.batches : null }));
   });
   process.on("disconnect", () => {
     void proxy.close().finally(() => {
@@ -164,7 +164,7 @@ async function roleProxy(): Promise<void> {
       process.exit(0);
     });
   });
-  process.send?.({ port, token, store: store.file });
+  process.send?.({ port, token, store: store.location });
 }
 
 /**

@@ -126,7 +126,7 @@ async function coldStarts(host: PluginHost, modules: readonly [string, Uint8Arra
       ok(await host.prepare(r.value.digest));
       prepares.push(performance.now() - p);
       host.evict(r.value.digest);
-      ok(host.uninstall(r.value.digest));
+      ok(await host.uninstall(r.value.digest));
     }
     rows.push([name, `${(bytes.length / 1024).toFixed(0)} KiB`, fmtMs(median(prepares)), fmtMs(median(installs))]);
   }

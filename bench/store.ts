@@ -13,8 +13,9 @@ import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { canonicalize } from "json-canonicalize";
-import { openStore } from "../src/events/store.js";
-import type { EventStore } from "../src/events/store.js";
+// The SQLite adapter itself: the benchmark looks at its file (checkpoints, size) and inserts raw rows beside it.
+import { openSqliteLog as openStore } from "../src/events/store.js";
+import type { SqliteEventLog as EventLog } from "../src/events/store.js";
 import type { NewEvent } from "../src/events/types.js";
 import { Projector } from "../src/projections/projector.js";
 import { why } from "../src/projections/index.js";
@@ -33,6 +34,7 @@ const dir = mkdtempSync(join(tmpdir(), "openfief-bench-"));
 const median = (xs: number[]): number => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)] as number; };
 const fmt = (n: number, d = 0): string => n.toLocaleString("en-US", { maximumFractionDigits: d, minimumFractionDigits: d });
 function time(fn: () => void): number { const t0 = process.hrtime.bigint(); fn(); return Number(process.hrtime.bigint() - t0) / 1e9; }
+async function timeAsync(fn: () => Promise<unknown>): Promise<number> { const t0 = process.hrtime.bigint(); await fn(); return Number(process.hrtime.bigint() - t0) / 1e9; }
 
 let workload = new Workload(PLUGINS);
 
@@ -44,25 +46,25 @@ function threadCpuNs(): number {
 /** An append measurement: events per second of wall time, of the appending thread's CPU, and of the whole process's CPU. */
 interface Rate { readonly wall: number; readonly thread: number; readonly process: number }
 
-function rate(count: number, fn: () => void): Rate {
+async function rate(count: number, fn: () => Promise<void>): Promise<Rate> {
   const t0 = threadCpuNs();
   const c0 = process.cpuUsage();
-  const wall = time(fn);
+  const wall = await timeAsync(fn);
   const c = process.cpuUsage(c0);
   return { wall: count / wall, thread: count / ((threadCpuNs() - t0) / 1e9), process: count / ((c.user + c.system) / 1e6) };
 }
 
 /** Appends `n` events in transactions of `per` events (generation not timed). */
-function appendBatches(store: EventStore, n: number, per: number): Rate {
-  const batches = workload.batches(store.head(), n, per);
+async function appendBatches(store: EventLog, n: number, per: number): Promise<Rate> {
+  const batches = workload.batches(await store.head(), n, per);
   const count = batches.reduce((s, b) => s + b.length, 0);
-  return rate(count, () => { for (const b of batches) store.append(b); });
+  return rate(count, async () => { for (const b of batches) await store.append(b); });
 }
 
 /** Appends `n` events one per transaction (generation not timed). */
-function appendSingles(store: EventStore, n: number): Rate {
-  const evs = workload.batches(store.head(), n, 1).flat();
-  return rate(evs.length, () => { for (const e of evs) store.append([e]); });
+async function appendSingles(store: EventLog, n: number): Promise<Rate> {
+  const evs = workload.batches(await store.head(), n, 1).flat();
+  return rate(evs.length, async () => { for (const e of evs) await store.append([e]); });
 }
 
 interface RawRow { stream: string; version: number; type: string; data: string; actor: string; causedBy: number | null }
@@ -105,9 +107,9 @@ async function appendComparison(): Promise<void> {
     const now = new Date().toISOString();
     const tx = db.transaction((rs: RawRow[]) => { for (const r of rs) ins.run(r.stream, r.version, r.type, now, r.actor, r.causedBy, r.data); });
     // Each store figure is measured right beside its raw figure, so both see the same load.
-    push(run, res.batched, flat.length / time(() => { for (const b of batches) store.append(b); }));
+    push(run, res.batched, flat.length / await timeAsync(async () => { for (const b of batches) await store.append(b); }));
     push(run, res.rawBatched, rows.length / time(() => { for (let i = 0; i < rows.length; i += 1000) tx(rows.slice(i, i + 1000)); }));
-    push(run, res.single, SINGLE / time(() => { for (const e of singles) store.append([e]); }));
+    push(run, res.single, SINGLE / await timeAsync(async () => { for (const e of singles) await store.append([e]); }));
     push(run, res.rawSingle, SINGLE / time(() => { for (const r of more) ins.run(r.stream, r.version, r.type, now, r.actor, r.causedBy, r.data); }));
     await store.close();
     await raw.close();
@@ -123,19 +125,19 @@ async function appendComparison(): Promise<void> {
   console.log(`(ratio of the medians: batched ${fmt((100 * b) / rb, 1)} %, single ${fmt((100 * s) / rs, 1)} %; runs' batched ratios: ${res.batched.map((x, i) => fmt((100 * x) / (res.rawBatched[i] as number), 1)).join(", ")})`);
 }
 
-function whyLatencyMs(store: EventStore, n = 300): number {
+async function whyLatencyMs(store: EventLog, n = 300): Promise<number> {
   const xs: number[] = [];
   for (let i = 0; i < n; i++) {
     const name = `p${(i * 7919) % Math.min(PLUGINS, workload.rounds)}`;
-    xs.push(time(() => { if (why(store, name) === null) throw new Error(`no decision for ${name}`); }) * 1000);
+    xs.push(await timeAsync(async () => { if ((await why(store, name)) === null) throw new Error(`no decision for ${name}`); }) * 1000);
   }
   return median(xs);
 }
 
-function fileSize(store: EventStore): number {
+function fileSize(store: EventLog): number {
   store.database.pragma("wal_checkpoint(TRUNCATE)");
-  let size = statSync(store.file).size;
-  try { size += statSync(`${store.file}-wal`).size; } catch { /* none */ }
+  let size = statSync(store.location).size;
+  try { size += statSync(`${store.location}-wal`).size; } catch { /* none */ }
   return size;
 }
 
@@ -146,7 +148,7 @@ async function scale(): Promise<void> {
   const genStart = process.hrtime.bigint();
   const figures = new Map<number, { batched: Rate; single: Rate }>();
   for (const size of [10_000, 100_000, 1_000_000].filter((s) => s <= TOTAL)) {
-    for (let left = size - store.head(); left > 0; left = size - store.head()) appendBatches(store, Math.min(left, 100_000), 10_000);
+    for (let left = size - await store.head(); left > 0; left = size - await store.head()) await appendBatches(store, Math.min(left, 100_000), 10_000);
     const genS = Number(process.hrtime.bigint() - genStart) / 1e9;
     // Let the bulk load's WAL and dirty pages settle, so the figures are steady-state appends.
     store.database.pragma("wal_checkpoint(TRUNCATE)");
@@ -154,20 +156,20 @@ async function scale(): Promise<void> {
     // with hundreds of megabytes of writeback that the generator, not the append path, caused.
     execSync("sync");
     await new Promise((resolve) => setTimeout(resolve, 3000));
-    const at = store.head();
+    const at = await store.head();
     const batched: Rate[] = [], single: Rate[] = [];
     for (let i = 0; i < 3; i++) {
       // A whole turn of the plugins (each of the 1,000 touched once), so the figure holds whatever page each one's rows are on.
-      batched.push(appendBatches(store, 20_000, 1_000));
-      single.push(appendSingles(store, 1_000));
+      batched.push(await appendBatches(store, 20_000, 1_000));
+      single.push(await appendSingles(store, 1_000));
       // The checkpoint thread's work is part of the cost: let it finish before the next run.
       await new Promise((resolve) => setTimeout(resolve, 500));
     }
     const m = (xs: Rate[]): Rate => ({ wall: median(xs.map((x) => x.wall)), thread: median(xs.map((x) => x.thread)), process: median(xs.map((x) => x.process)) });
     figures.set(size, { batched: m(batched), single: m(single) });
     const f = figures.get(size) as { batched: Rate; single: Rate };
-    const w = whyLatencyMs(store);
-    rows.push(`| ${fmt(at)} | ${fmt(f.batched.wall)} events/s | ${fmt(f.batched.thread)} / ${fmt(f.batched.process)} | ${fmt(f.single.wall)} events/s | ${fmt(f.single.thread)} / ${fmt(f.single.process)} | ${fmt(w, 3)} ms | ${fmt(fileSize(store) / store.head(), 0)} B |`);
+    const w = await whyLatencyMs(store);
+    rows.push(`| ${fmt(at)} | ${fmt(f.batched.wall)} events/s | ${fmt(f.batched.thread)} / ${fmt(f.batched.process)} | ${fmt(f.single.wall)} events/s | ${fmt(f.single.thread)} / ${fmt(f.single.process)} | ${fmt(w, 3)} ms | ${fmt(fileSize(store) / await store.head(), 0)} B |`);
     console.error(`  … ${fmt(at)} events (generated in ${fmt(genS, 1)} s)`);
   }
   console.log(`\nCost as the log grows (same workload; 1,000 plugins; median of 3 runs of 20,000 batched and 1,000 single appends, why: median of 300 calls)`);
@@ -181,22 +183,22 @@ async function scale(): Promise<void> {
     console.log(`\nLargest log against 10,000 events (target: batched ≥ 80 %): batched ${pct("wall", "batched")} % wall, ${pct("thread", "batched")} % appending thread's CPU, ${pct("process", "batched")} % all threads' CPU; single ${pct("wall", "single")} % wall, ${pct("thread", "single")} % / ${pct("process", "single")} % CPU`);
   }
 
-  const head = store.head();
+  const head = await store.head();
   const projector = new Projector(store);
   const rebuilds: number[] = [];
   let folded = 0;
   for (let i = 0; i < 3; i++) {
-    rebuilds.push(time(() => { folded = projector.rebuild().read; }));
+    rebuilds.push(await timeAsync(async () => { folded = (await projector.rebuild()).read; }));
   }
   const rb = median(rebuilds);
-  const verifyS = time(() => { const v = store.verify(); if (!v.ok) throw new Error(`verify failed at ${v.seq}`); });
+  const verifyS = await timeAsync(async () => { const v = await store.verify(); if (!v.ok) throw new Error(`verify failed at ${v.seq}`); });
   let checked = 0;
-  const checkS = time(() => { const c = checkDecisions(store, { egressAddresses: recheckAddresses }); checked = c.checked; if (c.divergences.length > 0) throw new Error("divergences"); });
+  const checkS = await timeAsync(async () => { const c = await checkDecisions(store, { egressAddresses: recheckAddresses }); checked = c.checked; if (c.divergences.length > 0) throw new Error("divergences"); });
   console.log(`\nAt ${fmt(head)} events`);
   console.log(`| measurement | result |`);
   console.log(`| --- | ---: |`);
   console.log(`| full rebuild of all 6 projections (median of 3) | ${fmt(rb, 2)} s = **${fmt(head / rb)} events/s** of log (${fmt(folded)} events of the projected types read and folded) |`);
-  console.log(`| why() latency (median of 300) | ${fmt(whyLatencyMs(store), 3)} ms |`);
+  console.log(`| why() latency (median of 300) | ${fmt(await whyLatencyMs(store), 3)} ms |`);
   console.log(`| database size | ${fmt(fileSize(store) / head, 0)} bytes per event (${fmt(fileSize(store) / 1e6, 1)} MB, incl. projections) |`);
   console.log(`| verify() the whole hash chain | ${fmt(verifyS, 2)} s (${fmt(head / verifyS)} events/s) |`);
   console.log(`| checkDecisions() over the log | ${fmt(checkS, 2)} s (${fmt(checked)} decisions re-decided, 0 divergences) |`);
@@ -217,21 +219,21 @@ async function ownerWrites(): Promise<void> {
     // The same use cases with durability taken out: what they cost at NORMAL.
     const relaxed = new Proxy(store, {
       get(t, p) {
-        if (p === "durably") return <T>(fn: () => T): T => fn();
+        if (p === "durably") return <T>(fn: () => Promise<T>): Promise<T> => fn();
         const v = Reflect.get(t, p, t) as unknown;
         return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(t) : v;
       },
     });
     const docs = Array.from({ length: 2 * N }, (_, i) => grant(i));
     let i = 0;
-    const writes = (st: EventStore) => (): void => {
+    const writes = (st: EventLog) => async (): Promise<void> => {
       for (let k = 0; k < N / 2; k++, i++) {
-        applyResources(st, docs[i] as ReturnType<typeof grant>, OWNER_CLI);
-        deleteResource(st, "grant", `p${i % 50}`, OWNER_CLI);
+        await applyResources(st, docs[i] as ReturnType<typeof grant>, OWNER_CLI);
+        await deleteResource(st, "grant", `p${i % 50}`, OWNER_CLI);
       }
     };
-    push(run, normal, (1000 * time(writes(relaxed))) / N);
-    push(run, full, (1000 * time(writes(store))) / N);
+    push(run, normal, (1000 * await timeAsync(writes(relaxed))) / N);
+    push(run, full, (1000 * await timeAsync(writes(store))) / N);
     await store.close();
   }
   const ratio = median(full.map((f, k) => f / (normal[k] as number)));

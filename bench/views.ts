@@ -20,13 +20,14 @@ import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openStore, pluginStream } from "../src/events/index.js";
-import type { EventStore } from "../src/events/index.js";
+import type { EventLog } from "../src/events/index.js";
 import { RBAC_LIMITS, intersectRules, parseGrant, parseImageRef, parseManifest, planRollout, rolloutPlanToJSON, uncoveredRules } from "../src/plugins/index.js";
 import type { JsonValue, PolicyRule } from "../src/plugins/index.js";
 import {
   EmbeddedUpstream, KeyRing, LogInstallations, PluginTokenValidator, StaticUserRoles, StoreDecisionRecorder, TokenSigner, createGateway, rbacViewAccess, requestInfo, signPluginToken,
 } from "../src/views/index.js";
 import type { Gateway, GatewayLimitsInput } from "../src/views/index.js";
+import { withFile } from "../test/support/sqlite-file.js";
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 7);
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 500);
@@ -58,7 +59,7 @@ function figure(label: string, fn: () => void): void {
 }
 
 /** A store holding ledger-view decided by the real planner; keys; a token for alice. */
-async function gatewaySetup(): Promise<{ store: EventStore; dir: string; ring: KeyRing; token: string; roles: StaticUserRoles; installations: LogInstallations }> {
+async function gatewaySetup(): Promise<{ store: EventLog; dir: string; ring: KeyRing; token: string; roles: StaticUserRoles; installations: LogInstallations }> {
   const dir = mkdtempSync(join(tmpdir(), "openfief-bench-views-"));
   const store = await openStore({ file: join(dir, "events.db") });
   const name = "ledger-view";
@@ -88,8 +89,8 @@ const LIFTED_RATE = { perUser: { perSecond: 1e9, burst: 1e9 }, perInstallation: 
 const LIFTED: GatewayLimitsInput = { rate: LIFTED_RATE, refusals: { perSource: 1e9, total: 1e9 } };
 
 /** The store's file and its write-ahead log, in bytes, after a checkpoint. */
-function logBytes(store: EventStore, dir: string): number {
-  store.database.pragma("wal_checkpoint(TRUNCATE)");
+function logBytes(store: EventLog, dir: string): number {
+  withFile(store.location, (db) => db.pragma("wal_checkpoint(TRUNCATE)"));
   const size = (f: string): number => (existsSync(f) ? statSync(f).size : 0);
   return size(join(dir, "events.db")) + size(join(dir, "events.db-wal"));
 }

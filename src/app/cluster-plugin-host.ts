@@ -14,7 +14,7 @@ import type { AddressInfo } from "node:net";
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { collectDefaultMetrics, Counter, Gauge, Registry } from "prom-client";
-import type { EventStore } from "../events/index.js";
+import type { EventLog } from "../events/index.js";
 import { createPluginHost, hostError, HostErrorCode, proxyHttp } from "../host/index.js";
 import type { HttpCapability, Limits, PluginHost } from "../host/index.js";
 import { formatErrors, parseImageRef, parseManifestLabel } from "../plugins/index.js";
@@ -63,7 +63,7 @@ export interface ClusterPluginHost {
   readonly healthPort: number;
   readonly host: PluginHost;
   /** The host's own event store (module events, failed and refused calls). */
-  readonly store: EventStore;
+  readonly store: EventLog;
   /** The ConfigMap was read and every module it lists was installed or refused (recorded). */
   ready(): boolean;
   /** The plugins the ConfigMap lists now, sorted. */
@@ -88,8 +88,8 @@ class HostMetrics {
 
 /** Reads a listed plugin's module from its image and installs it, checked against the image's signed label. */
 async function install(host: PluginHost, sourceFor: ImageSourceFor, name: string, p: HostedPlugin): Promise<void> {
-  const refuse = (code: HostErrorCode, message: string): void => {
-    host.refuse(name, p.module, "install", hostError(code, message));
+  const refuse = async (code: HostErrorCode, message: string): Promise<void> => {
+    await host.refuse(name, p.module, "install", hostError(code, message));
   };
   const ref = parseImageRef(p.image);
   if (!ref.ok) return refuse(HostErrorCode.ModuleInvalid, "the published image is not pinned by digest");
@@ -101,22 +101,22 @@ async function install(host: PluginHost, sourceFor: ImageSourceFor, name: string
   const manifest = label === undefined ? null : parseManifestLabel(label, "label");
   if (manifest === null || !manifest.ok) return refuse(HostErrorCode.ManifestInvalid, `the image carries no readable signed manifest label${manifest === null ? "" : `: ${formatErrors(manifest.errors)}`}`);
   const r = await host.install(artifact.bytes, { manifest: manifest.value, actor: PLUGIN_HOST_ACTOR });
-  if (!r.ok) host.refuse(name, p.module, "install", r.error);
+  if (!r.ok) await host.refuse(name, p.module, "install", r.error);
 }
 
 /** Installs and prepares what `plugins` lists, and uninstalls modules nothing lists any more. */
 async function follow(host: PluginHost, sourceFor: ImageSourceFor, plugins: ReadonlyMap<string, HostedPlugin>, log: Logger): Promise<void> {
-  const installed = new Set(host.modules().map((m) => m.digest));
+  const installed = new Set((await host.modules()).map((m) => m.digest));
   for (const [name, p] of plugins) {
     try {
       if (!installed.has(p.module)) await install(host, sourceFor, name, p);
-      if (host.modules().some((m) => m.digest === p.module)) await host.prepare(p.module);
+      if ((await host.modules()).some((m) => m.digest === p.module)) await host.prepare(p.module);
     } catch (err) {
       log.error({ plugin: name, err: err instanceof Error ? err.message : String(err) }, "cannot install the plugin's module; retrying on the next change");
     }
   }
   const listed = new Set([...plugins.values()].map((p) => p.module));
-  for (const m of host.modules()) if (!listed.has(m.digest)) host.uninstall(m.digest, { actor: PLUGIN_HOST_ACTOR });
+  for (const m of await host.modules()) if (!listed.has(m.digest)) await host.uninstall(m.digest, { actor: PLUGIN_HOST_ACTOR });
 }
 
 function healthServer(metrics: HostMetrics, ready: () => boolean): Server {
@@ -241,7 +241,7 @@ export async function startClusterPluginHost(o: ClusterPluginHostOptions): Promi
       await host.close();
       step("host closed");
       await http.close();
-      store.close();
+      await store.close();
       step("store closed");
     },
   };

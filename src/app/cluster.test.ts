@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { EventStore, KubeApplied, KubeChange, StoredEvent } from "../events/index.js";
+import type { EventLog, KubeApplied, KubeChange, StoredEvent } from "../events/index.js";
 import { openStore } from "../events/index.js";
 import { deployedFromStatus } from "../kube/index.js";
 import type { ApplyRecord } from "../kube/index.js";
@@ -27,7 +27,7 @@ describe("status.deployed as read from the cluster", () => {
 
 describe("recording the cluster's view in the log", () => {
   let dir: string;
-  let store: EventStore;
+  let store: EventLog;
   beforeEach(async () => {
     dir = mkdtempSync(join(tmpdir(), "openfief-cluster-unit-"));
     store = await openStore({ file: join(dir, "events.db") });
@@ -37,20 +37,20 @@ describe("recording the cluster's view in the log", () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it("records status.deployed once as previous.observed while the log holds no decision", () => {
-    const first = observePrevious(store, "echo", { image: IMG, manifest: MANIFEST, config: { a: 1 } });
+  it("records status.deployed once as previous.observed while the log holds no decision", async () => {
+    const first = await observePrevious(store, "echo", { image: IMG, manifest: MANIFEST, config: { a: 1 } });
     expect(first).toMatchObject({ stream: "plugin/echo", type: "previous.observed", actor: CLUSTER_ACTOR, data: { name: "echo", deployed: { image: IMG, manifest: MANIFEST, config: { a: 1 } } } });
-    expect(observePrevious(store, "echo", { image: IMG, manifest: MANIFEST, config: { a: 1 } })).toBeNull();
-    expect(store.read({ type: "previous.observed" })).toHaveLength(1);
+    expect(await observePrevious(store, "echo", { image: IMG, manifest: MANIFEST, config: { a: 1 } })).toBeNull();
+    expect(await store.read({ type: "previous.observed" })).toHaveLength(1);
   });
 
-  it("ignores status.deployed once the log holds a decision of its own", () => {
-    store.append([{
+  it("ignores status.deployed once the log holds a decision of its own", async () => {
+    await store.append([{
       stream: "plugin/echo", type: "rollout.decided", actor: "reconciler", causedBy: null,
       data: { name: "echo", inputs: { current: null, currentDeployable: false, previous: null, grant: {} }, plan: { outcome: "none", run: null, pending: { capabilities: [], egress: [], secrets: [], dataTiers: [] }, reasons: [] } },
     }]);
-    expect(observePrevious(store, "echo", { image: IMG, manifest: MANIFEST })).toBeNull();
-    expect(store.read({ type: "previous.observed" })).toEqual([]);
+    expect(await observePrevious(store, "echo", { image: IMG, manifest: MANIFEST })).toBeNull();
+    expect(await store.read({ type: "previous.observed" })).toEqual([]);
   });
 
   const record = (over: Partial<ApplyRecord>): ApplyRecord => ({
@@ -74,18 +74,18 @@ describe("recording the cluster's view in the log", () => {
     expect(kubeChange(r)).toEqual(expected);
   });
 
-  it("appends one kube.applied per plugin, caused by its latest workload.desired, and empties the batch", () => {
-    const [desired] = store.append([{ stream: "plugin/echo", type: "workload.desired", actor: "reconciler", causedBy: null, data: { name: "echo", running: false, objects: [], allowList: [] } }]);
+  it("appends one kube.applied per plugin, caused by its latest workload.desired, and empties the batch", async () => {
+    const [desired] = await store.append([{ stream: "plugin/echo", type: "workload.desired", actor: "reconciler", causedBy: null, data: { name: "echo", running: false, objects: [], allowList: [] } }]);
     const changes = new Map<string, KubeChange[]>([
       ["echo", [kubeChange(record({})), kubeChange(record({ action: "pruned", kind: "Service" }))]],
       ["leftover", [kubeChange(record({ action: "pruned", plugin: "leftover", name: "plugin-leftover" }))]],
     ]);
-    const appended = recordKubeChanges(store, changes) as StoredEvent<KubeApplied>[];
+    const appended = await recordKubeChanges(store, changes) as StoredEvent<KubeApplied>[];
     expect(appended.map((e) => [e.stream, e.type, e.causedBy, e.data.records.length])).toEqual([
       ["plugin/echo", "kube.applied", desired?.seq, 2],
       ["plugin/leftover", "kube.applied", null, 1],
     ]);
     expect(changes.size).toBe(0);
-    expect(recordKubeChanges(store, changes)).toEqual([]);
+    expect(await recordKubeChanges(store, changes)).toEqual([]);
   });
 });

@@ -12,7 +12,7 @@
  */
 import type { Logger } from "pino";
 import type { GrantSpec, JsonValue, Pending, PluginSpec, Topology } from "../plugins/index.js";
-import type { EventStore, KubeChange, PreviousObserved, StoredEvent } from "../events/index.js";
+import type { EventLog, KubeChange, PreviousObserved, StoredEvent } from "../events/index.js";
 import { isPluginName, pluginStream } from "../events/index.js";
 import type { ApplyRecord, DeployedStatus, PluginMeta, ReconcilerFactory, SignatureState } from "../kube/index.js";
 import { EMPTY_PENDING, formatErrors, parseImageRef, validateTopology } from "../plugins/index.js";
@@ -46,15 +46,15 @@ function listFromEnv<T>(name: string, wrap: (v: string[]) => T): T | Record<stri
 }
 
 /** Records a resource as seen: a spec when it changed, a deletion once. */
-export function observe(store: EventStore, kind: "plugin" | "grant", name: string, spec: JsonValue | null): void {
+export async function observe(store: EventLog, kind: "plugin" | "grant", name: string, spec: JsonValue | null): Promise<void> {
   const stream = pluginStream(name);
   if (spec !== null) {
-    store.observe({ stream, type: `${kind}.observed`, data: { name, spec }, actor: CLUSTER_ACTOR, causedBy: null });
+    await store.observe({ stream, type: `${kind}.observed`, data: { name, spec }, actor: CLUSTER_ACTOR, causedBy: null });
     return;
   }
-  const last = store.read({ stream, type: [`${kind}.observed`, `${kind}.deleted`] }).at(-1);
+  const last = (await store.read({ stream, type: [`${kind}.observed`, `${kind}.deleted`] })).at(-1);
   if (last !== undefined && last.type === `${kind}.observed`) {
-    store.append([{ stream, type: `${kind}.deleted`, data: { name }, actor: CLUSTER_ACTOR, causedBy: null }], { expected: { [stream]: store.version(stream) } });
+    await store.append([{ stream, type: `${kind}.deleted`, data: { name }, actor: CLUSTER_ACTOR, causedBy: null }], { expected: { [stream]: await store.version(stream) } });
   }
 }
 
@@ -63,9 +63,9 @@ export function observe(store: EventStore, kind: "plugin" | "grant", name: strin
  * `rollout.decided` for it: the version that runs, as a fact the decider reads (DESIGN rule 2).
  * Idempotent (`store.observe`); ignored once the log has a decision of its own.
  */
-export function observePrevious(store: EventStore, name: string, deployed: DeployedStatus): StoredEvent | null {
+export async function observePrevious(store: EventLog, name: string, deployed: DeployedStatus): Promise<StoredEvent | null> {
   const stream = pluginStream(name);
-  if (store.last(stream, "rollout.decided") !== null) return null;
+  if ((await store.last(stream, "rollout.decided")) !== null) return null;
   const data: PreviousObserved = { name, deployed: { image: deployed.image, manifest: deployed.manifest } };
   if (deployed.config !== undefined) data.deployed.config = deployed.config;
   return store.observe({ stream, type: "previous.observed", data, actor: CLUSTER_ACTOR, causedBy: null });
@@ -90,13 +90,13 @@ export function kubeChange(r: ApplyRecord): KubeChange {
  * by the plugin's latest `workload.desired` (null for leftovers of a plugin the log does not
  * know), and empties `changes`.
  */
-export function recordKubeChanges(store: EventStore, changes: Map<string, KubeChange[]>, actor = "reconciler"): StoredEvent[] {
+export async function recordKubeChanges(store: EventLog, changes: Map<string, KubeChange[]>, actor = "reconciler"): Promise<StoredEvent[]> {
   const out: StoredEvent[] = [];
   for (const [name, records] of [...changes].sort(([a], [b]) => a.localeCompare(b))) {
     if (records.length === 0 || !isPluginName(name)) continue;
     const stream = pluginStream(name);
-    const cause = store.last(stream, "workload.desired");
-    out.push(...store.append([{ stream, type: "kube.applied", data: { name, records }, actor, causedBy: cause?.seq ?? null }]));
+    const cause = await store.last(stream, "workload.desired");
+    out.push(...await store.append([{ stream, type: "kube.applied", data: { name, records }, actor, causedBy: cause?.seq ?? null }]));
   }
   changes.clear();
   return out;
@@ -114,9 +114,9 @@ export function signatureState(askedImage: string | null, verdicts: ReadonlyMap<
 }
 
 /** {@link observePrevious}, logging instead of failing: the Plugin's own observation must still be recorded. */
-function recordPrevious(store: EventStore, name: string, deployed: DeployedStatus, log: Logger): void {
+async function recordPrevious(store: EventLog, name: string, deployed: DeployedStatus, log: Logger): Promise<void> {
   try {
-    observePrevious(store, name, deployed);
+    await observePrevious(store, name, deployed);
   } catch (err) {
     log.warn({ plugin: name, err: err instanceof Error ? err.message : String(err) }, "cannot record the Plugin's status.deployed; it is not taken as the previous version");
   }
@@ -145,14 +145,14 @@ export const clusterReconcilerFactory: ReconcilerFactory = async (ctx) => {
     changes.set(r.plugin, list);
   });
   return {
-    observePlugin(name: string, spec: PluginSpec | null, m: PluginMeta | null): void {
+    async observePlugin(name: string, spec: PluginSpec | null, m: PluginMeta | null): Promise<void> {
       if (m !== null) meta.set(name, m);
       else meta.delete(name);
-      if (spec !== null && m?.deployed != null) recordPrevious(rt.store, name, m.deployed, ctx.log);
-      observe(rt.store, "plugin", name, spec as unknown as JsonValue | null);
+      if (spec !== null && m?.deployed != null) await recordPrevious(rt.store, name, m.deployed, ctx.log);
+      await observe(rt.store, "plugin", name, spec as unknown as JsonValue | null);
     },
-    observeGrant(name: string, spec: GrantSpec | null): void {
-      observe(rt.store, "grant", name, spec as unknown as JsonValue | null);
+    async observeGrant(name: string, spec: GrantSpec | null): Promise<void> {
+      await observe(rt.store, "grant", name, spec as unknown as JsonValue | null);
     },
     async reconcileAll(): Promise<void> {
       if (!ctx.isLeader()) return;
@@ -160,21 +160,21 @@ export const clusterReconcilerFactory: ReconcilerFactory = async (ctx) => {
         await rt.reconciler.reconcileAll();
       } finally {
         try {
-          recordKubeChanges(rt.store, changes);
+          await recordKubeChanges(rt.store, changes);
         } catch (err) {
           changes.clear();
           ctx.log.error({ err: err instanceof Error ? err.message : String(err) }, "recording the applied objects failed");
         }
       }
-      projector.catchUp();
-      const verdicts = projector.rows<VerdictState>("signature_verdicts");
-      for (const p of projector.rows<PluginState>("plugins").values()) {
+      await projector.catchUp();
+      const verdicts = await projector.rows<VerdictState>("signature_verdicts");
+      for (const p of (await projector.rows<PluginState>("plugins")).values()) {
         const m = meta.get(p.name);
         if (m === undefined || p.deleted || !ctx.isLeader()) continue;
         const status = pluginStatus({
           generation: m.generation,
           // The whole version, so a successor without this store can keep running it.
-          deployed: previousVersion(rt.store, p.name)?.version ?? null,
+          deployed: (await previousVersion(rt.store, p.name))?.version ?? null,
           pending: (p.pending as Pending | null) ?? EMPTY_PENDING,
           signature: signatureState(p.askedImage, verdicts, specManifestDigest(p.name, p.spec)),
           now: new Date().toISOString(),

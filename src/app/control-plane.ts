@@ -14,7 +14,7 @@ import type { Logger } from "pino";
 import { ANONYMOUS_LIMITS, MemoryAllowListSource, startEmbeddedEgress } from "../egress/index.js";
 import type { ConnectFn, EgressProxy } from "../egress/index.js";
 import { refusalBudgetProblem } from "../events/index.js";
-import type { EventStore } from "../events/index.js";
+import type { EventLog } from "../events/index.js";
 import type { PluginResult } from "../reconciler/index.js";
 import { allowListConfigData, Projector } from "../projections/index.js";
 import { lockDataDir } from "./data-dir.js";
@@ -77,7 +77,7 @@ export interface Readiness {
 /** What an HTTP face is given: the use cases' store, the sessions, the metrics, readiness, the views. */
 export interface FaceContext {
   readonly dataDir: string;
-  readonly store: EventStore;
+  readonly store: EventLog;
   readonly sessions: Sessions;
   /** The views part, when it runs: the console frames views from it and mounts its mint. */
   readonly views: ViewsFace | null;
@@ -168,15 +168,15 @@ async function compose(o: ControlPlaneOptions, lock: DataLock, metrics: ControlP
   const rt = await openRuntime({ dataDir: o.dataDir, logger: o.logger, ...settings, ...(o.clock === undefined ? {} : { clock: o.clock }), instrument: (s) => metrics.timed(s) });
   opened.rt = rt;
   // The whole chain once at start; each pass then walks what was appended since.
-  assertLogHolds(rt.store, { full: true });
+  await assertLogHolds(rt.store, { full: true });
   saveSettings(o.dataDir, settings);
   const projector = new Projector(rt.store);
   const allowLists = new MemoryAllowListSource(null, o.logger);
-  const feedAllowLists = () => {
-    projector.catchUp();
-    allowLists.setData(allowListConfigData(projector));
+  const feedAllowLists = async (): Promise<void> => {
+    await projector.catchUp();
+    allowLists.setData(await allowListConfigData(projector));
   };
-  feedAllowLists();
+  await feedAllowLists();
   const stopProjections = keepProjections(rt.store, o.logger);
   opened.stopProjections = stopProjections;
   const started = o.egress === null || o.egress === undefined ? null : await startEgress(o, o.egress, { store: rt.store, allowLists, metrics, anonymousLimits: settings.egressRefusals });
@@ -242,7 +242,7 @@ async function openViews(o: ControlPlaneOptions, settings: Settings, rt: Runtime
 }
 
 /** The embedded egress proxy on 127.0.0.1, fed the projected allow-lists, counting into the control plane's registry. */
-async function startEgress(o: ControlPlaneOptions, e: NonNullable<ControlPlaneOptions["egress"]>, p: { store: EventStore; allowLists: MemoryAllowListSource; metrics: ControlPlaneMetrics; anonymousLimits: Settings["egressRefusals"] }) {
+async function startEgress(o: ControlPlaneOptions, e: NonNullable<ControlPlaneOptions["egress"]>, p: { store: EventLog; allowLists: MemoryAllowListSource; metrics: ControlPlaneMetrics; anonymousLimits: Settings["egressRefusals"] }) {
   checkEmbeddedKey(o.dataDir);
   const budget = refusalBudgetProblem({ ...ANONYMOUS_LIMITS, ...p.anonymousLimits });
   if (budget !== null) throw new AppError("bad_setting", `egressRefusals: ${budget}`, "egressRefusals");
@@ -254,7 +254,7 @@ async function startEgress(o: ControlPlaneOptions, e: NonNullable<ControlPlaneOp
   }
 }
 
-function startEmbeddedEgressOn(o: ControlPlaneOptions, e: NonNullable<ControlPlaneOptions["egress"]>, p: { store: EventStore; allowLists: MemoryAllowListSource; metrics: ControlPlaneMetrics; anonymousLimits: Settings["egressRefusals"] }) {
+function startEmbeddedEgressOn(o: ControlPlaneOptions, e: NonNullable<ControlPlaneOptions["egress"]>, p: { store: EventLog; allowLists: MemoryAllowListSource; metrics: ControlPlaneMetrics; anonymousLimits: Settings["egressRefusals"] }) {
   return startEmbeddedEgress({
     dataDir: o.dataDir,
     store: p.store,
@@ -283,7 +283,7 @@ function startHost(o: ControlPlaneOptions, rt: Runtime, settings: Settings, egre
 }
 
 /** The HTTP face, handed what it serves. */
-function startFace(o: ControlPlaneOptions, factory: FaceFactory, p: { store: EventStore; sessions: Sessions; metrics: ControlPlaneMetrics; state: LoopState; views: ViewsFace | null; consoleOrigin: string | undefined }): Promise<Face> {
+function startFace(o: ControlPlaneOptions, factory: FaceFactory, p: { store: EventLog; sessions: Sessions; metrics: ControlPlaneMetrics; state: LoopState; views: ViewsFace | null; consoleOrigin: string | undefined }): Promise<Face> {
   return factory({
     dataDir: o.dataDir, store: p.store, sessions: p.sessions, views: p.views, ...(p.consoleOrigin === undefined ? {} : { consoleOrigin: p.consoleOrigin }), metrics: p.metrics, logger: o.logger.child({ component: "server" }),
     clock: o.clock ?? (() => new Date()), readiness: () => readinessOf(p.state),
@@ -316,7 +316,7 @@ interface Parts {
   readonly sessions: Sessions;
   readonly metrics: ControlPlaneMetrics;
   readonly state: LoopState;
-  readonly feedAllowLists: () => void;
+  readonly feedAllowLists: () => Promise<void>;
   /** Stops keeping the console's projections current (before the store closes). */
   readonly stopProjections: () => void;
 }
@@ -375,7 +375,7 @@ class Loop implements ControlPlane {
 
   async #whenMoved(): Promise<void> {
     this.runtime.verifier.retryDue().catch(() => undefined);
-    if (this.runtime.store.head() === this.#seen) return;
+    if ((await this.runtime.store.head()) === this.#seen) return;
     await this.pass().catch(() => undefined);
   }
 
@@ -385,13 +385,13 @@ class Loop implements ControlPlane {
     try {
       const results = await this.metrics.timePass(async () => {
         // Nothing acts on a log that does not hold: every pass checks what was appended since the last.
-        assertLogHolds(store);
+        await assertLogHolds(store);
         const r = await reconciler.reconcileAll();
-        this.#p.feedAllowLists();
+        await this.#p.feedAllowLists();
         await this.hosted?.sync();
         return r;
       });
-      this.#seen = store.head();
+      this.#seen = await store.head();
       state.firstPass = true;
       state.failure = null;
       return results;

@@ -10,7 +10,7 @@ import { chmodSync, closeSync, existsSync, lstatSync, mkdirSync, openSync, readd
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { openStore } from "../events/index.js";
-import type { EventStore } from "../events/index.js";
+import type { EventLog } from "../events/index.js";
 import { EGRESS_KEY_FILE } from "../egress/index.js";
 import { processAlive } from "../reconciler/index.js";
 import { AppError } from "./errors.js";
@@ -34,7 +34,7 @@ export function logFile(dataDir: string): string {
  * owner's only; `said` hears what was tightened (a folder an older version made). The log file is
  * made 0600 before SQLite opens it: SQLite gives its `-wal` and `-shm` files the log's own mode.
  */
-export async function openDataStore(dataDir: string, clock?: () => Date, said?: (text: string) => void): Promise<EventStore> {
+export async function openDataStore(dataDir: string, clock?: () => Date, said?: (text: string) => void): Promise<EventLog> {
   const tightened = openDataDir(dataDir);
   if (tightened.length > 0) said?.(tightenedText(tightened));
   privateDataFile(storeFile(dataDir));

@@ -7,7 +7,7 @@
  */
 import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import type { EventStore } from "../events/index.js";
+import type { EventLog } from "../events/index.js";
 import { shippedFile } from "../trust/index.js";
 import { OWNER_CLI } from "./actor.js";
 import type { Actor } from "./actor.js";
@@ -26,12 +26,12 @@ export function demoSettings(): Settings {
 }
 
 /** Records every resource of a folder of the demo as the actor's observation; returns how many changed. */
-export function applyDemoFolder(store: EventStore, folder: "plugins" | "upgrade", actor: Actor = OWNER_CLI): number {
+export async function applyDemoFolder(store: EventLog, folder: "plugins" | "upgrade", actor: Actor = OWNER_CLI): Promise<number> {
   const dir = join(EXAMPLES, folder);
   let changed = 0;
   for (const f of readdirSync(dir).filter((n) => /\.(ya?ml|json)$/.test(n)).sort()) {
     const path = join(dir, f);
-    changed += applyResources(store, parseResources(readFileSync(path, "utf8"), path), actor).filter((r) => r.changed).length;
+    changed += (await applyResources(store, parseResources(readFileSync(path, "utf8"), path), actor)).filter((r) => r.changed).length;
   }
   return changed;
 }

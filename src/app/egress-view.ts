@@ -6,8 +6,8 @@
  * decisions; a summary reads the counts kept as decisions arrive (ADR 0100), a number of rows set by
  * the window's shape and its destinations, not by how many decisions it holds.
  */
-import type { EventOf, EventStore } from "../events/index.js";
-import { egressCandidates, egressCounts, latestEgressDecisions } from "../projections/index.js";
+import type { EventOf, EventLog } from "../events/index.js";
+import { egressCounts } from "../projections/index.js";
 import { AppError } from "./errors.js";
 import { checkLogQuery } from "./log.js";
 
@@ -58,32 +58,41 @@ function row(e: Decision): EgressDecisionRow {
   return { seq: e.seq, time: e.time, plugin: d.plugin, host: d.host, port: d.port, outcome: d.allowed ? "allowed" : "refused", reason: d.reason, address: d.address ?? null };
 }
 
-function checkQuery(store: EventStore, q: { plugin?: string; host?: string }): void {
+function checkQuery(store: EventLog, q: { plugin?: string; host?: string }): void {
   checkLogQuery(store, q.plugin === undefined ? {} : { plugin: q.plugin });
   if (q.host !== undefined && (q.host.length === 0 || q.host.length > MAX_HOST)) throw new AppError("usage", `host must be 1 to ${MAX_HOST} characters`, "host");
 }
 
 /**
  * A page of decisions matching `q`, in sequence order, among the next {@link MAX_EGRESS_SCAN}
- * decisions after `afterSeq`. SQLite picks the candidates, so only those are parsed; the host is
- * then compared as the proxy compares it.
+ * decisions after `afterSeq`. The log picks the candidates (at most a page of them at a time), so
+ * only those are parsed; the host is then compared as the proxy compares it.
  */
-export function egressDecisions(store: EventStore, q: EgressQuery): EgressPage {
+export async function egressDecisions(store: EventLog, q: EgressQuery): Promise<EgressPage> {
   checkQuery(store, q);
   const limit = q.limit ?? 100;
   const host = q.host?.toLowerCase();
-  const { candidates, bound } = egressCandidates(store, {
-    afterSeq: q.afterSeq ?? 0, scan: MAX_EGRESS_SCAN,
+  const filter = {
     ...(q.plugin === undefined ? {} : { plugin: q.plugin }), ...(host === undefined ? {} : { host }), ...(q.outcome === undefined ? {} : { allowed: q.outcome === "allowed" }),
-  });
+  };
   const out: EgressDecisionRow[] = [];
-  for (const e of candidates) {
-    const d = row(e);
-    if (host !== undefined && d.host.toLowerCase() !== host) continue;
-    out.push(d);
-    if (out.length === limit) return { decisions: out, next: d.seq };
+  const first = await store.lookups.egressCandidates({ afterSeq: q.afterSeq ?? 0, scan: MAX_EGRESS_SCAN, limit, ...filter });
+  // The scan's end is the first read's: a later read (past candidates the host comparison refused) stops there too.
+  const bound = first.bound;
+  for (let page = first; ;) {
+    let last: number | null = null;
+    for (const e of page.candidates) {
+      last = e.seq;
+      if (bound !== null && e.seq > bound) return { decisions: out, next: bound };
+      const d = row(e);
+      if (host !== undefined && d.host.toLowerCase() !== host) continue;
+      out.push(d);
+      if (out.length === limit) return { decisions: out, next: d.seq };
+    }
+    // Fewer candidates than asked: the scan is done. Else some were not the host after all: read on.
+    if (page.candidates.length < limit || last === null) return { decisions: out, next: bound };
+    page = await store.lookups.egressCandidates({ afterSeq: last, scan: MAX_EGRESS_SCAN, limit, ...filter });
   }
-  return { decisions: out, next: bound };
 }
 
 /** A destination of one plugin, with what was decided about it. */
@@ -156,7 +165,7 @@ const ceilSecond = (t: number): number => Math.ceil(t / SECOND) * SECOND;
  * a bucket holds the seconds that start in it (the first also the one holding `since`, the last
  * also the one holding `until`).
  */
-export function egressSummary(store: EventStore, o: EgressSummaryOptions): EgressSummary {
+export async function egressSummary(store: EventLog, o: EgressSummaryOptions): Promise<EgressSummary> {
   checkQuery(store, o);
   const from = o.since.getTime();
   const to = o.until.getTime();
@@ -166,16 +175,16 @@ export function egressSummary(store: EventStore, o: EgressSummaryOptions): Egres
   const width = (to - from) / n;
   const buckets = Array.from({ length: n }, (_, i) => ({ start: new Date(from + i * width).toISOString(), end: new Date(from + (i + 1) * width).toISOString(), allowed: 0, refused: 0 }));
   const counts = egressCounts(store);
-  counts.catchUp();
+  await counts.catchUp();
   const first = floorSecond(from);
   const last = floorSecond(to);
   const plugins = new Map<string, { count: number; lastSeq: number; dests: Map<string, { host: string; port: number; allowed: number; refused: number; lastSeq: number }> }>();
   let allowed = 0;
   let refused = 0;
-  buckets.forEach((b, i) => {
+  for (const [i, b] of buckets.entries()) {
     const lo = i === 0 ? first : ceilSecond(from + i * width);
     const hi = i === n - 1 ? last + SECOND : ceilSecond(from + (i + 1) * width);
-    counts.visit(lo, hi, o.plugin, (r) => {
+    await counts.visit(lo, hi, o.plugin, (r) => {
       b.allowed += r.allowed;
       b.refused += r.refused;
       allowed += r.allowed;
@@ -191,19 +200,23 @@ export function egressSummary(store: EventStore, o: EgressSummaryOptions): Egres
       d.lastSeq = Math.max(d.lastSeq, r.lastSeq);
       p.dests.set(key, d);
     });
-  });
-  const decision = (seq: number): EgressDecisionRow => {
-    const e = store.get(seq);
+  }
+  const decision = async (seq: number): Promise<EgressDecisionRow> => {
+    const e = await store.get(seq);
     if (e?.type !== "egress.decision") throw new Error(`the egress counts name event ${seq}, which is not an egress decision`);
     return row(e);
   };
-  const summaries = [...plugins].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([plugin, p]) => {
-    const destinations = [...p.dests.values()].map((d) => ({ host: d.host, port: d.port, allowed: d.allowed, refused: d.refused, last: decision(d.lastSeq) })).sort(byConcern);
-    return { plugin, allowed: destinations.reduce((s, d) => s + d.allowed, 0), refused: destinations.reduce((s, d) => s + d.refused, 0), destinations };
-  });
+  const summaries: EgressPluginSummary[] = [];
+  for (const [plugin, p] of [...plugins].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+    const destinations: EgressDestination[] = [];
+    for (const d of p.dests.values()) destinations.push({ host: d.host, port: d.port, allowed: d.allowed, refused: d.refused, last: await decision(d.lastSeq) });
+    destinations.sort(byConcern);
+    summaries.push({ plugin, allowed: destinations.reduce((s, d) => s + d.allowed, 0), refused: destinations.reduce((s, d) => s + d.refused, 0), destinations });
+  }
   const window = { from: new Date(first).toISOString(), to: new Date(last + SECOND).toISOString() };
   // The latest decisions: each plugin's own, read back from its stream (no more than the window holds), merged.
-  const recent = [...plugins].flatMap(([plugin, p]) => latestEgressDecisions(store, plugin, p.lastSeq, window, Math.min(RECENT, p.count)))
-    .sort((a, b) => b.seq - a.seq).slice(0, RECENT).map(row);
+  const latest: Decision[] = [];
+  for (const [plugin, p] of plugins) latest.push(...(await store.lookups.latestEgressDecisions(plugin, p.lastSeq, window, Math.min(RECENT, p.count))));
+  const recent = latest.sort((a, b) => b.seq - a.seq).slice(0, RECENT).map(row);
   return { since: o.since.toISOString(), until: o.until.toISOString(), allowed, refused, plugins: summaries, buckets, recent, truncated: false };
 }

@@ -12,7 +12,7 @@
 import type { Logger } from "pino";
 import type { Registry } from "prom-client";
 import { mintEgressToken } from "../egress/index.js";
-import type { EventStore } from "../events/index.js";
+import type { EventLog } from "../events/index.js";
 import { pluginStream } from "../events/index.js";
 import { createPluginHost, hostError, HostErrorCode, originsOf, proxyHttp } from "../host/index.js";
 import type { CallResult, HttpCapability, PluginHost } from "../host/index.js";
@@ -54,24 +54,24 @@ const NO_EGRESS: HttpCapability = {
 };
 
 /** The running WebAssembly workload of a plugin, or null. */
-function runningWasm(projector: Projector, name: string): WorkloadState | null {
-  projector.catchUp();
-  const w = projector.rows<WorkloadState>("desired_workloads").get(name);
+async function runningWasm(projector: Projector, name: string): Promise<WorkloadState | null> {
+  await projector.catchUp();
+  const w = (await projector.rows<WorkloadState>("desired_workloads")).get(name);
   return w !== undefined && w.running && w.runtime === "wasm" && w.module !== null ? w : null;
 }
 
 /** The effective egress hosts of what runs now (the latest decision's permissions). */
-function effectiveEgress(store: EventStore, name: string): EgressHost[] {
-  const d = store.last(pluginStream(name), "rollout.decided");
+async function effectiveEgress(store: EventLog, name: string): Promise<EgressHost[]> {
+  const d = await store.last(pluginStream(name), "rollout.decided");
   return d?.data.plan.run?.permissions.egress.map((h) => ({ host: h.host, port: h.port })) ?? [];
 }
 
 /** Starts the plugin host over a runtime's store. */
 export function startHostedPlugins(rt: Runtime, o: HostedPluginsOptions): HostedPlugins {
   const projector = new Projector(rt.store);
-  const running = (): WorkloadState[] => {
-    projector.catchUp();
-    return [...projector.rows<WorkloadState>("desired_workloads").values()].filter((w) => w.running && w.runtime === "wasm" && w.module !== null);
+  const running = async (): Promise<WorkloadState[]> => {
+    await projector.catchUp();
+    return [...(await projector.rows<WorkloadState>("desired_workloads")).values()].filter((w) => w.running && w.runtime === "wasm" && w.module !== null);
   };
   const host = createPluginHost({
     store: rt.store,
@@ -80,29 +80,29 @@ export function startHostedPlugins(rt: Runtime, o: HostedPluginsOptions): Hosted
     http: o.egressUrl === null ? NO_EGRESS : proxyHttp({ proxyUrl: o.egressUrl }),
     ...(o.unconfinedDir === undefined ? {} : { unconfinedDir: o.unconfinedDir }),
     ...(o.registry === undefined ? {} : { registry: o.registry }),
-    pinned: (digest) => running().some((w) => w.module === digest),
+    pinned: async (digest) => (await running()).some((w) => w.module === digest),
   });
 
   /** Reads the module of a running version from its image and installs it, checked against the signed manifest. */
   const install = async (w: WorkloadState): Promise<void> => {
     const image = w.image === null ? null : parseImageRef(w.image);
     if (image === null || !image.ok) return;
-    const decision = rt.store.last(pluginStream(w.name), "rollout.decided");
+    const decision = await rt.store.last(pluginStream(w.name), "rollout.decided");
     const manifest = decision?.data.plan.run === null || decision === null ? null : parseManifest(decision.data.plan.run.manifest);
     const { source, repository } = await rt.sourceFor(image.value);
     const artifact = await readWasmModule(source, repository, image.value.digest, host.caps.moduleBytes);
     const r = await host.install(artifact.bytes, manifest !== null && manifest.ok ? { manifest: manifest.value } : {});
     if (!r.ok) {
       // Recorded as a refused call of the plugin, so `why` and the log say why it cannot run.
-      host.refuse(w.name, w.module ?? artifact.digest, "install", r.error);
+      await host.refuse(w.name, w.module ?? artifact.digest, "install", r.error);
     }
   };
 
   return {
     host,
     async sync() {
-      const installed = new Set(host.modules().map((m) => m.digest));
-      for (const w of running()) {
+      const installed = new Set((await host.modules()).map((m) => m.digest));
+      for (const w of await running()) {
         try {
           if (w.module !== null && !installed.has(w.module)) await install(w);
           if (w.module !== null) await host.prepare(w.module);
@@ -112,15 +112,15 @@ export function startHostedPlugins(rt: Runtime, o: HostedPluginsOptions): Hosted
       }
     },
     async call(name, method, params) {
-      const w = runningWasm(projector, name);
+      const w = await runningWasm(projector, name);
       if (w === null || w.module === null) {
-        const last = projector.rows<WorkloadState>("desired_workloads").get(name);
-        if (last === undefined && rt.store.last(pluginStream(name)) === null) throw new AppError("not_found", `no plugin ${name}`);
-        if (last?.running === true && last.runtime !== "wasm") throw new AppError("usage", containerCallRefusal(name, rt.store.last(pluginStream(name), "workload.applied")?.data.target ?? null));
+        const last = (await projector.rows<WorkloadState>("desired_workloads")).get(name);
+        if (last === undefined && (await rt.store.last(pluginStream(name))) === null) throw new AppError("not_found", `no plugin ${name}`);
+        if (last?.running === true && last.runtime !== "wasm") throw new AppError("usage", containerCallRefusal(name, (await rt.store.last(pluginStream(name), "workload.applied"))?.data.target ?? null));
         return host.refuse(name, last?.module ?? "", method, hostError(HostErrorCode.NotApproved, `${name} has no approved version running (openfief why ${name})`));
       }
-      if (!host.modules().some((m) => m.digest === w.module)) await install(w);
-      const origins = originsOf(effectiveEgress(rt.store, name));
+      if (!(await host.modules()).some((m) => m.digest === w.module)) await install(w);
+      const origins = originsOf(await effectiveEgress(rt.store, name));
       const { token } = await mintEgressToken(o.dataDir, name);
       return host.call(name, w.module, { method, params, origins, egressToken: token });
     },

@@ -65,7 +65,7 @@ export { CoreTokenVerifier, instanceOfAudience } from "./core-token.js";
 export type { CoreTokenRefusal, CoreTokenResult } from "./core-token.js";
 export type { HostedPlugins, HostedPluginsOptions } from "./hosted-plugins.js";
 /** The log read and followed with the filters of `openfief log`, paged by sequence number. */
-export { checkLogQuery, eventSentence, eventTypes, followLog, MAX_LOG_TYPES, parseCount, parseTime, pluginVerdicts, readLog, readLogTail } from "./log.js";
+export { checkLogQuery, eventSentence, eventSentences, eventTypes, followLog, MAX_LOG_TYPES, parseCount, parseTime, pluginVerdicts, readLog, readLogTail } from "./log.js";
 export type { FollowOptions, LogPage, LogQuery, LogTail } from "./log.js";
 /** Replay: the state as of a sequence number or a time. */
 export { parseReplayPoint, replay } from "./replay.js";
@@ -87,7 +87,7 @@ export type { Face, FaceContext, FaceFactory, Readiness } from "./control-plane.
 export { CLI_STEPS } from "./wording.js";
 export type { NextSteps } from "./wording.js";
 /** The shapes the use cases answer in, for the faces (which import only this room). */
-export type { EventStore, KnownEvent } from "../events/index.js";
+export type { EventLog, KnownEvent } from "../events/index.js";
 /** The model's shapes the use cases answer in. */
 export type { GrantSpec, JsonValue, Pending } from "../plugins/index.js";
 /** `why`'s answer in codes and facts; what keeps a version from running. */

@@ -4,7 +4,7 @@
  * and check the guards before every pass, and refuse to act on a log that does not hold.
  */
 import { recheckAddresses } from "../egress/index.js";
-import type { EventStore, GuardsResult, VerifyResult } from "../events/index.js";
+import type { EventLog, GuardsResult, VerifyResult } from "../events/index.js";
 import { checkDecisions, decisionCheck } from "../projections/index.js";
 import type { CheckResult, DecisionCheckState } from "../projections/index.js";
 import { AppError } from "./errors.js";
@@ -19,13 +19,13 @@ export interface LogIntegrity {
 }
 
 /** Walks the whole chain and checks the guards; with `restoreGuards`, re-creates missing guards once the chain is seen to hold. */
-export function verifyLog(store: EventStore, opts: { restoreGuards?: boolean } = {}): LogIntegrity {
-  const chain = store.verify();
-  let guards = store.checkGuards();
+export async function verifyLog(store: EventLog, opts: { restoreGuards?: boolean } = {}): Promise<LogIntegrity> {
+  const chain = await store.verify();
+  let guards = await store.checkGuards();
   let restored: string[] = [];
   if (opts.restoreGuards === true && chain.ok && !guards.ok) {
-    restored = store.restoreGuards();
-    guards = store.checkGuards();
+    restored = await store.restoreGuards();
+    guards = await store.checkGuards();
   }
   return { chain, guards, restored, ok: chain.ok && guards.ok };
 }
@@ -34,19 +34,19 @@ export function verifyLog(store: EventStore, opts: { restoreGuards?: boolean } =
  * Refuses (`log_broken`) unless the guards are in place and the chain holds — since the last
  * verified point (the point's own row hashed again), or from the first event with `full`.
  */
-export function assertLogHolds(store: EventStore, opts: { full?: boolean } = {}): void {
-  const guards = store.checkGuards();
+export async function assertLogHolds(store: EventLog, opts: { full?: boolean } = {}): Promise<void> {
+  const guards = await store.checkGuards();
   if (!guards.ok) {
     throw new AppError("log_broken", `the log's guards are missing (${guards.missing.join(", ")}): someone changed the database by hand; run \`openfief verify-log --restore-guards\` after checking it`);
   }
-  const chain = opts.full === true ? store.verify() : store.verifySinceCheckpoint();
+  const chain = opts.full === true ? await store.verify() : await store.verifySinceCheckpoint();
   if (!chain.ok) throw new AppError("log_broken", `the log does not hold at event ${chain.seq}: ${chain.reason}; nothing acts on it (run \`openfief verify-log\`)`);
 }
 
 /** Re-runs the deciders over the log and compares with every recorded decision. */
-export function checkLogDecisions(store: EventStore): CheckResult & { readonly diverged: number } {
+export async function checkLogDecisions(store: EventLog): Promise<CheckResult & { readonly diverged: number }> {
   // Egress decisions are re-decided too; their address step is the proxy's own (ADR 0032).
-  const r = checkDecisions(store, { egressAddresses: recheckAddresses });
+  const r = await checkDecisions(store, { egressAddresses: recheckAddresses });
   // A decision whose inputs and plan both differ is one decision that does not reproduce.
   return { ...r, diverged: new Set(r.divergences.map((d) => d.seq)).size };
 }
@@ -73,17 +73,17 @@ export interface IntegrityReport {
 }
 
 /** The chain head of the log now. */
-export function chainHead(store: EventStore): ChainHead {
-  const p = store.headPoint();
-  return { seq: p.seq, hash: p.hash, time: p.seq === 0 ? null : (store.get(p.seq)?.time ?? null) };
+export async function chainHead(store: EventLog): Promise<ChainHead> {
+  const p = await store.headPoint();
+  return { seq: p.seq, hash: p.hash, time: p.seq === 0 ? null : ((await store.get(p.seq))?.time ?? null) };
 }
 
 /** What the integrity page shows, checking only what was appended since it was last checked. */
-export function integrityReport(store: EventStore): IntegrityReport {
-  const head = chainHead(store);
-  const verifiedBefore = store.verifiedPoint()?.seq ?? 0;
-  const result = store.verifySinceCheckpoint();
-  const guards = store.checkGuards();
-  const decisions = decisionCheck(store, recheckAddresses).catchUp();
+export async function integrityReport(store: EventLog): Promise<IntegrityReport> {
+  const head = await chainHead(store);
+  const verifiedBefore = (await store.verifiedPoint())?.seq ?? 0;
+  const result = await store.verifySinceCheckpoint();
+  const guards = await store.checkGuards();
+  const decisions = await decisionCheck(store, recheckAddresses).catchUp();
   return { chain: { verifiedBefore, result }, guards, ok: result.ok && guards.ok, decisions, head };
 }

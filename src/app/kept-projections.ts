@@ -7,35 +7,42 @@
  */
 import type { Logger } from "pino";
 import { recheckAddresses } from "../egress/index.js";
-import type { EventStore } from "../events/index.js";
+import type { EventLog } from "../events/index.js";
 import { decisionCheck, egressCounts } from "../projections/index.js";
 
 /** How long after an append the projections catch up (appends close together share one catch-up). */
 const AFTER_APPEND_MS = 200;
 
 /** Starts keeping the projections current; returns the function that stops it. */
-export function keepProjections(store: EventStore, logger: Logger): () => void {
+export function keepProjections(store: EventLog, logger: Logger): () => void {
   const counts = egressCounts(store);
   const check = decisionCheck(store, recheckAddresses);
   let timer: NodeJS.Timeout | null = null;
   let stopped = false;
+  /** A step under way: the next one is scheduled when it ends, so steps never overlap. */
+  let running = false;
   const schedule = (ms: number): void => {
-    if (timer !== null || stopped) return;
-    timer = setTimeout(step, ms);
+    if (timer !== null || running || stopped) return;
+    timer = setTimeout(() => void step(), ms);
     timer.unref();
   };
-  function step(): void {
+  async function step(): Promise<void> {
     timer = null;
     if (stopped) return;
+    running = true;
+    let more = false;
     try {
-      const head = store.head();
-      counts.catchUp(1);
-      check.catchUp(1);
-      // More to do: the next step after the event loop has served what waited meanwhile.
-      if (counts.checkpoint() < head || check.checkpoint() < head) schedule(0);
+      const head = await store.head();
+      await counts.catchUp(1);
+      await check.catchUp(1);
+      more = (await counts.checkpoint()) < head || (await check.checkpoint()) < head;
     } catch (err) {
-      logger.warn({ err: err instanceof Error ? err.message : String(err) }, "catching up the console's projections failed; the next append retries");
+      if (!stopped) logger.warn({ err: err instanceof Error ? err.message : String(err) }, "catching up the console's projections failed; the next append retries");
+    } finally {
+      running = false;
     }
+    // More to do: the next step after the event loop has served what waited meanwhile.
+    if (more) schedule(0);
   }
   const unsubscribe = store.subscribe(() => schedule(AFTER_APPEND_MS));
   schedule(0);

@@ -4,11 +4,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { openStore } from "../events/index.js";
-import type { EventStore, KnownEvent } from "../events/index.js";
+import type { EventLog, KnownEvent } from "../events/index.js";
 import { eventSentence, followLog, readLog, readLogTail } from "./log.js";
 
 let dir: string;
-let store: EventStore;
+let store: EventLog;
 
 function decision(plugin: string, host: string, allowed = true) {
   return { stream: `egress/${plugin}`, type: "egress.decision", actor: "egress", data: { plugin, host, port: 443, allowed, reason: allowed ? "listed" : "not_listed" } };
@@ -19,7 +19,7 @@ beforeEach(async () => {
   store = await openStore({ file: join(dir, "log.db") });
   // seq 1..30: a and b take turns; every third is b's grant.
   for (let i = 1; i <= 30; i++) {
-    store.append([i % 3 === 0 ? { stream: "plugin/b", type: "grant.observed", actor: "owner:cli", data: { name: "b", spec: { n: i } } } : decision(i % 2 === 0 ? "a" : "b", `h${i}.example`)]);
+    await store.append([i % 3 === 0 ? { stream: "plugin/b", type: "grant.observed", actor: "owner:cli", data: { name: "b", spec: { n: i } } } : decision(i % 2 === 0 ? "a" : "b", `h${i}.example`)]);
   }
 });
 
@@ -37,8 +37,8 @@ describe("a page of the log", () => {
     ["holds a plugin's own stream and its egress decisions", { plugin: "b", afterSeq: 20 }, [21, 23, 24, 25, 27, 29, 30], null],
     ["keeps to the limit across a plugin's two streams", { plugin: "b", limit: 3 }, [1, 3, 5], 5],
     ["filters by type", { types: ["grant.observed"], afterSeq: 20 }, [21, 24, 27, 30], null],
-  ])("%s", (_what, q, expected, next) => {
-    const page = readLog(store, q);
+  ])("%s", async (_what, q, expected, next) => {
+    const page = await readLog(store, q);
     expect(seqs(page.events)).toEqual(expected);
     expect(page.next).toBe(next);
     expect(page.head).toBe(30);
@@ -47,8 +47,8 @@ describe("a page of the log", () => {
   it.each<[string, Parameters<typeof readLog>[1], RegExp]>([
     ["refuses a type the catalog does not define", { types: ["no.such"] }, /unknown event type "no.such"/],
     ["refuses a plugin name no plugin can have", { plugin: "Not A Name" }, /invalid plugin name/],
-  ])("%s", (_what, q, message) => {
-    expect(() => readLog(store, q)).toThrow(message);
+  ])("%s", async (_what, q, message) => {
+    await expect(readLog(store, q)).rejects.toThrow(message);
   });
 });
 
@@ -59,8 +59,8 @@ describe("the latest events", () => {
     ["end at the first event", {}, { limit: 4, beforeSeq: 3 }, [1, 2], null],
     ["are filtered like a page", { plugin: "a" }, { limit: 3 }, [22, 26, 28], 22],
     ["find rare events far back", { types: ["grant.observed"] }, { limit: 2, beforeSeq: 10 }, [6, 9], 6],
-  ])("%s", (_what, q, o, expected, older) => {
-    const tail = readLogTail(store, q, o);
+  ])("%s", async (_what, q, o, expected, older) => {
+    const tail = await readLogTail(store, q, o);
     expect(seqs(tail.events)).toEqual(expected);
     expect(tail.older).toBe(older);
   });
@@ -75,11 +75,11 @@ describe("following the log", () => {
       seen.push(...seqs(events));
       if (seen.length >= 2) resolve();
     }, { pollMs: 10_000 });
-    store.append([decision("b", "x.example"), decision("a", "y.example")]);
-    store.append([decision("a", "z.example")]);
+    await store.append([decision("b", "x.example"), decision("a", "y.example")]);
+    await store.append([decision("a", "z.example")]);
     await two;
     stop();
-    store.append([decision("a", "after.example")]);
+    await store.append([decision("a", "after.example")]);
     await new Promise((r) => setImmediate(r));
     expect(seen).toEqual([32, 33]);
   });
@@ -90,7 +90,7 @@ describe("following the log", () => {
       const got = new Promise<number[]>((resolve) => {
         const stop = followLog(store, {}, 30, (events) => { stop(); resolve(seqs(events)); }, { pollMs: 20 });
       });
-      other.append([decision("a", "other.example")]);
+      await other.append([decision("a", "other.example")]);
       expect(await got).toEqual([31]);
     } finally {
       await other.close();
@@ -107,27 +107,27 @@ describe("a plugin's story in the log", () => {
     data: { digest, image: `registry.example/c@${digest}`, outcome: "unverified", signers: [{ name: "me", kind: "owner" }], identities: [], trustRoot: "r", catalog: "c", ...(manifest === undefined ? {} : { manifest }) },
   });
 
-  it("holds the signature verdicts about the images the plugin asked for, and no other", () => {
-    const [observed] = store.append([{ stream: "plugin/c", type: "plugin.observed", actor: "owner:cli", data: { name: "c", spec: { image: `registry.example/c@${DIGEST}`, manifest: MANIFEST } } }]);
-    const [mine] = store.append([verdict(DIGEST)]);
-    const [elses] = store.append([verdict(OTHER)]);
-    const [otherManifest] = store.append([verdict(DIGEST, "e".repeat(64))]);
-    const [config] = store.append([{ stream: "plugin/c", type: "config.verdict", actor: "reconciler", data: { name: "c", image: `registry.example/c@${DIGEST}`, ok: true, errors: [] } }]);
-    const page = readLog(store, { plugin: "c" });
+  it("holds the signature verdicts about the images the plugin asked for, and no other", async () => {
+    const [observed] = await store.append([{ stream: "plugin/c", type: "plugin.observed", actor: "owner:cli", data: { name: "c", spec: { image: `registry.example/c@${DIGEST}`, manifest: MANIFEST } } }]);
+    const [mine] = await store.append([verdict(DIGEST)]);
+    const [elses] = await store.append([verdict(OTHER)]);
+    const [otherManifest] = await store.append([verdict(DIGEST, "e".repeat(64))]);
+    const [config] = await store.append([{ stream: "plugin/c", type: "config.verdict", actor: "reconciler", data: { name: "c", image: `registry.example/c@${DIGEST}`, ok: true, errors: [] } }]);
+    const page = await readLog(store, { plugin: "c" });
     expect(seqs(page.events)).toEqual([observed?.seq, mine?.seq, config?.seq]);
     expect(seqs(page.events)).not.toContain(elses?.seq);
     expect(seqs(page.events)).not.toContain(otherManifest?.seq);
-    expect(seqs(readLog(store, { plugin: "c", types: ["signature.verdict"] }).events)).toEqual([mine?.seq]);
-    expect(seqs(readLog(store, { plugin: "c", types: ["config.verdict"] }).events)).toEqual([config?.seq]);
-    expect(seqs(readLogTail(store, { plugin: "c" }, { limit: 2 }).events)).toEqual([mine?.seq, config?.seq]);
+    expect(seqs((await readLog(store, { plugin: "c", types: ["signature.verdict"] })).events)).toEqual([mine?.seq]);
+    expect(seqs((await readLog(store, { plugin: "c", types: ["config.verdict"] })).events)).toEqual([config?.seq]);
+    expect(seqs((await readLogTail(store, { plugin: "c" }, { limit: 2 })).events)).toEqual([mine?.seq, config?.seq]);
   });
 
-  it("words a grant edit as what it changed against the grant just before it", () => {
+  it("words a grant edit as what it changed against the grant just before it", async () => {
     const grant = (hosts: string[]) => ({ capabilities: ["connector"], egress: hosts.map((host) => ({ host, port: 443 })), secrets: [], dataTiers: [] });
-    const [first] = store.append([{ stream: "plugin/g", type: "grant.observed", actor: "owner:cli", data: { name: "g", spec: grant(["a.example"]) } }]);
-    const [wider] = store.append([{ stream: "plugin/g", type: "grant.observed", actor: "owner:web:root", data: { name: "g", spec: grant(["a.example", "b.example"]) } }]);
-    const [gone] = store.append([{ stream: "plugin/g", type: "grant.deleted", actor: "owner:cli", data: { name: "g" } }]);
-    expect([first, wider, gone].map((e) => (e === undefined ? "" : eventSentence(store, e)))).toEqual([
+    const [first] = await store.append([{ stream: "plugin/g", type: "grant.observed", actor: "owner:cli", data: { name: "g", spec: grant(["a.example"]) } }]);
+    const [wider] = await store.append([{ stream: "plugin/g", type: "grant.observed", actor: "owner:web:root", data: { name: "g", spec: grant(["a.example", "b.example"]) } }]);
+    const [gone] = await store.append([{ stream: "plugin/g", type: "grant.deleted", actor: "owner:cli", data: { name: "g" } }]);
+    expect(await Promise.all([first, wider, gone].map((e) => (e === undefined ? Promise.resolve("") : eventSentence(store, e))))).toEqual([
       "the grant was set by owner:cli: +capability connector, +egress a.example:443",
       "the grant was set by owner:web:root: +egress b.example:443",
       "the grant was deleted by owner:cli: \u2212capability connector, \u2212egress a.example:443, \u2212egress b.example:443",

@@ -6,7 +6,7 @@
  * same on every face — and each event reads as the same sentence ({@link eventSentence}).
  */
 import { egressStream, isPluginName, pluginStream, TRUST_STREAM, verdictKey } from "../events/index.js";
-import type { EventStore, KnownEvent, ReadFilter } from "../events/index.js";
+import type { EventLog, KnownEvent, ReadFilter } from "../events/index.js";
 import { parseImageRef } from "../plugins/index.js";
 import { grantBefore, recordedManifestDigest, specManifestDigest } from "../projections/index.js";
 import { AppError } from "./errors.js";
@@ -56,7 +56,7 @@ export function parseCount(value: string, what: string, max = Number.MAX_SAFE_IN
 }
 
 /** Refuses a query naming a plugin that cannot exist or a type the catalog does not define. */
-export function checkLogQuery(store: EventStore, q: LogQuery): void {
+export function checkLogQuery(store: EventLog, q: LogQuery): void {
   if (q.plugin !== undefined && !isPluginName(q.plugin)) {
     throw new AppError("usage", `invalid plugin name ${JSON.stringify(q.plugin.slice(0, 64))}: a DNS label that starts with a letter, at most 56 characters`, "plugin");
   }
@@ -68,7 +68,7 @@ export function checkLogQuery(store: EventStore, q: LogQuery): void {
 }
 
 /** The events matching `q` with `afterSeq < seq ≤ toSeq`, at most `limit`, in sequence order. */
-function readRange(store: EventStore, q: LogQuery, afterSeq: number, toSeq: number, limit: number | undefined): KnownEvent[] {
+async function readRange(store: EventLog, q: LogQuery, afterSeq: number, toSeq: number, limit: number | undefined): Promise<KnownEvent[]> {
   const base: ReadFilter = {
     afterSeq,
     toSeq,
@@ -79,9 +79,9 @@ function readRange(store: EventStore, q: LogQuery, afterSeq: number, toSeq: numb
   };
   if (q.plugin === undefined) return store.read(base);
   const all = [
-    ...store.read({ ...base, stream: pluginStream(q.plugin) }),
-    ...store.read({ ...base, stream: egressStream(q.plugin) }),
-    ...(q.types === undefined || q.types.length === 0 || q.types.includes("signature.verdict") ? pluginVerdicts(store, q.plugin, base, limit) : []),
+    ...(await store.read({ ...base, stream: pluginStream(q.plugin) })),
+    ...(await store.read({ ...base, stream: egressStream(q.plugin) })),
+    ...(q.types === undefined || q.types.length === 0 || q.types.includes("signature.verdict") ? await pluginVerdicts(store, q.plugin, base, limit) : []),
   ].sort((a, b) => a.seq - b.seq);
   return limit === undefined ? all : all.slice(0, limit);
 }
@@ -96,19 +96,19 @@ interface VerdictKeys {
 
 // Read once per plugin and store, then only what was appended since: a followed or paged log
 // asks again and again, and each spec costs a parse (its config schema compiled).
-const KEYS = new WeakMap<EventStore, Map<string, VerdictKeys>>();
+const KEYS = new WeakMap<EventLog, Map<string, VerdictKeys>>();
 
 /**
  * The verdict keys (digest with manifest, or digest alone) of every version a plugin asked for or
  * was said to run. Whenever it asked for one, a verdict about it is part of its story: the one
  * recorded for another plugin on the same image and manifest is the one its decisions rely on.
  */
-function verdictKeysOf(store: EventStore, name: string): VerdictKeys {
+async function verdictKeysOf(store: EventLog, name: string): Promise<VerdictKeys> {
   const byName = KEYS.get(store) ?? new Map<string, VerdictKeys>();
   KEYS.set(store, byName);
   const known = byName.get(name) ?? { after: 0, keys: new Set<string>(), digests: new Set<string>() };
   byName.set(name, known);
-  for (const e of store.read({ stream: pluginStream(name), type: ["plugin.observed", "previous.observed"], afterSeq: known.after })) {
+  for (const e of await store.read({ stream: pluginStream(name), type: ["plugin.observed", "previous.observed"], afterSeq: known.after })) {
     known.after = e.seq;
     const [image, manifest] = e.type === "plugin.observed" ? [specImageOf(e.data.spec), specManifestDigest(name, e.data.spec)]
       : e.type === "previous.observed" ? [e.data.deployed.image, recordedManifestDigest(e.data.deployed)] : [null, null];
@@ -132,12 +132,12 @@ const VERDICT_PAGE = 500;
  * or against none), within `base`'s range and times, at most `limit`. Verdicts live in the trust
  * stream, keyed by digest; a digest two plugins share has one verdict per manifest.
  */
-export function pluginVerdicts(store: EventStore, name: string, base: ReadFilter, limit?: number): KnownEvent[] {
-  const { keys, digests } = verdictKeysOf(store, name);
+export async function pluginVerdicts(store: EventLog, name: string, base: ReadFilter, limit?: number): Promise<KnownEvent[]> {
+  const { keys, digests } = await verdictKeysOf(store, name);
   if (digests.size === 0) return [];
   const out: KnownEvent[] = [];
   for (let after = base.afterSeq ?? 0; ;) {
-    const page = store.read({ ...base, afterSeq: after, stream: TRUST_STREAM, type: "signature.verdict", limit: VERDICT_PAGE });
+    const page = await store.read({ ...base, afterSeq: after, stream: TRUST_STREAM, type: "signature.verdict", limit: VERDICT_PAGE });
     for (const e of page) {
       if (e.type !== "signature.verdict") continue;
       const d = e.data;
@@ -154,16 +154,23 @@ export function pluginVerdicts(store: EventStore, name: string, base: ReadFilter
  * An event as its sentence, with what the log knows around it: a grant edit says what it
  * changed (`+egress static.nbp.pl:443`) against the grant just before it.
  */
-export function eventSentence(store: EventStore, e: KnownEvent): string {
-  if (e.type === "grant.observed" || e.type === "grant.deleted") return describeEvent(e, { grantBefore: grantBefore(store, e.data.name, e.seq) });
+export async function eventSentence(store: EventLog, e: KnownEvent): Promise<string> {
+  if (e.type === "grant.observed" || e.type === "grant.deleted") return describeEvent(e, { grantBefore: await grantBefore(store, e.data.name, e.seq) });
   return describeEvent(e);
 }
 
+/** Each event's {@link eventSentence}, by seq: for a face that words many at once. */
+export async function eventSentences(store: EventLog, events: readonly KnownEvent[]): Promise<Map<number, string>> {
+  const out = new Map<number, string>();
+  for (const e of events) if (!out.has(e.seq)) out.set(e.seq, await eventSentence(store, e));
+  return out;
+}
+
 /** Reads one page of the log (checked first, see {@link checkLogQuery}), in sequence order. */
-export function readLog(store: EventStore, q: LogQuery): LogPage {
+export async function readLog(store: EventLog, q: LogQuery): Promise<LogPage> {
   checkLogQuery(store, q);
-  const head = store.head();
-  const events = readRange(store, q, q.afterSeq ?? 0, head, q.limit);
+  const head = await store.head();
+  const events = await readRange(store, q, q.afterSeq ?? 0, head, q.limit);
   const full = q.limit !== undefined && events.length === q.limit;
   return { events, next: full ? (events.at(-1)?.seq ?? null) : null, head };
 }
@@ -181,9 +188,9 @@ export interface LogTail {
 const MAX_TAIL_SCAN = 200_000;
 
 /** The latest `limit` events matching `q` before `beforeSeq` (default: the end of the log). */
-export function readLogTail(store: EventStore, q: Omit<LogQuery, "afterSeq" | "limit">, o: { readonly beforeSeq?: number; readonly limit: number }): LogTail {
+export async function readLogTail(store: EventLog, q: Omit<LogQuery, "afterSeq" | "limit">, o: { readonly beforeSeq?: number; readonly limit: number }): Promise<LogTail> {
   checkLogQuery(store, q);
-  const head = store.head();
+  const head = await store.head();
   let hi = Math.min(head, (o.beforeSeq ?? head + 1) - 1);
   let window = Math.max(64, o.limit * 2);
   const stop = Math.max(0, hi - MAX_TAIL_SCAN);
@@ -191,7 +198,7 @@ export function readLogTail(store: EventStore, q: Omit<LogQuery, "afterSeq" | "l
   // Sequence numbers have no gaps, so windows of seq walk back through the log without a reverse index.
   while (found.length < o.limit && hi > stop) {
     const lo = Math.max(stop, hi - window);
-    found = [...readRange(store, q, lo, hi, undefined), ...found];
+    found = [...(await readRange(store, q, lo, hi, undefined)), ...found];
     hi = lo;
     window = Math.min(window * 2, 20_000);
   }
@@ -202,7 +209,7 @@ export function readLogTail(store: EventStore, q: Omit<LogQuery, "afterSeq" | "l
 }
 
 /** The event types the log's catalog defines, sorted. */
-export function eventTypes(store: EventStore): string[] {
+export function eventTypes(store: EventLog): string[] {
   return store.registry.types().sort();
 }
 
@@ -220,15 +227,18 @@ export interface FollowOptions {
  * another process's (a CLI beside `up`) at the next poll, since SQLite has no cross-process
  * notification. Reads never overlap, and a slow reader sees every event once.
  */
-export function followLog(store: EventStore, q: Omit<LogQuery, "afterSeq" | "limit">, afterSeq: number, onEvents: (events: readonly KnownEvent[]) => void, o: FollowOptions = {}): () => void {
+export function followLog(store: EventLog, q: Omit<LogQuery, "afterSeq" | "limit">, afterSeq: number, onEvents: (events: readonly KnownEvent[]) => void, o: FollowOptions = {}): () => void {
   checkLogQuery(store, q);
   let after = afterSeq;
   let stopped = false;
   let scheduled = false;
   const pageSize = o.pageSize ?? 500;
-  const drain = (): void => {
+  let draining: Promise<void> = Promise.resolve();
+  const drain = async (): Promise<void> => {
     scheduled = false;
-    for (let page = readLog(store, { ...q, afterSeq: after, limit: pageSize }); !stopped; page = readLog(store, { ...q, afterSeq: after, limit: pageSize })) {
+    while (!stopped) {
+      const page = await readLog(store, { ...q, afterSeq: after, limit: pageSize });
+      if (stopped) return;
       if (page.events.length > 0) onEvents(page.events);
       // Events the filter skipped still move the cursor: the next read starts after what was seen.
       after = Math.max(after, page.events.at(-1)?.seq ?? after, page.next === null ? page.head : after);
@@ -238,7 +248,11 @@ export function followLog(store: EventStore, q: Omit<LogQuery, "afterSeq" | "lim
   const soon = (): void => {
     if (scheduled || stopped) return;
     scheduled = true;
-    setImmediate(() => { if (!stopped) drain(); });
+    // One drain at a time, after the one before it: reads never overlap and never repeat an event.
+    setImmediate(() => { draining = draining.then(() => (stopped ? undefined : drain())).catch((err: unknown) => {
+      // As a failed read always did: the process hears of it (unless the follow was stopped meanwhile).
+      if (!stopped) setImmediate(() => { throw err; });
+    }); });
   };
   const unsubscribe = store.subscribe(soon);
   const timer = setInterval(soon, o.pollMs ?? 1000);

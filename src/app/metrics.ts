@@ -5,7 +5,7 @@
  * the registry). Labels are bounded sets — event types, outcomes — never a plugin, a host or a user.
  */
 import { collectDefaultMetrics, Counter, Histogram, Registry } from "prom-client";
-import type { EventStore, KnownEvent } from "../events/index.js";
+import type { EventLog, KnownEvent } from "../events/index.js";
 
 /** The metrics of one control plane. */
 export class ControlPlaneMetrics {
@@ -34,7 +34,7 @@ export class ControlPlaneMetrics {
   }
 
   /** Counts what the store appends (in this process) until the returned function is called. */
-  watch(store: EventStore): () => void {
+  watch(store: EventLog): () => void {
     return store.subscribe((events) => this.count(events));
   }
 
@@ -47,8 +47,8 @@ export class ControlPlaneMetrics {
     }
   }
 
-  /** The store with its appends timed; everything else passes through untouched. */
-  timed(store: EventStore): EventStore {
+  /** The log with its appends timed (until each settles); everything else passes through untouched. */
+  timed(store: EventLog): EventLog {
     const hist = this.appendSeconds;
     return new Proxy(store, {
       get(target, prop) {
@@ -56,10 +56,10 @@ export class ControlPlaneMetrics {
         if (typeof v !== "function") return v;
         if (prop !== "append" && prop !== "observe") return v.bind(target);
         const kind = prop;
-        return (...args: unknown[]) => {
+        return async (...args: unknown[]) => {
           const end = hist.startTimer({ kind });
           try {
-            return (v as (...a: unknown[]) => unknown).apply(target, args);
+            return await (v as (...a: unknown[]) => Promise<unknown>).apply(target, args);
           } finally {
             end();
           }

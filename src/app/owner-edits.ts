@@ -10,7 +10,7 @@
  * survives a power loss.
  */
 import { pluginStream, StoreError } from "../events/index.js";
-import type { EventStore } from "../events/index.js";
+import type { EventLog } from "../events/index.js";
 import { EMPTY_GRANT_SPEC, EMPTY_PENDING, isEmptyPending, needsApproval, parseGrant, parsePlugin, sortRules, validateConfig } from "../plugins/index.js";
 import type { FieldError, GrantSpec, JsonValue, Pending } from "../plugins/index.js";
 import { standingBlockers } from "../projections/index.js";
@@ -39,14 +39,18 @@ export interface Applied {
 }
 
 /** Records every resource as the actor's observation; an unchanged spec records nothing. */
-export function applyResources(store: EventStore, resources: readonly Resource[], actor: Actor): Applied[] {
-  return store.durably(() => resources.map((r) => {
-    const type = r.kind === "Plugin" ? "plugin.observed" : "grant.observed";
-    const e = store.observe({ stream: pluginStream(r.name), type, data: { name: r.name, spec: r.raw as JsonValue }, actor, causedBy: null });
-    const schema = r.kind === "Plugin" ? r.plugin.spec.manifest.configSchema : undefined;
-    const configErrors = r.kind === "Plugin" && schema !== undefined ? validateConfig(schema, r.plugin.spec.config, "spec.config") : [];
-    return { kind: r.kind, name: r.name, changed: e !== null, ...(e === null ? {} : { seq: e.seq }), ...(configErrors.length === 0 ? {} : { configErrors }) };
-  }));
+export function applyResources(store: EventLog, resources: readonly Resource[], actor: Actor): Promise<Applied[]> {
+  return store.durably(async () => {
+    const out: Applied[] = [];
+    for (const r of resources) {
+      const type = r.kind === "Plugin" ? "plugin.observed" : "grant.observed";
+      const e = await store.observe({ stream: pluginStream(r.name), type, data: { name: r.name, spec: r.raw as JsonValue }, actor, causedBy: null });
+      const schema = r.kind === "Plugin" ? r.plugin.spec.manifest.configSchema : undefined;
+      const configErrors = r.kind === "Plugin" && schema !== undefined ? validateConfig(schema, r.plugin.spec.config, "spec.config") : [];
+      out.push({ kind: r.kind, name: r.name, changed: e !== null, ...(e === null ? {} : { seq: e.seq }), ...(configErrors.length === 0 ? {} : { configErrors }) });
+    }
+    return out;
+  });
 }
 
 /** A kind of resource `delete` takes, as users write it. */
@@ -68,16 +72,17 @@ export interface Deleted {
 }
 
 /** Records that a Plugin (its workload stops, its allow-list entry goes) or a PluginGrant is gone. */
-export function deleteResource(store: EventStore, kind: DeletableKind, name: string, actor: Actor, expectedVersion?: number): Deleted {
-  return withConflictRetry(store, expectedVersion, () => {
+export function deleteResource(store: EventLog, kind: DeletableKind, name: string, actor: Actor, expectedVersion?: number): Promise<Deleted> {
+  return withConflictRetry(store, expectedVersion, async () => {
     const stream = pluginStream(name);
-    const version = expectedVersion ?? store.version(stream);
-    if (expectedVersion !== undefined && store.version(stream) !== expectedVersion) {
-      throw new AppError("precondition_failed", `plugin ${name} changed since version ${expectedVersion} (now ${store.version(stream)}): look again before deleting`);
+    const now = await store.version(stream);
+    const version = expectedVersion ?? now;
+    if (expectedVersion !== undefined && now !== expectedVersion) {
+      throw new AppError("precondition_failed", `plugin ${name} changed since version ${expectedVersion} (now ${now}): look again before deleting`);
     }
-    const last = kind === "plugin" ? lastOf(store, stream, ["plugin.observed", "plugin.deleted"], version) : lastOf(store, stream, ["grant.observed", "grant.deleted"], version);
+    const last = kind === "plugin" ? await lastOf(store, stream, ["plugin.observed", "plugin.deleted"], version) : await lastOf(store, stream, ["grant.observed", "grant.deleted"], version);
     if (last === null || last.endsWith(".deleted")) throw new AppError("not_found", `${kind} ${name} does not exist`);
-    const [e] = store.append([{ stream, type: kind === "plugin" ? "plugin.deleted" : "grant.deleted", data: { name }, actor, causedBy: null }], { expected: { [stream]: version } });
+    const [e] = await store.append([{ stream, type: kind === "plugin" ? "plugin.deleted" : "grant.deleted", data: { name }, actor, causedBy: null }], { expected: { [stream]: version } });
     if (e === undefined) throw new AppError("internal", "the store appended nothing");
     return { kind, name, seq: e.seq };
   });
@@ -107,13 +112,13 @@ export function grantWithPending(grant: GrantSpec, pending: Pending): GrantSpec 
 }
 
 /** What a plugin's current version waits for, as the log stands at `version` of its stream, and what keeps it from running whatever is approved. */
-export function pendingOf(store: EventStore, name: string, version?: number): { pending: Pending; grant: GrantSpec; version: number; pluginSeq: number; blockers: HardBlocker[] } {
+export async function pendingOf(store: EventLog, name: string, version?: number): Promise<{ pending: Pending; grant: GrantSpec; version: number; pluginSeq: number; blockers: HardBlocker[] }> {
   const stream = pluginStream(name);
-  const at = version ?? store.version(stream);
-  const spec = store.read({ stream, type: ["plugin.observed", "plugin.deleted"] }).filter((e) => e.version <= at).at(-1);
+  const at = version ?? await store.version(stream);
+  const spec = (await store.read({ stream, type: ["plugin.observed", "plugin.deleted"] })).filter((e) => e.version <= at).at(-1);
   if (spec === undefined || spec.type === "plugin.deleted") throw new AppError("not_found", `plugin ${name} does not exist`);
-  const blockers = standingBlockers(store, name, spec.data.spec);
-  const lastGrant = store.read({ stream, type: ["grant.observed", "grant.deleted"] }).filter((e) => e.version <= at).at(-1);
+  const blockers = await standingBlockers(store, name, spec.data.spec);
+  const lastGrant = (await store.read({ stream, type: ["grant.observed", "grant.deleted"] })).filter((e) => e.version <= at).at(-1);
   let grant: GrantSpec = EMPTY_GRANT_SPEC;
   if (lastGrant !== undefined && lastGrant.type === "grant.observed") {
     const g = parseGrant({ name, spec: lastGrant.data.spec });
@@ -137,15 +142,16 @@ export const BLOCKER_REFUSAL: { readonly [C in HardBlocker["code"]]: "spec_inval
  * actor's grant edit. Nothing else changes: no permission the owner did not see pending is added.
  * With `expectedVersion` (the version the owner saw), a stream moved on is `precondition_failed`.
  */
-export function approve(store: EventStore, name: string, actor: Actor, expectedVersion?: number): Approved {
-  return withConflictRetry(store, expectedVersion, () => {
+export function approve(store: EventLog, name: string, actor: Actor, expectedVersion?: number): Promise<Approved> {
+  return withConflictRetry(store, expectedVersion, async () => {
     const stream = pluginStream(name);
     // The version is read before the facts, and the append expects it.
-    const version = expectedVersion ?? store.version(stream);
-    if (expectedVersion !== undefined && store.version(stream) !== expectedVersion) {
-      throw new AppError("precondition_failed", `plugin ${name} changed since version ${expectedVersion} (now ${store.version(stream)}): look again before approving`);
+    const now = await store.version(stream);
+    const version = expectedVersion ?? now;
+    if (expectedVersion !== undefined && now !== expectedVersion) {
+      throw new AppError("precondition_failed", `plugin ${name} changed since version ${expectedVersion} (now ${now}): look again before approving`);
     }
-    const { pending, grant, pluginSeq, blockers } = pendingOf(store, name, version);
+    const { pending, grant, pluginSeq, blockers } = await pendingOf(store, name, version);
     const first = blockers[0];
     // No approval for a version that cannot run whatever is approved: its blocker comes first.
     if (first !== undefined) {
@@ -154,7 +160,7 @@ export function approve(store: EventStore, name: string, actor: Actor, expectedV
     }
     if (isEmptyPending(pending)) return { name, approved: pending, seq: null, version };
     const spec = grantWithPending(grant, pending);
-    const [e] = store.append(
+    const [e] = await store.append(
       [{ stream, type: "grant.observed", data: { name, spec: spec as unknown as JsonValue }, actor, causedBy: pluginSeq }],
       { expected: { [stream]: version } },
     );
@@ -163,15 +169,15 @@ export function approve(store: EventStore, name: string, actor: Actor, expectedV
   });
 }
 
-function lastOf(store: EventStore, stream: string, types: readonly ("plugin.observed" | "plugin.deleted" | "grant.observed" | "grant.deleted")[], version: number): string | null {
-  return store.read({ stream, type: types }).filter((e) => e.version <= version).at(-1)?.type ?? null;
+async function lastOf(store: EventLog, stream: string, types: readonly ("plugin.observed" | "plugin.deleted" | "grant.observed" | "grant.deleted")[], version: number): Promise<string | null> {
+  return (await store.read({ stream, type: types })).filter((e) => e.version <= version).at(-1)?.type ?? null;
 }
 
 /** Runs a write durably; on a conflict re-runs it (re-reading its facts), unless the caller named the version it saw. */
-function withConflictRetry<T>(store: EventStore, expectedVersion: number | undefined, write: () => T): T {
+async function withConflictRetry<T>(store: EventLog, expectedVersion: number | undefined, write: () => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return store.durably(write);
+      return await store.durably(write);
     } catch (err) {
       if (!(err instanceof StoreError) || err.code !== "conflict") throw err;
       if (expectedVersion !== undefined) throw new AppError("precondition_failed", `${err.message.split(":")[0] ?? "the stream"} changed since version ${expectedVersion}: look again`);

@@ -8,17 +8,17 @@
  * signature or its config refused) carries its blockers, and no approval is offered for it.
  */
 import { pluginStream } from "../events/index.js";
-import type { EventStore, KnownEvent } from "../events/index.js";
+import type { EventLog, KnownEvent } from "../events/index.js";
 import { formatHostPort, isEmptyPending, parseGrant, parsePlugin } from "../plugins/index.js";
 import type { GrantSpec, JsonValue, Pending, RolloutPlanJSON } from "../plugins/index.js";
 import { recentGatewayRecords, summarizeDecisions, why } from "../projections/index.js";
 import type { GatewayRecord, HardBlocker, WhyAnswer } from "../projections/index.js";
 import { AppError } from "./errors.js";
-import { checkLogQuery, eventSentence, pluginVerdicts } from "./log.js";
+import { checkLogQuery, eventSentence, eventSentences, pluginVerdicts } from "./log.js";
 import { grantWithPending, pendingOf } from "./owner-edits.js";
 import { listPlugins } from "./plugins.js";
 import type { PluginRow } from "./plugins.js";
-import { describePending, describeRule, viewDecisionSentences, whySentences } from "./wording.js";
+import { describeEvent, describePending, describeRule, viewDecisionSentences, whySentences } from "./wording.js";
 import type { NextSteps } from "./wording.js";
 
 /** What a Plugin asks for, as given. */
@@ -106,8 +106,8 @@ function rec(v: unknown): Record<string, JsonValue> | null {
   return typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, JsonValue>) : null;
 }
 
-function askedFor(store: EventStore, name: string): AskedFor | null {
-  const last = store.read({ stream: pluginStream(name), type: ["plugin.observed", "plugin.deleted"] }).at(-1);
+async function askedFor(store: EventLog, name: string): Promise<AskedFor | null> {
+  const last = (await store.read({ stream: pluginStream(name), type: ["plugin.observed", "plugin.deleted"] })).at(-1);
   if (last === undefined || last.type === "plugin.deleted") return null;
   const spec = rec(last.data.spec) ?? {};
   return { image: typeof spec.image === "string" ? spec.image : null, manifest: spec.manifest ?? null, config: spec.config ?? null };
@@ -131,8 +131,8 @@ function runLists(run: RolloutPlanJSON["run"]): PermissionLists | null {
   return { capabilities: [...p.capabilities], egress: p.egress.map(formatHostPort), secrets: p.secrets.map((s) => `${s.name} (at ${s.mountPath})`), dataTiers: [...p.dataTiers], rules: (p.rbac ?? []).map(describeRule) };
 }
 
-function grantOf(store: EventStore, name: string): GrantSpec | null {
-  const last = store.read({ stream: pluginStream(name), type: ["grant.observed", "grant.deleted"] }).at(-1);
+async function grantOf(store: EventLog, name: string): Promise<GrantSpec | null> {
+  const last = (await store.read({ stream: pluginStream(name), type: ["grant.observed", "grant.deleted"] })).at(-1);
   if (last === undefined || last.type === "grant.deleted") return null;
   const g = parseGrant({ name, spec: last.data.spec });
   return g.ok ? g.value.spec : null;
@@ -142,9 +142,9 @@ function grantOf(store: EventStore, name: string): GrantSpec | null {
  * What approving `name` would add now, or null when nothing is pending; `version` pins the facts.
  * With blockers, it says what the version waits for but is not offered (see {@link PendingApproval.blockers}).
  */
-export function pendingApproval(store: EventStore, name: string, version?: number): PendingApproval | null {
+export async function pendingApproval(store: EventLog, name: string, version?: number): Promise<PendingApproval | null> {
   try {
-    const p = pendingOf(store, name, version ?? store.version(pluginStream(name)));
+    const p = await pendingOf(store, name, version ?? await store.version(pluginStream(name)));
     if (isEmptyPending(p.pending)) return null;
     return { name, pending: p.pending, text: describePending(p.pending), grantAfter: grantWithPending(p.grant, p.pending), version: p.version, blockers: p.blockers };
   } catch (err) {
@@ -155,24 +155,33 @@ export function pendingApproval(store: EventStore, name: string, version?: numbe
 }
 
 /** Every plugin whose current version waits for the owner and would run once approved, with what approving it would add. */
-export function pendingApprovals(store: EventStore): PendingApproval[] {
-  return listPlugins(store).filter((r) => !r.deleted).flatMap((r) => pendingApproval(store, r.name) ?? []).filter((a) => a.blockers.length === 0);
+export async function pendingApprovals(store: EventLog): Promise<PendingApproval[]> {
+  const out: PendingApproval[] = [];
+  for (const r of await listPlugins(store)) {
+    if (r.deleted) continue;
+    const a = await pendingApproval(store, r.name);
+    if (a !== null && a.blockers.length === 0) out.push(a);
+  }
+  return out;
 }
 
 /** A page of a plugin's events (its own stream; with `includeEgress` its egress decisions too), each with its cause. */
-export function pluginTimeline(store: EventStore, name: string, o: { afterSeq?: number; limit?: number; includeEgress?: boolean; latest?: boolean } = {}): Timeline {
+export async function pluginTimeline(store: EventLog, name: string, o: { afterSeq?: number; limit?: number; includeEgress?: boolean; latest?: boolean } = {}): Promise<Timeline> {
   checkLogQuery(store, { plugin: name });
   const limit = Math.min(o.limit ?? MAX_TIMELINE, MAX_TIMELINE);
   const streams = [pluginStream(name), ...(o.includeEgress === true ? [`egress/${name}`] : [])];
   const range = { afterSeq: o.afterSeq ?? 0, ...(o.latest === true ? {} : { limit }) };
   // Its signature verdicts live in the trust stream; they are part of its story all the same.
-  const all = [...streams.flatMap((stream) => store.read({ stream, ...range })), ...pluginVerdicts(store, name, { afterSeq: range.afterSeq }, o.latest === true ? undefined : limit)].sort((a, b) => a.seq - b.seq);
+  const read: KnownEvent[] = [];
+  for (const stream of streams) read.push(...(await store.read({ stream, ...range })));
+  const all = [...read, ...(await pluginVerdicts(store, name, { afterSeq: range.afterSeq }, o.latest === true ? undefined : limit))].sort((a, b) => a.seq - b.seq);
   const page = o.latest === true ? all.slice(-limit) : all.slice(0, limit);
   const seen = new Map(page.map((e) => [e.seq, e]));
-  const entries = page.map((event) => {
-    const c = event.causedBy === null ? null : (seen.get(event.causedBy) ?? store.get(event.causedBy));
-    return { event, text: eventSentence(store, event), cause: c === null ? null : { seq: c.seq, type: c.type, text: eventSentence(store, c) } };
-  });
+  const entries: TimelineEntry[] = [];
+  for (const event of page) {
+    const c = event.causedBy === null ? null : (seen.get(event.causedBy) ?? await store.get(event.causedBy));
+    entries.push({ event, text: await eventSentence(store, event), cause: c === null ? null : { seq: c.seq, type: c.type, text: await eventSentence(store, c) } });
+  }
   const full = o.latest !== true && page.length === limit;
   return { entries, next: full ? (page.at(-1)?.seq ?? null) : null };
 }
@@ -189,16 +198,23 @@ export interface PluginsOverview {
 }
 
 /** Every plugin at a glance. */
-export function pluginsOverview(store: EventStore): PluginsOverview {
-  const rows = listPlugins(store);
-  const decidedAt = new Map(rows.flatMap((r) => {
-    const time = r.decided === null ? undefined : store.get(r.decided.seq)?.time;
-    return time === undefined ? [] : [[r.name, time] as const];
-  }));
+export async function pluginsOverview(store: EventLog): Promise<PluginsOverview> {
+  const rows = await listPlugins(store);
+  const decidedAt = new Map<string, string>();
+  for (const r of rows) {
+    const time = r.decided === null ? undefined : (await store.get(r.decided.seq))?.time;
+    if (time !== undefined) decidedAt.set(r.name, time);
+  }
   const live = rows.filter((r) => !r.deleted);
+  const pending: PendingApproval[] = [];
+  for (const r of live) {
+    if (r.blockers.length > 0) continue;
+    const a = await pendingApproval(store, r.name);
+    if (a !== null) pending.push(a);
+  }
   return {
     rows,
-    pending: live.filter((r) => r.blockers.length === 0).flatMap((r) => pendingApproval(store, r.name) ?? []),
+    pending,
     blocked: live.filter((r) => r.blockers.length > 0),
     decidedAt,
   };
@@ -213,28 +229,28 @@ export interface Explained {
 }
 
 /** `why`: the latest decision of a plugin and its sentences; `not_found` when none was decided yet. */
-export function explain(store: EventStore, name: string, steps?: NextSteps): Explained {
+export async function explain(store: EventLog, name: string, steps?: NextSteps): Promise<Explained> {
   checkLogQuery(store, { plugin: name });
-  const answer = why(store, name);
+  const answer = await why(store, name);
   if (answer === null) throw new AppError("not_found", `no decision recorded for ${name}`);
-  const recent = recentGatewayRecords(store, name, 10);
+  const recent = await recentGatewayRecords(store, name, 10);
   return {
     answer,
-    sentences: [...whySentences(answer, steps, (e) => eventSentence(store, e)), ...viewDecisionSentences(recent)],
+    sentences: [...(await whyText(store, answer, steps)), ...viewDecisionSentences(recent)],
     gateway: recent.length === 0 ? null : { summary: summarizeDecisions(recent), recent },
   };
 }
 
 /** One plugin for the plugin page; `not_found` when the log has never heard of it. */
-export function pluginView(store: EventStore, name: string, o: { timeline?: number; steps?: NextSteps } = {}): PluginView {
+export async function pluginView(store: EventLog, name: string, o: { timeline?: number; steps?: NextSteps } = {}): Promise<PluginView> {
   checkLogQuery(store, { plugin: name });
   // The version first: every fact below is read at or after it, so an approval expecting it is safe.
-  const version = store.version(pluginStream(name));
-  const row = listPlugins(store).find((r) => r.name === name);
+  const version = await store.version(pluginStream(name));
+  const row = (await listPlugins(store)).find((r) => r.name === name);
   if (version === 0 || row === undefined) throw new AppError("not_found", `no plugin ${name}: the log has no events about it`);
-  const answer = why(store, name);
-  const asked = askedFor(store, name);
-  const grant = grantOf(store, name);
+  const answer = await why(store, name);
+  const asked = await askedFor(store, name);
+  const grant = await grantOf(store, name);
   const running = answer?.decision.data.plan.run ?? null;
   return {
     name,
@@ -244,8 +260,14 @@ export function pluginView(store: EventStore, name: string, o: { timeline?: numb
     grant,
     running,
     permissions: { asked: askedPermissions(name, asked), granted: grantLists(grant), effective: runLists(running) },
-    pending: row.deleted ? null : pendingApproval(store, name, version),
-    why: answer === null ? null : { answer, sentences: whySentences(answer, o.steps, (e) => eventSentence(store, e)) },
-    timeline: pluginTimeline(store, name, { latest: true, limit: o.timeline ?? 50 }),
+    pending: row.deleted ? null : await pendingApproval(store, name, version),
+    why: answer === null ? null : { answer, sentences: await whyText(store, answer, o.steps) },
+    timeline: await pluginTimeline(store, name, { latest: true, limit: o.timeline ?? 50 }),
   };
+}
+
+/** `why`'s sentences, each event of its chain worded with what the log knows around it. */
+async function whyText(store: EventLog, answer: WhyAnswer, steps: NextSteps | undefined): Promise<string[]> {
+  const sentences = await eventSentences(store, answer.chain);
+  return whySentences(answer, steps, (e) => sentences.get(e.seq) ?? describeEvent(e));
 }

@@ -6,7 +6,7 @@
  * failed reconcile.
  */
 import { pluginStream } from "../events/index.js";
-import type { EventStore, KnownEvent } from "../events/index.js";
+import type { EventLog, KnownEvent } from "../events/index.js";
 import { parseImageRef } from "../plugins/index.js";
 import type { Pending } from "../plugins/index.js";
 import { Projector, specManifestDigest, standingBlockers, standingVerdict } from "../projections/index.js";
@@ -137,11 +137,11 @@ function problemsOf(blockers: readonly HardBlocker[], latest: KnownEvent | null)
   return out;
 }
 
-function rowOf(store: EventStore, p: PluginState, verdicts: ReadonlyMap<string, VerdictState>, w: WorkloadState | undefined): PluginRow {
+async function rowOf(store: EventLog, p: PluginState, verdicts: ReadonlyMap<string, VerdictState>, w: WorkloadState | undefined): Promise<PluginRow> {
   const v = askedVerdict(p, verdicts);
-  const latest = store.last(pluginStream(p.name));
+  const latest = await store.last(pluginStream(p.name));
   const runs = w !== undefined && w.running;
-  const blockers = p.deleted || p.spec === null ? [] : standingBlockers(store, p.name, p.spec);
+  const blockers = p.deleted || p.spec === null ? [] : await standingBlockers(store, p.name, p.spec);
   return {
     name: p.name,
     status: statusOf(p),
@@ -154,28 +154,29 @@ function rowOf(store: EventStore, p: PluginState, verdicts: ReadonlyMap<string, 
     blockers,
     deleted: p.deleted,
     version: latest?.version ?? 0,
-    decided: lastDecision(store, p.name),
+    decided: await lastDecision(store, p.name),
     runtime: runs ? w.runtime : null,
-    target: store.last(pluginStream(p.name), "workload.applied")?.data.target ?? null,
+    target: (await store.last(pluginStream(p.name), "workload.applied"))?.data.target ?? null,
     module: runs ? w.module : null,
-    lastCall: lastCallView(lastCallOf(store, p.name)),
+    lastCall: lastCallView(await lastCallOf(store, p.name)),
   };
 }
 
-function lastDecision(store: EventStore, name: string): PluginRow["decided"] {
-  const d = store.last(pluginStream(name), "rollout.decided");
+async function lastDecision(store: EventLog, name: string): Promise<PluginRow["decided"]> {
+  const d = await store.last(pluginStream(name), "rollout.decided");
   return d === null ? null : { seq: d.seq, outcome: d.data.plan.outcome };
 }
 
 /** The rows of `get plugins`, from the projections (caught up first), in name order. */
-export function listPlugins(store: EventStore): PluginRow[] {
+export async function listPlugins(store: EventLog): Promise<PluginRow[]> {
   const projector = new Projector(store);
-  projector.catchUp();
-  const verdicts = projector.rows<VerdictState>("signature_verdicts");
-  const workloads = projector.rows<WorkloadState>("desired_workloads");
-  return [...projector.rows<PluginState>("plugins").values()]
-    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
-    .map((p) => rowOf(store, p, verdicts, workloads.get(p.name)));
+  await projector.catchUp();
+  const verdicts = await projector.rows<VerdictState>("signature_verdicts");
+  const workloads = await projector.rows<WorkloadState>("desired_workloads");
+  const plugins = [...(await projector.rows<PluginState>("plugins")).values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  const rows: PluginRow[] = [];
+  for (const p of plugins) rows.push(await rowOf(store, p, verdicts, workloads.get(p.name)));
+  return rows;
 }
 
 /** Short form of an image for a table: `repository@sha256:<first 12>`. */
@@ -186,9 +187,9 @@ export function shortImage(image: string | null): string {
 }
 
 /** The latest call outcome of a plugin the log knows: a failed call, or a count of successes. */
-export function lastCallOf(store: EventStore, name: string): KnownEvent | null {
-  const failed = store.last(pluginStream(name), "plugin.call");
-  const counted = store.last(pluginStream(name), "plugin.calls");
+export async function lastCallOf(store: EventLog, name: string): Promise<KnownEvent | null> {
+  const failed = await store.last(pluginStream(name), "plugin.call");
+  const counted = await store.last(pluginStream(name), "plugin.calls");
   if (failed === null) return counted;
   if (counted === null) return failed;
   return failed.seq > counted.seq ? failed : counted;

@@ -3,7 +3,7 @@
  * from the log — each plugin's running and asked-for image, its outcome and what was pending —
  * for the CLI's table, the API and the console's replay page.
  */
-import type { EventStore } from "../events/index.js";
+import type { EventLog } from "../events/index.js";
 import { EMPTY_PENDING } from "../plugins/index.js";
 import type { Pending } from "../plugins/index.js";
 import { stateAt } from "../projections/index.js";
@@ -60,20 +60,20 @@ function asPending(p: unknown): Pending | null {
 }
 
 /** The projected state as of `at` (a seq past the log's end is the log's end). */
-export function replay(store: EventStore, at: ReplayPoint): Replayed {
-  const state = stateAt(store, at);
+export async function replay(store: EventLog, at: ReplayPoint): Promise<Replayed> {
+  const state = await stateAt(store, at);
   const tables: Record<string, Record<string, unknown>> = {};
   for (const [name, rows] of state.tables) tables[name] = Object.fromEntries(rows);
   const rows = [...((state.tables.get("plugins") ?? new Map()) as ReadonlyMap<string, PluginState>).values()];
   const plugins = rows
     .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
     .map((p) => ({ name: p.name, running: p.runningImage, asked: p.deleted ? null : p.askedImage, deleted: p.deleted, outcome: p.outcome, pending: asPending(p.pending) }));
-  const last = state.seq === 0 ? null : store.get(state.seq);
+  const last = state.seq === 0 ? null : await store.get(state.seq);
   return {
     seq: state.seq,
     time: last?.time ?? null,
-    event: last === null ? null : { type: last.type, actor: last.actor, stream: last.stream, text: eventSentence(store, last) },
-    head: store.head(),
+    event: last === null ? null : { type: last.type, actor: last.actor, stream: last.stream, text: await eventSentence(store, last) },
+    head: await store.head(),
     plugins,
     verdicts: state.tables.get("signature_verdicts")?.size ?? 0,
     tables,

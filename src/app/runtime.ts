@@ -7,7 +7,7 @@ import { readFileSync } from "node:fs";
 import { stat } from "node:fs/promises";
 import { join } from "node:path";
 import type { Logger } from "pino";
-import type { EventStore } from "../events/index.js";
+import type { EventLog } from "../events/index.js";
 import { formatErrors, newTrustPolicy, parseCatalog } from "../plugins/index.js";
 import type { ImageRef, Signer, Topology } from "../plugins/index.js";
 import { checkImage, ImageVerifier, loadOwnerSignersFile, loadShippedTrustedRoot, loadTrustedRootFile, OciLayoutSource, RegistryClient, registryLocation, sha256Hex, shippedFile, storeVerdictLog, VerdictRecorder } from "../trust/index.js";
@@ -65,13 +65,13 @@ export interface RuntimeOptions {
   /** Plain-HTTP registries (tests), by host:port. */
   readonly insecureRegistries?: readonly string[];
   /** Wraps the store every part uses (the metrics time its appends). */
-  readonly instrument?: (store: EventStore) => EventStore;
+  readonly instrument?: (store: EventLog) => EventLog;
 }
 
 export interface Runtime {
   /** Where an image is read from: the first OCI layout holding it, else its registry. */
   readonly sourceFor: (image: ImageRef) => Promise<{ readonly source: ImageSource; readonly repository: string }>;
-  readonly store: EventStore;
+  readonly store: EventLog;
   readonly reconciler: Reconciler;
   readonly verifier: ImageVerifier;
   readonly target: Target;
@@ -120,7 +120,7 @@ async function exists(path: string): Promise<boolean> {
  * process kills itself (SIGKILL, no clean-up) right after its Nth committed append, so the test
  * can stop it between any two steps of a reconcile and check that a fresh start converges.
  */
-function killAfterAppendsForTests(store: EventStore): void {
+function killAfterAppendsForTests(store: EventLog): void {
   const raw = process.env["OPENFIEF_TEST_KILL_AFTER_APPENDS"];
   if (raw === undefined || !/^\d+$/.test(raw)) return;
   let left = Number(raw);

@@ -21,8 +21,8 @@ export async function mintPluginEgressToken(dataDir: string, plugin: string, ttl
   requireLog(dataDir);
   const store = await openDataStore(dataDir);
   try {
-    const last = store.last(pluginStream(plugin), "plugin.observed");
-    const deleted = store.last(pluginStream(plugin), "plugin.deleted");
+    const last = await store.last(pluginStream(plugin), "plugin.observed");
+    const deleted = await store.last(pluginStream(plugin), "plugin.deleted");
     if (last === null) throw new AppError("not_found", `no plugin ${plugin} in ${dataDir}: apply it first (openfief get plugins lists the known ones)`);
     if (deleted !== null && deleted.seq > last.seq) throw new AppError("not_found", `plugin ${plugin} was deleted`);
   } finally {

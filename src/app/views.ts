@@ -15,7 +15,7 @@ import type { ConnectRouter } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { Logger } from "pino";
 import type { Registry } from "prom-client";
-import type { EventStore } from "../events/index.js";
+import type { EventLog } from "../events/index.js";
 import { TokenService } from "../gen/openfief/auth/v1/token_pb.js";
 import { parseImageRef } from "../plugins/index.js";
 import type { ImageRef } from "../plugins/index.js";
@@ -41,7 +41,7 @@ import type { ViewSettings } from "./view-settings.js";
 /** Options of {@link startViews}. */
 export interface ViewsOptions {
   readonly dataDir: string;
-  readonly store: EventStore;
+  readonly store: EventLog;
   /** Where an image's blobs are read from (the runtime's). */
   readonly sourceFor: (image: ImageRef) => Promise<{ readonly source: ImageSource; readonly repository: string }>;
   readonly logger: Logger;
@@ -295,7 +295,7 @@ export async function startViews(o: ViewsOptions): Promise<RunningViews> {
       clearInterval(rotation);
       await listeners.close();
       // After the listeners: what the refusal budget still counts is recorded before the store closes.
-      gateway?.close();
+      await gateway?.close();
     },
   };
 }

@@ -7,7 +7,7 @@
  */
 import type { Command } from "commander";
 import { DEFAULT_DATA_DIR, openDataDir, openDataStore, requireLog, tightenedText } from "../app/index.js";
-import type { EventStore } from "../events/index.js";
+import type { EventLog } from "../events/index.js";
 import { isValidPluginName } from "../plugins/index.js";
 import { CliError } from "./cli-error.js";
 
@@ -44,14 +44,14 @@ export function openDataFolder(dir: string): void {
 }
 
 /** Opens the store of the data folder; `mustExist` refuses a folder with no log yet. */
-export async function openLog(o: DataOptions, mustExist = true): Promise<EventStore> {
+export async function openLog(o: DataOptions, mustExist = true): Promise<EventLog> {
   const dir = dataDir(o);
   if (mustExist) requireLog(dir);
   return openDataStore(dir, undefined, sayTightened);
 }
 
 /** Runs `fn` with the store open, closing it after. */
-export async function withLog<T>(o: DataOptions, fn: (store: EventStore) => Promise<T> | T, mustExist = true): Promise<T> {
+export async function withLog<T>(o: DataOptions, fn: (store: EventLog) => Promise<T> | T, mustExist = true): Promise<T> {
   const store = await openLog(o, mustExist);
   try {
     return await fn(store);

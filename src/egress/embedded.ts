@@ -23,11 +23,11 @@ import { DnsResolver, type Resolver } from "./resolver.js";
 export interface EmbeddedEgressOptions {
   readonly dataDir: string;
   /**
-   * The event store. When it names its file, decisions are committed by a worker thread with its
-   * own connection (issue 17) and announced to the store's in-process subscribers; otherwise (a
-   * test's in-memory appender) they are appended in-process.
+   * The event log. When it is the SQLite log of a file, decisions are committed by a worker thread
+   * with its own connection to the file (issue 17) and announced to the log's in-process
+   * subscribers; otherwise (another log, a test's in-memory appender) they are appended in-process.
    */
-  readonly store: EventAppender & { readonly file?: string; announce?(events: readonly KnownEvent[]): void };
+  readonly store: EventAppender & { readonly kind?: string; readonly location?: string; announce?(events: readonly KnownEvent[]): void };
   /** The longest a decision waits for its commit before its CONNECT is refused (503). */
   readonly commitTimeoutMs?: number;
   readonly allowLists: AllowListSource;
@@ -61,10 +61,10 @@ export const dialTcp: ConnectFn = (addr) => {
  */
 function recorderFor(opts: EmbeddedEgressOptions, onError: (err: unknown) => void): Promise<DecisionRecorder> | DecisionRecorder {
   const store = opts.store;
-  if (store.file === undefined) return new StoreDecisionRecorder(store, onError);
+  if (store.kind !== "sqlite" || store.location === undefined) return new StoreDecisionRecorder(store, onError);
   const announce = store.announce?.bind(store);
   return WorkerDecisionRecorder.open({
-    file: store.file,
+    file: store.location,
     onError,
     ...(opts.commitTimeoutMs !== undefined ? { commitTimeoutMs: opts.commitTimeoutMs } : {}),
     ...(announce !== undefined ? { onCommitted: (events: readonly KnownEvent[]) => announce(events) } : {}),

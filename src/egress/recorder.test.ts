@@ -35,7 +35,7 @@ describe("BatchingDecisionRecorder", () => {
 describe("StoreDecisionRecorder", () => {
   it("appends egress.decision events to egress/<plugin> in one call per batch", async () => {
     const calls: unknown[][] = [];
-    const r = new StoreDecisionRecorder({ append: (events) => void calls.push([...events]) });
+    const r = new StoreDecisionRecorder({ append: async (events) => void calls.push([...events]) });
     await Promise.all([r.record(d("a")), r.record({ plugin: "beta", host: "b", port: 8443, allowed: false, reason: "not_listed" })]);
     expect(calls).toEqual([[
       { stream: "egress/alpha", type: "egress.decision", actor: "egress-proxy", data: { plugin: "alpha", host: "a", port: 443, allowed: true, reason: "listed", address: "8.8.4.4" } },

@@ -70,16 +70,16 @@ export class BatchingDecisionRecorder implements DecisionRecorder {
   }
 }
 
-/** The slice of the event store this recorder uses (`src/events/store.ts`, synchronous batch append). */
+/** The slice of the event log this recorder uses (a batch appended in one transaction). */
 export interface EventAppender {
-  append(events: readonly { stream: string; type: string; data: unknown; actor: string }[]): unknown;
+  append(events: readonly { stream: string; type: string; data: unknown; actor: string }[]): Promise<unknown>;
 }
 
 /** The actor of every egress decision event. */
 export const EGRESS_ACTOR = "egress-proxy";
 
-function settled(result: unknown): void | Promise<void> {
-  return result instanceof Promise ? result.then(() => undefined) : undefined;
+async function settled(result: Promise<unknown>): Promise<void> {
+  await result;
 }
 
 /**

@@ -1,11 +1,11 @@
 /**
- * The egress writer's worker thread: owns its own better-sqlite3 connection to the event store's
- * file and commits each batch it is sent in one transaction, waiting for the write lock at most
- * until the batch's deadline (SQLite's busy timeout, set per batch). Only this thread ever blocks
- * on the lock; the proxy's event loop never does.
+ * The egress writer's worker thread: owns its own connection to the event log's file (a
+ * {@link LogWriter}) and commits each batch it is sent in one transaction, waiting for the write
+ * lock at most until the batch's deadline. Only this thread ever blocks on the lock; the proxy's
+ * event loop never does.
  */
 import { parentPort, workerData } from "node:worker_threads";
-import { openStore, type EventStore } from "../events/index.js";
+import { openLogWriter, StoreError, StoreErrorCode, type LogWriter } from "../events/index.js";
 import { anonymousEvent, egressDecisionEvent } from "./decision.js";
 import { EGRESS_ACTOR } from "./recorder.js";
 import type { WriteRequest, WriterReply, WriterWorkerData } from "./writer-protocol.js";
@@ -22,34 +22,20 @@ function message(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
-function isBusy(err: unknown): boolean {
-  const code = (err as { code?: unknown } | null)?.code;
-  return code === "SQLITE_BUSY" || code === "SQLITE_BUSY_SNAPSHOT" || code === "SQLITE_LOCKED";
-}
-
-let store: EventStore;
-let busyMs = Number.POSITIVE_INFINITY;
+let writer: LogWriter;
 try {
-  store = await openStore({ file: data.file });
-  // This connection only commits batches: set once, not per batch (docs/adr/0096).
-  if (data.durable) store.database.pragma("synchronous = FULL");
+  // This connection only commits batches: durable or not once, not per batch (docs/adr/0096).
+  writer = await openLogWriter({ file: data.file, durable: data.durable });
 } catch (err) {
   reply({ ready: false, error: message(err) });
   throw err;
 }
 
 port.on("message", (req: WriteRequest) => {
-  const left = Math.floor(req.deadline - Date.now());
-  if (left <= 0) return reply({ id: req.id, ok: false, failure: "busy", error: "the batch's deadline passed before its commit began" });
   try {
-    // Never wait past the batch's bound; re-set only when it would (a pragma per batch costs).
-    if (left < busyMs || left - busyMs > 250) {
-      store.database.pragma(`busy_timeout = ${left}`);
-      busyMs = left;
-    }
     const events = req.kind === "decisions"
-      ? store.append(req.items.map((d) => egressDecisionEvent(d, EGRESS_ACTOR)))
-      : store.append(req.items.map((r) => anonymousEvent(r, EGRESS_ACTOR)));
+      ? writer.append(req.items.map((d) => egressDecisionEvent(d, EGRESS_ACTOR)), req.deadline)
+      : writer.append(req.items.map((r) => anonymousEvent(r, EGRESS_ACTOR)), req.deadline);
     // Only what the main thread cannot know: it sent the data, so the data is not sent back.
     const first = events[0];
     reply({
@@ -57,7 +43,8 @@ port.on("message", (req: WriteRequest) => {
       committed: first === undefined ? null : { seq: first.seq, time: first.time, schemaVersion: first.schemaVersion, versions: events.map((e) => e.version), hashes: events.map((e) => e.hash), prevHash: first.prevHash },
     });
   } catch (err) {
-    reply({ id: req.id, ok: false, failure: isBusy(err) ? "busy" : "failed", error: message(err) });
+    const busy = err instanceof StoreError && err.code === StoreErrorCode.Busy;
+    reply({ id: req.id, ok: false, failure: busy ? "busy" : "failed", error: message(err) });
   }
 });
 reply({ ready: true });

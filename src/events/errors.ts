@@ -14,6 +14,8 @@ export const StoreErrorCode = {
   Tampered: "tampered",
   Closed: "closed",
   Migration: "migration",
+  /** The write lock was not had before the caller's deadline; nothing was written. */
+  Busy: "busy",
 } as const;
 
 export type StoreErrorCode = (typeof StoreErrorCode)[keyof typeof StoreErrorCode];

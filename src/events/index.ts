@@ -1,6 +1,15 @@
-/** The event store's public surface. */
-export { openStore, toStoredEvent, EVENT_COLUMNS } from "./store.js";
-export type { EventStore, StoreOptions, AppendOptions, EventListener, StoreTables, EventRow } from "./store.js";
+/** The event log's public surface: its port (asynchronous, free of SQL), the tables beside it, and the SQLite adapter. */
+export type { AppendOptions, EgressCandidateQuery, EgressCandidates, EventListener, EventLog, EventLookups, PageFilter } from "./port.js";
+export type {
+  Cell, DecisionCheckList, DecisionCheckTable, DecisionCheckTotals, EgressCountRow, EgressCountTable, EgressDecisionFacts, LogTables, ModuleTable,
+  ProjectionChanges, ProjectionTables, ProjectionTableSpec, StoredModule,
+} from "./tables.js";
+/** The embedded default: the log in one SQLite file. */
+export { openStore } from "./store.js";
+export type { StoreOptions } from "./store.js";
+/** The egress proxy's writer thread's connection: batches within a deadline. */
+export { openLogWriter } from "./writer.js";
+export type { LogWriter, LogWriterOptions } from "./writer.js";
 export type { ChainPoint, GuardsResult, NewEvent, StoredEvent, ReadFilter, VerifyResult } from "./types.js";
 export { StoreError, StoreErrorCode } from "./errors.js";
 export type { EventProblem } from "./errors.js";
@@ -10,7 +19,7 @@ export { catalog, createCatalog } from "./catalog.js";
 export type * from "./catalog.js";
 export { isEventOf, manifestDigest, verdictKey } from "./catalog.js";
 export { GENESIS_HASH, rowHash } from "./hash.js";
-export { pluginStream, egressStream, gatewayStream, parseStream, isPluginName, SINGLETON_STREAMS, STREAM_TYPE_INDEXED, UNINDEXED_TYPES } from "./streams.js";
+export { pluginStream, egressStream, gatewayStream, parseStream, isPluginName, SINGLETON_STREAMS } from "./streams.js";
 /** `egress/-`: the egress proxy's refusals before identity. */
 export { EGRESS_ANONYMOUS_STREAM, TRUST_STREAM } from "./streams.js";
 /** The one budget for refusals a caller can repeat (the gateway's, the egress proxy's before identity), and capped caller fields. */

@@ -5,9 +5,10 @@ import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import fc from "fast-check";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { openStore, StoreError } from "./store.js";
+// The SQLite adapter itself: its connection is looked at where the port cannot say (pragmas, plans, raw rows).
+import { openSqliteLog as openStore, StoreError } from "./store.js";
 import { STREAM_TYPE_INDEXED } from "./streams.js";
-import type { EventStore } from "./store.js";
+import type { SqliteEventLog as EventLog } from "./store.js";
 import type { NewEvent } from "./types.js";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
@@ -18,8 +19,8 @@ function egress(plugin: string, n: number): NewEvent {
 }
 
 /** Every stream's versions run 1..n without a gap, and seqs run 1..head. */
-function contiguous(store: EventStore): boolean {
-  const all = store.read();
+async function contiguous(store: EventLog): Promise<boolean> {
+  const all = await store.read();
   const byStream = new Map<string, number[]>();
   for (const e of all) byStream.set(e.stream, [...(byStream.get(e.stream) ?? []), e.version]);
   return all.every((e, i) => e.seq === i + 1) && [...byStream.values()].every((vs) => vs.every((v, i) => v === i + 1));
@@ -36,14 +37,14 @@ describe("appending from several connections to one file", () => {
     const b = await openStore({ file });
     try {
       for (let i = 0; i < 6; i++) {
-        (i % 2 === 0 ? a : b).append([egress("echo", i), egress("ping", i), { ...egress("echo", i + 100) }]);
+        await (i % 2 === 0 ? a : b).append([egress("echo", i), egress("ping", i), { ...egress("echo", i + 100) }]);
       }
-      expect(a.head()).toBe(18);
-      expect(b.version("egress/echo")).toBe(12);
-      expect(a.verify()).toEqual({ ok: true, count: 18 });
-      expect(contiguous(b)).toBe(true);
-      const last = a.get(18);
-      expect(b.get(18)?.hash).toBe(last?.hash);
+      expect(await a.head()).toBe(18);
+      expect(await b.version("egress/echo")).toBe(12);
+      expect(await a.verify()).toEqual({ ok: true, count: 18 });
+      expect(await contiguous(b)).toBe(true);
+      const last = await a.get(18);
+      expect((await b.get(18))?.hash).toBe(last?.hash);
     } finally {
       await a.close();
       await b.close();
@@ -54,10 +55,10 @@ describe("appending from several connections to one file", () => {
     const a = await openStore({ file });
     const b = await openStore({ file });
     try {
-      const seen = b.version("egress/echo");
-      a.append([egress("echo", 1)]);
-      expect(() => b.append([egress("echo", 2)], { expected: { "egress/echo": seen } })).toThrow(/expected 0/);
-      expect(b.append([egress("echo", 2)], { expected: { "egress/echo": 1 } })[0]?.version).toBe(2);
+      const seen = await b.version("egress/echo");
+      await a.append([egress("echo", 1)]);
+      await expect(b.append([egress("echo", 2)], { expected: { "egress/echo": seen } })).rejects.toThrow(/expected 0/);
+      expect((await b.append([egress("echo", 2)], { expected: { "egress/echo": 1 } }))[0]?.version).toBe(2);
     } finally {
       await a.close();
       await b.close();
@@ -93,11 +94,11 @@ describe("appending from several connections to one file", () => {
     expect(results).toEqual([{ code: 0, stderr: "" }, { code: 0, stderr: "" }]);
     const store = await openStore({ file });
     try {
-      expect(store.head()).toBe(2 * 40 * 4);
-      expect(store.verify()).toEqual({ ok: true, count: 320 });
-      expect(store.version("egress/echo")).toBe(240);
-      expect(store.version("trust")).toBe(80);
-      expect(contiguous(store)).toBe(true);
+      expect(await store.head()).toBe(2 * 40 * 4);
+      expect(await store.verify()).toEqual({ ok: true, count: 320 });
+      expect(await store.version("egress/echo")).toBe(240);
+      expect(await store.version("trust")).toBe(80);
+      expect(await contiguous(store)).toBe(true);
     } finally {
       await store.close();
     }
@@ -106,7 +107,7 @@ describe("appending from several connections to one file", () => {
 
 describe("durable commits", () => {
   let dir: string;
-  let store: EventStore;
+  let store: EventLog;
   beforeEach(async () => {
     dir = mkdtempSync(join(tmpdir(), "openfief-store-"));
     store = await openStore({ file: join(dir, "events.db") });
@@ -117,50 +118,96 @@ describe("durable commits", () => {
   });
   const sync = (): unknown => store.database.pragma("synchronous", { simple: true });
 
-  it("run at synchronous=FULL inside durably(), nested too, and at NORMAL after it, even when it throws", () => {
+  /** `synchronous` at each commit `write` makes (2 is FULL: synced before the commit returns). */
+  async function syncAtCommits(write: () => Promise<unknown>): Promise<unknown[]> {
+    const seen: unknown[] = [];
+    const off = store.subscribe(() => seen.push(sync()));
+    try {
+      await write();
+    } finally {
+      off();
+    }
+    return seen;
+  }
+
+  it("run at synchronous=FULL inside durably(), nested too, and at NORMAL after it, even when it throws", async () => {
     expect(sync()).toBe(1);
-    const seen = store.durably(() => {
-      store.append([egress("echo", 1)]);
-      const inner = store.durably(() => sync());
+    const seen = await store.durably(async () => {
+      await store.append([egress("echo", 1)]);
+      const inner = await store.durably(async () => sync());
       return [inner, sync()];
     });
     expect(seen).toEqual([2, 2]);
     expect(sync()).toBe(1);
-    expect(() => store.durably(() => { throw new Error("refused"); })).toThrow("refused");
+    await expect(store.durably(async () => { throw new Error("refused"); })).rejects.toThrow("refused");
     expect(sync()).toBe(1);
-    expect(store.head()).toBe(1);
+    expect(await store.head()).toBe(1);
+  });
+
+  it("run at FULL one by one with { durable: true } (append and observe), the connection back at NORMAL after each", async () => {
+    expect(await syncAtCommits(() => store.append([egress("echo", 1)], { durable: true }))).toEqual([2]);
+    expect(sync()).toBe(1);
+    expect(await syncAtCommits(() => store.observe({ stream: "plugin/echo", type: "grant.deleted", actor: "owner:cli", data: { name: "echo" } }, { durable: true }))).toEqual([2]);
+    expect(sync()).toBe(1);
+    expect(await syncAtCommits(() => store.append([egress("echo", 2)]))).toEqual([1]);
+  });
+
+  it("make another caller's commit durable too while durable work waits in between, never the reverse", async () => {
+    let release = (): void => undefined;
+    const waiting = new Promise<void>((resolve) => { release = resolve; });
+    const durable = store.durably(async () => {
+      await store.append([egress("echo", 1)]);
+      await waiting;
+      await store.append([egress("echo", 2)]);
+    });
+    // Committed by someone else while the durable write awaits: the connection is at FULL.
+    expect(await syncAtCommits(() => store.append([egress("other", 1)]))).toEqual([2]);
+    release();
+    await durable;
+    expect(sync()).toBe(1);
+    expect(await syncAtCommits(() => store.append([egress("other", 2)]))).toEqual([1]);
+  });
+
+  it("leave every commit at FULL on a connection opened durable (the egress writer's)", async () => {
+    const durable = await openStore({ file: join(dir, "events.db"), durable: true });
+    try {
+      const at = (): unknown => durable.database.pragma("synchronous", { simple: true });
+      expect(at()).toBe(2);
+      await durable.durably(() => durable.append([egress("echo", 1)]));
+      await durable.append([egress("echo", 2)]);
+      expect(at()).toBe(2);
+    } finally {
+      await durable.close();
+    }
   });
 });
 
 describe("the data of an appended event", () => {
   let dir: string;
-  let store: EventStore;
+  let store: EventLog;
   beforeEach(async () => { dir = mkdtempSync(join(tmpdir(), "openfief-store-")); store = await openStore({ file: join(dir, "events.db") }); });
   afterEach(async () => { await store.close(); rmSync(dir, { recursive: true, force: true }); });
 
-  it("is returned as stored: canonical key order, toJSON applied, undefined members gone, detached from the input", () => {
+  it("is returned as stored: canonical key order, toJSON applied, undefined members gone, detached from the input", async () => {
     const spec = { z: 1, when: new Date("2026-01-01T00:00:00Z"), gone: undefined, a: [{ y: 2, x: 1 }] };
-    const [e] = store.append([{ stream: "plugin/echo", type: "plugin.observed", actor: "cluster", data: { spec, name: "echo" } }]);
+    const [e] = await store.append([{ stream: "plugin/echo", type: "plugin.observed", actor: "cluster", data: { spec, name: "echo" } }]);
     spec.a.push({ y: 3, x: 3 });
     const stored = { name: "echo", spec: { a: [{ x: 1, y: 2 }], when: "2026-01-01T00:00:00.000Z", z: 1 } };
     expect(e?.data).toEqual(stored);
     expect(JSON.stringify(e?.data)).toBe(store.database.prepare("SELECT data FROM events WHERE seq = 1").pluck().get());
-    expect(store.get(1)?.data).toEqual(stored);
+    expect((await store.get(1))?.data).toEqual(stored);
   });
 
   it.each([
     ["a non-finite number", { plugin: "echo", host: "h.example.com", port: Number.NaN, allowed: true, reason: "listed" }],
     ["a bigint", { plugin: "echo", host: "h.example.com", port: 443n, allowed: true, reason: "listed" }],
     ["a field that is only there as undefined", { plugin: "echo", host: "h.example.com", port: 443, allowed: true, reason: undefined }],
-  ])("refuses data with %s, writing nothing", (_what, data) => {
-    const refusal = (() => {
-      try { store.append([egress("echo", 1), { stream: "egress/echo", type: "egress.decision", actor: "egress", data }]); } catch (err) { return err as StoreError; }
-      return null;
-    })();
+  ])("refuses data with %s, writing nothing", async (_what, data) => {
+    const refusal = await store.append([egress("echo", 1), { stream: "egress/echo", type: "egress.decision", actor: "egress", data }]).then(() => null, (err: unknown) => err as StoreError);
     expect(refusal).toBeInstanceOf(StoreError);
     expect(refusal?.code).toBe("invalid_data");
     expect(refusal?.problems[0]?.index).toBe(1);
-    expect(store.head()).toBe(0);
+    expect(await store.head()).toBe(0);
   });
 });
 
@@ -169,13 +216,13 @@ describe("the log's guards and an incremental walk of its chain", () => {
     const dir = mkdtempSync(join(tmpdir(), "openfief-guards-"));
     const store = await openStore({ file: join(dir, "log.db") });
     try {
-      expect(store.checkGuards()).toEqual({ ok: true, missing: [] });
+      expect(await store.checkGuards()).toEqual({ ok: true, missing: [] });
       store.database.exec("DROP TRIGGER events_no_delete");
-      expect(store.checkGuards()).toEqual({ ok: false, missing: ["events_no_delete"] });
-      expect(store.restoreGuards()).toEqual(["events_no_delete"]);
-      expect(store.checkGuards().ok).toBe(true);
+      expect(await store.checkGuards()).toEqual({ ok: false, missing: ["events_no_delete"] });
+      expect(await store.restoreGuards()).toEqual(["events_no_delete"]);
+      expect((await store.checkGuards()).ok).toBe(true);
       store.database.exec("DROP TRIGGER events_no_update; CREATE TRIGGER events_no_update BEFORE UPDATE ON events WHEN 0 BEGIN SELECT 1; END");
-      expect(store.checkGuards().missing).toEqual(["events_no_update"]);
+      expect((await store.checkGuards()).missing).toEqual(["events_no_update"]);
     } finally {
       await store.close();
       rmSync(dir, { recursive: true, force: true });
@@ -186,15 +233,15 @@ describe("the log's guards and an incremental walk of its chain", () => {
     const dir = mkdtempSync(join(tmpdir(), "openfief-verify-from-"));
     const store = await openStore({ file: join(dir, "log.db") });
     try {
-      for (let i = 0; i < 5; i++) store.append([{ stream: "egress/echo", type: "egress.decision", actor: "egress", data: { plugin: "echo", host: "a.example", port: 443 + i, allowed: true, reason: "granted" } }]);
-      const at = store.headPoint();
+      for (let i = 0; i < 5; i++) await store.append([{ stream: "egress/echo", type: "egress.decision", actor: "egress", data: { plugin: "echo", host: "a.example", port: 443 + i, allowed: true, reason: "granted" } }]);
+      const at = await store.headPoint();
       expect(at.seq).toBe(5);
-      store.append([{ stream: "egress/echo", type: "egress.decision", actor: "egress", data: { plugin: "echo", host: "b.example", port: 443, allowed: true, reason: "granted" } }]);
-      expect(store.verify(at)).toEqual({ ok: true, count: 6 });
-      expect(store.verify({ seq: 5, hash: "0".repeat(64) })).toMatchObject({ ok: false, seq: 5 });
+      await store.append([{ stream: "egress/echo", type: "egress.decision", actor: "egress", data: { plugin: "echo", host: "b.example", port: 443, allowed: true, reason: "granted" } }]);
+      expect(await store.verify(at)).toEqual({ ok: true, count: 6 });
+      expect(await store.verify({ seq: 5, hash: "0".repeat(64) })).toMatchObject({ ok: false, seq: 5 });
       store.database.exec("DROP TRIGGER events_no_update");
       store.database.exec("UPDATE events SET actor = 'mallory' WHERE seq = 6");
-      expect(store.verify(at)).toMatchObject({ ok: false, seq: 6 });
+      expect(await store.verify(at)).toMatchObject({ ok: false, seq: 6 });
     } finally {
       await store.close();
       rmSync(dir, { recursive: true, force: true });
@@ -224,14 +271,14 @@ describe("copying the write-ahead log back into the database file", () => {
     try {
       const before = sizeOf(file);
       for (let i = 0; i < 40; i++) {
-        store.append(batch(i));
+        await store.append(batch(i));
         // SQLite's own checkpoint, inside a commit, is off on the appending connection.
         expect(store.database.pragma("wal_autocheckpoint", { simple: true })).toBe(0);
       }
       // Without the thread nothing would ever grow the file: the appends wrote only to the WAL.
       for (let waited = 0; sizeOf(file) <= before && waited < 15_000; waited += 50) await new Promise((r) => setTimeout(r, 50));
       expect(sizeOf(file)).toBeGreaterThan(before);
-      expect(store.verify()).toEqual({ ok: true, count: 4_000 });
+      expect(await store.verify()).toEqual({ ok: true, count: 4_000 });
     } finally {
       await store.close();
     }
@@ -239,12 +286,12 @@ describe("copying the write-ahead log back into the database file", () => {
 
   it("stops the thread with the store, whose close then leaves no WAL behind", async () => {
     const store = await openStore({ file });
-    for (let i = 0; i < 20; i++) store.append(batch(i));
+    for (let i = 0; i < 20; i++) await store.append(batch(i));
     await store.close();
     expect(existsSync(`${file}-wal`)).toBe(false);
     const again = await openStore({ file });
     try {
-      expect(again.head()).toBe(2_000);
+      expect(await again.head()).toBe(2_000);
     } finally {
       await again.close();
     }
@@ -258,12 +305,12 @@ describe("reading one stream between two seqs", () => {
     try {
       // Three streams interleaved at random, some events appended together.
       const picks = fc.sample(fc.array(fc.integer({ min: 0, max: 2 }), { minLength: 1, maxLength: 4 }), { numRuns: 60, seed: 7 });
-      picks.forEach((batch, i) => store.append(batch.map((k, j) => egress(["a", "b", "c"][k] as string, i * 10 + j))));
-      const all = store.read();
-      fc.assert(fc.property(fc.constantFrom("egress/a", "egress/b", "egress/c", "egress/none"), fc.integer({ min: 0, max: all.length + 2 }), fc.integer({ min: 0, max: all.length + 2 }), fc.option(fc.integer({ min: 0, max: 20 }), { nil: undefined }), (stream, afterSeq, toSeq, limit) => {
+      for (const [i, batch] of picks.entries()) await store.append(batch.map((k, j) => egress(["a", "b", "c"][k] as string, i * 10 + j)));
+      const all = await store.read();
+      await fc.assert(fc.asyncProperty(fc.constantFrom("egress/a", "egress/b", "egress/c", "egress/none"), fc.integer({ min: 0, max: all.length + 2 }), fc.integer({ min: 0, max: all.length + 2 }), fc.option(fc.integer({ min: 0, max: 20 }), { nil: undefined }), async (stream, afterSeq, toSeq, limit) => {
         const want = all.filter((e) => e.stream === stream && e.seq > afterSeq && e.seq <= toSeq).slice(0, limit);
-        expect(store.read({ stream, afterSeq, toSeq, ...(limit === undefined ? {} : { limit }) }).map((e) => e.seq)).toEqual(want.map((e) => e.seq));
-        const v = store.versionsBetween(stream, afterSeq, toSeq);
+        expect((await store.read({ stream, afterSeq, toSeq, ...(limit === undefined ? {} : { limit }) })).map((e) => e.seq)).toEqual(want.map((e) => e.seq));
+        const v = await store.versionsBetween(stream, afterSeq, toSeq);
         expect(Math.max(0, v.to - v.from + 1)).toBe(all.filter((e) => e.stream === stream && e.seq > afterSeq && e.seq <= toSeq).length);
       }), { numRuns: 300 });
     } finally {
@@ -283,8 +330,8 @@ describe("the index on stream and type", () => {
       expect(store.database.prepare("SELECT count(*) FROM sqlite_master WHERE name = 'events_stream_type'").pluck().get()).toBe(0);
       const plan = (sql: string): string => (store.database.prepare(`EXPLAIN QUERY PLAN ${sql}`).all("plugin/echo", "plugin.observed") as { detail: string }[]).map((r) => r.detail).join(" ");
       expect(plan(`SELECT seq FROM events WHERE stream = ? AND type = ? AND ${STREAM_TYPE_INDEXED} ORDER BY version DESC LIMIT 1`)).toMatch(/events_stream_type_facts \(stream=\? AND type=\?\)/);
-      store.append([{ stream: "plugin/echo", type: "grant.deleted", actor: "owner:cli", data: { name: "echo" } }, egress("echo", 1)]);
-      expect([store.last("plugin/echo", "grant.deleted")?.seq, store.last("egress/echo", "egress.decision")?.seq]).toEqual([1, 2]);
+      await store.append([{ stream: "plugin/echo", type: "grant.deleted", actor: "owner:cli", data: { name: "echo" } }, egress("echo", 1)]);
+      expect([(await store.last("plugin/echo", "grant.deleted"))?.seq, (await store.last("egress/echo", "egress.decision"))?.seq]).toEqual([1, 2]);
     } finally {
       await store.close();
       rmSync(dir, { recursive: true, force: true });

@@ -1,12 +1,12 @@
 /**
- * The event store: one SQLite file, one append-only `events` table with a hash chain.
+ * The SQLite adapter of the event log: one file, one append-only `events` table with a hash chain.
  *
- * The append path uses better-sqlite3 prepared statements synchronously (one BEGIN IMMEDIATE per
- * batch, one hash per row, schemas compiled once); kysely runs the migrations and is exposed for
- * queries. Whoever opens the file runs the migrations first.
+ * The port is asynchronous (PostgreSQL is); here every method answers from better-sqlite3's
+ * synchronous prepared statements (one BEGIN IMMEDIATE per batch, one hash per row, schemas
+ * compiled once), so a call costs a resolved promise and nothing per event. Whoever opens the
+ * file runs the migrations first; kysely is loaded only to run them.
  */
 import Database from "better-sqlite3";
-import type { Kysely } from "kysely";
 import { MIGRATION_NAMES } from "../../migrations/names.js";
 import { canonicalForm, canonicalJson as canonicalize } from "./canonical.js";
 import type { Canonical } from "./canonical.js";
@@ -16,21 +16,19 @@ import type { EventOf, EventTypeName, KnownEvent } from "./catalog.js";
 import { StoreError, StoreErrorCode } from "./errors.js";
 import type { EventProblem } from "./errors.js";
 import { GENESIS_HASH, chainHash } from "./hash.js";
+import type { AppendOptions, EventListener, EventLog, EventLookups, PageFilter } from "./port.js";
 import type { EventRegistry, EventType } from "./registry.js";
+import { EVENT_COLUMNS, toStoredEvent } from "./sqlite/rows.js";
+import type { EventRow } from "./sqlite/rows.js";
+import { SqliteLookups } from "./sqlite/lookups.js";
+import { sqliteTables } from "./sqlite/tables.js";
 import { parseStream, STREAM_TYPE_INDEXED, UNINDEXED_TYPES } from "./streams.js";
-import type { ChainPoint, GuardsResult, NewEvent, ReadFilter, StoredEvent, VerifyResult } from "./types.js";
+import type { LogTables } from "./tables.js";
+import type { ChainPoint, GuardsResult, NewEvent, ReadFilter, VerifyResult } from "./types.js";
 
 export type { ChainPoint, GuardsResult, NewEvent, StoredEvent, ReadFilter, VerifyResult } from "./types.js";
+export type { AppendOptions, EventListener, EventLog } from "./port.js";
 export { StoreError, StoreErrorCode } from "./errors.js";
-
-/** The tables kysely knows about. */
-export interface StoreTables {
-  events: {
-    seq: number; stream: string; version: number; type: string; schema_version: number; time: string;
-    actor: string; caused_by: number | null; data: string; prev_hash: string; hash: string;
-  };
-  projection_checkpoints: { name: string; version: number; seq: number };
-}
 
 /** Options of {@link openStore}. */
 export interface StoreOptions {
@@ -40,91 +38,11 @@ export interface StoreOptions {
   readonly clock?: () => Date;
   /** The event types accepted; defaults to the control plane's catalog. */
   readonly registry?: EventRegistry;
-}
-
-/** Options of {@link EventStore.append}. */
-export interface AppendOptions {
-  /** For each stream, the version the caller read (0 for a new stream); else `conflict`. */
-  readonly expected?: Readonly<Record<string, number>>;
-}
-
-/** Notified in-process after each committed append, with the events appended. */
-export type EventListener = (events: readonly KnownEvent[]) => void;
-
-/** The append-only, hash-chained log. */
-export interface EventStore {
-  readonly file: string;
-  /** The better-sqlite3 handle (projections and benchmarks share it). */
-  readonly database: Database.Database;
-  /** kysely over the same handle, made (and kysely loaded) on first use. */
-  kysely(): Promise<Kysely<StoreTables>>;
-  readonly registry: EventRegistry;
-  /** Appends a batch in one transaction; all or nothing. */
-  append(batch: readonly NewEvent[], opts?: AppendOptions): KnownEvent[];
   /**
-   * Runs `fn` (synchronous) with each commit it makes on disk before the commit returns
-   * (`synchronous=FULL`): what an owner is told was done survives a power loss. Other commits
-   * survive a crash of the process, not of the machine (`NORMAL`, WAL synced at checkpoints), and
-   * cost a fraction of it (docs/adr/0096). A durable commit syncs every commit before it too.
+   * Every commit of this connection on disk before it returns (`synchronous=FULL`), not only the
+   * durable ones: for a connection that only commits batches someone waits on (the egress writer's).
    */
-  durably<T>(fn: () => T): T;
-  /** Appends `event` unless the latest event of its observation group in its stream is the same type with equal canonical data. */
-  observe(event: NewEvent): KnownEvent | null;
-  /** Events of one type matching `filter`, in seq order, data upcast to the current shape. */
-  read<T extends EventTypeName>(filter: ReadFilter & { readonly type: T }): EventOf<T>[];
-  /** Events of these types matching `filter`, in seq order. */
-  read<T extends EventTypeName>(filter: ReadFilter & { readonly type: readonly T[] }): EventOf<T>[];
-  /** Events matching `filter`, in seq order, data upcast to the current shape. */
-  read(filter?: ReadFilter): KnownEvent[];
-  /** The latest event of a stream of type `type`, or null. */
-  last<T extends EventTypeName>(stream: string, type: T): EventOf<T> | null;
-  /** The latest event of a stream, or null. */
-  last(stream: string): KnownEvent | null;
-  /** The event with this seq, or null. */
-  get(seq: number): KnownEvent | null;
-  /** The current version of a stream (0 when empty). */
-  version(stream: string): number;
-  /**
-   * The versions of a stream whose events have seqs in (afterSeq, toSeq] (`from > to` when none):
-   * a stream's seqs rise with its versions, so this is a bisection of point lookups, and a stretch
-   * of seqs can be read in the (stream, version) index's order.
-   */
-  versionsBetween(stream: string, afterSeq?: number, toSeq?: number): { readonly from: number; readonly to: number };
-  /** The seq of the latest event (0 when empty). */
-  head(): number;
-  /**
-   * Walks the chain; names the first row whose hash does not hold. From a point already verified,
-   * checks that row still has its hash and walks only the rows after it.
-   */
-  verify(from?: ChainPoint): VerifyResult;
-  /**
-   * Walks the chain from the last point a walk verified (the first event when none) to the head,
-   * and moves that point to the head when the chain holds. What `up` and `reconcile` run before
-   * acting: its cost is the rows appended since.
-   */
-  verifySinceCheckpoint(): VerifyResult;
-  /** The last point a walk verified ({@link verifySinceCheckpoint} starts there), or null when none did. */
-  verifiedPoint(): ChainPoint | null;
-  /** The chain's head (seq and hash); seq 0 and the genesis hash when empty. */
-  headPoint(): ChainPoint;
-  /** Whether the triggers that refuse UPDATE and DELETE on events are in place. */
-  checkGuards(): GuardsResult;
-  /** Re-creates missing guards (after `verify` found the chain intact); returns the ones restored. */
-  restoreGuards(): string[];
-  /** Registers a listener; returns the function that removes it. Listeners must not throw. */
-  subscribe(fn: EventListener): () => void;
-  /**
-   * Tells this process's listeners of events another connection to the same file has committed
-   * (the egress proxy's writer thread), as if this store had appended them.
-   */
-  announce(events: readonly KnownEvent[]): void;
-  close(): Promise<void>;
-}
-
-/** A row of `events` as SQLite returns it (see {@link EVENT_COLUMNS}). */
-export interface EventRow {
-  seq: number; stream: string; version: number; type: string; schema_version: number; time: string;
-  actor: string; caused_by: number | null; data: string; prev_hash: string; hash: string;
+  readonly durable?: boolean;
 }
 
 interface Prepared {
@@ -140,14 +58,22 @@ interface Prepared {
 }
 
 const MAX_ACTOR = 200;
-/** The columns of `events`, in the order {@link EventRow} names them, for queries written in SQL. */
-export const EVENT_COLUMNS = "seq, stream, version, type, schema_version, time, actor, caused_by, data, prev_hash, hash";
+/** Events per page of {@link EventLog.pages} when the caller names no size. */
+const PAGE_SIZE = 1_000;
+/** The columns a fold reads: no hashes (`prevHash`/`hash` are "" in what it gets). */
+const SCAN_COLUMNS = "seq, stream, version, type, schema_version, time, actor, caused_by, data";
+type ScanRow = [seq: number, stream: string, version: number, type: string, schemaVersion: number, time: string, actor: string, causedBy: number | null, data: string];
 
-/** Opens (creating and migrating when needed) the store in `opts.file`. */
-export async function openStore(opts: StoreOptions): Promise<EventStore> {
+/** Opens (creating and migrating when needed) the log in `opts.file`. */
+export async function openStore(opts: StoreOptions): Promise<EventLog> {
+  return openSqliteLog(opts);
+}
+
+/** {@link openStore}, typed as the adapter (for the SQLite-only parts of this room). */
+export async function openSqliteLog(opts: StoreOptions): Promise<SqliteEventLog> {
   const database = new Database(opts.file);
   database.pragma("journal_mode = WAL");
-  database.pragma("synchronous = NORMAL");
+  database.pragma(opts.durable === true ? "synchronous = FULL" : "synchronous = NORMAL");
   database.pragma("foreign_keys = ON");
   database.pragma("busy_timeout = 5000");
   // The file memory-mapped (reads need no copy into SQLite's cache), and 64 MiB of page cache
@@ -159,20 +85,37 @@ export async function openStore(opts: StoreOptions): Promise<EventStore> {
   database.pragma("mmap_size = 1073741824");
   // Appends never copy the WAL back into the file: the store's checkpoint thread does (checkpointer.ts).
   database.pragma("wal_autocheckpoint = 0");
-  if (!migrated(database)) {
-    // kysely (and the migrations, which use it) load only when there is something to migrate:
-    // loading them costs a command that only reads the log more than the read itself.
-    const { Kysely, Migrator, SqliteDialect } = await import("kysely");
-    const { migrationProvider } = await import("../../migrations/index.js");
-    const db = new Kysely<StoreTables>({ dialect: new SqliteDialect({ database }) });
+  try {
+    if (!migrated(database)) await migrate(database);
+  } catch (err) {
+    database.close();
+    throw err;
+  }
+  return new SqliteEventLog(opts.file, database, opts.registry ?? catalog, opts.clock ?? (() => new Date()), opts.durable === true);
+}
+
+/** Runs the migrations; kysely (and the migrations, which use it) load only when there is something to migrate. */
+async function migrate(database: Database.Database): Promise<void> {
+  const { Kysely, Migrator, SqliteDialect } = await import("kysely");
+  const { migrationProvider } = await import("../../migrations/index.js");
+  // kysely's dialect closes the handle it was given on destroy: lend it one that does not.
+  const lent = new Proxy(database, {
+    get(t, p) {
+      if (p === "close") return () => undefined;
+      const v = Reflect.get(t, p, t) as unknown;
+      return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(t) : v;
+    },
+  });
+  const db = new Kysely<unknown>({ dialect: new SqliteDialect({ database: lent }) });
+  try {
     const { error, results } = await new Migrator({ db, provider: migrationProvider }).migrateToLatest();
     if (error !== undefined) {
-      await db.destroy();
       const failed = results?.find((r) => r.status === "Error")?.migrationName ?? "?";
       throw new StoreError(StoreErrorCode.Migration, `migration ${failed} failed: ${error instanceof Error ? error.message : String(error)}`);
     }
+  } finally {
+    await db.destroy();
   }
-  return new SqliteEventStore(opts.file, database, opts.registry ?? catalog, opts.clock ?? (() => new Date()));
 }
 
 /** Whether every migration this build knows was applied to the database (kysely's own bookkeeping table). */
@@ -183,7 +126,14 @@ function migrated(database: Database.Database): boolean {
   return MIGRATION_NAMES.every((n) => applied.has(n));
 }
 
-class SqliteEventStore implements EventStore {
+/**
+ * The log over one SQLite connection. Its public methods are the port's; the synchronous ones
+ * below them (`…Now`, `database`, `statement`) are for this room's SQLite parts only (the lookups,
+ * the tables beside the log, the egress writer), which the room's door does not export.
+ */
+export class SqliteEventLog implements EventLog {
+  readonly kind = "sqlite" as const;
+  readonly lookups: EventLookups;
   readonly #clock: () => Date;
   readonly #listeners = new Set<EventListener>();
   readonly #stmts;
@@ -194,22 +144,25 @@ class SqliteEventStore implements EventStore {
   /** The observe transaction, made once too (also run with `.immediate`). */
   readonly #observeTx: Database.Transaction<(prepared: Prepared) => KnownEvent[]>;
   readonly #checkpointer: Checkpointer;
+  /** Whether every commit of this connection is durable ({@link StoreOptions.durable}). */
+  readonly #alwaysDurable: boolean;
+  #tables: LogTables | null = null;
   /** Whether SQLite checkpoints inside commits again (no checkpoint thread could run). */
   #inlineCheckpoints = false;
   #closed = false;
-  /** How deep in {@link durably} calls this connection is. */
+  /** Durable work in flight on this connection ({@link durably} calls and durable appends). */
   #durable = 0;
 
-  #kysely: Kysely<StoreTables> | null = null;
-
   constructor(
-    readonly file: string,
+    readonly location: string,
     readonly database: Database.Database,
     readonly registry: EventRegistry,
     clock: () => Date,
+    alwaysDurable = false,
   ) {
     this.#clock = clock;
-    this.#checkpointer = new Checkpointer(file);
+    this.#alwaysDurable = alwaysDurable;
+    this.#checkpointer = new Checkpointer(location);
     this.#stmts = {
       head: database.prepare<[], { seq: number; hash: string }>("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1"),
       version: database.prepare<[string], { v: number | null }>("SELECT max(version) AS v FROM events WHERE stream = ?"),
@@ -228,37 +181,97 @@ class SqliteEventStore implements EventStore {
       lastOfUnindexed: database.prepare<[string, string], EventRow>(`SELECT ${EVENT_COLUMNS} FROM events WHERE stream = ? AND type = ? ORDER BY version DESC LIMIT 1`),
       get: database.prepare<[number], EventRow>(`SELECT ${EVENT_COLUMNS} FROM events WHERE seq = ?`),
       seqOfVersion: database.prepare<[string, number], { seq: number }>("SELECT seq FROM events WHERE stream = ? AND version = ?"),
+      verifiedPoint: database.prepare<[], ChainPoint>("SELECT seq, hash FROM chain_checkpoint WHERE id = 1"),
+      setVerifiedPoint: database.prepare<[number, string]>("INSERT INTO chain_checkpoint (id, seq, hash) VALUES (1, ?, ?) ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash"),
     };
     this.#appendTx = database.transaction((batch: readonly Prepared[], expected: Readonly<Record<string, number>> | undefined) => this.#write(batch, expected));
     this.#observeTx = database.transaction((prepared: Prepared) => this.#writeUnlessSame(prepared));
+    this.lookups = new SqliteLookups(this);
   }
 
-  append(batch: readonly NewEvent[], opts: AppendOptions = {}): KnownEvent[] {
+  get tables(): LogTables {
+    this.#open();
+    this.#tables ??= sqliteTables(this);
+    return this.#tables;
+  }
+
+  async append(batch: readonly NewEvent[], opts: AppendOptions = {}): Promise<KnownEvent[]> {
+    return this.appendNow(batch, opts);
+  }
+
+  /** {@link append}, answered before it returns. */
+  appendNow(batch: readonly NewEvent[], opts: AppendOptions = {}): KnownEvent[] {
     this.#open();
     const prepared = this.#prepare(batch);
-    const stored = this.#appendTx.immediate(prepared, opts.expected);
-    this.#committed(stored.length);
-    this.#notify(stored);
-    return stored;
+    // The listeners are told inside a durable scope too: what they see is how the commit was made.
+    return this.#durableIf(opts.durable === true, () => {
+      const stored = this.#appendTx.immediate(prepared, opts.expected);
+      this.#committed(stored.length);
+      this.#notify(stored);
+      return stored;
+    });
   }
 
-  durably<T>(fn: () => T): T {
+  /**
+   * Appends inside a transaction the caller holds (a savepoint of it): nothing is told to the
+   * listeners or the checkpoint thread, which the caller does with {@link afterCommit} once its
+   * transaction committed.
+   */
+  appendInTransaction(batch: readonly NewEvent[]): KnownEvent[] {
     this.#open();
-    if (this.#durable++ === 0) this.database.pragma("synchronous = FULL");
+    return this.#appendTx(this.#prepare(batch), undefined);
+  }
+
+  /** Tells the checkpoint thread and the listeners of events a caller's transaction committed. */
+  afterCommit(events: readonly KnownEvent[]): void {
+    if (events.length === 0) return;
+    this.#committed(events.length);
+    this.#notify(events);
+  }
+
+  /**
+   * Every commit made while `fn` runs is synced before it returns (`synchronous=FULL`), its own
+   * and, because the setting is the connection's, any other caller's commit on this connection
+   * meanwhile: a durable write costs a sync, and an unrelated append that shares its moment is
+   * made durable too, never the reverse (docs/adr/0096, 0120).
+   */
+  async durably<T>(fn: () => Promise<T>): Promise<T> {
+    this.#open();
+    this.#enterDurable();
     try {
-      return fn();
+      return await fn();
     } finally {
-      if (--this.#durable === 0) this.database.pragma("synchronous = NORMAL");
+      this.#leaveDurable();
     }
   }
 
-  observe(event: NewEvent): KnownEvent | null {
+  async observe(event: NewEvent, opts: Pick<AppendOptions, "durable"> = {}): Promise<KnownEvent | null> {
     this.#open();
     const [prepared] = this.#prepare([event]) as [Prepared];
-    const stored = this.#observeTx.immediate(prepared);
-    if (stored.length > 0) this.#committed(stored.length);
-    this.#notify(stored);
-    return stored[0] ?? null;
+    return this.#durableIf(opts.durable === true, () => {
+      const stored = this.#observeTx.immediate(prepared);
+      if (stored.length > 0) this.#committed(stored.length);
+      this.#notify(stored);
+      return stored[0] ?? null;
+    });
+  }
+
+  #durableIf<T>(durable: boolean, fn: () => T): T {
+    if (!durable) return fn();
+    this.#enterDurable();
+    try {
+      return fn();
+    } finally {
+      this.#leaveDurable();
+    }
+  }
+
+  #enterDurable(): void {
+    if (this.#durable++ === 0 && !this.#alwaysDurable) this.database.pragma("synchronous = FULL");
+  }
+
+  #leaveDurable(): void {
+    if (--this.#durable === 0 && !this.#alwaysDurable && !this.#closed) this.database.pragma("synchronous = NORMAL");
   }
 
   /** Runs inside the observe transaction: writes `prepared` unless its group's latest event says the same. */
@@ -278,9 +291,14 @@ class SqliteEventStore implements EventStore {
     return this.#write([prepared], undefined);
   }
 
-  read(filter?: ReadFilter): KnownEvent[];
-  read<T extends EventTypeName>(filter: ReadFilter & { readonly type: T | readonly T[] }): EventOf<T>[];
-  read(filter: ReadFilter = {}): KnownEvent[] {
+  read(filter?: ReadFilter): Promise<KnownEvent[]>;
+  read<T extends EventTypeName>(filter: ReadFilter & { readonly type: T | readonly T[] }): Promise<EventOf<T>[]>;
+  async read(filter: ReadFilter = {}): Promise<KnownEvent[]> {
+    return this.readNow(filter);
+  }
+
+  /** {@link read}, answered before it returns. */
+  readNow(filter: ReadFilter = {}): KnownEvent[] {
     this.#open();
     const q = this.#whereOf(filter);
     if (q === null) return [];
@@ -288,12 +306,60 @@ class SqliteEventStore implements EventStore {
     if (q.where.length > 0) sql += ` WHERE ${q.where.join(" AND ")}`;
     sql += ` ORDER BY ${q.order}`;
     if (filter.limit !== undefined) { sql += " LIMIT ?"; q.args.push(Math.max(0, Math.floor(filter.limit))); }
+    return (this.statement<EventRow>(sql).all(...q.args)).map((r) => this.toEvent(r));
+  }
+
+  async *pages(filter: PageFilter): AsyncIterable<readonly KnownEvent[]> {
+    this.#open();
+    const toSeq = filter.toSeq ?? this.#headSeq();
+    const size = Math.max(1, Math.floor(filter.pageSize ?? PAGE_SIZE));
+    const types = filter.types;
+    if (types?.length === 0) return;
+    for (let cursor = filter.afterSeq ?? 0; cursor < toSeq;) {
+      const page = filter.hashes === false
+        ? this.#scan(cursor, toSeq, types, size)
+        : this.readNow({ afterSeq: cursor, toSeq, limit: size, ...(types === undefined ? {} : { type: types }) });
+      const last = page[page.length - 1];
+      if (last === undefined) return;
+      yield page;
+      if (page.length < size) return;
+      cursor = last.seq;
+    }
+  }
+
+  /**
+   * A page of events for folding: through the upcasters like {@link read}, but from raw rows and
+   * without the hash columns, which folds never use. Rebuild speed is dominated by this read.
+   */
+  #scan(afterSeq: number, toSeq: number, types: readonly string[] | undefined, limit: number): KnownEvent[] {
+    const typed = types === undefined ? "" : ` AND type IN (${types.map(() => "?").join(", ")})`;
+    const sql = `SELECT ${SCAN_COLUMNS} FROM events WHERE seq > ? AND seq <= ?${typed} ORDER BY seq LIMIT ?`;
+    let stmt = this.#cache.get(`raw:${sql}`);
+    if (stmt === undefined) {
+      stmt = this.database.prepare(sql).raw();
+      if (this.#cache.size < 256) this.#cache.set(`raw:${sql}`, stmt);
+    }
+    const rows = stmt.all(afterSeq, toSeq, ...(types ?? []), limit) as ScanRow[];
+    const registry = this.registry;
+    return rows.map((r) => {
+      const def = registry.get(r[3]);
+      const raw = JSON.parse(r[8]) as unknown;
+      // A row adapter: every row was validated against its type's schema when it was appended.
+      return {
+        seq: r[0], stream: r[1], version: r[2], type: r[3], schemaVersion: r[4], time: r[5], actor: r[6], causedBy: r[7],
+        data: def === undefined ? raw : def.upcast(r[4], raw), prevHash: "", hash: "",
+      } as KnownEvent;
+    });
+  }
+
+  /** A prepared statement for `sql`, made once per connection (up to a few hundred texts). */
+  statement<R = unknown>(sql: string): Database.Statement<unknown[], R> {
     let stmt = this.#cache.get(sql);
     if (stmt === undefined) {
       stmt = this.database.prepare(sql);
       if (this.#cache.size < 256) this.#cache.set(sql, stmt);
     }
-    return (stmt.all(...q.args) as EventRow[]).map((r) => this.#toEvent(r));
+    return stmt as Database.Statement<unknown[], R>;
   }
 
   /** The WHERE terms and the order of a read; null when nothing can match. */
@@ -306,7 +372,7 @@ class SqliteEventStore implements EventStore {
       // Within a stream versions rise with seqs, so a stretch of seqs is a stretch of versions:
       // read in the stream's index order rather than sort the whole stream by seq.
       if (filter.afterSeq !== undefined || filter.toSeq !== undefined) {
-        const { from, to } = this.versionsBetween(filter.stream, filter.afterSeq, filter.toSeq);
+        const { from, to } = this.versionsBetweenNow(filter.stream, filter.afterSeq, filter.toSeq);
         if (from > to) return null;
         term("version >= ? AND version <= ?", from, to);
       }
@@ -328,7 +394,16 @@ class SqliteEventStore implements EventStore {
     return { where, args, order: filter.stream === undefined ? "seq" : "version" };
   }
 
-  versionsBetween(stream: string, afterSeq?: number, toSeq?: number): { from: number; to: number } {
+  async versionsBetween(stream: string, afterSeq?: number, toSeq?: number): Promise<{ from: number; to: number }> {
+    return this.versionsBetweenNow(stream, afterSeq, toSeq);
+  }
+
+  /**
+   * {@link versionsBetween}, answered before it returns: a stream's seqs rise with its versions,
+   * so this is a bisection of point lookups, and a stretch of seqs can be read in the
+   * (stream, version) index's order.
+   */
+  versionsBetweenNow(stream: string, afterSeq?: number, toSeq?: number): { from: number; to: number } {
     this.#open();
     const last = this.#stmts.version.get(stream)?.v ?? 0;
     // The first version whose seq is above `seq` (last + 1 when none is).
@@ -345,35 +420,48 @@ class SqliteEventStore implements EventStore {
     return { from: afterSeq === undefined ? 1 : firstAbove(afterSeq), to: toSeq === undefined ? last : firstAbove(toSeq) - 1 };
   }
 
-  last(stream: string): KnownEvent | null;
-  last<T extends EventTypeName>(stream: string, type: T): EventOf<T> | null;
-  last(stream: string, type?: EventTypeName): KnownEvent | null {
+  last(stream: string): Promise<KnownEvent | null>;
+  last<T extends EventTypeName>(stream: string, type: T): Promise<EventOf<T> | null>;
+  async last(stream: string, type?: EventTypeName): Promise<KnownEvent | null> {
     this.#open();
     const row = type === undefined ? this.#stmts.last.get(stream) : this.#lastOfType(stream, type);
-    return row === undefined ? null : this.#toEvent(row);
+    return row === undefined ? null : this.toEvent(row);
   }
 
   #lastOfType(stream: string, type: string): EventRow | undefined {
     return (UNINDEXED_TYPES.has(type) ? this.#stmts.lastOfUnindexed : this.#stmts.lastOfType).get(stream, type);
   }
 
-  get(seq: number): KnownEvent | null {
-    this.#open();
-    const row = this.#stmts.get.get(seq);
-    return row === undefined ? null : this.#toEvent(row);
+  async get(seq: number): Promise<KnownEvent | null> {
+    return this.getNow(seq);
   }
 
-  version(stream: string): number {
+  /** {@link get}, answered before it returns. */
+  getNow(seq: number): KnownEvent | null {
+    this.#open();
+    const row = this.#stmts.get.get(seq);
+    return row === undefined ? null : this.toEvent(row);
+  }
+
+  async version(stream: string): Promise<number> {
     this.#open();
     return this.#stmts.version.get(stream)?.v ?? 0;
   }
 
-  head(): number {
+  async head(): Promise<number> {
     this.#open();
+    return this.#headSeq();
+  }
+
+  #headSeq(): number {
     return this.#stmts.head.get()?.seq ?? 0;
   }
 
-  verify(from?: ChainPoint): VerifyResult {
+  async verify(from?: ChainPoint): Promise<VerifyResult> {
+    return this.#verify(from);
+  }
+
+  #verify(from?: ChainPoint): VerifyResult {
     this.#open();
     let prev = GENESIS_HASH;
     let expectedSeq = 1;
@@ -409,30 +497,32 @@ class SqliteEventStore implements EventStore {
     return { ok: true, count };
   }
 
-  verifySinceCheckpoint(): VerifyResult {
+  async verifySinceCheckpoint(): Promise<VerifyResult> {
     this.#open();
-    const cp = this.database.prepare<[], ChainPoint>("SELECT seq, hash FROM chain_checkpoint WHERE id = 1").get();
-    const result = this.verify(cp);
+    const cp = this.#stmts.verifiedPoint.get();
+    const result = this.#verify(cp);
     // The walk verified seqs 1..count (contiguous); the point is its last row, not a head that moved since.
     const last = result.ok && result.count > 0 ? this.#stmts.get.get(result.count) : undefined;
-    if (last !== undefined) {
-      this.database.prepare("INSERT INTO chain_checkpoint (id, seq, hash) VALUES (1, ?, ?) ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash").run(last.seq, last.hash);
-    }
+    if (last !== undefined) this.#stmts.setVerifiedPoint.run(last.seq, last.hash);
     return result;
   }
 
-  verifiedPoint(): ChainPoint | null {
+  async verifiedPoint(): Promise<ChainPoint | null> {
     this.#open();
-    return this.database.prepare<[], ChainPoint>("SELECT seq, hash FROM chain_checkpoint WHERE id = 1").get() ?? null;
+    return this.#stmts.verifiedPoint.get() ?? null;
   }
 
-  headPoint(): ChainPoint {
+  async headPoint(): Promise<ChainPoint> {
     this.#open();
     const h = this.#stmts.head.get();
     return h === undefined ? { seq: 0, hash: GENESIS_HASH } : { seq: h.seq, hash: h.hash };
   }
 
-  checkGuards(): GuardsResult {
+  async checkGuards(): Promise<GuardsResult> {
+    return this.#checkGuards();
+  }
+
+  #checkGuards(): GuardsResult {
     this.#open();
     const rows = this.database.prepare<[], { name: string; sql: string | null }>("SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'events'").all();
     const have = new Map(rows.map((r) => [r.name, normalizeSql(r.sql ?? "")]));
@@ -440,8 +530,8 @@ class SqliteEventStore implements EventStore {
     return { ok: missing.length === 0, missing };
   }
 
-  restoreGuards(): string[] {
-    const { missing } = this.checkGuards();
+  async restoreGuards(): Promise<string[]> {
+    const { missing } = this.#checkGuards();
     const tx = this.database.transaction(() => {
       for (const name of missing) {
         this.database.exec(`DROP TRIGGER IF EXISTS ${name}`);
@@ -457,15 +547,6 @@ class SqliteEventStore implements EventStore {
     return () => { this.#listeners.delete(fn); };
   }
 
-  async kysely(): Promise<Kysely<StoreTables>> {
-    this.#open();
-    if (this.#kysely === null) {
-      const { Kysely: K, SqliteDialect } = await import("kysely");
-      this.#kysely = new K<StoreTables>({ dialect: new SqliteDialect({ database: this.database }) });
-    }
-    return this.#kysely;
-  }
-
   announce(events: readonly KnownEvent[]): void {
     this.#notify(events);
   }
@@ -475,13 +556,17 @@ class SqliteEventStore implements EventStore {
     this.#closed = true;
     this.#listeners.clear();
     await this.#checkpointer.close();
-    // kysely's SqliteDialect closes the handle it was given; without it, close the handle here.
-    if (this.#kysely !== null) await this.#kysely.destroy();
-    else this.database.close();
+    this.database.close();
   }
 
+  /** Throws `closed` once {@link close} was called. */
   #open(): void {
     if (this.#closed) throw new StoreError(StoreErrorCode.Closed, "the event store is closed");
+  }
+
+  /** Throws `closed` once {@link close} was called (for this room's SQLite parts). */
+  assertOpen(): void {
+    this.#open();
   }
 
   /** Tells the checkpoint thread of a commit; without one, hands checkpoints back to SQLite's commits. */
@@ -613,8 +698,8 @@ class SqliteEventStore implements EventStore {
     return { head, versions };
   }
 
-  #toEvent(r: EventRow): KnownEvent {
-    // Every row was validated against its type's schema when it was appended (and upcast now).
+  /** A row as an event (every row was validated against its type's schema when it was appended, and is upcast now). */
+  toEvent(r: EventRow): KnownEvent {
     return toStoredEvent(this.registry, r) as KnownEvent;
   }
 }
@@ -627,15 +712,4 @@ const GUARDS = {
 
 function normalizeSql(sql: string): string {
   return sql.replace(/\s+/g, " ").trim();
-}
-
-/** Turns a row into an event, its data read through the registry's upcasters. */
-export function toStoredEvent(registry: EventRegistry, r: EventRow): StoredEvent {
-  const raw = JSON.parse(r.data) as unknown;
-  const def = registry.get(r.type);
-  const data = def === undefined ? raw : def.upcast(r.schema_version, raw);
-  return {
-    seq: r.seq, stream: r.stream, version: r.version, type: r.type, schemaVersion: r.schema_version, time: r.time,
-    actor: r.actor, causedBy: r.caused_by, data, prevHash: r.prev_hash, hash: r.hash,
-  };
 }

@@ -29,7 +29,7 @@ export interface StoredEvent<D = unknown> {
   readonly hash: string;
 }
 
-/** What {@link EventStore.read} selects; every field narrows. Results are in seq order. */
+/** What {@link EventLog.read} selects; every field narrows. Results are in seq order. */
 export interface ReadFilter {
   readonly stream?: string;
   readonly streamPrefix?: string;

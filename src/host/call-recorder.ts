@@ -4,7 +4,7 @@
  * `plugin.calls` events on `flush()`; and the last call of each plugin, for `get plugins`.
  */
 import type { Logger } from "pino";
-import { isPluginName, pluginStream, type EventStore, type PluginRuntime } from "../events/index.js";
+import { isPluginName, pluginStream, type EventLog, type PluginRuntime } from "../events/index.js";
 import type { JsonValue } from "../plugins/index.js";
 import type { CallError } from "./errors.js";
 import { validDigest } from "./module-check.js";
@@ -53,14 +53,14 @@ interface Count {
 
 /** Records calls for one host. */
 export class CallRecorder {
-  readonly #store: EventStore;
+  readonly #store: EventLog;
   readonly #logger: Logger;
   readonly #clock: () => Date;
   readonly #actor: string;
   readonly #counts = new Map<string, Count>();
   readonly #last = new Map<string, LastCall>();
 
-  constructor(o: { store: EventStore; logger: Logger; clock: () => Date; actor: string }) {
+  constructor(o: { store: EventLog; logger: Logger; clock: () => Date; actor: string }) {
     this.#store = o.store;
     this.#logger = o.logger;
     this.#clock = o.clock;
@@ -73,7 +73,7 @@ export class CallRecorder {
   }
 
   /** Records a finished call and returns its result, a failure's message redacted and capped. */
-  finish(call: CallScope, result: CallResult): CallResult {
+  async finish(call: CallScope, result: CallResult): Promise<CallResult> {
     const ms = Math.round(performance.now() - call.started);
     const at = this.#clock().toISOString();
     const { plugin, runtime, digest, method } = call;
@@ -92,14 +92,14 @@ export class CallRecorder {
       : { source: "plugin", code: e.code, message };
     this.#last.set(plugin, { at, runtime, digest, method, ms, error: { source: e.source, code: e.code } });
     this.#logger.warn({ plugin, digest, method, source: e.source, code: e.code, ms }, `plugin call failed: ${message}`);
-    if (isPluginName(plugin)) this.#append(call, error);
+    if (isPluginName(plugin)) await this.#append(call, error);
     return { ok: false, error };
   }
 
-  #append(call: CallScope, error: CallError): void {
+  async #append(call: CallScope, error: CallError): Promise<void> {
     const field = error.source === "host" && error.field !== undefined ? { field: cut(error.field, 200) } : {};
     try {
-      this.#store.append([{
+      await this.#store.append([{
         stream: pluginStream(call.plugin), type: "plugin.call", actor: this.#actor,
         data: {
           name: call.plugin, runtime: call.runtime, ...(validDigest(call.digest) ? { digest: call.digest } : {}),
@@ -112,7 +112,7 @@ export class CallRecorder {
   }
 
   /** Writes the success counts since the last flush as `plugin.calls` events. */
-  flush(): void {
+  async flush(): Promise<void> {
     if (this.#counts.size === 0) return;
     const to = this.#clock().toISOString();
     const batch = [...this.#counts.values()].map((c) => ({
@@ -121,7 +121,7 @@ export class CallRecorder {
     }));
     this.#counts.clear();
     try {
-      this.#store.append(batch);
+      await this.#store.append(batch);
     } catch (err) {
       this.#logger.error({ err: err instanceof Error ? err.message : String(err) }, "could not record plugin call counts");
     }

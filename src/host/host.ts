@@ -14,7 +14,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Logger } from "pino";
 import type { Registry } from "prom-client";
-import type { EventStore, PluginRuntime } from "../events/index.js";
+import type { EventLog, PluginRuntime } from "../events/index.js";
 import { isPluginName } from "../events/index.js";
 import { manifestEqual, parseManifestLabel, type JsonValue, type Manifest } from "../plugins/index.js";
 import { CallLog } from "./call-log.js";
@@ -27,7 +27,7 @@ import { resolveLimits, type Caps, type Limits } from "./limits.js";
 import { checkModule, validDigest } from "./module-check.js";
 import { PluginHostMetrics } from "./metrics.js";
 import { ModulePool } from "./module-pool.js";
-import { ModuleStore, type StoredModule } from "./module-store.js";
+import type { StoredModule } from "../events/index.js";
 import { approvedOriginSet } from "./origins.js";
 import { checkReportedManifest } from "./reported-manifest.js";
 import { parseResponse, type ParsedResponse } from "./response.js";
@@ -38,7 +38,7 @@ import type { ExecutableFile } from "./unconfined/executables.js";
 /** What the host is built from. */
 export interface PluginHostOptions {
   /** The event log; the `modules` table lives in the same database. */
-  readonly store: EventStore;
+  readonly store: EventLog;
   readonly logger: Logger;
   readonly limits?: Partial<Limits>;
   readonly caps?: Partial<Caps>;
@@ -49,7 +49,7 @@ export interface PluginHostOptions {
   /** Where sealed copies of unconfined executables are made; a private temp dir by default. */
   readonly sealedDir?: string;
   /** True when a plugin still runs the module, so it cannot be uninstalled (`plugin_pinned`). */
-  readonly pinned?: (digest: string) => boolean;
+  readonly pinned?: (digest: string) => boolean | Promise<boolean>;
   /** How often success counts are written as `plugin.calls` events (ms; also at close). */
   readonly summaryIntervalMs?: number;
   /** How long a stopped instance may take before its sandbox process is killed (ms). */
@@ -95,7 +95,7 @@ export interface UnconfinedApi {
   list(): Promise<ExecutableFile[]>;
   /** Permits `name` if it has `digest` now, recording `executable.permitted`. */
   permit(name: string, digest: string, actor: string): Promise<HostResult<ExecutableFile>>;
-  permitted(): PermittedExecutable[];
+  permitted(): Promise<PermittedExecutable[]>;
 }
 
 /** The host. */
@@ -109,9 +109,9 @@ export interface PluginHost {
    */
   install(bytes: Uint8Array, opts?: { readonly actor?: string; readonly manifest?: Manifest }): Promise<HostResult<InstalledModule>>;
   /** Removes a module no plugin pins, records `module.uninstalled`, and evicts its code. */
-  uninstall(digest: string, opts?: { readonly actor?: string }): HostResult<void>;
+  uninstall(digest: string, opts?: { readonly actor?: string }): Promise<HostResult<void>>;
   /** The installed modules. */
-  modules(): StoredModule[];
+  modules(): Promise<StoredModule[]>;
   /** Compiles the module and readies an instance, so no call waits for either. */
   prepare(digest: string): Promise<HostResult<void>>;
   /** Prepares each module, one at a time, as many as the host keeps (call at start). */
@@ -123,7 +123,7 @@ export interface PluginHost {
    * the plugin has no approved version) and returns it as a result, so every refusal is on the log
    * the same way.
    */
-  refuse(plugin: string, digest: string, method: string, error: HostError): CallResult;
+  refuse(plugin: string, digest: string, method: string, error: HostError): Promise<CallResult>;
   /** Drops the compiled code and instances of `digest` (its calls under way finish first). */
   evict(digest: string): void;
   /** The unconfined tier, or null where the deployment does not enable it. */
@@ -146,7 +146,7 @@ function failed(error: CallError): CallResult {
 export function createPluginHost(o: PluginHostOptions): PluginHost {
   const { limits, caps } = resolveLimits(o.limits, o.caps);
   const logger = o.logger.child({ component: "plugin-host" });
-  const modules = new ModuleStore(o.store.database);
+  const modules = o.store.tables.modules;
   const clock = o.clock ?? (() => new Date());
   const actor = o.actor ?? "plugin-host";
   const hardStopMs = o.hardStopMs ?? 1000;
@@ -174,7 +174,7 @@ export function createPluginHost(o: PluginHostOptions): PluginHost {
     log: (executable, digest, line) => logger.info({ executable, digest, stream: "stderr" }, line),
   });
 
-  const summaryTimer = setInterval(() => recorder.flush(), o.summaryIntervalMs ?? 300_000);
+  const summaryTimer = setInterval(() => void recorder.flush(), o.summaryIntervalMs ?? 300_000);
   summaryTimer.unref();
 
   /** The scope of a call arriving now. */
@@ -196,10 +196,10 @@ export function createPluginHost(o: PluginHostOptions): PluginHost {
   }
 
   /** True when `digest` is a permitted executable's (known to the tier, or on the log when it is off). */
-  function isExecutable(digest: string): boolean {
-    if (modules.get(digest) !== undefined) return false;
-    if (tier !== null) return tier.byDigest(digest) !== undefined;
-    return [...permitsFromLog(o.store).values()].some((p) => p.digest === digest);
+  async function isExecutable(digest: string): Promise<boolean> {
+    if ((await modules.get(digest)) !== undefined) return false;
+    if (tier !== null) return (await tier.byDigest(digest)) !== undefined;
+    return [...(await permitsFromLog(o.store)).values()].some((p) => p.digest === digest);
   }
 
   function manifestOf(digest: string, stored: StoredModule): Manifest | undefined {
@@ -212,13 +212,13 @@ export function createPluginHost(o: PluginHostOptions): PluginHost {
   }
 
   /** The pool of an installed module (loaded and checked on first use). */
-  function poolFor(digest: string): HostResult<ModulePool> {
+  async function poolFor(digest: string): Promise<HostResult<ModulePool>> {
     const found = pools.get(digest);
     if (found !== undefined) {
       touch(digest, found);
       return { ok: true, value: found };
     }
-    const bytes = modules.bytes(digest);
+    const bytes = await modules.bytes(digest);
     if (bytes === undefined) return { ok: false, error: hostError(HostErrorCode.NotInstalled, `no module with digest ${digest} is installed`, "digest") };
     const checked = checkModule(bytes, limits, caps);
     if (!checked.ok) return checked;
@@ -248,7 +248,7 @@ export function createPluginHost(o: PluginHostOptions): PluginHost {
 
   async function callModule(call: CallScope, stored: StoredModule, req: CallRequest, deadline: Deadline): Promise<CallResult> {
     if (manifestOf(call.digest, stored) === undefined) return failed(hostError(HostErrorCode.ManifestInvalid, "the module's stored manifest is not valid", "manifest"));
-    const pool = poolFor(call.digest);
+    const pool = await poolFor(call.digest);
     if (!pool.ok) return failed(pool.error);
     const r = await runOnPool(call, pool.value, req, deadline);
     return r.ok ? { ok: true, result: r.result } : failed(r.error);
@@ -258,7 +258,7 @@ export function createPluginHost(o: PluginHostOptions): PluginHost {
   async function dispatch(call: CallScope, req: CallRequest, deadline: Deadline): Promise<CallResult> {
     const { digest } = call;
     if (!validDigest(digest)) return failed(hostError(HostErrorCode.NotInstalled, "not a code digest (lowercase hex SHA-256)", "digest"));
-    const stored = modules.get(digest);
+    const stored = await modules.get(digest);
     if (stored !== undefined) return callModule(call, stored, req, deadline);
     if (call.runtime !== "unconfined") return failed(hostError(HostErrorCode.NotInstalled, `no module or permitted executable has digest ${digest}`, "digest"));
     if (tier === null) {
@@ -288,7 +288,7 @@ export function createPluginHost(o: PluginHostOptions): PluginHost {
     const checked = checkModule(bytes, limits, caps);
     if (!checked.ok) return checked;
     const digest = checked.value.digest;
-    const existing = modules.get(digest);
+    const existing = await modules.get(digest);
     const known = existing === undefined ? undefined : manifestOf(digest, existing);
     if (existing !== undefined && known !== undefined && (opts.manifest === undefined || manifestEqual(opts.manifest, known))) {
       return { ok: true, value: { digest, size: existing.size, manifest: known } };
@@ -299,11 +299,11 @@ export function createPluginHost(o: PluginHostOptions): PluginHost {
       if (!reported.ok) return reported;
       const { manifest, text } = reported.value;
       const at = clock().toISOString();
-      modules.transaction(() => {
-        if (modules.get(digest) !== undefined) return;
-        modules.insert(digest, bytes, at, text);
-        o.store.append([{ stream: "system", type: "module.installed", actor: opts.actor ?? actor, data: { digest, size: bytes.length } }]);
-      });
+      // Installed by another caller meanwhile: the row and its event are there already.
+      await modules.install(
+        { digest, bytes, size: bytes.length, installedAt: at, manifest: text },
+        { stream: "system", type: "module.installed", actor: opts.actor ?? actor, data: { digest, size: bytes.length } },
+      );
       manifests.set(digest, manifest);
       // Installed means about to be used: keep it compiled, with its ready instance.
       if (pools.get(digest) === undefined) touch(digest, pool);
@@ -318,13 +318,10 @@ export function createPluginHost(o: PluginHostOptions): PluginHost {
     caps,
     install,
 
-    uninstall(digest, opts = {}) {
-      if (!validDigest(digest) || modules.get(digest) === undefined) return { ok: false, error: hostError(HostErrorCode.NotInstalled, `no module with digest ${digest} is installed`, "digest") };
-      if (o.pinned?.(digest) === true) return { ok: false, error: hostError(HostErrorCode.Pinned, "a plugin still runs this module, so it stays installed", "digest") };
-      modules.transaction(() => {
-        modules.delete(digest);
-        o.store.append([{ stream: "system", type: "module.uninstalled", actor: opts.actor ?? actor, data: { digest } }]);
-      });
+    async uninstall(digest, opts = {}) {
+      if (!validDigest(digest) || (await modules.get(digest)) === undefined) return { ok: false, error: hostError(HostErrorCode.NotInstalled, `no module with digest ${digest} is installed`, "digest") };
+      if ((await o.pinned?.(digest)) === true) return { ok: false, error: hostError(HostErrorCode.Pinned, "a plugin still runs this module, so it stays installed", "digest") };
+      await modules.uninstall(digest, { stream: "system", type: "module.uninstalled", actor: opts.actor ?? actor, data: { digest } });
       manifests.delete(digest);
       host.evict(digest);
       return { ok: true, value: undefined };
@@ -334,7 +331,7 @@ export function createPluginHost(o: PluginHostOptions): PluginHost {
 
     async prepare(digest) {
       if (!validDigest(digest)) return { ok: false, error: hostError(HostErrorCode.NotInstalled, "not a module digest", "digest") };
-      const pool = poolFor(digest);
+      const pool = await poolFor(digest);
       if (!pool.ok) return pool;
       const deadline = new Deadline(prepareMs);
       try {
@@ -354,7 +351,7 @@ export function createPluginHost(o: PluginHostOptions): PluginHost {
     async call(plugin, digest, req) {
       if (closed) return failed(hostError(HostErrorCode.NotInstalled, "the host is closed"));
       if (!isPluginName(plugin)) return failed(hostError(HostErrorCode.NotInstalled, "not a plugin name", "plugin"));
-      const call = scope(plugin, validDigest(digest) && isExecutable(digest) ? "unconfined" : "wasm", digest, req.method, req.secrets ?? []);
+      const call = scope(plugin, validDigest(digest) && (await isExecutable(digest)) ? "unconfined" : "wasm", digest, req.method, req.secrets ?? []);
       const deadline = new Deadline(limits.time, req.signal);
       try {
         return recorder.finish(call, await dispatch(call, req, deadline));
@@ -363,8 +360,8 @@ export function createPluginHost(o: PluginHostOptions): PluginHost {
       }
     },
 
-    refuse(plugin, digest, method, error) {
-      return recorder.finish(scope(plugin, isExecutable(digest) ? "unconfined" : "wasm", digest, method, []), failed(error));
+    async refuse(plugin, digest, method, error) {
+      return recorder.finish(scope(plugin, (await isExecutable(digest)) ? "unconfined" : "wasm", digest, method, []), failed(error));
     },
 
     evict(digest) {
@@ -393,7 +390,7 @@ export function createPluginHost(o: PluginHostOptions): PluginHost {
       await tier?.close();
       // The calls the kills ended settle first, so their outcomes are counted or recorded.
       await new Promise((resolve) => setImmediate(resolve));
-      recorder.flush();
+      await recorder.flush();
       if (ownSealedDir !== undefined) await rm(ownSealedDir, { recursive: true, force: true });
     },
   };

@@ -24,4 +24,4 @@ export { isExecutableName, type ExecutableFile } from "./unconfined/executables.
 /** A permitted unconfined executable. */
 export type { PermittedExecutable } from "./unconfined/tier.js";
 /** A stored module (without its bytes). */
-export type { StoredModule } from "./module-store.js";
+export type { StoredModule } from "../events/index.js";

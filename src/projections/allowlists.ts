@@ -14,8 +14,8 @@ export function entryToHost(entry: string): EgressHost {
 }
 
 /** The ConfigMap data for the projected allow-lists (call `catchUp()` first). */
-export function allowListConfigData(projector: Projector): Record<string, string> {
+export async function allowListConfigData(projector: Projector): Promise<Record<string, string>> {
   const lists = new Map<string, EgressHost[]>();
-  for (const [plugin, s] of projector.rows<AllowListState>("egress_allowlists")) lists.set(plugin, s.entries.map(entryToHost));
+  for (const [plugin, s] of await projector.rows<AllowListState>("egress_allowlists")) lists.set(plugin, s.entries.map(entryToHost));
   return encodeAllowLists(lists);
 }

@@ -7,11 +7,11 @@
  * (`src/app/wording.ts`).
  */
 import { manifestDigest } from "../events/index.js";
-import type { EventStore } from "../events/index.js";
+import type { EventLog } from "../events/index.js";
 import { parsePlugin, validateConfig } from "../plugins/index.js";
 import type { FieldError, JsonValue } from "../plugins/index.js";
 import { imageDigest, specImage } from "./images.js";
-import { lookupFor } from "./lookup.js";
+import { verdictFor } from "./lookup.js";
 
 /** One reason the version asked for could not run, as a code and the facts behind it. */
 export type Blocker =
@@ -47,13 +47,13 @@ export function isHardBlocker(b: Blocker): b is HardBlocker {
  * the reconciler checks it, so an owner learns it before the next pass). Empty when nothing is
  * known against it — a signature not checked yet included.
  */
-export function standingBlockers(store: EventStore, name: string, spec: JsonValue): HardBlocker[] {
+export async function standingBlockers(store: EventLog, name: string, spec: JsonValue): Promise<HardBlocker[]> {
   const p = parsePlugin({ name, spec });
   if (!p.ok) return [{ code: "spec_invalid", errors: p.errors }];
   const out: HardBlocker[] = [];
   const image = specImage(spec) ?? p.value.spec.image;
   const digest = imageDigest(image);
-  const verdict = digest === null ? null : lookupFor(store).verdictFor(digest, manifestDigest(p.value.spec.manifest), Number.MAX_SAFE_INTEGER);
+  const verdict = digest === null ? null : await verdictFor(store.lookups, digest, manifestDigest(p.value.spec.manifest), Number.MAX_SAFE_INTEGER);
   if (verdict?.data.outcome === "refused") out.push({ code: "signature_refused", digest: verdict.data.digest, reason: verdict.data.reason ?? null });
   const schema = p.value.spec.manifest.configSchema;
   const errors = schema === undefined ? [] : validateConfig(schema, p.value.spec.config, "spec.config");

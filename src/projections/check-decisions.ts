@@ -5,8 +5,7 @@
  */
 import { canonicalize } from "json-canonicalize";
 import { verdictKey } from "../events/index.js";
-import type { EventOf, EventStore, EventTypeName, KnownEvent, VerdictOutcome } from "../events/index.js";
-import { eventsInPages } from "./pages.js";
+import type { EventOf, EventLog, EventTypeName, KnownEvent, VerdictOutcome } from "../events/index.js";
 import { decideRollout, emptyFacts, evolveFacts } from "./decide-rollout.js";
 import type { PluginFacts } from "./decide-rollout.js";
 import { checkEgress, type AddressRecheck } from "./check-egress.js";
@@ -73,14 +72,14 @@ export class DecisionChecker {
 }
 
 /** Checks every recorded rollout decision in the store (up to `toSeq` when given). */
-export function checkDecisions(store: EventStore, opts: { toSeq?: number; pageSize?: number; egressAddresses?: AddressRecheck } = {}): CheckResult {
+export async function checkDecisions(store: EventLog, opts: { toSeq?: number; pageSize?: number; egressAddresses?: AddressRecheck } = {}): Promise<CheckResult> {
   const checker = new DecisionChecker();
-  const toSeq = opts.toSeq ?? store.head();
+  const toSeq = opts.toSeq ?? await store.head();
   const pageSize = opts.pageSize ?? 20_000;
-  for (const e of eventsInPages(store, { types: DECIDER_EVENT_TYPES, toSeq, pageSize })) checker.feed(e);
+  for await (const page of store.pages({ types: DECIDER_EVENT_TYPES, toSeq, pageSize })) for (const e of page) checker.feed(e);
   const rollouts = checker.result();
   // Egress decisions too (ADR 0032); their address step is the proxy's, passed in by the caller.
-  const egress = checkEgress(store, { toSeq, pageSize, ...(opts.egressAddresses !== undefined ? { recheck: opts.egressAddresses } : {}) });
+  const egress = await checkEgress(store, { toSeq, pageSize, ...(opts.egressAddresses !== undefined ? { recheck: opts.egressAddresses } : {}) });
   const more = egress.divergences.map((d): Divergence => ({ seq: d.seq, name: d.plugin, field: `egress.${d.field}`, recorded: d.recorded, expected: d.expected }));
   return { checked: rollouts.checked + egress.checked, divergences: [...rollouts.divergences, ...more].sort((a, b) => a.seq - b.seq) };
 }

@@ -9,10 +9,9 @@
  * caller passes it in as an {@link AddressRecheck} (`recheckAddresses` from `src/egress`); without
  * one, only the allow-list is re-decided and the rest is counted.
  */
-import type { EgressDecision, EventStore, EventTypeName, KnownEvent } from "../events/index.js";
+import type { EgressDecision, EventLog, EventTypeName, KnownEvent } from "../events/index.js";
 import { allowListFromHosts, decideEgress, type AllowLists, type EgressAllowList } from "../plugins/index.js";
 import { entryToHost } from "./allowlists.js";
-import { eventsInPages } from "./pages.js";
 import { evolveAllowList, type AllowListState } from "./folds.js";
 
 /** One recorded egress decision its inputs do not reproduce. */
@@ -194,10 +193,10 @@ function listsOf(plugin: string, s: AllowListState | undefined): AllowLists {
 }
 
 /** Re-decides every recorded egress decision in the store (up to `toSeq` when given). */
-export function checkEgress(store: EventStore, opts: { toSeq?: number; pageSize?: number; recheck?: AddressRecheck } = {}): EgressCheckResult {
+export async function checkEgress(store: EventLog, opts: { toSeq?: number; pageSize?: number; recheck?: AddressRecheck } = {}): Promise<EgressCheckResult> {
   const checker = new EgressChecker(opts.recheck);
-  const toSeq = opts.toSeq ?? store.head();
+  const toSeq = opts.toSeq ?? await store.head();
   const pageSize = opts.pageSize ?? 20_000;
-  for (const e of eventsInPages(store, { types: EGRESS_CHECK_EVENT_TYPES, toSeq, pageSize })) checker.feed(e);
+  for await (const page of store.pages({ types: EGRESS_CHECK_EVENT_TYPES, toSeq, pageSize })) for (const e of page) checker.feed(e);
   return checker.result();
 }

@@ -10,7 +10,7 @@ import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DIGEST_A, DIGEST_B, IMAGE_A, IMAGE_B, MANIFEST, MANIFEST_WIDER } from "../../test/events/helpers.js";
 import { openStore, verdictKey } from "../events/index.js";
-import type { EventStore, NewEvent, VerdictOutcome } from "../events/index.js";
+import type { EventLog, NewEvent, VerdictOutcome } from "../events/index.js";
 import { decideRollout, emptyFacts, evolveFacts } from "./decide-rollout.js";
 import type { PluginFacts } from "./decide-rollout.js";
 import { loadDeciderState } from "./decider-state.js";
@@ -71,16 +71,16 @@ beforeAll(() => { dir = mkdtempSync(join(tmpdir(), "openfief-decider-state-")); 
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 async function agreeOn(steps: readonly Step[]): Promise<void> {
-  const store: EventStore = await openStore({ file: join(dir, `log-${n++}.db`) });
+  const store: EventLog = await openStore({ file: join(dir, `log-${n++}.db`) });
   try {
     let facts: PluginFacts = emptyFacts(NAME);
     const verdicts = new Map<string, VerdictOutcome>();
     for (const s of steps) {
       const fromFold = decideRollout({ ...facts, verdicts });
-      const fromLookups = decideRollout(loadDeciderState(store, NAME).state);
+      const fromLookups = decideRollout((await loadDeciderState(store, NAME)).state);
       expect(fromLookups).toEqual(fromFold);
       const event: NewEvent = s.kind === "decide" ? { stream: STREAM, type: "rollout.decided", actor: "test", data: fromFold } : toEvent(s);
-      const [stored] = store.append([event]);
+      const [stored] = await store.append([event]);
       if (stored === undefined) throw new Error("nothing appended");
       if (stored.type === "signature.verdict") verdicts.set(verdictKey(stored.data.digest, stored.data.manifest), stored.data.outcome);
       else facts = evolveFacts(facts, stored) ?? facts;

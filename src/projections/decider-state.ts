@@ -5,11 +5,11 @@
  * two ways give the decider the same answer on random logs.
  */
 import { pluginStream, verdictKey } from "../events/index.js";
-import type { EventOf, EventStore, RecordedVersion, VerdictOutcome } from "../events/index.js";
+import type { EventLookups, EventOf, EventLog, RecordedVersion, VerdictOutcome } from "../events/index.js";
 import { deployedBy, emptyFacts, observedVersion, recordedManifestDigest, specManifestDigest } from "./decide-rollout.js";
 import type { DeciderState } from "./decide-rollout.js";
 import { imageDigest, specImage } from "./images.js";
-import { Lookup, lookupFor } from "./lookup.js";
+import { verdictFor } from "./lookup.js";
 
 /** The events the decider's state of a plugin came from, before a seq. */
 export interface DeciderSources {
@@ -37,14 +37,14 @@ export interface PreviousVersion {
  * latest `previous.observed` names (the cluster's `status.deployed`). Null when neither exists.
  * The reconciler checks this version's signature again before deciding; the status reports it.
  */
-export function previousVersion(store: EventStore, name: string, beforeSeq = Number.MAX_SAFE_INTEGER): PreviousVersion | null {
-  return previousFrom(new Lookup(store), pluginStream(name), beforeSeq);
+export async function previousVersion(store: EventLog, name: string, beforeSeq = Number.MAX_SAFE_INTEGER): Promise<PreviousVersion | null> {
+  return previousFrom(store.lookups, pluginStream(name), beforeSeq);
 }
 
-function previousFrom(q: Lookup, stream: string, beforeSeq: number): PreviousVersion | null {
-  const decision = q.lastOf(stream, ["rollout.decided"], beforeSeq);
+async function previousFrom(q: EventLookups, stream: string, beforeSeq: number): Promise<PreviousVersion | null> {
+  const decision = await q.lastOf(stream, ["rollout.decided"], beforeSeq);
   if (decision !== null) return { version: deployedBy(decision.data.plan), source: decision };
-  const observed = q.lastOf(stream, ["previous.observed"], beforeSeq);
+  const observed = await q.lastOf(stream, ["previous.observed"], beforeSeq);
   return observed === null ? null : { version: observedVersion(observed.data), source: observed };
 }
 
@@ -52,18 +52,18 @@ function previousFrom(q: Lookup, stream: string, beforeSeq: number): PreviousVer
  * The module of a recorded version when it is a WebAssembly plugin (from the verdict that stands
  * for its image and manifest), or null for a container image or a version never checked.
  */
-export function moduleOfVersion(store: EventStore, v: RecordedVersion): string | null {
+export async function moduleOfVersion(store: EventLog, v: RecordedVersion): Promise<string | null> {
   const digest = imageDigest(v.image);
   if (digest === null) return null;
-  return new Lookup(store).verdictFor(digest, recordedManifestDigest(v), Number.MAX_SAFE_INTEGER)?.data.module ?? null;
+  return (await verdictFor(store.lookups, digest, recordedManifestDigest(v), Number.MAX_SAFE_INTEGER))?.data.module ?? null;
 }
 
 /**
  * The grant a plugin had just before `beforeSeq`: the spec of its latest `grant.observed`, or null
  * when it had none (never set, or deleted). A grant edit is worded as what it changed against it.
  */
-export function grantBefore(store: EventStore, name: string, beforeSeq: number): EventOf<"grant.observed">["data"]["spec"] | null {
-  const g = lookupFor(store).lastOf(pluginStream(name), ["grant.observed", "grant.deleted"], beforeSeq);
+export async function grantBefore(store: EventLog, name: string, beforeSeq: number): Promise<EventOf<"grant.observed">["data"]["spec"] | null> {
+  const g = await store.lookups.lastOf(pluginStream(name), ["grant.observed", "grant.deleted"], beforeSeq);
   return g?.type === "grant.observed" ? g.data.spec : null;
 }
 
@@ -71,24 +71,24 @@ export function grantBefore(store: EventStore, name: string, beforeSeq: number):
  * The decider's state of a plugin as the log stands before `beforeSeq` (default: now), from a
  * handful of indexed lookups; the reconciler passes it to `decideRollout`.
  */
-export function loadDeciderState(store: EventStore, name: string, beforeSeq = Number.MAX_SAFE_INTEGER): { state: DeciderState; sources: DeciderSources } {
-  const q = new Lookup(store);
+export async function loadDeciderState(store: EventLog, name: string, beforeSeq = Number.MAX_SAFE_INTEGER): Promise<{ state: DeciderState; sources: DeciderSources }> {
+  const q = store.lookups;
   const stream = pluginStream(name);
-  const plugin = q.lastOf(stream, ["plugin.observed", "plugin.deleted"], beforeSeq);
-  const grant = q.lastOf(stream, ["grant.observed", "grant.deleted"], beforeSeq);
-  const previous = previousFrom(q, stream, beforeSeq);
+  const plugin = await q.lastOf(stream, ["plugin.observed", "plugin.deleted"], beforeSeq);
+  const grant = await q.lastOf(stream, ["grant.observed", "grant.deleted"], beforeSeq);
+  const previous = await previousFrom(q, stream, beforeSeq);
   const previousDecision = previous?.source.type === "rollout.decided" ? previous.source : null;
   const previousObserved = previous?.source.type === "previous.observed" ? previous.source : null;
   const spec = plugin?.type === "plugin.observed" ? plugin.data.spec : null;
   const image = specImage(spec);
-  const config = image === null ? null : q.configFor(stream, image, beforeSeq);
+  const config = image === null ? null : await q.configVerdict(stream, image, beforeSeq);
   const deployed = previous?.version ?? null;
   const verdicts = new Map<string, VerdictOutcome>();
   const curDigest = imageDigest(image);
-  const currentVerdict = curDigest === null ? null : q.verdictFor(curDigest, specManifestDigest(name, spec), beforeSeq);
+  const currentVerdict = curDigest === null ? null : await verdictFor(q, curDigest, specManifestDigest(name, spec), beforeSeq);
   if (currentVerdict !== null) verdicts.set(verdictKey(currentVerdict.data.digest, currentVerdict.data.manifest), currentVerdict.data.outcome);
   const prevDigest = imageDigest(deployed?.image);
-  const previousVerdict = prevDigest === null ? null : q.verdictFor(prevDigest, recordedManifestDigest(deployed), beforeSeq);
+  const previousVerdict = prevDigest === null ? null : await verdictFor(q, prevDigest, recordedManifestDigest(deployed), beforeSeq);
   if (previousVerdict !== null) verdicts.set(verdictKey(previousVerdict.data.digest, previousVerdict.data.manifest), previousVerdict.data.outcome);
   const configOk = new Map<string, boolean>();
   if (config !== null) configOk.set(config.data.image, config.data.ok);

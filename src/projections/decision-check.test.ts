@@ -11,7 +11,7 @@ import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DIGEST_A, DIGEST_B, GRANT, IMAGE_A, IMAGE_B, MANIFEST, MANIFEST_WIDER } from "../../test/events/helpers.js";
 import { openStore } from "../events/index.js";
-import type { EventStore, NewEvent, VerdictOutcome } from "../events/index.js";
+import type { EventLog, NewEvent, VerdictOutcome } from "../events/index.js";
 import { checkDecisions } from "./check-decisions.js";
 import type { AddressRecheck } from "./check-egress.js";
 import { decideRollout, emptyFacts } from "./decide-rollout.js";
@@ -58,7 +58,7 @@ const step: fc.Arbitrary<Step> = fc.oneof(
   fc.constant({ kind: "check" as const }),
 );
 
-function eventOf(store: EventStore, s: Exclude<Step, { kind: "check" }>): NewEvent {
+async function eventOf(store: EventLog, s: Exclude<Step, { kind: "check" }>): Promise<NewEvent> {
   if (s.kind === "verdict") {
     return { stream: "trust", type: "signature.verdict", actor: "test", data: { digest: DIGESTS[s.image], image: IMAGES[s.image], outcome: s.outcome, signers: [], identities: [], trustRoot: "r".repeat(64), catalog: "c".repeat(64) } };
   }
@@ -70,7 +70,7 @@ function eventOf(store: EventStore, s: Exclude<Step, { kind: "check" }>): NewEve
     case "grant": return e("grant.observed", { name, spec: GRANT });
     case "config": return e("config.verdict", { name, image: IMAGES[s.image], ok: s.ok, errors: [] });
     // A dishonest decision is the one a plugin with no facts at all would get: it differs whenever the facts matter.
-    case "decide": return e("rollout.decided", s.honest ? decideRollout(loadDeciderState(store, name).state) : decideRollout({ ...emptyFacts(name), verdicts: new Map() }));
+    case "decide": return e("rollout.decided", s.honest ? decideRollout((await loadDeciderState(store, name)).state) : decideRollout({ ...emptyFacts(name), verdicts: new Map() }));
     case "workload": {
       const allowList = [[], ["api.example.com:443"], ["api.example.com:443", "extra.example.com:443"]][s.hosts] as string[];
       return e("workload.desired", { name, running: s.running, image: IMAGE_A, objects: [], allowList });
@@ -94,16 +94,16 @@ async function agree(steps: readonly Step[]): Promise<void> {
   const store = await openStore({ file: join(dir, `log-${n++}.db`) });
   try {
         for (const s of steps) {
-          if (s.kind === "check") new DecisionCheck(store, recheck).catchUp();
-          else store.append([eventOf(store, s)]);
+          if (s.kind === "check") await new DecisionCheck(store, recheck).catchUp();
+          else await store.append([await eventOf(store, s)]);
         }
-        const kept = new DecisionCheck(store, recheck).catchUp();
-        const full = checkDecisions(store, { egressAddresses: recheck });
-        expect(kept.upTo).toBe(store.head());
+        const kept = await new DecisionCheck(store, recheck).catchUp();
+        const full = await checkDecisions(store, { egressAddresses: recheck });
+        expect(kept.upTo).toBe(await store.head());
         expect(kept.checked).toBe(full.checked);
         expect(kept.divergences).toEqual(full.divergences);
         expect([kept.diverged, kept.more]).toEqual([new Set(full.divergences.map((d) => d.seq)).size, 0]);
-        expect(new DecisionCheck(store, recheck).rebuild()).toEqual(kept);
+        expect(await new DecisionCheck(store, recheck).rebuild()).toEqual(kept);
       } finally {
         await store.close();
       }

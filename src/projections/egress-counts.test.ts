@@ -5,7 +5,8 @@ import { join } from "node:path";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openStore } from "../events/index.js";
-import type { EventStore } from "../events/index.js";
+import type { EventLog } from "../events/index.js";
+import { withFile } from "../../test/support/sqlite-file.js";
 import { COUNT_UNITS, countSpans, EgressCounts } from "./egress-counts.js";
 
 const DAY = 86_400_000;
@@ -41,7 +42,7 @@ describe("the spans of a window", () => {
 
 describe("counts kept as decisions arrive", () => {
   let dir: string;
-  let store: EventStore;
+  let store: EventLog;
   let now = T0;
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), "openfief-egress-counts-"));
@@ -52,24 +53,24 @@ describe("counts kept as decisions arrive", () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  const rows = (): unknown[] => store.database.prepare("SELECT * FROM proj_egress_counts ORDER BY level, start, plugin, host, port").raw().all();
+  const rows = (): unknown[] => withFile(store.location, (db) => db.prepare("SELECT * FROM proj_egress_counts ORDER BY level, start, plugin, host, port").raw().all());
 
-  it("equal the counts made from zero, however the log was caught up in parts", () => {
+  it("equal the counts made from zero, however the log was caught up in parts", async () => {
     const counts = new EgressCounts(store);
     const decision = fc.record({ plugin: fc.constantFrom("a", "b"), host: fc.constantFrom("x.example", "X.Example", "y.example"), allowed: fc.boolean(), at: fc.integer({ min: 0, max: 2 * DAY }) });
-    fc.assert(fc.property(fc.array(fc.array(decision, { maxLength: 12 }), { minLength: 1, maxLength: 5 }), (parts) => {
+    await fc.assert(fc.asyncProperty(fc.array(fc.array(decision, { maxLength: 12 }), { minLength: 1, maxLength: 5 }), async (parts) => {
       for (const part of parts) {
         for (const d of part) {
           now = T0 + d.at;
-          store.append([{ stream: `egress/${d.plugin}`, type: "egress.decision", actor: "egress", data: { plugin: d.plugin, host: d.host, port: 443, allowed: d.allowed, reason: d.allowed ? "listed" : "not_listed" } }]);
+          await store.append([{ stream: `egress/${d.plugin}`, type: "egress.decision", actor: "egress", data: { plugin: d.plugin, host: d.host, port: 443, allowed: d.allowed, reason: d.allowed ? "listed" : "not_listed" } }]);
           // Other events between the decisions are read past, not counted.
-          store.append([{ stream: `plugin/${d.plugin}`, type: "grant.deleted", actor: "owner:cli", data: { name: d.plugin } }]);
+          await store.append([{ stream: `plugin/${d.plugin}`, type: "grant.deleted", actor: "owner:cli", data: { name: d.plugin } }]);
         }
-        counts.catchUp();
+        await counts.catchUp();
       }
-      expect(counts.checkpoint()).toBe(store.head());
+      expect(await counts.checkpoint()).toBe(await store.head());
       const kept = rows();
-      expect(counts.rebuild()).toBe(store.read({ type: "egress.decision" }).length);
+      expect(await counts.rebuild()).toBe((await store.read({ type: "egress.decision" })).length);
       expect(rows()).toEqual(kept);
     }), { numRuns: 30 });
   });

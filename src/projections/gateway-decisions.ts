@@ -3,27 +3,24 @@
  * by gate. Refusals past their budget are `gateway.refusals` summaries (docs/adr/0091): the
  * records read both, and a summary counts as the refusals it stands for.
  */
-import { EVENT_COLUMNS, gatewayStream, isEventOf, toStoredEvent } from "../events/index.js";
-import type { EventOf, EventRow, EventStore, GatewayGate } from "../events/index.js";
+import { gatewayStream } from "../events/index.js";
+import type { EventOf, EventLog, GatewayGate } from "../events/index.js";
 
 /** A view's gateway records: decisions, and summaries of refusals past their budget. */
 export type GatewayRecord = EventOf<"gateway.decision" | "gateway.refusals">;
 
-function newest<T extends "gateway.decision" | "gateway.refusals">(store: EventStore, installationName: string, limit: number, types: readonly T[]): EventOf<T>[] {
+function newest<T extends "gateway.decision" | "gateway.refusals">(store: EventLog, installationName: string, limit: number, types: readonly T[]): Promise<EventOf<T>[]> {
   const n = Math.max(0, Math.min(1000, Math.floor(limit)));
-  const rows = store.database
-    .prepare<[string, number], EventRow>(`SELECT ${EVENT_COLUMNS} FROM events WHERE stream = ? AND type IN (${types.map((t) => `'${t}'`).join(", ")}) ORDER BY version DESC LIMIT ?`)
-    .all(gatewayStream(installationName), n);
-  return rows.map((r) => toStoredEvent(store.registry, r)).filter((e): e is EventOf<T> => isEventOf(e, types));
+  return store.lookups.newest(gatewayStream(installationName), types, n);
 }
 
 /** The newest `limit` decisions of a view, newest first. */
-export function recentDecisions(store: EventStore, installationName: string, limit = 50): EventOf<"gateway.decision">[] {
+export function recentDecisions(store: EventLog, installationName: string, limit = 50): Promise<EventOf<"gateway.decision">[]> {
   return newest(store, installationName, limit, ["gateway.decision"]);
 }
 
 /** The newest `limit` decisions and refusal summaries of a view, newest first. */
-export function recentGatewayRecords(store: EventStore, installationName: string, limit = 50): GatewayRecord[] {
+export function recentGatewayRecords(store: EventLog, installationName: string, limit = 50): Promise<GatewayRecord[]> {
   return newest(store, installationName, limit, ["gateway.decision", "gateway.refusals"]);
 }
 

@@ -39,6 +39,3 @@ export type { EgressCountRow } from "./egress-counts.js";
 export { DecisionCheck, decisionCheck, MAX_KEPT } from "./decision-check.js";
 export type { DecisionCheckState } from "./decision-check.js";
 export type { EgressCheckerState, EgressListState } from "./check-egress.js";
-/** Egress decisions picked by SQLite: a page's candidates, a plugin's latest in a window. */
-export { egressCandidates, latestEgressDecisions } from "./egress-queries.js";
-export type { CandidateQuery } from "./egress-queries.js";

@@ -10,9 +10,9 @@ import type { WorkloadState } from "./folds.js";
 import type { Projector } from "./projector.js";
 
 /** The ConfigMap data for the running WebAssembly plugins (call `catchUp()` first). */
-export function pluginHostConfigData(projector: Projector): Record<string, string> {
+export async function pluginHostConfigData(projector: Projector): Promise<Record<string, string>> {
   const plugins = new Map<string, HostedPluginInput>();
-  for (const [name, w] of projector.rows<WorkloadState>("desired_workloads")) {
+  for (const [name, w] of await projector.rows<WorkloadState>("desired_workloads")) {
     if (!w.running || w.runtime !== "wasm" || w.module === null || w.image === null) continue;
     plugins.set(name, { image: w.image, module: w.module, egress: w.allowList.map(entryToHost) });
   }

@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { DIGEST_A as D_A, DIGEST_B as D_B, GRANT, IMAGE_A as IMG_A, IMAGE_B as IMG_B, MANIFEST, MANIFEST_WIDER as WIDER } from "../../test/events/helpers.js";
-import type { EventStore, KnownEvent, NewEvent, RolloutDecided, StoredEvent, VerdictOutcome } from "../events/index.js";
+import type { EventLog, KnownEvent, NewEvent, RolloutDecided, StoredEvent, VerdictOutcome } from "../events/index.js";
 import { openStore } from "../events/index.js";
 import { checkDecisions } from "./check-decisions.js";
 import { decideRollout, emptyFacts, evolveFacts } from "./decide-rollout.js";
@@ -79,7 +79,7 @@ describe("the decider with a previous version the cluster reported", () => {
 
 describe("previous.observed in the store", () => {
   let dir: string;
-  let store: EventStore;
+  let store: EventLog;
   beforeEach(async () => {
     dir = mkdtempSync(join(tmpdir(), "openfief-previous-"));
     store = await openStore({ file: join(dir, "events.db") });
@@ -90,15 +90,15 @@ describe("previous.observed in the store", () => {
   });
 
   /** Appends what the reconciler would: the decider's answer on the log as it stands. */
-  function decide(): StoredEvent<RolloutDecided> {
-    const { state } = loadDeciderState(store, NAME);
-    return store.append([{ stream: STREAM, type: "rollout.decided", actor: "reconciler", causedBy: null, data: decideRollout(state) }])[0] as StoredEvent<RolloutDecided>;
+  async function decide(): Promise<StoredEvent<RolloutDecided>> {
+    const { state } = await loadDeciderState(store, NAME);
+    return (await store.append([{ stream: STREAM, type: "rollout.decided", actor: "reconciler", causedBy: null, data: decideRollout(state) }]))[0] as StoredEvent<RolloutDecided>;
   }
 
-  it("is recorded once for the same report (observe is idempotent)", () => {
-    expect(store.observe(previousA)).not.toBeNull();
-    expect(store.observe(previousA)).toBeNull();
-    expect(store.read({ stream: STREAM, type: "previous.observed" })).toHaveLength(1);
+  it("is recorded once for the same report (observe is idempotent)", async () => {
+    expect(await store.observe(previousA)).not.toBeNull();
+    expect(await store.observe(previousA)).toBeNull();
+    expect(await store.read({ stream: STREAM, type: "previous.observed" })).toHaveLength(1);
   });
 
   it.each<[string, Record<string, unknown>]>([
@@ -107,37 +107,37 @@ describe("previous.observed in the store", () => {
     ["a version without a manifest", { name: NAME, deployed: { image: IMG_A } }],
     ["an empty image", { name: NAME, deployed: { image: "", manifest: MANIFEST } }],
     ["an unknown field", { name: NAME, deployed: { image: IMG_A, manifest: MANIFEST }, extra: 1 }],
-  ])("refuses a report with %s", (_what, data) => {
-    expect(() => store.append([ev("previous.observed", data)])).toThrow();
+  ])("refuses a report with %s", async (_what, data) => {
+    await expect(store.append([ev("previous.observed", data)])).rejects.toThrow();
   });
 
-  it("is Previous for the indexed lookups too, until the first decision, and the decisions replay", () => {
-    store.append([previousA, observedV2, grant, configB, ...passing]);
-    const prev = previousVersion(store, NAME);
+  it("is Previous for the indexed lookups too, until the first decision, and the decisions replay", async () => {
+    await store.append([previousA, observedV2, grant, configB, ...passing]);
+    const prev = await previousVersion(store, NAME);
     expect(prev?.source.type).toBe("previous.observed");
     expect(prev?.version).toEqual({ image: IMG_A, manifest: MANIFEST, config: { region: "eu" } });
-    const { state, sources } = loadDeciderState(store, NAME);
+    const { state, sources } = await loadDeciderState(store, NAME);
     expect(sources.previousObserved?.type).toBe("previous.observed");
     expect(sources.previousDecision).toBeNull();
     expect(decideRollout(state)).toEqual(foldAndDecide([previousA, observedV2, grant, configB, ...passing]));
 
-    const held = decide();
+    const held = await decide();
     expect(held.data.plan).toMatchObject({ outcome: "previous", run: { image: IMG_A } });
     // From now on the log's own decision is Previous; a later report changes nothing.
-    store.append([ev("previous.observed", { name: NAME, deployed: { image: IMG_B, manifest: WIDER } })]);
-    expect(previousVersion(store, NAME)?.source.seq).toBe(held.seq);
-    expect(loadDeciderState(store, NAME).sources.previousObserved).toBeNull();
-    const again = decide();
+    await store.append([ev("previous.observed", { name: NAME, deployed: { image: IMG_B, manifest: WIDER } })]);
+    expect((await previousVersion(store, NAME))?.source.seq).toBe(held.seq);
+    expect((await loadDeciderState(store, NAME)).sources.previousObserved).toBeNull();
+    const again = await decide();
     expect(again.data.plan).toEqual(held.data.plan);
-    expect(why(store, NAME)?.replays).toBe(true);
-    expect(checkDecisions(store)).toEqual({ checked: 2, divergences: [] });
+    expect((await why(store, NAME))?.replays).toBe(true);
+    expect(await checkDecisions(store)).toEqual({ checked: 2, divergences: [] });
   });
 
-  it("reports a decision that ignored the cluster's report as a divergence", () => {
-    store.append([previousA, observedV2, grant, configB, ...passing]);
-    const forgetful = decideRollout({ ...loadDeciderState(store, NAME).state, deployed: null });
-    store.append([{ stream: STREAM, type: "rollout.decided", actor: "reconciler", causedBy: null, data: forgetful }]);
-    const { divergences } = checkDecisions(store);
+  it("reports a decision that ignored the cluster's report as a divergence", async () => {
+    await store.append([previousA, observedV2, grant, configB, ...passing]);
+    const forgetful = decideRollout({ ...(await loadDeciderState(store, NAME)).state, deployed: null });
+    await store.append([{ stream: STREAM, type: "rollout.decided", actor: "reconciler", causedBy: null, data: forgetful }]);
+    const { divergences } = await checkDecisions(store);
     expect(divergences.map((d) => d.field)).toEqual(["inputs", "plan"]);
   });
 });

@@ -1,14 +1,13 @@
 /**
  * A projection: a pure fold of some event types, keyed (one state per plugin, per digest…), and
- * the table it is written to. The projector runs it; the fold itself is tested without SQLite.
+ * the table it is written to. The projector runs it; the fold itself is tested without a database.
  */
-import type { EventTypeName, KnownEvent } from "../events/index.js";
+import type { Cell, EventTypeName, KnownEvent, ProjectionTableSpec } from "../events/index.js";
 
-/** A column value as SQLite stores it. */
-export type Cell = string | number | null;
+export type { Cell } from "../events/index.js";
 
 /** A fold of the log into one table. */
-export interface Projection<S> {
+export interface Projection<S> extends ProjectionTableSpec {
   /** Unique; also the checkpoint's name. */
   readonly name: string;
   /** Bump when the table or the fold changes: the projection is then rebuilt from zero. */

@@ -1,18 +1,17 @@
 /**
  * Runs projections over the log: incremental catch-up from each projection's checkpoint, and
  * drop-and-rebuild from zero. Events are read in pages, folded in memory with the projections'
- * pure `evolve`, and the changed rows and the checkpoints are written in one transaction, so a
- * projection's table always matches its checkpoint.
+ * pure `evolve`, and the changed rows and the checkpoints are written in one transaction (the
+ * log's {@link ProjectionTables}), so a projection's table always matches its checkpoint.
  */
-import type Database from "better-sqlite3";
-import type { EventStore, KnownEvent } from "../events/index.js";
+import type { EventLog, KnownEvent, ProjectionChanges, ProjectionTables } from "../events/index.js";
 import type { Cell, Projection } from "./projection.js";
 import { PROJECTIONS } from "./projections.js";
 
 /** Options of {@link Projector}. */
 export interface ProjectorOptions {
-  /** Where the tables go; defaults to the store's own database. */
-  readonly database?: Database.Database;
+  /** Where the tables go; defaults to the log's own. */
+  readonly tables?: ProjectionTables;
   readonly projections?: readonly Projection<unknown>[];
   /** Events read per query. */
   readonly pageSize?: number;
@@ -36,110 +35,53 @@ interface Run {
   readonly dirty: Set<string>;
 }
 
-const SCAN_COLUMNS = "seq, stream, version, type, schema_version, time, actor, caused_by, data";
-const scans = new WeakMap<EventStore, Map<string, Database.Statement>>();
-
-/**
- * Reads a page of events for folding: like `store.read`, through the upcasters, but raw rows and
- * without the hash columns, which folds never use (`prevHash`/`hash` are ""). Rebuild speed is
- * dominated by this read.
- */
-function scan(store: EventStore, afterSeq: number, toSeq: number, types: readonly string[], limit: number): KnownEvent[] {
-  let cache = scans.get(store);
-  if (cache === undefined) { cache = new Map(); scans.set(store, cache); }
-  const sql = `SELECT ${SCAN_COLUMNS} FROM events WHERE seq > ? AND seq <= ? AND type IN (${types.map(() => "?").join(", ")}) ORDER BY seq LIMIT ?`;
-  let stmt = cache.get(sql);
-  if (stmt === undefined) { stmt = store.database.prepare(sql).raw(); cache.set(sql, stmt); }
-  const rows = stmt.all(afterSeq, toSeq, ...types, limit) as [number, string, number, string, number, string, string, number | null, string][];
-  const registry = store.registry;
-  return rows.map((r) => {
-    const def = registry.get(r[3]);
-    const raw = JSON.parse(r[8]) as unknown;
-    // A row adapter: every row was validated against its type's schema when it was appended.
-    return {
-      seq: r[0], stream: r[1], version: r[2], type: r[3], schemaVersion: r[4], time: r[5], actor: r[6], causedBy: r[7],
-      data: def === undefined ? raw : def.upcast(r[4], raw), prevHash: "", hash: "",
-    } as KnownEvent;
-  });
-}
-
-const CHECKPOINTS_DDL = "CREATE TABLE IF NOT EXISTS projection_checkpoints (name TEXT PRIMARY KEY, version INTEGER NOT NULL, seq INTEGER NOT NULL) STRICT";
-
-/** Keeps a set of projections' tables up to date with an event store. */
+/** Keeps a set of projections' tables up to date with an event log. */
 export class Projector {
-  readonly database: Database.Database;
-  readonly #store: EventStore;
+  readonly #store: EventLog;
+  readonly #tables: ProjectionTables;
   readonly #runs: Run[];
   readonly #pageSize: number;
-  /** Prepared once: catch-up runs after every append the reconciler makes. */
-  readonly #checkpointOf: Database.Statement<[string], { version: number; seq: number }>;
-  readonly #setCheckpoint: Database.Statement<[number, string]>;
+  #opened: Promise<void> | null = null;
+  /** Catch-ups and rebuilds one at a time: two folding into the same state would fold an event twice. */
+  #queue: Promise<unknown> = Promise.resolve();
 
-  constructor(store: EventStore, opts: ProjectorOptions = {}) {
+  constructor(store: EventLog, opts: ProjectorOptions = {}) {
     this.#store = store;
-    this.database = opts.database ?? store.database;
+    this.#tables = opts.tables ?? store.tables.projections;
     this.#pageSize = opts.pageSize ?? 20_000;
-    this.database.exec(CHECKPOINTS_DDL);
     this.#runs = (opts.projections ?? PROJECTIONS).map((p) => ({ p, types: new Set(p.types), seq: 0, state: null, dirty: new Set<string>() }));
-    this.#checkpointOf = this.database.prepare<[string], { version: number; seq: number }>("SELECT version, seq FROM projection_checkpoints WHERE name = ?");
-    this.#setCheckpoint = this.database.prepare<[number, string]>("UPDATE projection_checkpoints SET seq = ? WHERE name = ?");
-    for (const r of this.#runs) {
-      const cp = this.#checkpointOf.get(r.p.name);
-      if (cp === undefined || cp.version !== r.p.version) this.#reset(r);
-      else this.database.exec(this.#ddl(r.p));
-    }
   }
 
   /** The seq a projection reflects. */
-  checkpoint(name: string): number {
-    return this.#readCheckpoint(this.#run(name));
+  async checkpoint(name: string): Promise<number> {
+    const r = this.#run(name);
+    await this.#open();
+    return (await this.#tables.checkpoints([r.p.name])).get(r.p.name) ?? 0;
   }
 
   /** Folds every event after each projection's checkpoint, up to the log's head. */
-  catchUp(): CatchUpResult {
-    const head = this.#store.head();
-    for (const r of this.#runs) {
-      const seq = this.#readCheckpoint(r);
-      if (seq !== r.seq) { r.state = null; r.seq = seq; }
-    }
-    const behind = this.#runs.filter((r) => r.seq < head);
-    if (behind.length === 0) return { applied: 0, read: 0, checkpoint: head };
-    const types = [...new Set(behind.flatMap((r) => r.p.types))];
-    let cursor = Math.min(...behind.map((r) => r.seq));
-    let applied = 0;
-    let read = 0;
-    for (;;) {
-      const page = scan(this.#store, cursor, head, types, this.#pageSize);
-      read += page.length;
-      for (const e of page) applied += this.#fold(behind, e);
-      const last = page[page.length - 1];
-      if (last === undefined || page.length < this.#pageSize) break;
-      cursor = last.seq;
-    }
-    try {
-      this.#flush(behind, head);
-    } catch (err) {
-      // The transaction rolled back: forget the folded state, reload it from the tables next time.
-      for (const r of behind) { r.state = null; r.dirty.clear(); r.seq = -1; }
-      throw err;
-    }
-    return { applied, read, checkpoint: head };
+  catchUp(): Promise<CatchUpResult> {
+    return this.#serial(() => this.#catchUp());
   }
 
   /** Drops the tables of the named projections (all when none named) and folds the log from zero. */
-  rebuild(names?: readonly string[]): CatchUpResult {
+  rebuild(names?: readonly string[]): Promise<CatchUpResult> {
     const runs = names === undefined ? this.#runs : names.map((n) => this.#run(n));
-    this.database.transaction(() => { for (const r of runs) this.#reset(r); })();
-    return this.catchUp();
+    return this.#serial(async () => {
+      await this.#open();
+      await this.#tables.reset(runs.map((r) => r.p));
+      for (const r of runs) {
+        r.seq = 0;
+        r.state = new Map();
+        r.dirty.clear();
+      }
+      return this.#catchUp();
+    });
   }
 
   /** Every row of a projection's table, by key, as its state type. */
-  rows<S>(name: string): Map<string, S> {
-    const r = this.#run(name);
-    const out = new Map<string, S>();
-    const rows = this.database.prepare(`SELECT key, ${r.p.columns.map((c) => c.name).join(", ")} FROM ${r.p.table} ORDER BY key`).raw().all() as Cell[][];
-    for (const row of rows) out.set(String(row[0]), r.p.fromRow(row) as S);
-    return out;
+  async rows<S>(name: string): Promise<Map<string, S>> {
+    return (await this.#rowsOf(this.#run(name))) as Map<string, S>;
   }
 
   /** The names of the projections run. */
@@ -153,26 +95,55 @@ export class Projector {
     return r;
   }
 
-  #readCheckpoint(r: Run): number {
-    return this.#checkpointOf.get(r.p.name)?.seq ?? 0;
+  #serial<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.#queue.then(fn, fn);
+    this.#queue = run.catch(() => undefined);
+    return run;
   }
 
-  #ddl(p: Projection<unknown>): string {
-    return `CREATE TABLE IF NOT EXISTS ${p.table} (key TEXT PRIMARY KEY, ${p.columns.map((c) => `${c.name} ${c.type}`).join(", ")}) STRICT`;
+  #open(): Promise<void> {
+    this.#opened ??= this.#tables.open(this.#runs.map((r) => r.p)).catch((err: unknown) => {
+      this.#opened = null;
+      throw err;
+    });
+    return this.#opened;
   }
 
-  #reset(r: Run): void {
-    this.database.exec(`DROP TABLE IF EXISTS ${r.p.table}`);
-    this.database.exec(this.#ddl(r.p));
-    this.database.prepare("INSERT INTO projection_checkpoints (name, version, seq) VALUES (?, ?, 0) ON CONFLICT (name) DO UPDATE SET version = excluded.version, seq = 0").run(r.p.name, r.p.version);
-    r.seq = 0;
-    r.state = new Map();
-    r.dirty.clear();
+  async #rowsOf(r: Run): Promise<Map<string, unknown>> {
+    await this.#open();
+    const out = new Map<string, unknown>();
+    for (const [key, cells] of await this.#tables.rows(r.p)) out.set(key, r.p.fromRow([key, ...cells] as readonly Cell[]));
+    return out;
   }
 
-  #load(r: Run): Map<string, unknown> {
-    if (r.state === null) r.state = this.rows(r.p.name);
-    return r.state;
+  async #catchUp(): Promise<CatchUpResult> {
+    await this.#open();
+    const head = await this.#store.head();
+    const checkpoints = await this.#tables.checkpoints(this.#runs.map((r) => r.p.name));
+    for (const r of this.#runs) {
+      const seq = checkpoints.get(r.p.name) ?? 0;
+      if (seq !== r.seq) { r.state = null; r.seq = seq; }
+    }
+    const behind = this.#runs.filter((r) => r.seq < head);
+    if (behind.length === 0) return { applied: 0, read: 0, checkpoint: head };
+    const types = [...new Set(behind.flatMap((r) => r.p.types))];
+    let applied = 0;
+    let read = 0;
+    try {
+      const afterSeq = Math.min(...behind.map((r) => r.seq));
+      for await (const page of this.#store.pages({ afterSeq, toSeq: head, types, pageSize: this.#pageSize, hashes: false })) {
+        read += page.length;
+        // A table is read only once an event it folds turns up (most catch-ups fold into few).
+        for (const r of behind) if (r.state === null && page.some((e) => e.seq > r.seq && r.types.has(e.type))) r.state = await this.#rowsOf(r);
+        for (const e of page) applied += this.#fold(behind, e);
+      }
+      await this.#flush(behind, head);
+    } catch (err) {
+      // Nothing or all was committed: forget the folded state, reload it from the tables next time.
+      for (const r of behind) { r.state = null; r.dirty.clear(); r.seq = -1; }
+      throw err;
+    }
+    return { applied, read, checkpoint: head };
   }
 
   #fold(runs: readonly Run[], e: KnownEvent): number {
@@ -180,38 +151,31 @@ export class Projector {
     for (const r of runs) {
       if (e.seq <= r.seq || !r.types.has(e.type)) continue;
       const key = r.p.keyOf(e);
-      if (key === null) continue;
-      const state = this.#load(r);
-      const next = r.p.evolve(state.get(key), e);
-      if (next === undefined) state.delete(key);
-      else state.set(key, next);
+      if (key === null || r.state === null) continue;
+      const next = r.p.evolve(r.state.get(key), e);
+      if (next === undefined) r.state.delete(key);
+      else r.state.set(key, next);
       r.dirty.add(key);
       n++;
     }
     return n;
   }
 
-  #flush(runs: readonly Run[], head: number): void {
-    this.database.transaction(() => {
-      for (const r of runs) {
-        if (r.dirty.size > 0) {
-          const state = this.#load(r);
-          const cols = r.p.columns.map((c) => c.name);
-          const upsert = this.database.prepare(
-            `INSERT INTO ${r.p.table} (key, ${cols.join(", ")}) VALUES (?${", ?".repeat(cols.length)}) ` +
-            `ON CONFLICT (key) DO UPDATE SET ${cols.map((c) => `${c} = excluded.${c}`).join(", ")}`,
-          );
-          const del = this.database.prepare(`DELETE FROM ${r.p.table} WHERE key = ?`);
-          for (const key of r.dirty) {
-            const s = state.get(key);
-            if (s === undefined) del.run(key);
-            else upsert.run(key, ...r.p.toRow(s));
-          }
-          r.dirty.clear();
-        }
-        this.#setCheckpoint.run(head, r.p.name);
-        r.seq = head;
+  async #flush(runs: readonly Run[], head: number): Promise<void> {
+    const changes: ProjectionChanges[] = runs.map((r) => {
+      const upserts: (readonly [string, readonly Cell[]])[] = [];
+      const deletes: string[] = [];
+      for (const key of r.dirty) {
+        const s = r.state?.get(key);
+        if (s === undefined) deletes.push(key);
+        else upserts.push([key, r.p.toRow(s)]);
       }
-    })();
+      return { spec: r.p, upserts, deletes };
+    });
+    await this.#tables.commit(changes, head);
+    for (const r of runs) {
+      r.dirty.clear();
+      r.seq = head;
+    }
   }
 }

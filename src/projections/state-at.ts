@@ -1,6 +1,5 @@
 /** Replay: the projected state as of a sequence number or a time, folded in memory from the log. */
-import type { EventStore } from "../events/index.js";
-import { eventsInPages } from "./pages.js";
+import type { EventLog } from "../events/index.js";
 import type { Projection } from "./projection.js";
 import { PROJECTIONS } from "./projections.js";
 
@@ -14,29 +13,26 @@ export interface ProjectedState {
 const PAGE_SIZE = 20_000;
 
 /** Folds the log into every projection, in memory, as of a seq or a time (events with time ≤ it). */
-export function stateAt(
-  store: EventStore,
+export async function stateAt(
+  store: EventLog,
   at: { seq: number } | { time: Date },
   projections: readonly Projection<unknown>[] = PROJECTIONS,
-): ProjectedState {
-  let toSeq: number;
-  if ("seq" in at) toSeq = at.seq;
-  else {
-    const row = store.database.prepare<[string], { s: number | null }>("SELECT max(seq) AS s FROM events WHERE time <= ?").get(at.time.toISOString());
-    toSeq = row?.s ?? 0;
-  }
-  toSeq = Math.min(toSeq, store.head());
+): Promise<ProjectedState> {
+  const asked = "seq" in at ? at.seq : await store.lookups.seqAt(at.time);
+  const toSeq = Math.min(asked, await store.head());
   const tables = new Map(projections.map((p) => [p.name, new Map<string, unknown>()]));
   const types = [...new Set(projections.flatMap((p) => p.types))];
-  for (const e of eventsInPages(store, { types, toSeq, pageSize: PAGE_SIZE })) {
-    for (const p of projections) {
-      if (!p.types.includes(e.type)) continue;
-      const key = p.keyOf(e);
-      const t = tables.get(p.name);
-      if (key === null || t === undefined) continue;
-      const next = p.evolve(t.get(key), e);
-      if (next === undefined) t.delete(key);
-      else t.set(key, next);
+  for await (const page of store.pages({ types, toSeq, pageSize: PAGE_SIZE })) {
+    for (const e of page) {
+      for (const p of projections) {
+        if (!p.types.includes(e.type)) continue;
+        const key = p.keyOf(e);
+        const t = tables.get(p.name);
+        if (key === null || t === undefined) continue;
+        const next = p.evolve(t.get(key), e);
+        if (next === undefined) t.delete(key);
+        else t.set(key, next);
+      }
     }
   }
   return { seq: toSeq, tables };

@@ -1,6 +1,6 @@
 /** A plugin's events in seq order: its own stream and, when asked, its egress decisions. */
 import { egressStream, pluginStream } from "../events/index.js";
-import type { EventStore, KnownEvent } from "../events/index.js";
+import type { EventLog, KnownEvent } from "../events/index.js";
 
 /** Options of {@link timeline}. */
 export interface TimelineOptions {
@@ -10,11 +10,11 @@ export interface TimelineOptions {
 }
 
 /** A plugin's events in seq order: its own stream and, with `includeEgress`, its egress decisions. */
-export function timeline(store: EventStore, name: string, opts: TimelineOptions = {}): KnownEvent[] {
+export async function timeline(store: EventLog, name: string, opts: TimelineOptions = {}): Promise<KnownEvent[]> {
   const page = { ...(opts.afterSeq === undefined ? {} : { afterSeq: opts.afterSeq }), ...(opts.limit === undefined ? {} : { limit: opts.limit }) };
-  const own = store.read({ stream: pluginStream(name), ...page });
+  const own = await store.read({ stream: pluginStream(name), ...page });
   if (opts.includeEgress !== true) return own;
-  const egress = store.read({ stream: egressStream(name), ...page });
+  const egress = await store.read({ stream: egressStream(name), ...page });
   const all = [...own, ...egress].sort((a, b) => a.seq - b.seq);
   return opts.limit === undefined ? all : all.slice(0, opts.limit);
 }

@@ -6,7 +6,7 @@
  */
 import { canonicalize } from "json-canonicalize";
 import { pluginStream } from "../events/index.js";
-import type { EventOf, EventStore, KnownEvent } from "../events/index.js";
+import type { EventOf, EventLog, KnownEvent } from "../events/index.js";
 import { parsePlugin } from "../plugins/index.js";
 import type { Blocker } from "./blockers.js";
 import { decideRollout } from "./decide-rollout.js";
@@ -54,9 +54,9 @@ export interface FailedCalls {
 const HOUR_MS = 3_600_000;
 
 /** The failed or refused calls of a plugin since `since`, by code, most frequent first. */
-function failedCallsSince(store: EventStore, name: string, since: Date): FailedCalls[] {
+async function failedCallsSince(store: EventLog, name: string, since: Date): Promise<FailedCalls[]> {
   const byCode = new Map<string, { code: string; source: "host" | "plugin"; count: number; last: string }>();
-  for (const e of store.read({ stream: pluginStream(name), type: "plugin.call", since })) {
+  for (const e of await store.read({ stream: pluginStream(name), type: "plugin.call", since })) {
     const key = `${e.data.source} ${e.data.code}`;
     const entry = byCode.get(key) ?? { code: e.data.code, source: e.data.source, count: 0, last: e.time };
     entry.count++;
@@ -70,15 +70,15 @@ function failedCallsSince(store: EventStore, name: string, since: Date): FailedC
 const MAX_CHAIN = 100;
 
 /** Explains the latest rollout decision of a plugin; null when none was recorded. */
-export function why(store: EventStore, name: string, now: Date = new Date()): WhyAnswer | null {
-  const decision = store.last(pluginStream(name), "rollout.decided");
+export async function why(store: EventLog, name: string, now: Date = new Date()): Promise<WhyAnswer | null> {
+  const decision = await store.last(pluginStream(name), "rollout.decided");
   if (decision === null) return null;
-  const { state, sources } = loadDeciderState(store, name, decision.seq);
+  const { state, sources } = await loadDeciderState(store, name, decision.seq);
   const chain: KnownEvent[] = [];
   const seen = new Set<number>();
   for (let c = decision.causedBy; c !== null && !seen.has(c) && chain.length < MAX_CHAIN; ) {
     seen.add(c);
-    const e = store.get(c);
+    const e = await store.get(c);
     if (e === null) break;
     chain.push(e);
     c = e.causedBy;
@@ -94,21 +94,21 @@ export function why(store: EventStore, name: string, now: Date = new Date()): Wh
     fed: sources,
     chain,
     replays: canonicalize(decideRollout(state)) === canonicalize(decision.data),
-    failedCalls: failedCallsSince(store, name, new Date(now.getTime() - HOUR_MS)),
-    runtime: runtimeOf(store, name),
+    failedCalls: await failedCallsSince(store, name, new Date(now.getTime() - HOUR_MS)),
+    runtime: await runtimeOf(store, name),
     askedWasm: sources.currentVerdict?.data.module !== undefined,
   };
 }
 
 /** What the latest desired workload runs on, or null when it runs nothing. */
-function runtimeOf(store: EventStore, name: string): "container" | "wasm" | null {
-  const w = store.last(pluginStream(name), "workload.desired");
+async function runtimeOf(store: EventLog, name: string): Promise<"container" | "wasm" | null> {
+  const w = await store.last(pluginStream(name), "workload.desired");
   if (w === null || !w.data.running) return null;
   return w.data.runtime ?? "container";
 }
 
 /** What kept the version asked for from being deployable, from the facts that fed the decision. */
-function blockers(name: string, spec: ReturnType<typeof loadDeciderState>["state"]["spec"], sources: DeciderSources): Blocker[] {
+function blockers(name: string, spec: Awaited<ReturnType<typeof loadDeciderState>>["state"]["spec"], sources: DeciderSources): Blocker[] {
   const out: Blocker[] = [];
   if (spec === null) out.push(sources.plugin === null ? { code: "plugin_missing" } : { code: "plugin_deleted" });
   else {

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { pino } from "pino";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { openStore } from "../events/index.js";
-import type { EventStore } from "../events/index.js";
+import type { EventLog } from "../events/index.js";
 import type { Topology } from "../plugins/index.js";
 import { ImageVerifier, storeVerdictLog, VerdictRecorder } from "../trust/index.js";
 import { DirectoryTarget } from "./directory-target.js";
@@ -21,7 +21,7 @@ const TOPOLOGY: Topology = {
 };
 
 let dir: string;
-let store: EventStore;
+let store: EventLog;
 
 beforeEach(async () => {
   dir = await mkdtemp(join(tmpdir(), "openfief-reconciler-"));
@@ -34,14 +34,14 @@ afterEach(async () => {
 });
 
 /** A reconciler whose image check admits every image and whose target runs `during` once, while it removes a plugin's objects. */
-function reconciler(during: () => void): Reconciler {
+function reconciler(during: () => unknown): Reconciler {
   let once = true;
   const target = new DirectoryTarget(join(dir, "cluster"));
   const removePlugin = target.removePlugin.bind(target);
   target.removePlugin = async (plugin) => {
     if (once) {
       once = false;
-      during();
+      await during();
     }
     await removePlugin(plugin);
   };
@@ -61,75 +61,75 @@ function reconciler(during: () => void): Reconciler {
   });
 }
 
-function grant(egress: string[]): void {
-  store.append([{ stream: "plugin/nbp-fx", type: "grant.observed", data: { name: "nbp-fx", spec: { capabilities: ["connector"], egress: egress.map((host) => ({ host })) } }, actor: "owner:test" }]);
+async function grant(egress: string[]): Promise<void> {
+  await store.append([{ stream: "plugin/nbp-fx", type: "grant.observed", data: { name: "nbp-fx", spec: { capabilities: ["connector"], egress: egress.map((host) => ({ host })) } }, actor: "owner:test" }]);
 }
 
 describe("Reconciler", () => {
   it("starts a pass over when the owner writes to the plugin's stream mid-pass, so it never decides on stale facts", async () => {
-    store.append([{ stream: "plugin/nbp-fx", type: "plugin.observed", data: { name: "nbp-fx", spec: { image: IMAGE, manifest: MANIFEST } }, actor: "owner:test" }]);
-    grant(["api.nbp.pl"]);
+    await store.append([{ stream: "plugin/nbp-fx", type: "plugin.observed", data: { name: "nbp-fx", spec: { image: IMAGE, manifest: MANIFEST } }, actor: "owner:test" }]);
+    await grant(["api.nbp.pl"]);
     // v1 runs nothing (a host is pending); while its stopped state is applied, the owner approves.
     const [result] = await reconciler(() => grant(["api.nbp.pl", "static.nbp.pl"])).reconcileAll();
     expect(result?.decision?.plan).toMatchObject({ outcome: "current", pending: { egress: [] } });
-    const decisions = store.read({ stream: "plugin/nbp-fx", type: "rollout.decided" });
+    const decisions = await store.read({ stream: "plugin/nbp-fx", type: "rollout.decided" });
     expect(decisions.map((d) => (d.data as { plan: { outcome: string } }).plan.outcome)).toEqual(["none", "current"]);
   });
 
   it("appends nothing on a second pass over unchanged facts", async () => {
-    store.append([{ stream: "plugin/nbp-fx", type: "plugin.observed", data: { name: "nbp-fx", spec: { image: IMAGE, manifest: MANIFEST } }, actor: "owner:test" }]);
-    grant(["api.nbp.pl", "static.nbp.pl"]);
+    await store.append([{ stream: "plugin/nbp-fx", type: "plugin.observed", data: { name: "nbp-fx", spec: { image: IMAGE, manifest: MANIFEST } }, actor: "owner:test" }]);
+    await grant(["api.nbp.pl", "static.nbp.pl"]);
     const r = reconciler(() => undefined);
     await r.reconcileAll();
-    const head = store.head();
+    const head = await store.head();
     const [again] = await r.reconcileAll();
     expect(again?.appended).toEqual([]);
-    expect(store.head()).toBe(head);
+    expect(await store.head()).toBe(head);
   });
 });
 
 /** The types of the events appended since `from`, in order, with the plugin's stream or `trust`. */
-function appendedSince(from: number): string[] {
-  return store.read({ afterSeq: from }).map((e) => `${e.stream} ${e.type}`);
+async function appendedSince(from: number): Promise<string[]> {
+  return (await store.read({ afterSeq: from })).map((e) => `${e.stream} ${e.type}`);
 }
 
 const V1 = { stream: "plugin/nbp-fx", type: "plugin.observed", data: { name: "nbp-fx", spec: { image: IMAGE, manifest: MANIFEST } }, actor: "owner:test" };
 
 describe("a reconcile pass, given the log, appends", () => {
-  it.each<[string, () => void, string[]]>([
-    ["nothing for an empty log", () => undefined, []],
-    ["a verdict, a config verdict, a decision running nothing (a host is pending), its stopped workload and the apply", () => { store.append([V1]); grant(["api.nbp.pl"]); }, [
+  it.each<[string, () => Promise<unknown>, string[]]>([
+    ["nothing for an empty log", () => Promise.resolve(), []],
+    ["a verdict, a config verdict, a decision running nothing (a host is pending), its stopped workload and the apply", async () => { await store.append([V1]); await grant(["api.nbp.pl"]); }, [
       "trust signature.verdict", "plugin/nbp-fx config.verdict", "plugin/nbp-fx rollout.decided", "plugin/nbp-fx workload.desired", "plugin/nbp-fx workload.applied",
     ]],
-    ["the same steps, with the workload running, once everything asked for is granted", () => { store.append([V1]); grant(["api.nbp.pl", "static.nbp.pl"]); }, [
+    ["the same steps, with the workload running, once everything asked for is granted", async () => { await store.append([V1]); await grant(["api.nbp.pl", "static.nbp.pl"]); }, [
       "trust signature.verdict", "plugin/nbp-fx config.verdict", "plugin/nbp-fx rollout.decided", "plugin/nbp-fx workload.desired", "plugin/nbp-fx workload.applied",
     ]],
   ])("%s", async (_what, given, expected) => {
-    given();
-    const from = store.head();
+    await given();
+    const from = await store.head();
     await reconciler(() => undefined).reconcileAll();
-    expect(appendedSince(from)).toEqual(expected);
+    expect(await appendedSince(from)).toEqual(expected);
   });
 
   it("a decision and a stopped workload when the Plugin is deleted, and nothing more on the next pass", async () => {
-    store.append([V1]);
-    grant(["api.nbp.pl", "static.nbp.pl"]);
+    await store.append([V1]);
+    await grant(["api.nbp.pl", "static.nbp.pl"]);
     const r = reconciler(() => undefined);
     await r.reconcileAll();
-    store.append([{ stream: "plugin/nbp-fx", type: "plugin.deleted", data: { name: "nbp-fx" }, actor: "owner:test" }]);
-    const from = store.head();
+    await store.append([{ stream: "plugin/nbp-fx", type: "plugin.deleted", data: { name: "nbp-fx" }, actor: "owner:test" }]);
+    const from = await store.head();
     await r.reconcileAll();
-    expect(appendedSince(from)).toEqual(["plugin/nbp-fx rollout.decided", "plugin/nbp-fx workload.desired", "plugin/nbp-fx workload.applied"]);
-    const again = store.head();
+    expect(await appendedSince(from)).toEqual(["plugin/nbp-fx rollout.decided", "plugin/nbp-fx workload.desired", "plugin/nbp-fx workload.applied"]);
+    const again = await store.head();
     await r.reconcileAll();
-    expect(appendedSince(again)).toEqual([]);
+    expect(await appendedSince(again)).toEqual([]);
   });
 });
 
 describe("one plugin's failure", () => {
   it("is recorded once while it repeats, and the pass goes on with the other plugins", async () => {
     const otherImage = `registry.example/other@sha256:${"b".repeat(64)}`;
-    store.append([V1, { ...V1, stream: "plugin/other", data: { name: "other", spec: { image: otherImage, manifest: MANIFEST } } }]);
+    await store.append([V1, { ...V1, stream: "plugin/other", data: { name: "other", spec: { image: otherImage, manifest: MANIFEST } } }]);
     const verifier = new ImageVerifier({
       clock: () => 0,
       check: async (image) => ({ image: image.toString(), digest: image.digest, outcome: "unverified", signers: [{ name: "owner", kind: "owner" }], identities: [], rejectedBundles: [] }),
@@ -148,13 +148,13 @@ describe("one plugin's failure", () => {
 
     const results = await r.reconcileAll();
     expect(results.map((x) => [x.name, x.error ?? null])).toEqual([["nbp-fx", "the verdict store is unreachable"], ["other", null]]);
-    expect(store.read({ stream: "plugin/other", type: "rollout.decided" })).toHaveLength(1);
-    expect(store.read({ type: "reconcile.failed" }).map((e) => e.data)).toEqual([{ name: "nbp-fx", error: "the verdict store is unreachable" }]);
+    expect(await store.read({ stream: "plugin/other", type: "rollout.decided" })).toHaveLength(1);
+    expect((await store.read({ type: "reconcile.failed" })).map((e) => e.data)).toEqual([{ name: "nbp-fx", error: "the verdict store is unreachable" }]);
     await r.reconcileAll();
-    expect(store.read({ type: "reconcile.failed" })).toHaveLength(1);
+    expect(await store.read({ type: "reconcile.failed" })).toHaveLength(1);
     broken = false;
     const healed = await r.reconcileAll();
     expect(healed.map((x) => x.error ?? null)).toEqual([null, null]);
-    expect(store.read({ stream: "plugin/nbp-fx", type: "rollout.decided" })).toHaveLength(1);
+    expect(await store.read({ stream: "plugin/nbp-fx", type: "rollout.decided" })).toHaveLength(1);
   });
 });

@@ -16,7 +16,7 @@
  */
 import { canonicalize } from "json-canonicalize";
 import type { Logger } from "pino";
-import type { EventDataMap, EventOf, EventStore, EventTypeName, RolloutDecided } from "../events/index.js";
+import type { EventDataMap, EventOf, EventLog, EventTypeName, RolloutDecided } from "../events/index.js";
 import { isEventOf, manifestDigest, pluginStream, StoreError } from "../events/index.js";
 import { parseImageRef, parseManifest, parsePlugin } from "../plugins/index.js";
 import type { ImageRef, Manifest, Topology } from "../plugins/index.js";
@@ -28,7 +28,7 @@ import type { KubeObject, Target } from "./target.js";
 
 /** What the reconciler needs from the outside, passed in (ports). */
 export interface ReconcilerDeps {
-  readonly store: EventStore;
+  readonly store: EventLog;
   readonly verifier: ImageVerifier;
   readonly recorder: VerdictRecorder;
   readonly target: Target;
@@ -73,8 +73,8 @@ export class Reconciler {
 
   /** Reconciles every plugin the log knows, prunes what the target holds for unknown ones, publishes allow-lists. */
   async reconcileAll(): Promise<PluginResult[]> {
-    this.#projector.catchUp();
-    const names = new Set(this.#projector.rows<PluginState>("plugins").keys());
+    await this.#projector.catchUp();
+    const names = new Set((await this.#projector.rows<PluginState>("plugins")).keys());
     const results: PluginResult[] = [];
     for (const name of [...names].sort()) results.push(await this.#isolated(name));
     for (const held of await this.#d.target.listPlugins()) {
@@ -96,7 +96,7 @@ export class Reconciler {
       const error = (err instanceof Error ? err.message : String(err)).slice(0, 2000) || "unknown error";
       this.#d.logger.error({ plugin: name, err: error }, "reconciling the plugin failed; going on with the others");
       try {
-        this.#d.store.observe({ stream: pluginStream(name), type: "reconcile.failed", data: { name, error }, actor: this.#actor, causedBy: null });
+        await this.#d.store.observe({ stream: pluginStream(name), type: "reconcile.failed", data: { name, error }, actor: this.#actor, causedBy: null });
       } catch (recordErr) {
         this.#d.logger.error({ plugin: name, err: recordErr instanceof Error ? recordErr.message : String(recordErr) }, "cannot record the failure");
       }
@@ -118,8 +118,8 @@ export class Reconciler {
 
   /** Publishes every running plugin's allow-list through the target when it changed. */
   async publishAllowLists(): Promise<void> {
-    this.#projector.catchUp();
-    const data = allowListConfigData(this.#projector);
+    await this.#projector.catchUp();
+    const data = await allowListConfigData(this.#projector);
     const text = canonicalize(data);
     if (text === this.#publishedAllowLists) return;
     await this.#d.target.applyAllowLists(data);
@@ -128,8 +128,8 @@ export class Reconciler {
 
   /** Publishes the running WebAssembly plugins to the plugin host through the target when they changed (ADR 0080). */
   async publishPluginHost(): Promise<void> {
-    this.#projector.catchUp();
-    const data = pluginHostConfigData(this.#projector);
+    await this.#projector.catchUp();
+    const data = await pluginHostConfigData(this.#projector);
     const text = canonicalize(data);
     if (text === this.#publishedPluginHost) return;
     await this.#d.target.applyPluginHost(data);
@@ -142,35 +142,35 @@ export class Reconciler {
     // Optimistic concurrency: every append to the plugin's stream expects the version read here,
     // before any fact, so a concurrent write (an apply, an approval) makes this pass start over
     // on the new facts instead of deciding on stale ones.
-    const expected: Expected = { stream, version: store.version(stream) };
+    const expected: Expected = { stream, version: await store.version(stream) };
     const appended = await this.#recordFacts(name, expected);
 
     // 3. Decide, from the log alone.
-    const last = store.last(stream, "rollout.decided");
-    const { state, sources } = loadDeciderState(store, name);
+    const last = await store.last(stream, "rollout.decided");
+    const { state, sources } = await loadDeciderState(store, name);
     let decision = last;
     const next = nextDecision(state, sources, last);
     if (next !== null) {
-      decision = this.#append(expected, "rollout.decided", next.data, next.causedBy);
+      decision = await this.#append(expected, "rollout.decided", next.data, next.causedBy);
       appended.push(decision.seq);
       this.#d.logger.info({ plugin: name, seq: decision.seq, outcome: next.data.plan.outcome }, "rollout decided");
     }
 
     // 4. The desired workload of whatever runs.
-    let desiredEvent = store.last(stream, "workload.desired");
+    let desiredEvent = await store.last(stream, "workload.desired");
     if (decision !== null) {
       const run = deployedBy(decision.data.plan);
-      const module = run === null ? null : moduleOfVersion(store, run);
+      const module = run === null ? null : await moduleOfVersion(store, run);
       const { desired, problem } = desiredWorkload(name, decision.data, this.#d.topology, module);
       if (problem !== null) this.#d.logger.error({ plugin: name, problem }, "the decided version cannot be compiled; running nothing");
       if (desiredChanged(desired, desiredEvent)) {
-        desiredEvent = this.#append(expected, "workload.desired", desired, decision.seq);
+        desiredEvent = await this.#append(expected, "workload.desired", desired, decision.seq);
         appended.push(desiredEvent.seq);
       }
     }
 
     // 5. Apply, unless the log says this desired state was already applied by this target.
-    if (desiredEvent !== null && needsApply(desiredEvent, store.last(stream, "workload.applied"), this.#d.target.name)) {
+    if (desiredEvent !== null && needsApply(desiredEvent, await store.last(stream, "workload.applied"), this.#d.target.name)) {
       appended.push(await this.#apply(expected, name, desiredEvent));
     }
     return { name, appended, decision: decision?.data ?? null };
@@ -187,7 +187,7 @@ export class Reconciler {
   /** The asked-for version's signature verdict and config verdict. */
   async #currentFacts(name: string, expected: Expected): Promise<number[]> {
     const appended: number[] = [];
-    const { state: before, sources: seen } = loadDeciderState(this.#d.store, name);
+    const { state: before, sources: seen } = await loadDeciderState(this.#d.store, name);
     if (before.spec === null) return appended;
     const observed = seen.plugin?.type === "plugin.observed" ? seen.plugin : null;
     const parsed = parsePlugin({ name, spec: before.spec });
@@ -196,7 +196,7 @@ export class Reconciler {
     const v = await this.#verdict(image.value, parsed.value.spec.manifest, observed?.seq);
     if (v !== undefined) appended.push(v);
     const c = nextConfigVerdict(name, parsed.value.spec, seen.config);
-    if (c !== null) appended.push(this.#append(expected, "config.verdict", c, observed?.seq ?? null).seq);
+    if (c !== null) appended.push((await this.#append(expected, "config.verdict", c, observed?.seq ?? null)).seq);
     return appended;
   }
 
@@ -205,7 +205,7 @@ export class Reconciler {
     const appended: number[] = [];
     const store = this.#d.store;
     // Previous: what the last decision ran or, before any, what the cluster's status said runs.
-    const previous = previousVersion(store, name);
+    const previous = await previousVersion(store, name);
     const deployed = previous?.version ?? null;
     if (deployed !== null) {
       const image = parseImageRef(deployed.image);
@@ -223,13 +223,13 @@ export class Reconciler {
     // An unreachable registry changes nothing we know about the image: the last verdict the log
     // holds stands (also across restarts, when this process has none cached) until a check
     // reaches the registry again. Only an image never verified is refused for it.
-    if (cached.stale && this.#d.recorder.log.last(image.digest, manifestDigest(declared)) !== undefined) return undefined;
+    if (cached.stale && (await this.#d.recorder.log.last(image.digest, manifestDigest(declared))) !== undefined) return undefined;
     return this.#d.recorder.record(cached.verdict, causedBy, declared);
   }
 
   /** Appends one event to the plugin's stream at the expected version, and moves the expectation on. */
-  #append<T extends EventTypeName>(expected: Expected, type: T, data: EventDataMap[T], causedBy: number | null): EventOf<T> {
-    const [e] = this.#d.store.append([{ stream: expected.stream, type, data, actor: this.#actor, causedBy }], { expected: { [expected.stream]: expected.version } });
+  async #append<T extends EventTypeName>(expected: Expected, type: T, data: EventDataMap[T], causedBy: number | null): Promise<EventOf<T>> {
+    const [e] = await this.#d.store.append([{ stream: expected.stream, type, data, actor: this.#actor, causedBy }], { expected: { [expected.stream]: expected.version } });
     if (e === undefined || !isEventOf(e, [type])) throw new Error("the store appended nothing");
     expected.version = e.version;
     return e;
@@ -243,13 +243,13 @@ export class Reconciler {
       // WebAssembly plugin's are only its ServiceAccount and its Service selecting the plugin host.
       if (desired.data.running) await target.applyPlugin(name, desired.data.objects as unknown as KubeObject[]);
       else await target.removePlugin(name);
-      this.#projector.catchUp();
+      await this.#projector.catchUp();
       await this.publishAllowLists();
       await this.publishPluginHost();
     } catch (err) {
       error = err instanceof Error ? err.message : String(err);
       this.#d.logger.error({ plugin: name, err: error }, "applying the desired workload failed");
     }
-    return this.#append(expected, "workload.applied", appliedRecord(name, target.name, error), desired.seq).seq;
+    return (await this.#append(expected, "workload.applied", appliedRecord(name, target.name, error), desired.seq)).seq;
   }
 }

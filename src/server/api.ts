@@ -46,40 +46,40 @@ const LOG_QUERY = ["plugin", "type", "since", "until", "after", "limit"];
 function pluginRoutes(): Route[] {
   return [
     api({ method: "GET", path: "/api/v1/plugins", access: "viewer", summary: "every plugin: status, running, asked for, verdict, pending, problems", statuses: READ,
-      handle: ({ res, app }) => sendJson(res, 200, { plugins: listPlugins(app.store) }) }),
+      handle: async ({ res, app }) => sendJson(res, 200, { plugins: await listPlugins(app.store) }) }),
     api({ method: "GET", path: "/api/v1/plugins/{name}", access: "viewer", summary: "one plugin: what runs, the grant, why, what an approval would add; ETag is the version to approve against", statuses: [...READ, 404],
-      handle: ({ res, app, params }) => {
-        const v = pluginView(app.store, pluginParam(app.store, params.name), { steps: API_STEPS });
+      handle: async ({ res, app, params }) => {
+        const v = await pluginView(app.store, pluginParam(app.store, params.name), { steps: API_STEPS });
         sendJson(res, 200, v, { ETag: etag(v.version) });
       } }),
     api({ method: "GET", path: "/api/v1/plugins/{name}/timeline", access: "viewer", summary: "a page of the plugin's events with their causes", query: ["after", "limit", "egress"], statuses: [...READ, 404],
-      handle: ({ res, app, params, query }) => {
+      handle: async ({ res, app, params, query }) => {
         const name = pluginParam(app.store, params.name);
         const egress = query.get("egress");
         if (egress !== undefined && egress !== "true" && egress !== "false") throw new AppError("usage", "egress must be true or false", "egress");
-        if (listPlugins(app.store).every((r) => r.name !== name)) throw new AppError("not_found", `no plugin ${name}`);
+        if ((await listPlugins(app.store)).every((r) => r.name !== name)) throw new AppError("not_found", `no plugin ${name}`);
         const after = seqOf(query, "after");
-        sendJson(res, 200, pluginTimeline(app.store, name, { limit: limitOf(query), includeEgress: egress === "true", ...(after === undefined ? {} : { afterSeq: after }) }));
+        sendJson(res, 200, await pluginTimeline(app.store, name, { limit: limitOf(query), includeEgress: egress === "true", ...(after === undefined ? {} : { afterSeq: after }) }));
       } }),
     api({ method: "GET", path: "/api/v1/plugins/{name}/why", access: "viewer", summary: "the latest rollout decision, its inputs and causes, in codes and sentences", statuses: [...READ, 404],
-      handle: ({ res, app, params }) => sendJson(res, 200, explain(app.store, pluginParam(app.store, params.name), API_STEPS)) }),
+      handle: async ({ res, app, params }) => sendJson(res, 200, await explain(app.store, pluginParam(app.store, params.name), API_STEPS)) }),
     api({ method: "GET", path: "/api/v1/pending", access: "viewer", summary: "every plugin waiting for approval, with exactly what approving adds and the version to send", statuses: READ,
-      handle: ({ res, app }) => sendJson(res, 200, { pending: pendingApprovals(app.store) }) }),
+      handle: async ({ res, app }) => sendJson(res, 200, { pending: await pendingApprovals(app.store) }) }),
     api({ method: "POST", path: "/api/v1/plugins/{name}/approve", access: "owner", summary: "add exactly the pending permissions to the grant, if the plugin is still at the If-Match version", headers: ["If-Match"], statuses: [...WRITE, 404, 409, 412, 428],
-      handle: ({ res, app, params, req, session }) => {
+      handle: async ({ res, app, params, req, session }) => {
         const name = pluginParam(app.store, params.name);
         const version = ifMatchVersion(req);
-        const r = approve(app.store, name, actorOf(session), version);
+        const r = await approve(app.store, name, actorOf(session), version);
         sendJson(res, 200, r, { ETag: etag(r.version) });
       } }),
   ];
 }
 
 function writeRoutes(): Route[] {
-  const del = (kind: "plugin" | "grant") => ({ res, app, params, req, session }: RequestContext) => {
+  const del = (kind: "plugin" | "grant") => async ({ res, app, params, req, session }: RequestContext): Promise<void> => {
     const name = pluginParam(app.store, params.name);
     const expected = optionalIfMatch(req);
-    sendJson(res, 200, deleteResource(app.store, kind, name, actorOf(session), expected));
+    sendJson(res, 200, await deleteResource(app.store, kind, name, actorOf(session), expected));
   };
   return [
     api({ method: "POST", path: "/api/v1/apply", access: "owner", summary: "record Plugin and PluginGrant documents (YAML or JSON, several with ---), validated as the CLI does", statuses: [...WRITE, 415, 422],
@@ -89,7 +89,7 @@ function writeRoutes(): Route[] {
         const text = await readBody(req, MAX_APPLY_BYTES, "the documents");
         const resources = parseResources(text, "the request body");
         if (resources.length === 0) throw new AppError("invalid_resource", "the request body holds no Plugin or PluginGrant documents");
-        sendJson(res, 200, { applied: applyResources(app.store, resources, actorOf(session)) });
+        sendJson(res, 200, { applied: await applyResources(app.store, resources, actorOf(session)) });
       } }),
     api({ method: "DELETE", path: "/api/v1/plugins/{name}", access: "owner", summary: "record that a Plugin is deleted (its workload stops); If-Match optional", headers: ["If-Match"], statuses: [...WRITE, 404, 412], handle: del("plugin") }),
     api({ method: "DELETE", path: "/api/v1/grants/{name}", access: "owner", summary: "record that a PluginGrant is deleted; If-Match optional", headers: ["If-Match"], statuses: [...WRITE, 404, 412], handle: del("grant") }),
@@ -99,9 +99,9 @@ function writeRoutes(): Route[] {
 function logRoutes(streams: EventStreams): Route[] {
   return [
     api({ method: "GET", path: "/api/v1/events", access: "viewer", summary: "a page of the log in sequence order, filtered as openfief log; next is the after of the next page", query: LOG_QUERY, statuses: READ,
-      handle: ({ res, app, query }) => {
+      handle: async ({ res, app, query }) => {
         const after = seqOf(query, "after");
-        sendJson(res, 200, readLog(app.store, { ...logFilters(app.store, query), limit: limitOf(query), ...(after === undefined ? {} : { afterSeq: after }) }));
+        sendJson(res, 200, await readLog(app.store, { ...logFilters(app.store, query), limit: limitOf(query), ...(after === undefined ? {} : { afterSeq: after }) }));
       } }),
     api({ method: "GET", path: "/api/v1/events/stream", access: "viewer", summary: "the log as server-sent events (id = seq), resuming after Last-Event-ID or after", query: ["plugin", "type", "since", "until", "after"], headers: ["Last-Event-ID"], statuses: READ, stream: true,
       handle: ({ res, req, app, query }) => {
@@ -109,38 +109,38 @@ function logRoutes(streams: EventStreams): Route[] {
         streams.open(app.store, res, filters, resumeAfter(req.headers["last-event-id"], query));
       } }),
     api({ method: "GET", path: "/api/v1/replay", access: "viewer", summary: "the state as of a sequence number or an ISO-8601 time", query: ["at"], statuses: READ,
-      handle: ({ res, app, query }) => {
+      handle: async ({ res, app, query }) => {
         const at = query.get("at");
         if (at === undefined) throw new AppError("usage", "at is required: a sequence number or an ISO-8601 time", "at");
-        sendJson(res, 200, replay(app.store, parseReplayPoint(at)));
+        sendJson(res, 200, await replay(app.store, parseReplayPoint(at)));
       } }),
     api({ method: "GET", path: "/api/v1/verify-log", access: "viewer", summary: "walk the hash chain and check the guards; ok is false when the log does not hold", statuses: READ,
-      handle: ({ res, app }) => sendJson(res, 200, verifyLog(app.store)) }),
+      handle: async ({ res, app }) => sendJson(res, 200, await verifyLog(app.store)) }),
     api({ method: "GET", path: "/api/v1/check-decisions", access: "viewer", summary: "re-run the deciders over the log and list the decisions that do not reproduce", statuses: READ,
-      handle: ({ res, app }) => sendJson(res, 200, checkLogDecisions(app.store)) }),
+      handle: async ({ res, app }) => sendJson(res, 200, await checkLogDecisions(app.store)) }),
   ];
 }
 
 function egressRoutes(): Route[] {
   return [
     api({ method: "GET", path: "/api/v1/egress/decisions", access: "viewer", summary: "a page of the egress proxy's decisions by plugin, host and outcome", query: ["plugin", "host", "outcome", "after", "limit"], statuses: READ,
-      handle: ({ res, app, query }) => {
+      handle: async ({ res, app, query }) => {
         const outcome = query.get("outcome");
         if (outcome !== undefined && outcome !== "allowed" && outcome !== "refused") throw new AppError("usage", "outcome must be allowed or refused", "outcome");
         const plugin = query.get("plugin");
         const host = query.get("host");
         const after = seqOf(query, "after");
-        sendJson(res, 200, egressDecisions(app.store, {
+        sendJson(res, 200, await egressDecisions(app.store, {
           limit: limitOf(query), ...(plugin === undefined ? {} : { plugin }), ...(host === undefined ? {} : { host }), ...(outcome === undefined ? {} : { outcome }), ...(after === undefined ? {} : { afterSeq: after }),
         }));
       } }),
     api({ method: "GET", path: "/api/v1/egress/summary", access: "viewer", summary: "allowed and refused destinations per plugin and the counts over time, between since and until (default: the last 24 hours)", query: ["plugin", "since", "until", "buckets"], statuses: READ,
-      handle: ({ res, app, query }) => {
+      handle: async ({ res, app, query }) => {
         const until = timeOf(query, "until") ?? app.clock();
         const since = timeOf(query, "since") ?? new Date(until.getTime() - 24 * 3600_000);
         const plugin = query.get("plugin");
         const buckets = seqOf(query, "buckets");
-        sendJson(res, 200, egressSummary(app.store, { since, until, ...(plugin === undefined ? {} : { plugin }), ...(buckets === undefined ? {} : { buckets }) }));
+        sendJson(res, 200, await egressSummary(app.store, { since, until, ...(plugin === undefined ? {} : { plugin }), ...(buckets === undefined ? {} : { buckets }) }));
       } }),
   ];
 }

@@ -4,7 +4,7 @@
  * the same parameters the same way.
  */
 import { AppError, checkLogQuery, parseCount, parseTime } from "../app/index.js";
-import type { EventStore, LogQuery } from "../app/index.js";
+import type { EventLog, LogQuery } from "../app/index.js";
 import type { Query } from "./routes.js";
 
 /** The most events, decisions or entries one page holds. */
@@ -34,7 +34,7 @@ export function timeOf(q: Query, name: string): Date | undefined {
 }
 
 /** The log's filters (`plugin`, `type`, `since`, `until`), checked against the store's catalog. */
-export function logFilters(store: EventStore, q: Query): LogQuery {
+export function logFilters(store: EventLog, q: Query): LogQuery {
   const plugin = q.get("plugin");
   const types = q.all("type");
   const since = timeOf(q, "since");
@@ -50,7 +50,7 @@ export function logFilters(store: EventStore, q: Query): LogQuery {
 }
 
 /** A plugin name from the path, refused (`usage`) when no plugin could have it. */
-export function pluginParam(store: EventStore, name: string | undefined): string {
+export function pluginParam(store: EventLog, name: string | undefined): string {
   if (name === undefined) throw new AppError("internal", "the route has no {name}");
   checkLogQuery(store, { plugin: name });
   return name;

@@ -8,7 +8,7 @@
  */
 import type { ServerResponse } from "node:http";
 import { AppError, followLog } from "../app/index.js";
-import type { EventStore, KnownEvent, LogQuery } from "../app/index.js";
+import type { EventLog, KnownEvent, LogQuery } from "../app/index.js";
 
 /** The bounds of the streams one server keeps. */
 export interface StreamLimits {
@@ -34,7 +34,7 @@ export class EventStreams {
   }
 
   /** Streams the events matching `q` after `after` into `res` until the client leaves or a bound ends it. */
-  open(store: EventStore, res: ServerResponse, q: LogQuery, after: number): void {
+  open(store: EventLog, res: ServerResponse, q: LogQuery, after: number): void {
     if (this.#open.size >= this.limits.max) throw new AppError("unavailable", `${this.limits.max} event streams are open already: try again later`);
     res.writeHead(200, { "Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-store", "X-Accel-Buffering": "no" });
     res.write("retry: 2000\n\n");

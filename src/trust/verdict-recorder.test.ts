@@ -26,19 +26,19 @@ describe("recording signature verdicts", () => {
     const file = join(mkdtempSync(join(tmpdir(), "openfief-verdicts-")), "events.db");
     const store = await openStore({ file, clock: () => new Date("2026-01-01T00:00:00Z") });
     const recorder = new VerdictRecorder(storeVerdictLog(store), inputs);
-    expect(recorder.record(verdict("refused", "unsigned"))).toBe(1);
-    expect(recorder.record(verdict("refused", "unsigned"))).toBeUndefined();
-    expect(recorder.record(verdict("unverified"))).toBe(2);
+    expect(await recorder.record(verdict("refused", "unsigned"))).toBe(1);
+    expect(await recorder.record(verdict("refused", "unsigned"))).toBeUndefined();
+    expect(await recorder.record(verdict("unverified"))).toBe(2);
     await store.close();
 
     const reopened = await openStore({ file });
     const again = new VerdictRecorder(storeVerdictLog(reopened), inputs);
-    expect(again.record(verdict("unverified"))).toBeUndefined();
-    expect(new VerdictRecorder(storeVerdictLog(reopened), { ...inputs, catalog: "changed" }).record(verdict("unverified"))).toBe(3);
-    const events = reopened.read({ stream: "trust", type: "signature.verdict" });
+    expect(await again.record(verdict("unverified"))).toBeUndefined();
+    expect(await new VerdictRecorder(storeVerdictLog(reopened), { ...inputs, catalog: "changed" }).record(verdict("unverified"))).toBe(3);
+    const events = await reopened.read({ stream: "trust", type: "signature.verdict" });
     expect(events.map((e) => (e.data as { outcome: string }).outcome)).toEqual(["refused", "unverified", "unverified"]);
     expect(events[0]?.data).toMatchObject({ digest: DIGEST, outcome: "refused", reason: "unsigned", signers: [], trustRoot: "6494e21e", catalog: "c0ffee" });
-    expect(reopened.verify()).toMatchObject({ ok: true });
+    expect(await reopened.verify()).toMatchObject({ ok: true });
     await reopened.close();
   });
 });

@@ -8,7 +8,7 @@
  */
 import { canonicalize } from "json-canonicalize";
 import { manifestDigest } from "../events/index.js";
-import type { EventStore, SignatureVerdict } from "../events/index.js";
+import type { EventLog, SignatureVerdict } from "../events/index.js";
 import type { Manifest } from "../plugins/index.js";
 import type { ImageVerdict } from "./image-check.js";
 import { TRUST_STREAM, VERDICT_EVENT } from "./verdict-stream.js";
@@ -16,9 +16,9 @@ import { TRUST_STREAM, VERDICT_EVENT } from "./verdict-stream.js";
 /** The port the recorder writes through: the latest verdict per digest, and append. */
 export interface VerdictLog {
   /** The data of the latest `signature.verdict` for `digest` checked against `manifest` (a {@link manifestDigest}, or null), if any. */
-  last(digest: string, manifest: string | null): SignatureVerdict | undefined;
+  last(digest: string, manifest: string | null): Promise<SignatureVerdict | undefined>;
   /** Appends one verdict; returns its seq. */
-  append(verdict: SignatureVerdict, actor: string, causedBy?: number): number;
+  append(verdict: SignatureVerdict, actor: string, causedBy?: number): Promise<number>;
 }
 
 /** Versions of the inputs a verdict was decided with. */
@@ -52,22 +52,14 @@ export function verdictEventData(verdict: ImageVerdict, inputs: VerdictInputs, d
  * every call (an indexed lookup), so several processes writing to one data folder never append a
  * verdict that another already recorded.
  */
-export function storeVerdictLog(store: EventStore): VerdictLog {
-  // Rows of version 1 have no manifest: json_extract gives NULL, as for a verdict checked against none.
-  const exact = store.database.prepare<[string, string], { seq: number }>(
-    "SELECT seq FROM events WHERE type = 'signature.verdict' AND json_extract(data, '$.digest') = ? AND json_extract(data, '$.manifest') = ? ORDER BY seq DESC LIMIT 1",
-  );
-  const none = store.database.prepare<[string], { seq: number }>(
-    "SELECT seq FROM events WHERE type = 'signature.verdict' AND json_extract(data, '$.digest') = ? AND json_extract(data, '$.manifest') IS NULL ORDER BY seq DESC LIMIT 1",
-  );
+export function storeVerdictLog(store: EventLog): VerdictLog {
   return {
-    last(digest, manifest) {
-      const row = manifest === null ? none.get(digest) : exact.get(digest, manifest);
-      const e = row === undefined ? null : store.get(row.seq);
-      return e?.type === "signature.verdict" ? e.data : undefined;
+    async last(digest, manifest) {
+      // Exactly this manifest: a verdict recorded before manifests were (none) is not this one.
+      return (await store.lookups.signatureVerdict(digest, manifest))?.data;
     },
-    append(verdict, actor, causedBy) {
-      const [stored] = store.append([{ stream: TRUST_STREAM, type: VERDICT_EVENT, data: verdict, actor, ...(causedBy === undefined ? {} : { causedBy }) }]);
+    async append(verdict, actor, causedBy) {
+      const [stored] = await store.append([{ stream: TRUST_STREAM, type: VERDICT_EVENT, data: verdict, actor, ...(causedBy === undefined ? {} : { causedBy }) }]);
       if (stored === undefined) throw new Error("the store appended nothing");
       return stored.seq;
     },
@@ -83,9 +75,9 @@ export class VerdictRecorder {
   ) {}
 
   /** Appends the verdict unless it equals the last one for its digest and manifest; returns the new seq, or undefined. */
-  record(verdict: ImageVerdict, causedBy?: number, declared?: Manifest): number | undefined {
+  async record(verdict: ImageVerdict, causedBy?: number, declared?: Manifest): Promise<number | undefined> {
     const data = verdictEventData(verdict, this.inputs, declared);
-    const last = this.log.last(data.digest, data.manifest ?? null);
+    const last = await this.log.last(data.digest, data.manifest ?? null);
     if (last !== undefined && canonicalize(last) === canonicalize(data)) return undefined;
     return this.log.append(data, this.actor, causedBy);
   }

@@ -5,30 +5,30 @@
  * decisions are one stream, so the newest are an indexed read whatever the log's size.
  */
 import { capField, gatewayStream } from "../events/index.js";
-import type { EventStore, GatewayAttributes, GatewayCappedField, GatewayDecision, GatewayRefusals, GatewayServed } from "../events/index.js";
+import type { EventLog, GatewayAttributes, GatewayCappedField, GatewayDecision, GatewayRefusals, GatewayServed } from "../events/index.js";
 import type { RequestAttributes } from "./request-info.js";
 import type { Selection } from "./served.js";
 
 /** Appends decisions and summaries durably; throws when it cannot (the gateway then refuses to forward). */
 export interface DecisionRecorder {
-  record(decision: GatewayDecision): void;
+  record(decision: GatewayDecision): Promise<void>;
   /** Appends a summary of refusals that went past their budget. */
-  recordRefusals(summary: GatewayRefusals): void;
+  recordRefusals(summary: GatewayRefusals): Promise<void>;
 }
 
 /** Records into an event store, actor `gateway`. */
 export class StoreDecisionRecorder implements DecisionRecorder {
   constructor(
-    readonly store: EventStore,
+    readonly store: EventLog,
     readonly actor = "gateway",
   ) {}
 
-  record(decision: GatewayDecision): void {
-    this.store.append([{ stream: gatewayStream(decision.installationName), type: "gateway.decision", data: decision, actor: this.actor }]);
+  async record(decision: GatewayDecision): Promise<void> {
+    await this.store.append([{ stream: gatewayStream(decision.installationName), type: "gateway.decision", data: decision, actor: this.actor }]);
   }
 
-  recordRefusals(summary: GatewayRefusals): void {
-    this.store.append([{ stream: gatewayStream(summary.installationName), type: "gateway.refusals", data: summary, actor: this.actor }]);
+  async recordRefusals(summary: GatewayRefusals): Promise<void> {
+    await this.store.append([{ stream: gatewayStream(summary.installationName), type: "gateway.refusals", data: summary, actor: this.actor }]);
   }
 }
 

@@ -10,7 +10,7 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { pluginStream } from "../events/index.js";
-import type { EventStore, KnownEvent } from "../events/index.js";
+import type { EventLog, KnownEvent } from "../events/index.js";
 import { API_GROUP, API_VERSION, NAMESPACE } from "../plugins/index.js";
 import type { RolloutPlanJSON } from "../plugins/index.js";
 import { goParseInt64, parseRequestTarget } from "./go-url.js";
@@ -94,16 +94,17 @@ export interface EmbeddedRequest {
 
 /** Serves the embedded resources to requests that passed the gateway's gates. */
 export class EmbeddedApi {
-  readonly #store: EventStore;
+  readonly #store: EventLog;
   readonly #installations: LogInstallations;
-  readonly #streams;
 
-  constructor(store: EventStore) {
+  constructor(store: EventLog) {
     this.#store = store;
     this.#installations = new LogInstallations(store);
-    this.#streams = store.database.prepare<[], { stream: string; seq: number }>(
-      "SELECT stream, max(seq) AS seq FROM events WHERE stream >= 'plugin/' AND stream < 'plugin0' GROUP BY stream ORDER BY stream",
-    );
+  }
+
+  /** Every plugin stream and the seq of its latest event, by name. */
+  #streams(): Promise<{ readonly stream: string; readonly seq: number }[]> {
+    return this.#store.lookups.streamHeads("plugin/");
   }
 
   /** Answers one request. */
@@ -132,7 +133,7 @@ export class EmbeddedApi {
     if (a.verb === "watch") return this.#watch({ kind, match: filter.match, rv: first("resourceVersion"), timeout: first("timeoutSeconds"), req, res, headers, signal: r.signal });
     const page = pageOf(first("limit"), first("continue"));
     if (typeof page === "string") return send(400, statusBody(400, page));
-    const head = this.#store.head();
+    const head = await this.#store.head();
     const list = await this.#list(kind, a.namespace, page.after, page.limit);
     const metadata: Record<string, string> = { resourceVersion: String(head) };
     if (list.continue !== null) metadata["continue"] = list.continue;
@@ -198,7 +199,7 @@ export class EmbeddedApi {
   async #get(kind: Kind, name: string): Promise<Obj | null> {
     if (kind.plural === "events") {
       if (!/^[1-9][0-9]{0,15}$/.test(name)) return null;
-      const e = this.#store.get(Number(name));
+      const e = await this.#store.get(Number(name));
       return e === null ? null : eventObject(e);
     }
     return kind.plural === "plugins" ? this.#plugin(name) : this.#grant(name);
@@ -208,12 +209,12 @@ export class EmbeddedApi {
     if (namespace !== "" && namespace !== NAMESPACE) return { items: [], continue: null };
     if (kind.plural === "events") {
       const page = limit ?? EVENTS_PAGE;
-      const events = this.#store.read({ afterSeq: after, limit: page + 1 });
+      const events = await this.#store.read({ afterSeq: after, limit: page + 1 });
       const items = events.slice(0, page).map(eventObject);
       return { items, continue: events.length > page ? String(items[items.length - 1]?.metadata.resourceVersion ?? after) : null };
     }
     const items: Obj[] = [];
-    for (const { stream } of this.#streams.all()) {
+    for (const { stream } of await this.#streams()) {
       const name = stream.slice("plugin/".length);
       const obj = kind.plural === "plugins" ? await this.#plugin(name) : await this.#grant(name);
       if (obj !== null) items.push(obj);
@@ -223,11 +224,11 @@ export class EmbeddedApi {
 
   async #plugin(name: string): Promise<Obj | null> {
     const stream = pluginStream(name);
-    const observed = this.#store.last(stream, "plugin.observed");
-    const deleted = this.#store.last(stream, "plugin.deleted");
+    const observed = await this.#store.last(stream, "plugin.observed");
+    const deleted = await this.#store.last(stream, "plugin.deleted");
     if (observed === null || (deleted !== null && deleted.seq > observed.seq)) return null;
-    const latest = this.#store.last(stream)?.seq ?? observed.seq;
-    const plan = this.#store.last(stream, "rollout.decided")?.data.plan ?? null;
+    const latest = (await this.#store.last(stream))?.seq ?? observed.seq;
+    const plan = (await this.#store.last(stream, "rollout.decided"))?.data.plan ?? null;
     const installation = await this.#installations.byName(name);
     return {
       apiVersion: GROUP_VERSION, kind: "Plugin",
@@ -239,8 +240,8 @@ export class EmbeddedApi {
 
   async #grant(name: string): Promise<Obj | null> {
     const stream = pluginStream(name);
-    const granted = this.#store.last(stream, "grant.observed");
-    const revoked = this.#store.last(stream, "grant.deleted");
+    const granted = await this.#store.last(stream, "grant.observed");
+    const revoked = await this.#store.last(stream, "grant.deleted");
     if (granted === null || (revoked !== null && revoked.seq > granted.seq)) return null;
     return { apiVersion: GROUP_VERSION, kind: "PluginGrant", metadata: { name, namespace: NAMESPACE, resourceVersion: String(granted.seq), creationTimestamp: granted.time }, spec: granted.data.spec };
   }
@@ -267,7 +268,7 @@ export class EmbeddedApi {
         known.add(name);
       } else if (known.has(name)) {
         known.delete(name);
-        send("DELETED", { apiVersion: GROUP_VERSION, kind: kind.kind, metadata: { name, namespace: NAMESPACE, resourceVersion: String(this.#store.head()) } });
+        send("DELETED", { apiVersion: GROUP_VERSION, kind: kind.kind, metadata: { name, namespace: NAMESPACE, resourceVersion: String(await this.#store.head()) } });
       }
     };
     const onEvents = (events: readonly KnownEvent[]): void => {
@@ -298,11 +299,11 @@ export class EmbeddedApi {
     // The start: everything there is (no resourceVersion), or what changed after it.
     queue = queue.then(async () => {
       if (kind.plural === "events") {
-        const start = from ?? Math.max(0, this.#store.head() - EVENTS_PAGE);
-        for (const e of this.#store.read({ afterSeq: start, limit: EVENTS_PAGE })) send("ADDED", eventObject(e));
+        const start = from ?? Math.max(0, (await this.#store.head()) - EVENTS_PAGE);
+        for (const e of await this.#store.read({ afterSeq: start, limit: EVENTS_PAGE })) send("ADDED", eventObject(e));
         return;
       }
-      for (const { stream, seq } of this.#streams.all()) {
+      for (const { stream, seq } of await this.#streams()) {
         const name = stream.slice("plugin/".length);
         if (from !== null) {
           const obj = kind.plural === "plugins" ? await this.#plugin(name) : await this.#grant(name);

@@ -6,7 +6,7 @@
  * Kubernetes-style (`embedded-api.ts`).
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { EventStore } from "../events/index.js";
+import type { EventLog } from "../events/index.js";
 import type { PolicyRule } from "../plugins/index.js";
 import { EmbeddedApi } from "./embedded-api.js";
 import type { Installation, UserRoles } from "./ports.js";
@@ -30,7 +30,7 @@ export class EmbeddedUpstream implements Upstream {
   readonly #roles: UserRoles;
   readonly #api: EmbeddedApi;
 
-  constructor(store: EventStore, roles: UserRoles) {
+  constructor(store: EventLog, roles: UserRoles) {
     this.#roles = roles;
     this.#api = new EmbeddedApi(store);
   }

@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openStore, pluginStream } from "../events/index.js";
-import type { EventStore } from "../events/index.js";
+import type { EventLog } from "../events/index.js";
 import { parseGrant, parseImageRef, parseManifest, planRollout, rolloutPlanToJSON } from "../plugins/index.js";
 import type { JsonValue, PolicyRule } from "../plugins/index.js";
 import { EmbeddedUpstream } from "./embedded-upstream.js";
@@ -31,36 +31,36 @@ const VIEW = { capabilities: ["view"], egress: [], secrets: [], dataTiers: [], r
 const ROLES = new StaticUserRoles({ alice: { cluster: [R(["get", "list", "watch"], ["plugins", "plugingrants"])] }, dave: { cluster: [R(["get"], ["plugins"], ["ledger-view"])] } });
 
 let dir: string;
-let store: EventStore;
+let store: EventLog;
 let signer: TokenSigner;
 let validator: PluginTokenValidator;
 let installations: LogInstallations;
 const ids: Record<string, string> = {};
 
 /** A Plugin, its grant and the real planner's decision: a view when its grant gives the capability. */
-function install(name: string, grant: JsonValue): void {
+async function install(name: string, grant: JsonValue): Promise<void> {
   const stream = pluginStream(name);
   const image = `ghcr.io/openfief/${name}@sha256:${"c5".repeat(32)}`;
-  store.append([{ stream, type: "plugin.observed", actor: "owner:cli", data: { name, spec: { image, manifest: VIEW } } }]);
-  store.append([{ stream, type: "grant.observed", actor: "owner:cli", data: { name, spec: grant } }]);
+  await store.append([{ stream, type: "plugin.observed", actor: "owner:cli", data: { name, spec: { image, manifest: VIEW } } }]);
+  await store.append([{ stream, type: "grant.observed", actor: "owner:cli", data: { name, spec: grant } }]);
   const m = parseManifest(VIEW);
   const g = parseGrant({ name, spec: grant });
   const img = parseImageRef(image);
   if (!m.ok || !g.ok || !img.ok) throw new Error("test plugin");
   const plan = planRollout({ current: { image: img.value, manifest: m.value }, currentDeployable: true, previous: null, grant: g.value.spec });
-  store.append([{ stream, type: "rollout.decided", actor: "reconciler", data: { name, inputs: { current: { image, manifest: VIEW as unknown as JsonValue }, currentDeployable: true, previous: null, grant }, plan: rolloutPlanToJSON(plan) } }]);
-  store.append([{ stream, type: "workload.desired", actor: "reconciler", data: { name, running: plan.outcome !== "none", objects: [], allowList: [] } }]);
+  await store.append([{ stream, type: "rollout.decided", actor: "reconciler", data: { name, inputs: { current: { image, manifest: VIEW as unknown as JsonValue }, currentDeployable: true, previous: null, grant }, plan: rolloutPlanToJSON(plan) } }]);
+  await store.append([{ stream, type: "workload.desired", actor: "reconciler", data: { name, running: plan.outcome !== "none", objects: [], allowList: [] } }]);
 }
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "openfief-gates-"));
   store = await openStore({ file: join(dir, "events.db") });
-  install("ledger-view", { capabilities: ["view"], rbac: VIEW.rbac });
-  install("idle-view", { capabilities: [] });
-  install("gone-view", { capabilities: ["view"], rbac: VIEW.rbac });
+  await install("ledger-view", { capabilities: ["view"], rbac: VIEW.rbac });
+  await install("idle-view", { capabilities: [] });
+  await install("gone-view", { capabilities: ["view"], rbac: VIEW.rbac });
   installations = new LogInstallations(store);
   for (const n of ["ledger-view", "idle-view", "gone-view"]) ids[n] = (await installations.byName(n))?.id ?? "";
-  store.append([{ stream: pluginStream("gone-view"), type: "plugin.deleted", actor: "owner:cli", data: { name: "gone-view" } }]);
+  await store.append([{ stream: pluginStream("gone-view"), type: "plugin.deleted", actor: "owner:cli", data: { name: "gone-view" } }]);
   const ring = await KeyRing.open();
   signer = new TokenSigner(ring);
   validator = new PluginTokenValidator({ jwks: () => ring.jwks() });

@@ -73,7 +73,7 @@ export interface Gateway {
   /** Watches and upgraded connections open now. */
   readonly openWatches: number;
   /** Records the summaries still counting (the window need not have ended) and stops the sweep. */
-  close(): void;
+  close(): Promise<void>;
 }
 
 /** Where an answer goes: a response, or the raw socket of an upgrade. */
@@ -158,16 +158,16 @@ export function createGateway(o: GatewayOptions): Gateway {
     ...(o.logger === undefined ? {} : { logger: o.logger }),
   };
 
-  function summarise(due: readonly RefusalSummary<Counted>[]): void {
+  async function summarise(due: readonly RefusalSummary<Counted>[]): Promise<void> {
     for (const s of due) {
       try {
-        o.recorder.recordRefusals(summaryOf(s));
+        await o.recorder.recordRefusals(summaryOf(s));
       } catch (err) {
         o.logger?.error({ err: errText(err), count: s.count }, "gateway: a summary of refusals could not be recorded");
       }
     }
   }
-  const sweep = setInterval(() => summarise(budget.due()), Math.min(SWEEP_MS, limits.refusals.windowMs));
+  const sweep = setInterval(() => void summarise(budget.due()), Math.min(SWEEP_MS, limits.refusals.windowMs));
   sweep.unref();
 
   /** The one access line of a request, tied to its decision by its id. */
@@ -190,16 +190,16 @@ export function createGateway(o: GatewayOptions): Gateway {
   }
 
   /** Records a refusal within the budget (a refusal that cannot be recorded is still refused) and answers it. */
-  function deny(x: Exchange, p: Passage, gate: GatewayGate, r: Refusal): void {
+  async function deny(x: Exchange, p: Passage, gate: GatewayGate, r: Refusal): Promise<void> {
     const { a, answer, headers, started } = x;
     const c = p.claims;
     const admitted = budget.admit(`${p.routeName}\u0000${gate}\u0000${r.reason}\u0000${r.status}\u0000${c.installation_id}\u0000${c.sub}`, {
       requestId: p.id, user: c.sub, installation: c.installation_id, installationName: c.installation_name, route: p.routeName, gate, status: r.status, reason: r.reason,
     });
-    summarise(admitted.due);
+    await summarise(admitted.due);
     if (admitted.record) {
       try {
-        o.recorder.record(decision(p, "deny", gate, r.status, r.reason));
+        await o.recorder.record(decision(p, "deny", gate, r.status, r.reason));
       } catch (err) {
         o.logger?.error({ err: errText(err), requestId: p.id }, "gateway: a refusal could not be recorded");
       }
@@ -234,7 +234,7 @@ export function createGateway(o: GatewayOptions): Gateway {
   }
 
   /** Refuses a request the gates refused or could not finish: recorded when it has an identity. */
-  function refused(x: Exchange, out: Exclude<GateOutcome, { kind: "passed" }>): void {
+  async function refused(x: Exchange, out: Exclude<GateOutcome, { kind: "passed" }>): Promise<void> {
     const { a, answer, headers, started } = x;
     const g = out.gate;
     let r: Refusal;
@@ -261,7 +261,7 @@ export function createGateway(o: GatewayOptions): Gateway {
     const p = out.passage;
     const held = hold(p, answer);
     try {
-      o.recorder.record(decision(p, "allow", "upstream", null));
+      await o.recorder.record(decision(p, "allow", "upstream", null));
     } catch (err) {
       o.logger?.error({ err: errText(err), requestId: a.id }, "gateway: an allowed request could not be recorded");
       // Not recorded, not forwarded: refused at the last gate it passed.
@@ -340,9 +340,9 @@ export function createGateway(o: GatewayOptions): Gateway {
     get openWatches() {
       return watches.open;
     },
-    close() {
+    async close() {
       clearInterval(sweep);
-      summarise(budget.drain());
+      await summarise(budget.drain());
     },
   };
 }

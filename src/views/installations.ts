@@ -7,8 +7,8 @@
  */
 import { createHash } from "node:crypto";
 import { canonicalize } from "json-canonicalize";
-import { gatewayStream, pluginStream, STREAM_TYPE_INDEXED } from "../events/index.js";
-import type { EventStore } from "../events/index.js";
+import { gatewayStream, pluginStream } from "../events/index.js";
+import type { EventLog } from "../events/index.js";
 import {
   EMPTY_GRANT_SPEC,
   NAMESPACE,
@@ -38,23 +38,13 @@ export function parseInstallationId(id: string): { name: string; seq: number } |
   return { name, seq: Number(digits) };
 }
 
-interface Row { seq: number; data: string }
-
-/** {@link Installations} over an event store, cached per version of the Plugin's stream. */
+/** {@link Installations} over an event log, cached per version of the Plugin's stream. */
 export class LogInstallations implements Installations {
-  readonly #store: EventStore;
+  readonly #store: EventLog;
   readonly #cache = new Map<string, { version: number; value: Installation | null }>();
-  readonly #firstObservedAfter;
-  readonly #lastDeletedBefore;
 
-  constructor(store: EventStore) {
+  constructor(store: EventLog) {
     this.#store = store;
-    this.#firstObservedAfter = store.database.prepare<[string, number], Row>(
-      `SELECT seq, data FROM events WHERE stream = ? AND type = 'plugin.observed' AND ${STREAM_TYPE_INDEXED} AND seq > ? ORDER BY version LIMIT 1`,
-    );
-    this.#lastDeletedBefore = store.database.prepare<[string, number], { seq: number | null }>(
-      `SELECT max(seq) AS seq FROM events WHERE stream = ? AND type = 'plugin.deleted' AND ${STREAM_TYPE_INDEXED} AND seq < ?`,
-    );
   }
 
   async get(id: string): Promise<Installation | null> {
@@ -67,26 +57,26 @@ export class LogInstallations implements Installations {
   async byName(name: string): Promise<Installation | null> {
     if (!isValidPluginName(name)) return null;
     const stream = pluginStream(name);
-    const version = this.#store.version(stream);
+    const version = await this.#store.version(stream);
     const hit = this.#cache.get(name);
     if (hit !== undefined && hit.version === version) return hit.value;
-    const value = this.#read(name, stream);
+    const value = await this.#read(name, stream);
     if (this.#cache.size > 4096) this.#cache.clear();
     this.#cache.set(name, { version, value });
     return value;
   }
 
-  #read(name: string, stream: string): Installation | null {
+  async #read(name: string, stream: string): Promise<Installation | null> {
     const store = this.#store;
-    const observed = store.last(stream, "plugin.observed");
+    const observed = await store.last(stream, "plugin.observed");
     if (observed === null) return null;
-    const deleted = store.last(stream, "plugin.deleted");
+    const deleted = await store.last(stream, "plugin.deleted");
     const isDeleted = deleted !== null && deleted.seq > observed.seq;
-    if (isDeleted && !this.#tearingDown(stream, deleted.seq)) return null;
+    if (isDeleted && !(await this.#tearingDown(stream, deleted.seq))) return null;
     // The installation began with the first observation after the deletion before the last one.
-    const before = this.#lastDeletedBefore.get(stream, observed.seq)?.seq ?? 0;
-    const start = this.#firstObservedAfter.get(stream, before)?.seq ?? observed.seq;
-    const pinned = this.#pinned(name, stream, observed.data.spec);
+    const before = (await store.lookups.lastOf(stream, ["plugin.deleted"], observed.seq))?.seq ?? 0;
+    const start = (await store.lookups.firstAfter(stream, "plugin.observed", before))?.seq ?? observed.seq;
+    const pinned = await this.#pinned(name, stream, observed.data.spec);
     return {
       id: `${name}.${start}`,
       name,
@@ -104,12 +94,12 @@ export class LogInstallations implements Installations {
    * The pinned version (what the latest decision runs; the spec's, for names only, when nothing
    * runs) and its effective permissions under the grant as it stands now.
    */
-  #pinned(name: string, stream: string, spec: unknown): { pluginName: string; pluginVersion: string; definitionHash: string; rules: Installation["rules"]; view: boolean; ui: Installation["ui"] } {
-    const run = this.#store.last(stream, "rollout.decided")?.data.plan.run ?? null;
+  async #pinned(name: string, stream: string, spec: unknown): Promise<{ pluginName: string; pluginVersion: string; definitionHash: string; rules: Installation["rules"]; view: boolean; ui: Installation["ui"] }> {
+    const run = (await this.#store.last(stream, "rollout.decided"))?.data.plan.run ?? null;
     const asked = (spec ?? {}) as { image?: unknown; manifest?: unknown };
     const manifest = parseManifest(run === null ? asked.manifest : run.manifest);
     const image = parseImageRef(run === null ? asked.image : run.image);
-    const e = run !== null && manifest.ok ? effective(manifest.value, this.#grant(name, stream)) : null;
+    const e = run !== null && manifest.ok ? effective(manifest.value, await this.#grant(name, stream)) : null;
     const granted = e !== null && e.ok ? e.value : null;
     return {
       pluginName: image.ok ? image.value.name : "",
@@ -122,21 +112,21 @@ export class LogInstallations implements Installations {
   }
 
   /** The grant as it stands now (none when deleted or unreadable). */
-  #grant(name: string, stream: string): GrantSpec {
-    const granted = this.#store.last(stream, "grant.observed");
-    const revoked = this.#store.last(stream, "grant.deleted");
+  async #grant(name: string, stream: string): Promise<GrantSpec> {
+    const granted = await this.#store.last(stream, "grant.observed");
+    const revoked = await this.#store.last(stream, "grant.deleted");
     if (granted === null || (revoked !== null && revoked.seq > granted.seq)) return EMPTY_GRANT_SPEC;
     const g = parseGrant({ name, spec: granted.data.spec });
     return g.ok ? g.value.spec : EMPTY_GRANT_SPEC;
   }
 
   /** Whether a deleted Plugin's workload still runs or its removal is not applied yet. */
-  #tearingDown(stream: string, deletedSeq: number): boolean {
-    const desired = this.#store.last(stream, "workload.desired");
+  async #tearingDown(stream: string, deletedSeq: number): Promise<boolean> {
+    const desired = await this.#store.last(stream, "workload.desired");
     if (desired === null) return false;
     if (desired.data.running) return true;
     if (desired.seq < deletedSeq) return false;
-    const applied = this.#store.last(stream, "workload.applied");
+    const applied = await this.#store.last(stream, "workload.applied");
     return !(applied !== null && applied.seq > desired.seq && applied.data.ok);
   }
 }

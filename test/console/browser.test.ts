@@ -36,15 +36,15 @@ const problems: string[] = [];
 async function plantProbes(d: ConsoleDemo): Promise<void> {
   const store = d.cp.runtime.store;
   const config = V1.replace(/name: nbp-fx/, "name: probe").replace(/startDate: .*/, `startDate: ${JSON.stringify(PROBE)}`);
-  applyResources(store, parseResources(`${config}---\n${GRANT.replace(/name: nbp-fx/, "name: probe")}`, "probe"), OWNER_CLI);
+  await applyResources(store, parseResources(`${config}---\n${GRANT.replace(/name: nbp-fx/, "name: probe")}`, "probe"), OWNER_CLI);
   // A Plugin as a cluster would hold it: not valid, so it is refused, and the refusal quotes the field.
-  store.observe({ stream: "plugin/refused", type: "plugin.observed", actor: "cluster", causedBy: null, data: { name: "refused", spec: { image: V1_IMAGE, manifest: { capabilities: ["connector"], egress: [{ host: PROBE }], secrets: [], dataTiers: [] } } } });
-  store.append([{ stream: "egress/nbp-fx", type: "egress.decision", actor: "egress", data: { plugin: "nbp-fx", host: PROBE, port: 443, allowed: false, reason: "not_listed" } }]);
+  await store.observe({ stream: "plugin/refused", type: "plugin.observed", actor: "cluster", causedBy: null, data: { name: "refused", spec: { image: V1_IMAGE, manifest: { capabilities: ["connector"], egress: [{ host: PROBE }], secrets: [], dataTiers: [] } } } });
+  await store.append([{ stream: "egress/nbp-fx", type: "egress.decision", actor: "egress", data: { plugin: "nbp-fx", host: PROBE, port: 443, allowed: false, reason: "not_listed" } }]);
   // A version that cannot run whatever is approved: nbp-fx v1 under another name, its config failing its schema.
   const blocked = V1.replace(/name: nbp-fx/, "name: blocked").replace(/startDate: .*/, "startDate: 7");
-  applyResources(store, parseResources(`${blocked}---\n${GRANT.replace(/name: nbp-fx/, "name: blocked").replace(/egress:[\s\S]*$/, "")}`, "blocked"), OWNER_CLI);
+  await applyResources(store, parseResources(`${blocked}---\n${GRANT.replace(/name: nbp-fx/, "name: blocked").replace(/egress:[\s\S]*$/, "")}`, "blocked"), OWNER_CLI);
   // Something to approve with JavaScript off.
-  applyResources(store, parseResources(`${V2.replace(/name: nbp-fx/, "name: plain")}---\n${GRANT.replace(/name: nbp-fx/, "name: plain")}`, "plain"), OWNER_CLI);
+  await applyResources(store, parseResources(`${V2.replace(/name: nbp-fx/, "name: plain")}---\n${GRANT.replace(/name: nbp-fx/, "name: plain")}`, "plain"), OWNER_CLI);
   await d.cp.pass();
 }
 
@@ -134,8 +134,8 @@ describe("the owner's console", () => {
     const edit = page.locator("#log-rows tr", { hasText: "owner:web:alice" });
     expect(await edit.locator("td").nth(5).innerText()).toBe("the grant was set by owner:web:alice: +egress static.nbp.pl:443");
     await visit("/log");
-    const before = demo.cp.runtime.store.head();
-    demo.cp.runtime.store.append([{ stream: "egress/nbp-fx", type: "egress.decision", actor: "egress", data: { plugin: "nbp-fx", host: "live.nbp.pl", port: 443, allowed: false, reason: "not_listed" } }]);
+    const before = await demo.cp.runtime.store.head();
+    await demo.cp.runtime.store.append([{ stream: "egress/nbp-fx", type: "egress.decision", actor: "egress", data: { plugin: "nbp-fx", host: "live.nbp.pl", port: 443, allowed: false, reason: "not_listed" } }]);
     await page.locator("#log-rows tr", { hasText: "live.nbp.pl" }).waitFor({ timeout: 20_000 });
     expect(await page.locator("#log-rows tr:not(.poll)").first().locator("td").first().innerText()).toBe(String(before + 1));
     await snapshot("log");
@@ -203,7 +203,7 @@ describe("the console with JavaScript off", () => {
     await p.goto(`${demo.url}/plugins/plain`);
     await Promise.all([p.waitForURL(/\/plugins\/plain\?approved=\d+$/), p.locator("#pending button").click()]);
     expect(await p.locator(".flash.ok").innerText()).toMatch(/^Approved/);
-    expect(demo.cp.runtime.store.last("plugin/plain", "grant.observed")?.actor).toBe("owner:web:alice");
+    expect((await demo.cp.runtime.store.last("plugin/plain", "grant.observed"))?.actor).toBe("owner:web:alice");
   });
 
   it("filters the log with the plain form", async () => {

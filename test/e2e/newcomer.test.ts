@@ -11,7 +11,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { openDataStore, startControlPlane } from "../../src/app/index.js";
+import { openDataStore, startControlPlane, storeFile } from "../../src/app/index.js";
+import { tamper, withFile } from "../support/sqlite-file.js";
 import { BIN, BUNDLE_ENV, freshBundle, json, ok, openfief, ROOT } from "./support.js";
 
 interface Row { name: string; status: string; verdict: string | null; problems: { code: string }[] }
@@ -139,7 +140,7 @@ describe("3. a reader that goes away", () => {
     const data = await demoFolder();
     const store = await openDataStore(data[1] as string);
     for (let i = 0; i < 40; i++) {
-      store.append(Array.from({ length: 100 }, (_, j) => ({ stream: "egress/nbp-fx", type: "egress.decision", actor: "egress", data: { plugin: "nbp-fx", host: "api.nbp.pl", port: 443, allowed: true, reason: `granted ${i}-${j}` } })));
+      await store.append(Array.from({ length: 100 }, (_, j) => ({ stream: "egress/nbp-fx", type: "egress.decision", actor: "egress", data: { plugin: "nbp-fx", host: "api.nbp.pl", port: 443, allowed: true, reason: `granted ${i}-${j}` } })));
     }
     await store.close();
     const r = await new Promise<{ code: number | null; stderr: string; stdout: string }>((resolve) => {
@@ -202,9 +203,7 @@ describe("6. several inputs, and standard input", () => {
 describe("7. a tampered log", () => {
   it("is not acted on, and verify-log notices dropped guards and restores them once the chain holds", async () => {
     const data = await demoFolder();
-    const store = await openDataStore(data[1] as string);
-    store.database.exec("DROP TRIGGER events_no_update");
-    await store.close();
+    withFile(storeFile(data[1] as string), (db) => db.exec("DROP TRIGGER events_no_update"));
     const guards = await openfief(["verify-log", ...data]);
     expect(guards.code).toBe(1);
     expect(guards.stdout).toMatch(/guards .* are missing: events_no_update/);
@@ -213,17 +212,17 @@ describe("7. a tampered log", () => {
     expect((await openfief(["verify-log", ...data])).code).toBe(0);
     // An edit after the last verified point stops the next pass; an edit anywhere stops `up`.
     await ok(["apply", "-f", await file("late.yaml", plugin("late", V1_IMAGE)), ...data]);
-    const tamper = await openDataStore(data[1] as string);
-    const late = tamper.head();
-    tamper.database.exec(`DROP TRIGGER events_no_update; UPDATE events SET actor = 'mallory' WHERE seq = ${late}`);
-    tamper.restoreGuards();
-    await tamper.close();
+    const tampered = await openDataStore(data[1] as string);
+    const late = await tampered.head();
+    tamper(tampered.location, `UPDATE events SET actor = 'mallory' WHERE seq = ${late}`);
+    await tampered.restoreGuards();
+    await tampered.close();
     const refused = await openfief(["reconcile", ...data]);
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(new RegExp(`does not hold at event ${late}`));
     const early = await openDataStore(data[1] as string);
-    early.database.exec("DROP TRIGGER events_no_update; UPDATE events SET actor = 'mallory' WHERE seq = 2");
-    early.restoreGuards();
+    tamper(early.location, "UPDATE events SET actor = 'mallory' WHERE seq = 2");
+    await early.restoreGuards();
     await early.close();
     await expect(startControlPlane({ dataDir: data[1] as string, logger: pino({ level: "silent" }), egress: null })).rejects.toThrow(/does not hold at event 2/);
   });
@@ -247,10 +246,10 @@ describe("8. why's wording", () => {
   it("counts one tampered decision once", async () => {
     const data = await demoFolder();
     const store = await openDataStore(data[1] as string);
-    const [d] = store.read({ type: "rollout.decided", limit: 1 });
+    const [d] = await store.read({ type: "rollout.decided", limit: 1 });
     if (d === undefined) throw new Error("no decision");
-    store.append([{ stream: d.stream, type: "rollout.decided", actor: "mallory", data: { ...d.data, inputs: { ...d.data.inputs, currentDeployable: !d.data.inputs.currentDeployable }, plan: { ...d.data.plan, reasons: [] } } }]);
-    const total = store.read({ type: "rollout.decided" }).length;
+    await store.append([{ stream: d.stream, type: "rollout.decided", actor: "mallory", data: { ...d.data, inputs: { ...d.data.inputs, currentDeployable: !d.data.inputs.currentDeployable }, plan: { ...d.data.plan, reasons: [] } } }]);
+    const total = (await store.read({ type: "rollout.decided" })).length;
     await store.close();
     const r = await openfief(["check-decisions", ...data]);
     expect(r.code).toBe(1);
@@ -265,8 +264,8 @@ describe("9. npm start again", () => {
     // The same steps `up --demo` takes, through the same use cases.
     const { applyDemoFolder, demoSettings } = await import("../../src/app/index.js");
     const cp1 = await startControlPlane({ dataDir: data, logger, egress: null, settings: demoSettings() });
-    applyDemoFolder(cp1.runtime.store, "plugins");
-    applyDemoFolder(cp1.runtime.store, "upgrade");
+    await applyDemoFolder(cp1.runtime.store, "plugins");
+    await applyDemoFolder(cp1.runtime.store, "upgrade");
     await cp1.pass();
     await cp1.stop();
     await ok(["approve", "nbp-fx", "--data", data]);
@@ -367,7 +366,7 @@ describe("10. the CLI's consistency", () => {
   it("prints IPv6 destinations in brackets", async () => {
     const data = await demoFolder();
     const store = await openDataStore(data[1] as string);
-    store.append([{ stream: "egress/nbp-fx", type: "egress.decision", actor: "egress", data: { plugin: "nbp-fx", host: "::1", port: 443, allowed: false, reason: "forbidden address" } }]);
+    await store.append([{ stream: "egress/nbp-fx", type: "egress.decision", actor: "egress", data: { plugin: "nbp-fx", host: "::1", port: 443, allowed: false, reason: "forbidden address" } }]);
     await store.close();
     expect(await ok(["log", "--type", "egress.decision", ...data])).toContain("denied [::1]:443");
   });

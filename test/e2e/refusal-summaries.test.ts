@@ -27,14 +27,14 @@ beforeAll(async () => {
   await run(["reconcile", ...data(), "--out", join(dir, "cluster"), "--oci-layout", join(ROOT, "examples", "oci"), "--trusted-signers", join(ROOT, "examples", "trusted-signers.json")]);
   // What a gateway and an egress proxy under a flood append (their own tests show them doing it).
   const store = await openStore({ file: storeFile(join(dir, "data")) });
-  store.append([{
+  await store.append([{
     stream: gatewayStream("ledger-view"), type: "gateway.refusals", actor: "gateway",
     data: {
       user: "mallory", installation: "ledger-view.1", installationName: "ledger-view", route: "kube", gate: "rate", status: 429, reason: "rate_limited_user",
       count: 9990, first: "2026-12-01T10:00:00.000Z", last: "2026-12-01T10:00:42.000Z", firstRequestId: "r-first", lastRequestId: "r-last",
     },
   }]);
-  store.append([{ stream: EGRESS_ANONYMOUS_STREAM, type: "egress.refusals", actor: "egress-proxy", data: { code: "no_token", source: "10.0.0.9", count: 512, first: "2026-12-01T10:00:00.000Z", last: "2026-12-01T10:01:00.000Z" } }]);
+  await store.append([{ stream: EGRESS_ANONYMOUS_STREAM, type: "egress.refusals", actor: "egress-proxy", data: { code: "no_token", source: "10.0.0.9", count: 512, first: "2026-12-01T10:00:00.000Z", last: "2026-12-01T10:01:00.000Z" } }]);
   await store.close();
 }, 180_000);
 

@@ -26,7 +26,7 @@ beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), "openfief-wasm-"));
   dns = await startDnsServer({ "www.ecb.europa.eu": { kind: "answer", addresses: ["127.0.0.1"] } });
   cp = await startControlPlane({ dataDir: dir, logger: pino({ level: "silent" }), settings: demoSettings(), egress: { port: 0, dnsServers: [dns.server] } });
-  applyDemoFolder(cp.runtime.store, "plugins");
+  await applyDemoFolder(cp.runtime.store, "plugins");
   await cp.pass();
 }, 120_000);
 
@@ -40,8 +40,8 @@ describe("the demo's WebAssembly plugin", () => {
   it("runs in the plugin host from its verified artifact, with its module installed and nothing compiled for a cluster", async () => {
     const rows = await json<{ name: string; status: string; runtime: string | null; module: string | null }[]>(["get", "plugins", "--data", dir]);
     expect(rows.find((r) => r.name === "ecb-fx")).toMatchObject({ status: "running", runtime: "wasm", module: MODULE });
-    expect(cp.hosted?.host.modules().map((m) => m.digest)).toContain(MODULE);
-    expect(cp.runtime.store.read({ type: "module.installed" }).map((e) => e.data.digest)).toEqual([MODULE]);
+    expect((await cp.hosted?.host.modules())?.map((m) => m.digest)).toContain(MODULE);
+    expect((await cp.runtime.store.read({ type: "module.installed" })).map((e) => e.data.digest)).toEqual([MODULE]);
   });
 
   it("answers manifest with exactly the manifest its image's label signs", async () => {
@@ -54,9 +54,9 @@ describe("the demo's WebAssembly plugin", () => {
     const r = await cp.hosted?.call("ecb-fx", "sync", { batchId: "b-1", watermark: "" });
     expect(r?.ok).toBe(false);
     expect(r?.ok === false ? r.error.code : null).toBe("http_failed");
-    const egress = cp.runtime.store.read({ stream: "egress/ecb-fx", type: "egress.decision" });
+    const egress = await cp.runtime.store.read({ stream: "egress/ecb-fx", type: "egress.decision" });
     expect(egress.at(-1)?.data).toMatchObject({ plugin: "ecb-fx", host: "www.ecb.europa.eu", port: 443, allowed: false });
-    expect(cp.runtime.store.last("plugin/ecb-fx", "plugin.call")?.data).toMatchObject({ name: "ecb-fx", method: "sync", code: "http_failed", source: "plugin" });
+    expect((await cp.runtime.store.last("plugin/ecb-fx", "plugin.call"))?.data).toMatchObject({ name: "ecb-fx", method: "sync", code: "http_failed", source: "plugin" });
   });
 
   it("counts its calls in the control plane's metrics, as the cluster's plugin host does", async () => {
@@ -86,7 +86,7 @@ describe("the demo's WebAssembly plugin", () => {
     await cp.pass();
     const r = await cp.hosted?.call("ecb-fx", "manifest", {});
     expect(r?.ok === false ? r.error.code : null).toBe("plugin_not_approved");
-    expect(cp.runtime.store.last("plugin/ecb-fx", "plugin.call")?.data).toMatchObject({ code: "plugin_not_approved", source: "host" });
+    expect((await cp.runtime.store.last("plugin/ecb-fx", "plugin.call"))?.data).toMatchObject({ code: "plugin_not_approved", source: "host" });
   });
 });
 

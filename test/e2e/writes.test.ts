@@ -116,11 +116,11 @@ describe("the HTTP API", () => {
   ])("%s", async (_what, ask, status, effect, body) => {
     const store = demo.cp.runtime.store;
     const a = await ask();
-    const before = store.head();
+    const before = await store.head();
     const r = await call(demo.url, a.path, { method: a.method, headers: { ...headers, ...a.headers }, ...(a.body === undefined ? {} : { body: a.body }) });
     expect(r.status, r.text).toBe(status);
-    if (r.status !== 200) expect(store.head()).toBe(before);
-    expect(effect === "records" ? store.head() > before : store.head() === before).toBe(true);
+    if (r.status !== 200) expect(await store.head()).toBe(before);
+    expect(effect === "records" ? await store.head() > before : await store.head() === before).toBe(true);
     if (body !== null) expect(JSON.stringify(r.json())).toMatch(body);
   }, 30_000);
 

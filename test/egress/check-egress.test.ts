@@ -4,10 +4,10 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 /** The egress re-decider over a real store: the allow-list in force and the recorded addresses. */
 import { recheckAddresses } from "../../src/egress/index.js";
-import { openStore, type EgressDecision, type EventStore } from "../../src/events/index.js";
+import { openStore, type EgressDecision, type EventLog } from "../../src/events/index.js";
 import { checkDecisions, checkEgress } from "../../src/projections/index.js";
 
-let store: EventStore | undefined;
+let store: EventLog | undefined;
 let dir: string | undefined;
 afterEach(async () => {
   await store?.close();
@@ -16,15 +16,15 @@ afterEach(async () => {
   dir = undefined;
 });
 
-async function logOf(events: ({ desired: string[] | null } | { deleted: true } | EgressDecision)[]): Promise<EventStore> {
+async function logOf(events: ({ desired: string[] | null } | { deleted: true } | EgressDecision)[]): Promise<EventLog> {
   dir = mkdtempSync(join(tmpdir(), "check-egress-"));
   store = await openStore({ file: join(dir, "events.db") });
   for (const e of events) {
     if ("desired" in e) {
-      store.append([{ stream: "plugin/alpha", type: "workload.desired", actor: "reconciler", data: { name: "alpha", running: e.desired !== null, objects: [], allowList: e.desired ?? [] } }]);
+      await store.append([{ stream: "plugin/alpha", type: "workload.desired", actor: "reconciler", data: { name: "alpha", running: e.desired !== null, objects: [], allowList: e.desired ?? [] } }]);
     } else if ("deleted" in e) {
-      store.append([{ stream: "plugin/alpha", type: "plugin.deleted", actor: "cluster", data: { name: "alpha" } }]);
-    } else store.append([{ stream: `egress/${e.plugin}`, type: "egress.decision", actor: "egress-proxy", data: e }]);
+      await store.append([{ stream: "plugin/alpha", type: "plugin.deleted", actor: "cluster", data: { name: "alpha" } }]);
+    } else await store.append([{ stream: `egress/${e.plugin}`, type: "egress.decision", actor: "egress-proxy", data: e }]);
   }
   return store;
 }
@@ -49,28 +49,28 @@ describe("checkEgress", () => {
     ["accepts a decision that raced one swap of the list", [LIST, { desired: [] }, allowed("8.8.4.4", ["8.8.4.4"])], []],
   ])("%s", async (_what, events, expected) => {
     const s = await logOf(events);
-    const r = checkEgress(s, { recheck: recheckAddresses });
+    const r = await checkEgress(s, { recheck: recheckAddresses });
     expect(r.checked).toBe(1);
     expect(r.divergences.map((d) => ({ field: d.field, recorded: d.recorded }))).toEqual(expected);
   });
 
   it("re-decides only the addresses when the log holds no allow-list (a proxy's own log)", async () => {
     const s = await logOf([allowed("8.8.4.4", ["8.8.4.4"]), allowed("8.8.4.4", ["10.0.0.1"])]);
-    const r = checkEgress(s, { recheck: recheckAddresses });
+    const r = await checkEgress(s, { recheck: recheckAddresses });
     expect(r).toMatchObject({ checked: 2, listsUnknown: 2 });
     expect(r.divergences.map((d) => d.seq)).toEqual([2]);
   });
 
   it("re-decides only the allow-list without the proxy's address step, and counts the rest", async () => {
     const s = await logOf([LIST, allowed("8.8.4.4", ["10.0.0.1"]), { ...base, host: "x.example.com", allowed: true, reason: "listed", address: "8.8.4.4", addresses: ["8.8.4.4"] }]);
-    const r = checkEgress(s);
+    const r = await checkEgress(s);
     expect(r).toMatchObject({ checked: 2, addressesUnchecked: 2 });
     expect(r.divergences.map((d) => [d.seq, d.field])).toEqual([[3, "list"]]);
   });
 
   it("is part of check-decisions, each divergence named egress.<part>", async () => {
     const s = await logOf([LIST, allowed("8.8.4.4", ["8.8.4.4"]), { ...base, host: "x.example.com", allowed: true, reason: "listed", address: "8.8.4.4", addresses: ["8.8.4.4"] }]);
-    const r = checkDecisions(s, { egressAddresses: recheckAddresses });
+    const r = await checkDecisions(s, { egressAddresses: recheckAddresses });
     expect(r.checked).toBe(2);
     expect(r.divergences.map((d) => [d.seq, d.name, d.field])).toEqual([[3, "alpha", "egress.list"]]);
   });

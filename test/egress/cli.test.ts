@@ -20,7 +20,7 @@ const MANIFEST = { capabilities: ["connector"], egress: [], secrets: [], dataTie
 // A token is minted only for a plugin of the data folder's log.
 beforeAll(async () => {
   const store = await openDataStore(dir);
-  for (const name of ["alpha", "beta"]) store.append([{ stream: `plugin/${name}`, type: "plugin.observed", actor: "owner:test", data: { name, spec: { image: IMAGE, manifest: MANIFEST } } }]);
+  for (const name of ["alpha", "beta"]) await store.append([{ stream: `plugin/${name}`, type: "plugin.observed", actor: "owner:test", data: { name, spec: { image: IMAGE, manifest: MANIFEST } } }]);
   await store.close();
 });
 afterEach(() => {

@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { Writable } from "node:stream";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { openStore, type EventStore } from "../../src/events/index.js";
+import { openStore, type EventLog } from "../../src/events/index.js";
 import { MemoryAllowListSource } from "../../src/egress/allowlist-source.js";
 import { startEmbeddedEgress } from "../../src/egress/embedded.js";
 import { mintEgressToken } from "../../src/egress/embedded-key.js";
@@ -17,7 +17,7 @@ import type { DialAddress, EgressProxy } from "../../src/egress/proxy.js";
 import { connectHead, rawRequest } from "./support/harness.js";
 
 const dir = mkdtempSync(join(tmpdir(), "egress-embedded-"));
-let store: EventStore;
+let store: EventLog;
 let proxy: EgressProxy;
 let port: number;
 let upstreamPort: number;
@@ -67,12 +67,12 @@ describe("the embedded egress proxy", () => {
     ok.socket.destroy();
     const refused = await rawRequest(port, connectHead("unlisted.example.com:443", token));
     expect(refused.status).toBe(407);
-    const events = store.read({ stream: "egress/alpha" });
+    const events = await store.read({ stream: "egress/alpha" });
     expect(events.map((e) => [e.type, e.actor, e.data])).toEqual([
       ["egress.decision", "egress-proxy", { plugin: "alpha", host: "api.example.com", port: 443, allowed: true, reason: "listed", address: "8.8.4.4", addresses: ["8.8.4.4"] }],
       ["egress.decision", "egress-proxy", { plugin: "alpha", host: "unlisted.example.com", port: 443, allowed: false, reason: "not_listed" }],
     ]);
-    expect(store.verify().ok).toBe(true);
+    expect((await store.verify()).ok).toBe(true);
     expect(dials.map((d) => d.address)).toEqual(["8.8.4.4"]);
     const everything = [readFileSync(join(dir, "events.db")).toString("latin1"), ...logs].join("\n");
     expect(everything).not.toContain(token);
@@ -82,17 +82,17 @@ describe("the embedded egress proxy", () => {
     const { token } = await mintEgressToken(dir, "beta");
     const a = await rawRequest(port, connectHead("api.example.com:443", token));
     expect(a.status).toBe(407);
-    expect(store.read({ stream: "egress/beta" }).map((e) => (e.data as { reason: string }).reason)).toEqual(["not_listed"]);
+    expect((await store.read({ stream: "egress/beta" })).map((e) => (e.data as { reason: string }).reason)).toEqual(["not_listed"]);
   });
 
   it("records many concurrent decisions, batched, each committed before its 200", async () => {
     const { token } = await mintEgressToken(dir, "alpha");
-    const before = store.read({ stream: "egress/alpha" }).length;
+    const before = (await store.read({ stream: "egress/alpha" })).length;
     const answers = await Promise.all(Array.from({ length: 20 }, () => rawRequest(port, connectHead("api.example.com:443", token))));
     for (const a of answers) {
       expect(a.status).toBe(200);
       a.socket.destroy();
     }
-    expect(store.read({ stream: "egress/alpha" }).length - before).toBe(20);
+    expect((await store.read({ stream: "egress/alpha" })).length - before).toBe(20);
   });
 });

@@ -13,7 +13,7 @@ import { CachingTokenReviewer } from "../../src/egress/caching-reviewer.js";
 import { EgressMetrics } from "../../src/egress/metrics.js";
 import { StoreDecisionRecorder } from "../../src/egress/recorder.js";
 import type { Resolver } from "../../src/egress/resolver.js";
-import { openStore, type EventStore } from "../../src/events/index.js";
+import { openStore, type EventLog } from "../../src/events/index.js";
 import { connectHead, FakeReviewer, rawRequest, startHarness, TOKENS, type Harness } from "./support/harness.js";
 
 const ANSWERS: Record<string, string[]> = { "api.example.com": ["8.8.4.4"], "mixed.example.com": ["8.8.4.4", "10.0.0.7"] };
@@ -21,7 +21,7 @@ const resolver: Resolver = { resolve: (host) => (ANSWERS[host] !== undefined ? {
 const LISTS = { alpha: "api.example.com:443\nmixed.example.com:443\n" };
 
 let dir: string;
-let store: EventStore;
+let store: EventLog;
 let echo: Server;
 let h: Harness | undefined;
 let registry: Registry;
@@ -75,7 +75,7 @@ describe("a decision event", () => {
     const p = await harness();
     const a = await rawRequest(p.port, connectHead("mixed.example.com:443", TOKENS.alpha));
     expect(a.status).toBe(502);
-    expect(store.read({ stream: "egress/alpha" }).map((e) => e.data)).toEqual([
+    expect((await store.read({ stream: "egress/alpha" })).map((e) => e.data)).toEqual([
       { plugin: "alpha", host: "mixed.example.com", port: 443, allowed: false, reason: "forbidden_address", addresses: ["8.8.4.4", "10.0.0.7"], refusedAddress: "10.0.0.7", addressRefusal: "forbidden_range" },
     ]);
     expect(p.dials).toEqual([]);
@@ -84,7 +84,7 @@ describe("a decision event", () => {
   it("is stored as version 2 and reads a version-1 row unchanged", async () => {
     const p = await harness();
     (await rawRequest(p.port, connectHead("api.example.com:443", TOKENS.alpha))).socket.destroy();
-    expect(store.read({ stream: "egress/alpha" }).map((e) => e.schemaVersion)).toEqual([2]);
+    expect((await store.read({ stream: "egress/alpha" })).map((e) => e.schemaVersion)).toEqual([2]);
     const v1 = { plugin: "alpha", host: "api.example.com", port: 443, allowed: true, reason: "listed", address: "8.8.4.4" };
     const def = store.registry.get("egress.decision");
     expect(def?.upcast(1, v1)).toEqual(v1);
@@ -121,13 +121,13 @@ describe("refusals before identity", () => {
     const p = await harness();
     const a = await rawRequest(p.port, head);
     expect(a.body.startsWith(`${code}:`)).toBe(true);
-    await until(() => store.read({ stream: "egress/-" }).length > 0);
-    const recorded = store.read({ type: "egress.refused" }).map((e) => e.data);
+    await until(async () => (await store.read({ stream: "egress/-" })).length > 0);
+    const recorded = (await store.read({ type: "egress.refused" })).map((e) => e.data);
     expect(recorded).toHaveLength(1);
     expect(recorded[0]).toMatchObject({ code, source: "127.0.0.1", dropped: 0 });
     expect(JSON.stringify(recorded)).not.toContain(TOKENS.alpha);
     expect(await value(metrics.decisions, { outcome: "refused", reason: code })).toBe(1);
-    expect(store.read({ stream: "egress/alpha" })).toEqual([]);
+    expect(await store.read({ stream: "egress/alpha" })).toEqual([]);
   });
 
   it("records a budget per code and source one by one, then one summary with the count and the first and last time", async () => {
@@ -137,16 +137,16 @@ describe("refusals before identity", () => {
       now += 1000;
       await rawRequest(p.port, connectHead("api.example.com:443", null));
     }
-    await until(() => store.read({ stream: "egress/-" }).length >= 3);
+    await until(async () => (await store.read({ stream: "egress/-" })).length >= 3);
     await new Promise((r) => setTimeout(r, 50));
-    expect(store.read({ stream: "egress/-" })).toHaveLength(3);
+    expect(await store.read({ stream: "egress/-" })).toHaveLength(3);
     expect(await value(metrics.anonymousDropped)).toBe(7);
     expect(await value(metrics.decisions, { outcome: "refused", reason: "no_token" })).toBe(10);
     now += 60_000;
     await rawRequest(p.port, connectHead("api.example.com:443", null));
-    await until(() => store.read({ stream: "egress/-" }).length >= 5);
-    expect(store.read({ type: "egress.refused" }).map((e) => e.data.dropped)).toEqual([0, 0, 0, 0]);
-    expect(store.read({ type: "egress.refusals" }).map((e) => e.data)).toEqual([
+    await until(async () => (await store.read({ stream: "egress/-" })).length >= 5);
+    expect((await store.read({ type: "egress.refused" })).map((e) => e.data.dropped)).toEqual([0, 0, 0, 0]);
+    expect((await store.read({ type: "egress.refusals" })).map((e) => e.data)).toEqual([
       { code: "no_token", source: "127.0.0.1", count: 7, first: new Date(1_004_000).toISOString(), last: new Date(1_010_000).toISOString() },
     ]);
   });
@@ -156,9 +156,9 @@ describe("refusals before identity", () => {
     for (let i = 0; i < 4; i++) await rawRequest(p.port, connectHead("api.example.com:443", null));
     await p.close();
     h = undefined;
-    await until(() => store.read({ type: "egress.refusals" }).length > 0);
-    expect(store.read({ type: "egress.refused" })).toHaveLength(1);
-    expect(store.read({ type: "egress.refusals" }).map((e) => e.data.count)).toEqual([3]);
+    await until(async () => (await store.read({ type: "egress.refusals" })).length > 0);
+    expect(await store.read({ type: "egress.refused" })).toHaveLength(1);
+    expect((await store.read({ type: "egress.refusals" })).map((e) => e.data.count)).toEqual([3]);
   });
 });
 

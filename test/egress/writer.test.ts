@@ -18,11 +18,11 @@ import { mintEgressToken } from "../../src/egress/embedded-key.js";
 import { startEmbeddedEgress } from "../../src/egress/embedded.js";
 import type { EgressProxy } from "../../src/egress/proxy.js";
 import { CommitError, WorkerDecisionRecorder } from "../../src/egress/writer.js";
-import { openStore, type EventStore, type KnownEvent } from "../../src/events/index.js";
+import { openStore, type EventLog, type KnownEvent } from "../../src/events/index.js";
 import { connectHead, rawRequest } from "./support/harness.js";
 
 let dir: string;
-let store: EventStore;
+let store: EventLog;
 let echo: Server;
 let echoPort: number;
 beforeAll(async () => {
@@ -44,7 +44,7 @@ afterEach(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-async function freshStore(): Promise<EventStore> {
+async function freshStore(): Promise<EventLog> {
   dir = mkdtempSync(join(tmpdir(), "egress-writer-"));
   store = await openStore({ file: join(dir, "events.db") });
   return store;
@@ -57,15 +57,15 @@ describe("WorkerDecisionRecorder", () => {
     const s = await freshStore();
     const announced: KnownEvent[][] = [];
     s.subscribe((events) => announced.push([...events]));
-    const w = await WorkerDecisionRecorder.open({ file: s.file, onCommitted: (events) => s.announce(events) });
+    const w = await WorkerDecisionRecorder.open({ file: s.location, onCommitted: (events) => s.announce(events) });
     try {
       await Promise.all(Array.from({ length: 50 }, (_, i) => w.record(decision(`h${i}.example.com`))));
-      expect(s.read({ stream: "egress/alpha" })).toHaveLength(50);
+      expect(await s.read({ stream: "egress/alpha" })).toHaveLength(50);
       expect(w.committed).toEqual({ batches: 1, decisions: 50 });
       expect(announced.map((b) => b.length)).toEqual([50]);
       // Subscribers hear exactly what the log holds: the same events, seq, hashes and data.
-      expect(announced.flat()).toEqual(s.read({ stream: "egress/alpha" }));
-      expect(s.verify().ok).toBe(true);
+      expect(announced.flat()).toEqual(await s.read({ stream: "egress/alpha" }));
+      expect((await s.verify()).ok).toBe(true);
     } finally {
       await w.close();
     }
@@ -73,12 +73,12 @@ describe("WorkerDecisionRecorder", () => {
 
   it.each([false, true])("commits with each batch synced to disk or not (durable: %s), the chain the same", async (durable) => {
     const s = await freshStore();
-    const w = await WorkerDecisionRecorder.open({ file: s.file, durable });
+    const w = await WorkerDecisionRecorder.open({ file: s.location, durable });
     try {
       await Promise.all(Array.from({ length: 5 }, (_, i) => w.record(decision(`h${i}.example.com`))));
       await w.record(decision("later.example.com"));
-      expect(s.read({ stream: "egress/alpha" }).map((e) => (e.data as { host: string }).host)).toEqual(["h0.example.com", "h1.example.com", "h2.example.com", "h3.example.com", "h4.example.com", "later.example.com"]);
-      expect(s.verify().ok).toBe(true);
+      expect((await s.read({ stream: "egress/alpha" })).map((e) => (e.data as { host: string }).host)).toEqual(["h0.example.com", "h1.example.com", "h2.example.com", "h3.example.com", "h4.example.com", "later.example.com"]);
+      expect((await s.verify()).ok).toBe(true);
     } finally {
       await w.close();
     }
@@ -86,12 +86,12 @@ describe("WorkerDecisionRecorder", () => {
 
   it("refuses a decision the store's schema refuses, without writing any of its batch", async () => {
     const s = await freshStore();
-    const w = await WorkerDecisionRecorder.open({ file: s.file });
+    const w = await WorkerDecisionRecorder.open({ file: s.location });
     try {
       const results = await Promise.allSettled([w.record(decision("ok.example.com")), w.record({ ...decision("bad"), plugin: "Not A Plugin" })]);
       expect(results.map((r) => r.status)).toEqual(["rejected", "rejected"]);
       expect(results[1]?.status === "rejected" && results[1].reason instanceof CommitError && results[1].reason.code).toBe("record_failed");
-      expect(s.head()).toBe(0);
+      expect(await s.head()).toBe(0);
     } finally {
       await w.close();
     }
@@ -99,16 +99,16 @@ describe("WorkerDecisionRecorder", () => {
 
   it("gives up on a commit that cannot take the write lock within its bound", async () => {
     const s = await freshStore();
-    holder = new Database(s.file);
+    holder = new Database(s.location);
     holder.exec("BEGIN IMMEDIATE");
-    const w = await WorkerDecisionRecorder.open({ file: s.file, commitTimeoutMs: 200 });
+    const w = await WorkerDecisionRecorder.open({ file: s.location, commitTimeoutMs: 200 });
     try {
       const r = await w.record(decision("late.example.com")).catch((err: unknown) => err);
       expect(r).toBeInstanceOf(CommitError);
       expect((r as CommitError).code).toBe("commit_timeout");
       holder.exec("ROLLBACK");
       await w.record(decision("after.example.com"));
-      expect(s.read({ stream: "egress/alpha", type: "egress.decision" }).map((e) => e.data.host)).toEqual(["after.example.com"]);
+      expect((await s.read({ stream: "egress/alpha", type: "egress.decision" })).map((e) => e.data.host)).toEqual(["after.example.com"]);
     } finally {
       await w.close();
     }
@@ -153,7 +153,7 @@ describe("while another connection holds the store's write lock", () => {
   it("open tunnels keep echoing; a new CONNECT waits, then gets its 200 once the lock is released", async () => {
     const { port, token } = await embedded(10_000);
     const open = await tunnel(port, token);
-    holder = new Database(store.file);
+    holder = new Database(store.location);
     holder.exec("BEGIN IMMEDIATE");
     let answered = false;
     const waiting = rawRequest(port, connectHead("api.example.com:443", token)).then((a) => {
@@ -173,13 +173,13 @@ describe("while another connection holds the store's write lock", () => {
     expect(await roundTrip(a.socket, "after")).toBe("after");
     a.socket.destroy();
     open.destroy();
-    expect(store.read({ stream: "egress/alpha" })).toHaveLength(2);
+    expect(await store.read({ stream: "egress/alpha" })).toHaveLength(2);
   });
 
   it("refuses a CONNECT with 503 when the lock is not released within the bounded wait, and tunnels it never opened", async () => {
     const { port, token } = await embedded(300);
     const open = await tunnel(port, token);
-    holder = new Database(store.file);
+    holder = new Database(store.location);
     holder.exec("BEGIN IMMEDIATE");
     const a = await rawRequest(port, connectHead("api.example.com:443", token));
     expect(a.status).toBe(503);
@@ -187,6 +187,6 @@ describe("while another connection holds the store's write lock", () => {
     expect(await roundTrip(open, "still")).toBe("still");
     holder.exec("ROLLBACK");
     open.destroy();
-    expect(store.read({ stream: "egress/alpha" })).toHaveLength(1);
+    expect(await store.read({ stream: "egress/alpha" })).toHaveLength(1);
   });
 });

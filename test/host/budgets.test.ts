@@ -82,7 +82,7 @@ describe("the calls waiting for an instance", () => {
     expect(refused).toEqual({ ok: false, error: { source: "host", code: "plugin_busy", message: expect.stringMatching(/all 1 instance\(s\) of the module are busy and 2 call\(s\) wait already/) } });
     expect((await first).ok === false && (await first)).toMatchObject({ error: { code: "plugin_timed_out" } });
     for (const q of await Promise.all(queued)) expect(q.ok === false && q.error.code).toBe("plugin_timed_out");
-    expect(t.store.read({ stream: "plugin/spinner", type: "plugin.call" }).map((e) => e.data.code)).toContain("plugin_busy");
+    expect((await t.store.read({ stream: "plugin/spinner", type: "plugin.call" })).map((e) => e.data.code)).toContain("plugin_busy");
     expect(await metric(registry, "openfief_plugin_host_busy_total")).toBe(1);
     expect(await metric(registry, "openfief_plugin_host_queue_depth")).toBe(0);
     expect(await metric(registry, "openfief_plugin_host_run_seconds_count", '{result="timed_out"}')).toBeGreaterThanOrEqual(1);

@@ -24,25 +24,25 @@ afterAll(async () => {
   await t.close();
 });
 
-function failures(plugin: string) {
-  return t.store.read({ type: "plugin.call", stream: `plugin/${plugin}` }).map((e) => e.data);
+async function failures(plugin: string) {
+  return (await t.store.read({ type: "plugin.call", stream: `plugin/${plugin}` })).map((e) => e.data);
 }
 
 describe("a module that speaks the ABI", () => {
   it("is installed, recorded by digest, and answers its calls", async () => {
-    expect(t.host.modules().map((m) => m.digest)).toContain(echo);
-    const installedEvents = t.store.read({ type: "module.installed" }).map((e) => e.data);
+    expect((await t.host.modules()).map((m) => m.digest)).toContain(echo);
+    const installedEvents = (await t.store.read({ type: "module.installed" })).map((e) => e.data);
     expect(installedEvents).toContainEqual({ digest: echo, size: expect.any(Number) });
     const r = await t.host.call("works", echo, { method: "sync", params: { batchId: "b-1" } });
     expect(r).toEqual({ ok: true, result: { method: "sync", params: { batchId: "b-1" } } });
     expect(t.host.lastCalls().get("works")).toMatchObject({ runtime: "wasm", digest: echo, method: "sync" });
-    expect(failures("works")).toEqual([]);
+    expect(await failures("works")).toEqual([]);
   });
 
   it("installs the same bytes once", async () => {
     const again = await t.host.install(await guest({ body: BODY.echo }));
     expect(again.ok && again.value.digest).toBe(echo);
-    expect(t.store.read({ type: "module.installed" }).filter((e) => e.data.digest === echo)).toHaveLength(1);
+    expect((await t.store.read({ type: "module.installed" })).filter((e) => e.data.digest === echo)).toHaveLength(1);
   });
 
   it("serves concurrent calls up to its instance limit and queues the rest", async () => {
@@ -67,14 +67,14 @@ describe("module checks at install", () => {
     ["a view capability WebAssembly cannot serve", { body: BODY.echo, manifestResponse: JSON.stringify({ result: { ...TEST_MANIFEST, capabilities: ["connector", "view"] } }) }, "plugin_dialect_unknown", "manifest.capabilities[1]", /connector contract only/],
     ["a trap in _initialize", { body: BODY.echo, initialize: "(unreachable)" }, "plugin_failed", undefined, /unreachable/],
   ])("refuses %s", async (_name, o, code, field, message) => {
-    const before = t.host.modules().length;
+    const before = (await t.host.modules()).length;
     const r = await t.host.install(await guest(o));
     expect(r.ok).toBe(false);
     if (r.ok) return;
     expect(r.error.code).toBe(code);
     if (field !== undefined) expect(r.error.field).toBe(field);
     expect(r.error.message).toMatch(message);
-    expect(t.host.modules()).toHaveLength(before);
+    expect(await t.host.modules()).toHaveLength(before);
   });
 
   it("refuses a module whose manifest differs from the signed label", async () => {
@@ -109,7 +109,7 @@ describe("a call that fails", () => {
     // A call that ran into its time limit lasted long enough for the timer to fire meanwhile.
     if (code === "plugin_timed_out") expect(ticks).toBeGreaterThan(0);
     expect((await during).ok).toBe(true);
-    expect(failures(plugin)).toEqual([expect.objectContaining({ name: plugin, digest: d, method: "go", source: "host", code })]);
+    expect(await failures(plugin)).toEqual([expect.objectContaining({ name: plugin, digest: d, method: "go", source: "host", code })]);
     // The host still serves both the failing module (a fresh instance) and the others.
     expect((await t.host.call("works", echo, { method: "after" })).ok).toBe(true);
   });
@@ -118,7 +118,7 @@ describe("a call that fails", () => {
     const d = await installed(t.host, await guest(constantBody(JSON.stringify({ error: { code: "http_failed", message: "upstream down" } }))));
     const r = await t.host.call("reporter", d, { method: "sync" });
     expect(r).toEqual({ ok: false, error: { source: "plugin", code: "http_failed", message: "upstream down" } });
-    expect(failures("reporter")).toEqual([expect.objectContaining({ source: "plugin", code: "http_failed", message: "upstream down" })]);
+    expect(await failures("reporter")).toEqual([expect.objectContaining({ source: "plugin", code: "http_failed", message: "upstream down" })]);
   });
 
   it("discards the instance of a failed call", async () => {
@@ -164,13 +164,13 @@ describe("a call that fails", () => {
   it("refuses a call of code that is not installed", async () => {
     const r = await t.host.call("ghost", "f".repeat(64), { method: "sync" });
     expect(r.ok === false && r.error).toMatchObject({ code: "plugin_not_installed", field: "digest" });
-    expect(failures("ghost")).toEqual([expect.objectContaining({ code: "plugin_not_installed" })]);
+    expect(await failures("ghost")).toEqual([expect.objectContaining({ code: "plugin_not_installed" })]);
   });
 
-  it("records a refusal of the app layer like any failed call", () => {
-    const r = t.host.refuse("pending", echo, "sync", { source: "host", code: "plugin_not_approved", message: "waits: origin https://api.example.com is pending approval" });
+  it("records a refusal of the app layer like any failed call", async () => {
+    const r = await t.host.refuse("pending", echo, "sync", { source: "host", code: "plugin_not_approved", message: "waits: origin https://api.example.com is pending approval" });
     expect(r.ok).toBe(false);
-    expect(failures("pending")).toEqual([expect.objectContaining({ code: "plugin_not_approved", message: "waits: origin https://api.example.com is pending approval" })]);
+    expect(await failures("pending")).toEqual([expect.objectContaining({ code: "plugin_not_approved", message: "waits: origin https://api.example.com is pending approval" })]);
   });
 });
 
@@ -209,7 +209,7 @@ describe("a plugin's log", () => {
       expect(small.logs.some((l) => l.plugin === "flooder" && typeof l.dropped === "number" && l.dropped > 0)).toBe(true);
       // Not the Secret, nor the start of it a cut could have left.
       for (const raw of small.raw) expect(raw).not.toContain(SECRET.slice(0, 6));
-      const events = JSON.stringify(small.store.read());
+      const events = JSON.stringify(await small.store.read());
       expect(events).not.toContain(SECRET.slice(0, 6));
       expect(events).toContain("[REDACTED]");
     } finally {

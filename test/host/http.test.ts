@@ -91,7 +91,7 @@ describe("a plugin's HTTP", () => {
     expect(r).toEqual({ ok: false, error: { source: "plugin", code: "origin_not_approved", message: "origin https://evil.example.com is not approved for this plugin" } });
     expect(proxy.dials).toEqual([]);
     expect(proxy.records).toEqual([]);
-    expect(t.store.read({ type: "plugin.call", stream: "plugin/alpha" }).at(-1)?.data).toMatchObject({ source: "plugin", code: "origin_not_approved" });
+    expect((await t.store.read({ type: "plugin.call", stream: "plugin/alpha" })).at(-1)?.data).toMatchObject({ source: "plugin", code: "origin_not_approved" });
   });
 
   it("returns a redirect to the plugin instead of following it, so a guest that follows it is checked again", async () => {
@@ -171,6 +171,6 @@ describe("a plugin's HTTP", () => {
     await get(`${API}/x`);
     await get("https://unlisted.example.com/x", ["https://unlisted.example.com"]);
     for (const line of t.raw) expect(line).not.toContain(TOKENS.alpha);
-    expect(JSON.stringify(t.store.read())).not.toContain(TOKENS.alpha);
+    expect(JSON.stringify(await t.store.read())).not.toContain(TOKENS.alpha);
   });
 });

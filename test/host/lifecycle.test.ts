@@ -7,6 +7,7 @@ import { pino } from "pino";
 import { describe, expect, it, vi } from "vitest";
 import { openStore } from "../../src/events/index.js";
 import { createPluginHost, HostConfigError } from "../../src/host/index.js";
+import { withFile } from "../support/sqlite-file.js";
 import { startHost } from "./support/host.js";
 import { BODY, constantBody, guest } from "./support/wat.js";
 
@@ -30,15 +31,15 @@ describe("the plugin host's modules", () => {
     const t = await startHost();
     try {
       const d = await install(t, await guest({ body: BODY.echo }));
-      const row = t.store.database.prepare("SELECT size, length(bytes) AS n FROM modules WHERE digest = ?").get(d) as { size: number; n: number };
+      const row = withFile(t.store.location, (db) => db.prepare("SELECT size, length(bytes) AS n FROM modules WHERE digest = ?").get(d)) as { size: number; n: number };
       expect(row.size).toBe(row.n);
       // Events carry the digest only.
-      expect(JSON.stringify(t.store.read({ type: "module.installed" }))).not.toContain("openfief_call");
+      expect(JSON.stringify(await t.store.read({ type: "module.installed" }))).not.toContain("openfief_call");
       await t.host.close();
       const store = await openStore({ file: join(t.dir, "events.db") });
       const again = createPluginHost({ store, logger: pino({ level: "silent" }), limits: { time: 500 } });
       try {
-        expect(again.modules().map((m) => m.digest)).toEqual([d]);
+        expect((await again.modules()).map((m) => m.digest)).toEqual([d]);
         // A cold start is the prepare's, not the call's: the call's 500 ms are for the call.
         expect((await again.prepare(d)).ok).toBe(true);
         expect(await again.call("p", d, { method: "x" })).toEqual({ ok: true, result: { method: "x", params: {} } });
@@ -88,15 +89,15 @@ describe("the plugin host's modules", () => {
     try {
       const d = await install(t, await guest({ body: BODY.echo }));
       const pid = t.host.sandboxPid(d) as number;
-      expect(t.host.uninstall(d)).toEqual({ ok: false, error: expect.objectContaining({ code: "plugin_pinned" }) });
+      expect(await t.host.uninstall(d)).toEqual({ ok: false, error: expect.objectContaining({ code: "plugin_pinned" }) });
       pinned = false;
-      expect(t.host.uninstall(d, { actor: "owner:cli" })).toEqual({ ok: true, value: undefined });
-      expect(t.store.read({ type: "module.uninstalled" }).map((e) => [e.data, e.actor])).toEqual([[{ digest: d }, "owner:cli"]]);
-      expect(t.host.modules()).toEqual([]);
+      expect(await t.host.uninstall(d, { actor: "owner:cli" })).toEqual({ ok: true, value: undefined });
+      expect((await t.store.read({ type: "module.uninstalled" })).map((e) => [e.data, e.actor])).toEqual([[{ digest: d }, "owner:cli"]]);
+      expect(await t.host.modules()).toEqual([]);
       await vi.waitFor(() => expect(alive(pid)).toBe(false), { timeout: 5000, interval: 50 });
       const r = await t.host.call("p", d, { method: "x" });
       expect(r.ok === false && r.error.code).toBe("plugin_not_installed");
-      expect(t.host.uninstall(d).ok === false).toBe(true);
+      expect((await t.host.uninstall(d)).ok === false).toBe(true);
     } finally {
       await t.close();
     }
@@ -110,13 +111,13 @@ describe("the plugin host's modules", () => {
       const bad = await install(t, await guest(constantBody(JSON.stringify({ error: { code: "internal", message: "x" } }))));
       for (let i = 0; i < 3; i++) expect((await t.host.call("counted", ok, { method: "sync" })).ok).toBe(true);
       expect((await t.host.call("counted", bad, { method: "sync" })).ok).toBe(false);
-      expect(t.store.read({ type: "plugin.calls" })).toEqual([]);
+      expect(await t.store.read({ type: "plugin.calls" })).toEqual([]);
       await t.host.close();
-      const summaries = t.store.read({ type: "plugin.calls", stream: "plugin/counted" }).map((e) => e.data);
+      const summaries = (await t.store.read({ type: "plugin.calls", stream: "plugin/counted" })).map((e) => e.data);
       expect(summaries).toEqual([{ name: "counted", runtime: "wasm", digest: ok, from: expect.any(String), to: expect.any(String), succeeded: 3 }]);
       const [s] = summaries;
       expect(s !== undefined && s.from < s.to).toBe(true);
-      expect(t.store.read({ type: "plugin.call", stream: "plugin/counted" }).map((e) => e.data.digest)).toEqual([bad]);
+      expect((await t.store.read({ type: "plugin.call", stream: "plugin/counted" })).map((e) => e.data.digest)).toEqual([bad]);
       expect(t.host.lastCalls().get("counted")).toMatchObject({ digest: bad, error: { source: "plugin", code: "internal" } });
     } finally {
       await t.close();

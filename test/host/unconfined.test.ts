@@ -116,7 +116,7 @@ describe("the unconfined directory", () => {
 describe("a permitted executable", () => {
   it("is recorded, started from a sealed copy, and serves its calls from one process", async () => {
     const d = await permitted("echo");
-    expect(t.store.read({ type: "executable.permitted" }).map((e) => e.data)).toContainEqual({ executable: "echo", digest: d, size: expect.any(Number) });
+    expect((await t.store.read({ type: "executable.permitted" })).map((e) => e.data)).toContainEqual({ executable: "echo", digest: d, size: expect.any(Number) });
     const r = await t.host.call("unc", d, { method: "sync", params: { batchId: "b" } });
     expect(r).toEqual({ ok: true, result: { method: "sync", params: { batchId: "b" } } });
     const [a, b] = await Promise.all([t.host.call("unc", d, { method: "pid" }), t.host.call("unc", d, { method: "pid" })]);
@@ -150,7 +150,7 @@ describe("a permitted executable", () => {
     expect(crash.ok === false && crash.error).toMatchObject({ code: "plugin_failed", message: expect.stringMatching(/exited \(code 1\)/) });
     const after = await t.host.call("unc-crash", d, { method: "pid" });
     expect(before.ok && after.ok && before.result !== after.result).toBe(true);
-    expect(t.store.read({ type: "plugin.call", stream: "plugin/unc-crash" }).map((e) => e.data)).toEqual([expect.objectContaining({ runtime: "unconfined", code: "plugin_failed" })]);
+    expect((await t.store.read({ type: "plugin.call", stream: "plugin/unc-crash" })).map((e) => e.data)).toEqual([expect.objectContaining({ runtime: "unconfined", code: "plugin_failed" })]);
   });
 
   it.each([

@@ -20,7 +20,7 @@ import { ConfigMap, Service, ServiceAccount } from "kubernetes-models/v1";
 import { parseAllDocuments, parse as parseYaml } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { KubeApplied, PreviousObserved, RolloutDecided } from "../../src/events/catalog.js";
-import type { EventStore } from "../../src/events/store.js";
+import type { EventLog } from "../../src/events/store.js";
 import type { StoredEvent } from "../../src/events/types.js";
 import { runOperator } from "../../src/kube/operator.js";
 import { allowListFieldManager, OPERATOR_FIELD_MANAGER } from "../../src/kube/target.js";
@@ -362,10 +362,10 @@ describe("an operator that starts on an empty store while an upgrade is held bac
     return r;
   }
 
-  async function readStore<T>(identity: string, read: (store: EventStore) => T): Promise<T> {
+  async function readStore<T>(identity: string, read: (store: EventLog) => Promise<T>): Promise<T> {
     const store = await openDataStore(join(dir, identity));
     try {
-      return read(store);
+      return await read(store);
     } finally {
       await store.close();
     }
@@ -432,20 +432,20 @@ describe("an operator that starts on an empty store while an upgrade is held bac
 
     // The successor's log: the cluster's word recorded as a fact, v1's signature checked again,
     // a decision that keeps v1 and replays, and every object it applied.
-    await readStore("successor", (store) => {
+    await readStore("successor", async (store) => {
       const stream = "plugin/nbp-fx";
-      const observed = store.read({ stream, type: "previous.observed" });
+      const observed = await store.read({ stream, type: "previous.observed" });
       expect(observed.map((e) => [e.actor, (e.data as PreviousObserved).deployed])).toEqual([["cluster", heldStatus?.deployed]]);
-      const decisions = store.read({ stream, type: "rollout.decided" }) as StoredEvent<RolloutDecided>[];
+      const decisions = (await store.read({ stream, type: "rollout.decided" })) as StoredEvent<RolloutDecided>[];
       expect(decisions.length).toBe(1);
       expect(decisions[0]?.data.inputs.previous?.image).toBe(NBP_V1);
       expect(decisions[0]?.data.plan).toMatchObject({ outcome: "previous", run: { image: NBP_V1 } });
       const v1Digest = NBP_V1.split("@")[1];
-      const verdicts = store.read({ type: "signature.verdict" }).map((e) => e.data as { digest: string; outcome: string });
+      const verdicts = (await store.read({ type: "signature.verdict" })).map((e) => e.data as { digest: string; outcome: string });
       expect(verdicts).toEqual(expect.arrayContaining([expect.objectContaining({ digest: v1Digest, outcome: "unverified" })]));
-      expect(checkDecisions(store)).toEqual({ checked: 1, divergences: [] });
-      const desired = store.last(stream, "workload.desired");
-      const applied = store.read({ stream, type: "kube.applied" }) as StoredEvent<KubeApplied>[];
+      expect(await checkDecisions(store)).toEqual({ checked: 1, divergences: [] });
+      const desired = await store.last(stream, "workload.desired");
+      const applied = (await store.read({ stream, type: "kube.applied" })) as StoredEvent<KubeApplied>[];
       expect(applied.length).toBeGreaterThan(0);
       expect(applied.every((e) => e.causedBy === desired?.seq)).toBe(true);
       const records = applied.flatMap((e) => e.data.records);
@@ -456,9 +456,9 @@ describe("an operator that starts on an empty store while an upgrade is held bac
       expect(records.filter((r) => r.action === "prune")).toEqual([]);
     });
     // The first operator had decisions of its own from the start: it never took the cluster's word.
-    await readStore("first", (store) => {
-      expect(store.read({ stream: "plugin/nbp-fx", type: "previous.observed" })).toEqual([]);
-      expect(checkDecisions(store).divergences).toEqual([]);
+    await readStore("first", async (store) => {
+      expect(await store.read({ stream: "plugin/nbp-fx", type: "previous.observed" })).toEqual([]);
+      expect((await checkDecisions(store)).divergences).toEqual([]);
     });
   });
 });

@@ -214,10 +214,10 @@ describe("writing", () => {
     ["with an If-Match that is not a version", '"abc"', 400, "usage"],
     ["with a stale version", '"1"', 412, "precondition_failed"],
   ])("refuses an approval %s, and changes nothing", async (_what, ifMatch, status, code) => {
-    const before = demo.cp.runtime.store.head();
+    const before = await demo.cp.runtime.store.head();
     const r = await call(base, "/api/v1/plugins/nbp-fx/approve", { method: "POST", headers: write(ifMatch === undefined ? {} : { "if-match": ifMatch }) });
     expect([r.status, r.json().code]).toEqual([status, code]);
-    expect(demo.cp.runtime.store.head()).toBe(before);
+    expect(await demo.cp.runtime.store.head()).toBe(before);
   });
 
   it("lets one of two approvals with the same If-Match win; the other is 412 and adds nothing", async () => {
@@ -230,7 +230,7 @@ describe("writing", () => {
     expect([a?.status, b?.status].sort()).toEqual([200, 412]);
     const won = [a, b].find((x) => x?.status === 200);
     expect(won?.json()).toMatchObject({ name: "echo", approved: { egress: [{ host: "static.nbp.pl", port: 443 }] } });
-    const edits = demo.cp.runtime.store.read({ stream: "plugin/echo", type: "grant.observed" }).filter((e) => e.version > version);
+    const edits = (await demo.cp.runtime.store.read({ stream: "plugin/echo", type: "grant.observed" })).filter((e) => e.version > version);
     expect(edits).toHaveLength(1);
   });
 
@@ -238,7 +238,7 @@ describe("writing", () => {
     const json = JSON.stringify({ apiVersion: "openfief.io/v1alpha1", kind: "PluginGrant", metadata: { name: "jsonly" }, spec: { capabilities: ["connector"] } });
     const r = await call(base, "/api/v1/apply", { method: "POST", headers: write({ "content-type": "application/json" }), body: json });
     expect(r.json()).toMatchObject({ applied: [{ kind: "PluginGrant", name: "jsonly", changed: true }] });
-    const e = demo.cp.runtime.store.last("plugin/jsonly", "grant.observed");
+    const e = await demo.cp.runtime.store.last("plugin/jsonly", "grant.observed");
     expect(e?.actor).toBe("owner:web:alice");
     const again = await call(base, "/api/v1/apply", { method: "POST", headers: write({ "content-type": "application/json" }), body: json });
     expect(again.json()).toMatchObject({ applied: [{ changed: false }] });
@@ -300,7 +300,7 @@ describe("writing", () => {
 
 describe("the live log", () => {
   it("streams the events after Last-Event-ID, each with its seq as id, and then new ones", async () => {
-    const head = demo.cp.runtime.store.head();
+    const head = await demo.cp.runtime.store.head();
     const got: { id: string; seq: number }[] = [];
     await new Promise<void>((resolve, reject) => {
       const req = request(new URL("/api/v1/events/stream", base), { headers: { ...asOwner(), "last-event-id": String(head - 2) } }, (res) => {
@@ -315,7 +315,7 @@ describe("the live log", () => {
             const data = /^data: (.*)$/m.exec(block)?.[1];
             if (id === undefined || data === undefined) continue;
             got.push({ id, seq: (JSON.parse(data) as { seq: number }).seq });
-            if (got.length === 2) demo.cp.runtime.store.append([{ stream: "egress/nbp-fx", type: "egress.decision", actor: "egress", data: { plugin: "nbp-fx", host: "api.nbp.pl", port: 443, allowed: true, reason: "listed" } }]);
+            if (got.length === 2) void demo.cp.runtime.store.append([{ stream: "egress/nbp-fx", type: "egress.decision", actor: "egress", data: { plugin: "nbp-fx", host: "api.nbp.pl", port: 443, allowed: true, reason: "listed" } }]);
             if (got.length === 3) {
               req.destroy();
               resolve();

@@ -106,7 +106,7 @@ describe("the console's egress and integrity pages, as openfief up serves them",
   async function appendBeside(events: NewEvent[]): Promise<void> {
     const store = await openStore({ file: storeFile(dir), clock: () => new Date(at) });
     try {
-      store.append(events);
+      await store.append(events);
     } finally {
       await store.close();
     }

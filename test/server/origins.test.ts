@@ -79,10 +79,10 @@ describe("the console's canonical origin", () => {
     ["DELETE", "/api/v1/grants/ledger-view", undefined],
   ])("refuses %s %s at another loopback name, doing nothing", async (method, path, type) => {
     const token = await demo.token("alice", "owner");
-    const before = demo.cp.runtime.store.head();
+    const before = await demo.cp.runtime.store.head();
     const r = await raw(method, `localhost:${port}`, path, { ...bearer(token), ...(type === undefined ? {} : { "content-type": type }) }, type === undefined ? undefined : "apiVersion: v1\n");
     expect([r.status, (JSON.parse(r.text) as { field?: string }).field]).toEqual([400, "Host"]);
-    expect(demo.cp.runtime.store.head()).toBe(before);
+    expect(await demo.cp.runtime.store.head()).toBe(before);
   });
 
   it("refuses a write with the cookie whose Origin is another loopback name of the console", async () => {

@@ -113,20 +113,20 @@ describe("the approval form", () => {
     ["without the version it was shown", () => form(ownerCookie, ""), 428, /must name the version/],
     ["sent as something other than a form", () => ({ ...form(ownerCookie, "{}"), headers: { ...form(ownerCookie, "").headers, "content-type": "application/json" } }), 415, /send the approval from the console/],
   ])("refuses an approval %s, changing nothing", async (_what, ask, status, message) => {
-    const before = demo.cp.runtime.store.head();
+    const before = await demo.cp.runtime.store.head();
     const r = await call(base, "/plugins/nbp-fx/approve", ask());
     expect(r.status).toBe(status);
     expect(r.text).toMatch(message);
-    expect(demo.cp.runtime.store.head()).toBe(before);
+    expect(await demo.cp.runtime.store.head()).toBe(before);
   });
 
   it("refuses a stale version with the page as it is now, and approves nothing", async () => {
-    const before = demo.cp.runtime.store.head();
+    const before = await demo.cp.runtime.store.head();
     const r = await call(base, "/plugins/nbp-fx/approve", form(ownerCookie, "version=2"));
     expect(r.status).toBe(412);
     expect(r.text).toMatch(/Nothing was approved\.<\/strong> nbp-fx changed since you looked at it \(version 2\)/);
     expect(r.text).toMatch(/Approve: add egress static\.nbp\.pl:443/);
-    expect(demo.cp.runtime.store.head()).toBe(before);
+    expect(await demo.cp.runtime.store.head()).toBe(before);
   });
 
   it("approves the version shown, then sends the owner back to the plugin (POST, redirect, GET)", async () => {
@@ -136,7 +136,7 @@ describe("the approval form", () => {
     expect(r.status).toBe(303);
     expect(r.headers.location).toMatch(/^\/plugins\/nbp-fx\?approved=\d+$/);
     const seq = Number(/approved=(\d+)/.exec(r.headers.location ?? "")?.[1]);
-    expect(demo.cp.runtime.store.get(seq)).toMatchObject({ type: "grant.observed", actor: "owner:web:alice" });
+    expect(await demo.cp.runtime.store.get(seq)).toMatchObject({ type: "grant.observed", actor: "owner:web:alice" });
   });
 });
 
@@ -158,8 +158,8 @@ spec: {capabilities: [connector]}
     const store = demo.cp.runtime.store;
     // nbp-fx v1 under another name, its config failing its (signed) schema; a twin declaring another manifest than its image was signed with.
     const v1 = readFileSync(join(EXAMPLES, "plugins", "nbp-fx.yaml"), "utf8").replace(/name: nbp-fx/, "name: conf").replace(/startDate: .*/, "startDate: 7");
-    applyResources(store, parseResources(`${v1}---\n${doc("conf", "").split("---\n")[1] ?? ""}`, "conf"), OWNER_CLI);
-    applyResources(store, parseResources(doc("twin", ", configSchema: {type: object}"), "twin"), OWNER_CLI);
+    await applyResources(store, parseResources(`${v1}---\n${doc("conf", "").split("---\n")[1] ?? ""}`, "conf"), OWNER_CLI);
+    await applyResources(store, parseResources(doc("twin", ", configSchema: {type: object}"), "twin"), OWNER_CLI);
     await demo.cp.pass();
   }, 60_000);
 
@@ -191,12 +191,12 @@ spec: {capabilities: [connector]}
   });
 
   it("refuses an approval sent all the same, naming the blocker, and records nothing", async () => {
-    const before = demo.cp.runtime.store.head();
-    const version = demo.cp.runtime.store.version("plugin/conf");
+    const before = await demo.cp.runtime.store.head();
+    const version = await demo.cp.runtime.store.version("plugin/conf");
     const r = await call(base, "/plugins/conf/approve", form(ownerCookie, `version=${version}`));
     expect(r.status).toBe(409);
     expect(r.text).toMatch(/nothing approved \(config_refused\)/);
-    expect(demo.cp.runtime.store.head()).toBe(before);
+    expect(await demo.cp.runtime.store.head()).toBe(before);
   });
 
   it("says who signed a version, and that in the embedded mode its objects are only written out", async () => {

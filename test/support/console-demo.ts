@@ -32,8 +32,8 @@ const HOUR = 3_600_000;
 
 interface Decision { plugin: string; host: string; port: number; allowed: boolean; reason: string; address?: string }
 
-function egress(cp: ControlPlane, d: Decision): void {
-  cp.runtime.store.append([{ stream: `egress/${d.plugin}`, type: "egress.decision", actor: "egress", data: d }]);
+async function egress(cp: ControlPlane, d: Decision): Promise<void> {
+  await cp.runtime.store.append([{ stream: `egress/${d.plugin}`, type: "egress.decision", actor: "egress", data: d }]);
 }
 
 /** A day of the proxy's decisions: nbp-fx fetching its rates, and the odd refused attempt. */
@@ -42,12 +42,12 @@ async function day(cp: ControlPlane, setNow: (t: number) => void, start: number,
     setNow(start + h * HOUR);
     // Table A is published on working days around noon; the connector polls every hour, more around noon.
     const fetches = h >= 10 && h <= 14 ? 6 : 2;
-    for (let i = 0; i < fetches; i++) egress(cp, { plugin: "nbp-fx", host: "api.nbp.pl", port: 443, allowed: true, reason: "listed", address: "198.51.100.14" });
+    for (let i = 0; i < fetches; i++) await egress(cp, { plugin: "nbp-fx", host: "api.nbp.pl", port: 443, allowed: true, reason: "listed", address: "198.51.100.14" });
     // The WebAssembly connector fetches the ECB's daily reference rates once, after 16:00 CET.
-    if (h === 15) egress(cp, { plugin: "ecb-fx", host: "www.ecb.europa.eu", port: 443, allowed: true, reason: "listed", address: "198.51.100.40" });
-    if (h === 6 || h === 17) egress(cp, { plugin: "ledger-view", host: "telemetry.vendor.example", port: 443, allowed: false, reason: "not_listed" });
+    if (h === 15) await egress(cp, { plugin: "ecb-fx", host: "www.ecb.europa.eu", port: 443, allowed: true, reason: "listed", address: "198.51.100.40" });
+    if (h === 6 || h === 17) await egress(cp, { plugin: "ledger-view", host: "telemetry.vendor.example", port: 443, allowed: false, reason: "not_listed" });
     if (h === 23) await upgrade();
-    if (h >= 23) for (let i = 0; i < 3; i++) egress(cp, { plugin: "nbp-fx", host: "static.nbp.pl", port: 443, allowed: false, reason: "not_listed" });
+    if (h >= 23) for (let i = 0; i < 3; i++) await egress(cp, { plugin: "nbp-fx", host: "static.nbp.pl", port: 443, allowed: false, reason: "not_listed" });
   }
 }
 
@@ -70,10 +70,10 @@ export async function startConsoleDemo(o: { dir?: string; history?: boolean; vie
   });
   try {
     await cp.pass();
-    applyDemoFolder(cp.runtime.store, "plugins");
+    await applyDemoFolder(cp.runtime.store, "plugins");
     await cp.pass();
     const upgrade = async () => {
-      applyDemoFolder(cp.runtime.store, "upgrade");
+      await applyDemoFolder(cp.runtime.store, "upgrade");
       await cp.pass();
     };
     if (o.history === false) await upgrade();

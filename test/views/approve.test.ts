@@ -5,24 +5,24 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { OWNER_CLI, approve, describePending, pendingOf } from "../../src/app/index.js";
-import type { EventStore } from "../../src/events/index.js";
+import type { EventLog } from "../../src/events/index.js";
 import { pluginStream } from "../../src/events/index.js";
 import { MANIFEST, PLUGIN, installView, tempStore } from "./support.js";
 
-let store: EventStore;
+let store: EventLog;
 let cleanup: () => Promise<void>;
 
 beforeAll(async () => {
   ({ store, cleanup } = await tempStore());
   // The owner granted the view and one rule of the five the manifest asks for.
-  installView(store, PLUGIN, undefined, { capabilities: ["view"], rbac: [MANIFEST.rbac[0]] } as never);
+  await installView(store, PLUGIN, undefined, { capabilities: ["view"], rbac: [MANIFEST.rbac[0]] } as never);
 });
 
 afterAll(async () => cleanup());
 
 describe("rules pending approval", () => {
-  it("are recorded in the decision and worded for the owner", () => {
-    const decision = store.last(pluginStream(PLUGIN), "rollout.decided");
+  it("are recorded in the decision and worded for the owner", async () => {
+    const decision = await store.last(pluginStream(PLUGIN), "rollout.decided");
     expect(decision?.data.plan.outcome).toBe("none");
     expect(decision?.data.plan.reasons).toContain("approval_pending");
     expect(decision?.data.plan.pending.rbac).toHaveLength(MANIFEST.rbac.length - 1);
@@ -31,14 +31,14 @@ describe("rules pending approval", () => {
     expect(words).not.toContain("rule get,list,watch plugins of");
   });
 
-  it("are added to the grant by approve, exactly, leaving nothing pending", () => {
-    const before = pendingOf(store, PLUGIN).pending;
+  it("are added to the grant by approve, exactly, leaving nothing pending", async () => {
+    const before = (await pendingOf(store, PLUGIN)).pending;
     expect(before.rbac).toHaveLength(MANIFEST.rbac.length - 1);
-    const r = approve(store, PLUGIN, OWNER_CLI);
+    const r = await approve(store, PLUGIN, OWNER_CLI);
     expect(r.seq).not.toBeNull();
     expect(r.approved.rbac).toEqual(before.rbac);
-    const after = pendingOf(store, PLUGIN).pending;
+    const after = (await pendingOf(store, PLUGIN)).pending;
     expect(after.rbac ?? []).toEqual([]);
-    expect(approve(store, PLUGIN, OWNER_CLI).seq).toBeNull();
+    expect((await approve(store, PLUGIN, OWNER_CLI)).seq).toBeNull();
   });
 });

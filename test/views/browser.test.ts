@@ -137,7 +137,7 @@ beforeAll(async () => {
   if (cp.views === null || cp.server === null) throw new Error("no views or no console");
   views = cp.views;
   consoleUrl = cp.server.url;
-  applyDemoFolder(cp.runtime.store, "plugins");
+  await applyDemoFolder(cp.runtime.store, "plugins");
   await cp.pass();
   const frame = await views.frame("ledger-view");
   viewSrc = frame?.src ?? "";
@@ -213,7 +213,7 @@ describe("a view in the console", () => {
     expect(headers?.["authorization"]).toMatch(/^Bearer /);
     expect(tokens).toContain(headers?.["authorization"]?.slice("Bearer ".length));
     expect(headers?.["cookie"]).toBeUndefined();
-    const [allowed] = recentDecisions(cp.runtime.store, "ledger-view", 50).filter((d) => d.data.decision === "allow" && d.data.attributes?.kind === "resource" && d.data.attributes.resource === "plugins");
+    const [allowed] = (await recentDecisions(cp.runtime.store, "ledger-view", 50)).filter((d) => d.data.decision === "allow" && d.data.attributes?.kind === "resource" && d.data.attributes.resource === "plugins");
     expect(allowed?.data).toMatchObject({ user: "alice", installationName: "ledger-view", decision: "allow" });
   });
 
@@ -221,7 +221,7 @@ describe("a view in the console", () => {
     // As a string: the test's own transform would rewrite an import() in a function.
     const status = await view.evaluate(`import("/plugins/sdk/0.1.0/sdk.js").then((sdk) => sdk.kube("/apis/openfief.io/v1alpha1/namespaces/openfief/events")).then((r) => r.status)`);
     expect(status).toBe(403);
-    const [last] = recentDecisions(cp.runtime.store, "ledger-view", 1);
+    const [last] = await recentDecisions(cp.runtime.store, "ledger-view", 1);
     expect(last?.data).toMatchObject({ decision: "deny", gate: "plugin", user: "alice", attributes: { resource: "events", verb: "list" } });
   });
 
@@ -332,7 +332,7 @@ describe("a view in the console", () => {
   });
 
   it("fails the next mint once the grant is revoked, and tells the view", async () => {
-    deleteResource(cp.runtime.store, "grant", "ledger-view", OWNER_CLI);
+    await deleteResource(cp.runtime.store, "grant", "ledger-view", OWNER_CLI);
     await cp.pass();
     await until(view, `window.__rec.messages.some((m) => m.type === "openfief:auth-failed")`, TTL_SECONDS * 1000);
     const failed = (await rec(view)).messages.find((m) => m.type === "openfief:auth-failed");

@@ -147,7 +147,7 @@ describe("the console's CSP", () => {
 
 describe("revoking the grant", () => {
   it("makes the console's next mint answer 409 with the mint's reason", async () => {
-    deleteResource(demo.cp.runtime.store, "grant", "ledger-view", OWNER_CLI);
+    await deleteResource(demo.cp.runtime.store, "grant", "ledger-view", OWNER_CLI);
     await demo.cp.pass();
     const r = await call(demo.url, MINT, json({ installationId }, { cookie }));
     expect([r.status, r.json().code, r.json().reason]).toEqual([409, "conflict", "view_not_running"]);

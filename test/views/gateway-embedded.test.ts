@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { Registry } from "prom-client";
 import { gatewayStream, pluginStream } from "../../src/events/index.js";
-import type { EventStore } from "../../src/events/index.js";
+import type { EventLog } from "../../src/events/index.js";
 import {
   EmbeddedUpstream,
   LogInstallations,
@@ -22,7 +22,7 @@ import {
 import type { DecisionRecorder, PluginTokenClaims } from "../../src/views/index.js";
 import { PLUGIN, PLUGIN_PROXY, ROLES, call, capturedLogger, installView, serve, stream, tempStore, tokens } from "./support.js";
 
-let store: EventStore;
+let store: EventLog;
 let cleanup: () => Promise<void>;
 let t: Awaited<ReturnType<typeof tokens>>;
 let gw: Awaited<ReturnType<typeof serve>>;
@@ -35,14 +35,14 @@ const log = capturedLogger();
 beforeAll(async () => {
   ({ store, cleanup } = await tempStore());
   t = await tokens();
-  installView(store);
+  await installView(store);
   const installations = new LogInstallations(store);
   const inst = await installations.byName(PLUGIN);
   if (inst === null) throw new Error("no installation");
   claims = { sub: "alice", installation_id: inst.id, cluster_id: "embedded", plugin_name: inst.pluginName, plugin_version: inst.pluginVersion, definition_hash: inst.definitionHash, installation_name: PLUGIN };
   registry = new Registry();
   const real = new StoreDecisionRecorder(store);
-  recorder = { record: (d) => { if (failRecording) throw new Error("disk full"); real.record(d); }, recordRefusals: (r) => real.recordRefusals(r) };
+  recorder = { record: async (d) => { if (failRecording) throw new Error("disk full"); await real.record(d); }, recordRefusals: (r) => real.recordRefusals(r) };
   const gateway = createGateway({
     clusterId: "embedded", tokens: t.plugins, installations, access: rbacViewAccess(ROLES), upstream: new EmbeddedUpstream(store, ROLES),
     installationRoutes: createInstallationRoutes(), recorder, pluginProxyOrigin: PLUGIN_PROXY, logger: log.logger, metrics: new ViewMetrics(registry),
@@ -64,8 +64,8 @@ async function token(over: Partial<PluginTokenClaims> = {}): Promise<string> {
 const auth = async (over: Partial<PluginTokenClaims> = {}): Promise<Record<string, string>> => ({ authorization: `Bearer ${await token(over)}` });
 const PLUGINS = "/clusters/embedded/apis/openfief.io/v1alpha1/namespaces/openfief/plugins";
 
-function lastDecision(): Record<string, unknown> | undefined {
-  return store.last(gatewayStream(PLUGIN), "gateway.decision")?.data as Record<string, unknown> | undefined;
+async function lastDecision(): Promise<Record<string, unknown> | undefined> {
+  return (await store.last(gatewayStream(PLUGIN), "gateway.decision"))?.data as Record<string, unknown> | undefined;
 }
 
 describe("the gates, in FUN-17's order", () => {
@@ -83,33 +83,33 @@ describe("the gates, in FUN-17's order", () => {
     { name: "a user whose roles refuse it", path: "/clusters/embedded/apis/openfief.io/v1alpha1/namespaces/openfief/plugins", headers: async () => auth({ sub: "carol" }), status: 403, gate: "user" },
     { name: "a request outside the plugin's rules", path: "/clusters/embedded/apis/openfief.io/v1alpha1/namespaces/openfief/events", headers: async () => auth(), status: 403, gate: "plugin" },
   ])("refuses $name with $status", async ({ path, headers, status, gate, recorded }) => {
-    const before = store.version(gatewayStream(PLUGIN));
+    const before = await store.version(gatewayStream(PLUGIN));
     if (gate === "user") {
       // carol may view only "other": give her a token of her own for a plugin she may view.
-      installView(store, "other");
+      await installView(store, "other");
       const inst = await new LogInstallations(store).byName("other");
       const h = { authorization: `Bearer ${await token({ sub: "carol", installation_id: inst?.id ?? "", installation_name: "other" })}` };
       const r = await call(gw.url, "GET", path, h);
       expect(r.status).toBe(status);
-      expect(store.last(gatewayStream("other"), "gateway.decision")?.data).toMatchObject({ decision: "deny", gate, status, user: "carol" });
+      expect((await store.last(gatewayStream("other"), "gateway.decision"))?.data).toMatchObject({ decision: "deny", gate, status, user: "carol" });
       return;
     }
     const r = await call(gw.url, "GET", path, await headers());
     expect(r.status).toBe(status);
     expect(r.json()).toMatchObject({ kind: "Status", code: status });
     if (recorded === false) {
-      expect(store.version(gatewayStream(PLUGIN))).toBe(before);
+      expect(await store.version(gatewayStream(PLUGIN))).toBe(before);
       return;
     }
-    expect(store.version(gatewayStream(PLUGIN))).toBe(before + 1);
-    expect(lastDecision()).toMatchObject({ decision: "deny", gate, status });
+    expect(await store.version(gatewayStream(PLUGIN))).toBe(before + 1);
+    expect(await lastDecision()).toMatchObject({ decision: "deny", gate, status });
   });
 
   it("records a request outside the plugin's rules with everything FUN-17's audit line has", async () => {
     const r = await call(gw.url, "GET", "/clusters/embedded/apis/openfief.io/v1alpha1/namespaces/openfief/events?limit=5", await auth());
     expect(r.status).toBe(403);
     expect(r.headers["audit-id"]).toMatch(/^[0-9a-f-]{36}$/);
-    expect(lastDecision()).toEqual({
+    expect(await lastDecision()).toEqual({
       requestId: r.headers["audit-id"], route: "kube", user: "alice", installation: claims.installation_id, installationName: PLUGIN, plugin: claims.plugin_name, version: claims.plugin_version,
       definitionHash: claims.definition_hash, pinnedHash: claims.definition_hash, cluster: "embedded", method: "GET",
       path: "/apis/openfief.io/v1alpha1/namespaces/openfief/events",
@@ -128,7 +128,7 @@ describe("the gates, in FUN-17's order", () => {
   it("refuses when the token's user loses can_view, at the next request", async () => {
     const r = await call(gw.url, "GET", PLUGINS, await auth({ sub: "nobody" }));
     expect(r.status).toBe(403);
-    expect(lastDecision()).toMatchObject({ gate: "can_view", user: "nobody" });
+    expect(await lastDecision()).toMatchObject({ gate: "can_view", user: "nobody" });
   });
 
   it("refuses to forward what it cannot record (503)", async () => {
@@ -146,7 +146,7 @@ describe("the embedded resources", () => {
     const list = r.json();
     expect(list).toMatchObject({ apiVersion: "openfief.io/v1alpha1", kind: "PluginList" });
     expect((list["items"] as Array<{ metadata: { name: string } }>).map((i) => i.metadata.name)).toContain(PLUGIN);
-    expect(lastDecision()).toMatchObject({ decision: "allow", gate: "upstream", status: null, attributes: { verb: "list", resource: "plugins" } });
+    expect(await lastDecision()).toMatchObject({ decision: "allow", gate: "upstream", status: null, attributes: { verb: "list", resource: "plugins" } });
   });
 
   it("gets one plugin, and answers 404 as kube-apiserver words it", async () => {
@@ -192,20 +192,20 @@ describe("a watch", () => {
     expect(await w.status).toBe(200);
     const first = await w.next(1);
     expect(JSON.parse(first[0] as string)).toMatchObject({ type: "ADDED", object: { kind: "Plugin" } });
-    const decisions = store.version(gatewayStream(PLUGIN));
-    store.append([{ stream: pluginStream("fresh"), type: "plugin.observed", actor: "owner:cli", data: { name: "fresh", spec: { image: "x", manifest: {} } } }]);
+    const decisions = await store.version(gatewayStream(PLUGIN));
+    await store.append([{ stream: pluginStream("fresh"), type: "plugin.observed", actor: "owner:cli", data: { name: "fresh", spec: { image: "x", manifest: {} } } }]);
     const line = await w.waitFor((l) => l.includes('"name":"fresh"'));
     w.close();
     expect(JSON.parse(line)).toMatchObject({ type: "ADDED", object: { metadata: { name: "fresh" } } });
     // One decision for the whole stream.
-    expect(store.version(gatewayStream(PLUGIN))).toBe(decisions);
+    expect(await store.version(gatewayStream(PLUGIN))).toBe(decisions);
   });
 
   it("of one object by field selector sees only that object", async () => {
     const w = stream(gw.url, `${PLUGINS}?watch=1&fieldSelector=metadata.name%3Dlater`, await auth());
     expect(await w.status).toBe(200);
-    store.append([{ stream: pluginStream("noise"), type: "plugin.observed", actor: "owner:cli", data: { name: "noise", spec: { image: "x", manifest: {} } } }]);
-    store.append([{ stream: pluginStream("later"), type: "plugin.observed", actor: "owner:cli", data: { name: "later", spec: { image: "x", manifest: {} } } }]);
+    await store.append([{ stream: pluginStream("noise"), type: "plugin.observed", actor: "owner:cli", data: { name: "noise", spec: { image: "x", manifest: {} } } }]);
+    await store.append([{ stream: pluginStream("later"), type: "plugin.observed", actor: "owner:cli", data: { name: "later", spec: { image: "x", manifest: {} } } }]);
     const [line] = await w.next(1);
     w.close();
     expect(JSON.parse(line as string)).toMatchObject({ type: "ADDED", object: { metadata: { name: "later" } } });
@@ -250,7 +250,7 @@ describe("the installation routes", () => {
     const r = await call(gw.url, "GET", `${base()}/controller/status`, await auth());
     expect(r.status).toBe(200);
     expect(r.json()).toMatchObject({ id: claims.installation_id, name: PLUGIN, state: "ready", definitionHash: claims.definition_hash });
-    expect(lastDecision()).toMatchObject({ route: "controller", decision: "allow", gate: "upstream", attributes: null });
+    expect(await lastDecision()).toMatchObject({ route: "controller", decision: "allow", gate: "upstream", attributes: null });
   });
 
   it.each([
@@ -260,13 +260,13 @@ describe("the installation routes", () => {
   ])("refuse $name with $status", async ({ path, over, status, gate }) => {
     const r = await call(gw.url, "GET", path(), await auth(over));
     expect(r.status).toBe(status);
-    if (gate !== "upstream") expect(lastDecision()).toMatchObject({ route: path().includes("runtime") ? "runtime" : "controller", decision: "deny", gate, status });
+    if (gate !== "upstream") expect(await lastDecision()).toMatchObject({ route: path().includes("runtime") ? "runtime" : "controller", decision: "deny", gate, status });
   });
 });
 
 describe("recent decisions", () => {
-  it("come newest first, summarised by gate", () => {
-    const recent = recentDecisions(store, PLUGIN, 1000);
+  it("come newest first, summarised by gate", async () => {
+    const recent = await recentDecisions(store, PLUGIN, 1000);
     expect(recent.length).toBeGreaterThan(5);
     expect(recent[0]?.seq).toBeGreaterThan(recent[1]?.seq ?? Infinity);
     const s = summarizeDecisions(recent);

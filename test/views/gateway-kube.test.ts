@@ -9,7 +9,7 @@ import { connect as netConnect } from "node:net";
 import type { Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { gatewayStream } from "../../src/events/index.js";
-import type { EventStore } from "../../src/events/index.js";
+import type { EventLog } from "../../src/events/index.js";
 import { buildObjects, compile, effective, objectToJSON, parseGrant, parseImageRef, parseManifest } from "../../src/plugins/index.js";
 import type { PolicyRuleJSON } from "../../src/plugins/index.js";
 import {
@@ -25,7 +25,7 @@ import type { PluginTokenClaims } from "../../src/views/index.js";
 import { FakeApiServer } from "../kube/fake-apiserver.js";
 import { GRANT, IMAGE, MANIFEST, PLUGIN, PLUGIN_PROXY, ROLES, call, installView, serve, stream, tempStore, tokens } from "./support.js";
 
-let store: EventStore;
+let store: EventLog;
 let cleanup: () => Promise<void>;
 let t: Awaited<ReturnType<typeof tokens>>;
 let fake: FakeApiServer;
@@ -43,7 +43,7 @@ beforeAll(async () => {
   ({ store, cleanup } = await tempStore());
   t = await tokens();
   fake = await FakeApiServer.start();
-  installView(store);
+  await installView(store);
   // The cluster holds what the operator applies: the ServiceAccount and the scope compiled from the effective rules.
   const m = parseManifest(MANIFEST);
   const g = parseGrant({ name: PLUGIN, spec: GRANT });
@@ -84,7 +84,7 @@ async function pluginToken(over: Partial<PluginTokenClaims> = {}): Promise<strin
 }
 
 const CONFIGMAPS = "/clusters/c1/api/v1/namespaces/openfief/configmaps";
-const lastDecision = (): Record<string, unknown> | undefined => store.last(gatewayStream(PLUGIN), "gateway.decision")?.data as Record<string, unknown> | undefined;
+const lastDecision = async (): Promise<Record<string, unknown> | undefined> => (await store.last(gatewayStream(PLUGIN), "gateway.decision"))?.data as Record<string, unknown> | undefined;
 
 describe("a request both halves allow", () => {
   it("is reviewed for the user, then for the plugin's ServiceAccount, then sent with that ServiceAccount's own token", async () => {
@@ -104,7 +104,7 @@ describe("a request both halves allow", () => {
     // Neither the PluginToken nor any session ever reaches the cluster.
     expect(fake.requests.some((q) => q.client === token || JSON.stringify(q.headers).includes(token))).toBe(false);
     expect(r.headers["access-control-allow-origin"]).toBe(PLUGIN_PROXY);
-    expect(lastDecision()).toMatchObject({ decision: "allow", gate: "upstream", cluster: "c1", attributes: { verb: "list", resource: "configmaps" } });
+    expect(await lastDecision()).toMatchObject({ decision: "allow", gate: "upstream", cluster: "c1", attributes: { verb: "list", resource: "configmaps" } });
   });
 
   it("asks for a 900-second ServiceAccount token once and reuses it until a fifth of its life is left", async () => {
@@ -128,7 +128,7 @@ describe("a request one half refuses", () => {
     const before = fake.requests.length;
     const r = await call(gw.url, "GET", "/clusters/c1/apis/openfief.io/v1alpha1/namespaces/openfief/plugins", { authorization: `Bearer ${await pluginToken()}` });
     expect(r.status).toBe(403);
-    expect(lastDecision()).toMatchObject({ decision: "deny", gate: "user", status: 403 });
+    expect(await lastDecision()).toMatchObject({ decision: "deny", gate: "user", status: 403 });
     expect(fake.requests.slice(before).map((q) => q.path)).toEqual(["/apis/authorization.k8s.io/v1/subjectaccessreviews"]);
   });
 
@@ -136,7 +136,7 @@ describe("a request one half refuses", () => {
     const before = fake.requests.length;
     const r = await call(gw.url, "GET", "/clusters/c1/api/v1/namespaces/openfief/services", { authorization: `Bearer ${await pluginToken()}` });
     expect(r.status).toBe(403);
-    expect(lastDecision()).toMatchObject({ decision: "deny", gate: "plugin", status: 403, attributes: { resource: "services", verb: "list" } });
+    expect(await lastDecision()).toMatchObject({ decision: "deny", gate: "plugin", status: 403, attributes: { resource: "services", verb: "list" } });
     expect(fake.requests.slice(before).every((q) => q.path === "/apis/authorization.k8s.io/v1/subjectaccessreviews")).toBe(true);
   });
 
@@ -146,7 +146,7 @@ describe("a request one half refuses", () => {
     const r = await call(gw.url, "GET", CONFIGMAPS, { authorization: `Bearer ${await pluginToken()}` });
     fake.accessReviewer = saved;
     expect(r.status).toBe(503);
-    expect(lastDecision()).toMatchObject({ decision: "deny", gate: "user", status: 503, reason: "review_failed" });
+    expect(await lastDecision()).toMatchObject({ decision: "deny", gate: "user", status: 503, reason: "review_failed" });
   });
 
   it("is capped by the cluster too: the ServiceAccount's token cannot do what its ClusterRole does not allow", async () => {
@@ -191,7 +191,7 @@ describe("streams", () => {
     const sent = fake.requests.slice(before).find((q) => q.path === "/api/v1/namespaces/openfief/configmaps");
     expect(sent?.query).toMatchObject({ watch: "true", fieldSelector: "metadata.name=named-later" });
     expect(Number(sent?.query["timeoutSeconds"])).toBeLessThanOrEqual(900);
-    expect(lastDecision()).toMatchObject({ decision: "allow", attributes: { verb: "watch", name: "named-later" }, served: { fieldSelector: "metadata.name=named-later" } });
+    expect(await lastDecision()).toMatchObject({ decision: "allow", attributes: { verb: "watch", name: "named-later" }, served: { fieldSelector: "metadata.name=named-later" } });
   });
 
   function upgrade(path: string, protocolToken: string): Promise<{ head: string; socket: Socket; data: Buffer[] }> {
@@ -240,21 +240,21 @@ describe("streams", () => {
     const up = seen.find((q) => q.path === "/api/v1/namespaces/openfief/pods/web/exec");
     expect(up?.client).toMatch(/^fake-sa\./);
     expect(String(up?.headers["sec-websocket-protocol"])).toBe("v5.channel.k8s.io");
-    expect(lastDecision()).toMatchObject({ decision: "allow", attributes: { verb: "get", resource: "pods", subresource: "exec", name: "web" } });
+    expect(await lastDecision()).toMatchObject({ decision: "allow", attributes: { verb: "get", resource: "pods", subresource: "exec", name: "web" } });
   });
 
   it("refuse an upgrade the user may not make, on the socket, with 403", async () => {
     const { head, socket } = await upgrade("/clusters/c1/api/v1/namespaces/openfief/pods/web/exec?command=sh", await pluginToken({ sub: "dave" }));
     socket.destroy();
     expect(head).toMatch(/^HTTP\/1\.1 403/);
-    expect(lastDecision()).toMatchObject({ decision: "deny", gate: "user", user: "dave" });
+    expect(await lastDecision()).toMatchObject({ decision: "deny", gate: "user", user: "dave" });
   });
 
   it("refuse an upgrade without a token with 401, unrecorded", async () => {
-    const v = store.version(gatewayStream(PLUGIN));
+    const v = await store.version(gatewayStream(PLUGIN));
     const { head, socket } = await upgrade("/clusters/c1/api/v1/namespaces/openfief/pods/web/exec", "not-a-token");
     socket.destroy();
     expect(head).toMatch(/^HTTP\/1\.1 401/);
-    expect(store.version(gatewayStream(PLUGIN))).toBe(v);
+    expect(await store.version(gatewayStream(PLUGIN))).toBe(v);
   });
 });

@@ -8,14 +8,15 @@
 import { afterEach, beforeAll, afterAll, describe, expect, it } from "vitest";
 import { Registry } from "prom-client";
 import { gatewayStream, textDigest } from "../../src/events/index.js";
-import type { EventStore } from "../../src/events/index.js";
+import type { EventLog } from "../../src/events/index.js";
 import { describeEvent, explain } from "../../src/app/index.js";
 import { checkDecisions } from "../../src/projections/index.js";
 import { EmbeddedUpstream, LogInstallations, StoreDecisionRecorder, ViewMetrics, createGateway, rbacViewAccess, signPluginToken } from "../../src/views/index.js";
 import type { Gateway, GatewayLimitsInput, PluginTokenClaims } from "../../src/views/index.js";
 import { PLUGIN, PLUGIN_PROXY, ROLES, call, capturedLogger, installView, serve, stream, tempStore, tokens } from "./support.js";
+import { withFile } from "../support/sqlite-file.js";
 
-let store: EventStore;
+let store: EventLog;
 let cleanup: () => Promise<void>;
 let t: Awaited<ReturnType<typeof tokens>>;
 let claims: PluginTokenClaims;
@@ -24,7 +25,7 @@ let open: Array<{ gateway: Gateway; close: () => Promise<void> }> = [];
 beforeAll(async () => {
   ({ store, cleanup } = await tempStore());
   t = await tokens();
-  installView(store);
+  await installView(store);
   const inst = await new LogInstallations(store).byName(PLUGIN);
   if (inst === null) throw new Error("no installation");
   claims = { sub: "alice", installation_id: inst.id, cluster_id: "embedded", plugin_name: inst.pluginName, plugin_version: inst.pluginVersion, definition_hash: inst.definitionHash, installation_name: PLUGIN };
@@ -59,7 +60,7 @@ const FAST = { rate: { perUser: { perSecond: 100_000, burst: 100_000 }, perInsta
 
 /** What the log gained since `seq`: rows by type, and the bytes of their data. */
 function growth(seq: number): { rows: Record<string, number>; bytes: number } {
-  const r = store.database.prepare<[number], { type: string; n: number; bytes: number }>("SELECT type, count(*) AS n, sum(length(data)) AS bytes FROM events WHERE seq > ? GROUP BY type").all(seq);
+  const r = withFile(store.location, (db) => db.prepare<[number], { type: string; n: number; bytes: number }>("SELECT type, count(*) AS n, sum(length(data)) AS bytes FROM events WHERE seq > ? GROUP BY type").all(seq));
   return { rows: Object.fromEntries(r.map((x) => [x.type, x.n])), bytes: r.reduce((s, x) => s + x.bytes, 0) };
 }
 
@@ -83,7 +84,7 @@ describe("the rate per user and per installation", () => {
     expect(Number(last?.headers["retry-after"])).toBeGreaterThanOrEqual(1);
     expect(last?.json()).toMatchObject({ kind: "Status", code: 429, reason: "TooManyRequests" });
     expect(await metric(registry, "openfief_gateway_rate_limited_total", { scope: "user" })).toBe(2);
-    const d = store.read({ stream: gatewayStream(PLUGIN), type: "gateway.decision" }).map((e) => e.data).find((x) => x.requestId === last?.headers["audit-id"]);
+    const d = (await store.read({ stream: gatewayStream(PLUGIN), type: "gateway.decision" })).map((e) => e.data).find((x) => x.requestId === last?.headers["audit-id"]);
     expect(d).toMatchObject({ decision: "deny", gate: "rate", status: 429, reason: "rate_limited_user" });
   });
 
@@ -100,20 +101,20 @@ describe("the refusal budget", () => {
   it("records 2,000 refusals with long paths as a budget of capped events and one summary, without losing the count", async () => {
     const { url, g, registry, log } = await gateway({ ...FAST, refusals: { perSource: 10, total: 200, windowMs: 3_600_000 } });
     const h = await auth();
-    const before = store.head();
+    const before = await store.head();
     const long = `${EVENTS}/${"x".repeat(3500)}`;
     const ids: string[] = [];
     for (let i = 0; i < 2000; i++) ids.push(String((await call(url, "GET", `${long}${i}`, h)).headers["audit-id"]));
-    g.close();
+    await g.close();
     const grown = growth(before);
     expect(grown.rows).toEqual({ "gateway.decision": 10, "gateway.refusals": 1 });
     // Today's main wrote 2,000 events of ~9 KB each for this (18 MB); the budget keeps it to a few KB.
     expect(grown.bytes).toBeLessThan(20_000);
-    const decisions = store.read({ stream: gatewayStream(PLUGIN), afterSeq: before, type: "gateway.decision" }).map((e) => e.data);
+    const decisions = (await store.read({ stream: gatewayStream(PLUGIN), afterSeq: before, type: "gateway.decision" })).map((e) => e.data);
     expect(decisions[0]?.path.length).toBe(256);
     expect(decisions[0]?.digests?.path).toBe(textDigest(`/apis/openfief.io/v1alpha1/namespaces/openfief/events/${"x".repeat(3500)}0`));
     expect(decisions[0]?.digests?.["attributes.name"]).toMatch(/^sha256:/);
-    const [summary] = store.read({ stream: gatewayStream(PLUGIN), afterSeq: before, type: "gateway.refusals" });
+    const [summary] = await store.read({ stream: gatewayStream(PLUGIN), afterSeq: before, type: "gateway.refusals" });
     expect(summary?.data).toMatchObject({ user: "alice", installationName: PLUGIN, route: "kube", gate: "plugin", status: 403, reason: "no_rule", count: 1990, firstRequestId: ids[10], lastRequestId: ids[1999] });
     expect(Date.parse(summary?.data.first ?? "") <= Date.parse(summary?.data.last ?? "")).toBe(true);
     expect(await metric(registry, "openfief_gateway_refusals_summarised_total")).toBe(1990);
@@ -127,20 +128,20 @@ describe("the refusal budget", () => {
   it("records the summary when the window ends, without waiting for a further refusal", async () => {
     const { url, g } = await gateway({ ...FAST, refusals: { perSource: 1, windowMs: 1000 } });
     const h = await auth();
-    const before = store.head();
+    const before = await store.head();
     for (let i = 0; i < 4; i++) await call(url, "GET", EVENTS, h);
     for (let i = 0; i < 100 && growth(before).rows["gateway.refusals"] === undefined; i++) await new Promise((r) => setTimeout(r, 100));
     expect(growth(before).rows).toEqual({ "gateway.decision": 1, "gateway.refusals": 1 });
-    expect(store.last(gatewayStream(PLUGIN), "gateway.refusals")?.data.count).toBe(3);
-    g.close();
+    expect((await store.last(gatewayStream(PLUGIN), "gateway.refusals"))?.data.count).toBe(3);
+    await g.close();
   });
 
   it("never summarises an allowed request", async () => {
     const { url, g } = await gateway({ ...FAST, refusals: { perSource: 1, total: 1 } });
     const h = await auth();
-    const before = store.head();
+    const before = await store.head();
     for (let i = 0; i < 50; i++) expect((await call(url, "GET", `${PLUGINS}/${PLUGIN}`, h)).status).toBe(200);
-    g.close();
+    await g.close();
     expect(growth(before).rows).toEqual({ "gateway.decision": 50 });
   });
 
@@ -148,17 +149,17 @@ describe("the refusal budget", () => {
     const { url, g } = await gateway({ ...FAST, refusals: { perSource: 1, windowMs: 3_600_000 } });
     const h = await auth();
     for (let i = 0; i < 3; i++) await call(url, "GET", EVENTS, h);
-    g.close();
-    const summary = store.last(gatewayStream(PLUGIN), "gateway.refusals");
+    await g.close();
+    const summary = await store.last(gatewayStream(PLUGIN), "gateway.refusals");
     if (summary === null) throw new Error("no summary");
     expect(describeEvent(summary)).toMatch(/^the gateway refused 2 more requests of alice's through ledger-view at plugin \(403, no_rule\) between .+ and .+, counted rather than recorded one by one$/);
-    const why = explain(store, PLUGIN);
+    const why = await explain(store, PLUGIN);
     expect(why.sentences.join("\n")).toContain("counted in summaries rather than one by one");
     expect(why.sentences.join("\n")).toMatch(/2 more requests denied at plugin \(403, no_rule\)/);
     expect(why.gateway?.summary.denied).toBeGreaterThanOrEqual(3);
     // Summaries are records, not decisions to re-decide: check-decisions reads past them (this
     // store's hand-made rollout decisions are all it reports on).
-    const checked = checkDecisions(store);
+    const checked = await checkDecisions(store);
     expect(checked.divergences.every((d) => d.field === "inputs" || d.field === "plan")).toBe(true);
     expect(checked.divergences.some((d) => d.seq === summary.seq)).toBe(false);
   });

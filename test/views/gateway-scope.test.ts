@@ -10,7 +10,7 @@ import { request } from "node:http";
 import type { IncomingHttpHeaders } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { gatewayStream, pluginStream } from "../../src/events/index.js";
-import type { EventStore, GatewayDecision } from "../../src/events/index.js";
+import type { EventLog, GatewayDecision } from "../../src/events/index.js";
 import type { JsonValue } from "../../src/plugins/index.js";
 import { EmbeddedUpstream, LogInstallations, StoreDecisionRecorder, createGateway, rbacViewAccess, signPluginToken } from "../../src/views/index.js";
 import type { PluginTokenClaims } from "../../src/views/index.js";
@@ -87,7 +87,7 @@ function rowsOf(variant: Variant, resource: Resource, out: Row[]): void {
 
 const ROWS = rows();
 
-let store: EventStore;
+let store: EventLog;
 let cleanup: () => Promise<void>;
 let gw: Awaited<ReturnType<typeof serve>>;
 const answers = new Map<Row, { status: number; headers: IncomingHttpHeaders; body: string }>();
@@ -117,11 +117,11 @@ function served(body: string): string[] {
 
 beforeAll(async () => {
   ({ store, cleanup } = await tempStore());
-  installView(store, PLUGIN, manifest("named"), { capabilities: ["view"], rbac: (manifest("named") as { rbac: JsonValue }).rbac });
-  installView(store, OPEN_VIEW, manifest("open"), { capabilities: ["view"], rbac: (manifest("open") as { rbac: JsonValue }).rbac });
+  await installView(store, PLUGIN, manifest("named"), { capabilities: ["view"], rbac: (manifest("named") as { rbac: JsonValue }).rbac });
+  await installView(store, OPEN_VIEW, manifest("open"), { capabilities: ["view"], rbac: (manifest("open") as { rbac: JsonValue }).rbac });
   // Another plugin and its grant: what a view escaping its names would see.
-  store.append([{ stream: pluginStream("other"), type: "plugin.observed", actor: "owner:cli", data: { name: "other", spec: { image: IMAGE, manifest: {} } } }]);
-  store.append([{ stream: pluginStream("other"), type: "grant.observed", actor: "owner:cli", data: { name: "other", spec: { capabilities: [] } } }]);
+  await store.append([{ stream: pluginStream("other"), type: "plugin.observed", actor: "owner:cli", data: { name: "other", spec: { image: IMAGE, manifest: {} } } }]);
+  await store.append([{ stream: pluginStream("other"), type: "grant.observed", actor: "owner:cli", data: { name: "other", spec: { capabilities: [] } } }]);
   const t = await tokens();
   const installations = new LogInstallations(store);
   const gateway = createGateway({
@@ -147,17 +147,17 @@ afterAll(async () => {
   await cleanup();
 });
 
-function decisionOf(r: Row, requestId: string): GatewayDecision | undefined {
+async function decisionOf(r: Row, requestId: string): Promise<GatewayDecision | undefined> {
   const stream = gatewayStream(r.variant === "named" ? PLUGIN : OPEN_VIEW);
-  return store.read({ stream, type: "gateway.decision" }).map((e) => e.data).find((d) => d.requestId === requestId);
+  return (await store.read({ stream, type: "gateway.decision" })).map((e) => e.data).find((d) => d.requestId === requestId);
 }
 
 describe("every verb and path form, with and without resourceNames, for every resource", () => {
-  it.each(ROWS)("$variant rules: $form of $resource ($method) is $status", (r) => {
+  it.each(ROWS)("$variant rules: $form of $resource ($method) is $status", async (r) => {
     const a = answers.get(r);
     expect(a?.status).toBe(r.status);
     const id = String(a?.headers["audit-id"] ?? "");
-    const d = decisionOf(r, id);
+    const d = await decisionOf(r, id);
     expect(d).toBeDefined();
     if (r.status !== 200) {
       expect(d).toMatchObject({ decision: "deny", gate: r.gate, status: r.status, ...(r.reason === undefined ? {} : { reason: r.reason }) });

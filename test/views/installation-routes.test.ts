@@ -6,12 +6,12 @@
 import type { IncomingHttpHeaders } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { gatewayStream } from "../../src/events/index.js";
-import type { EventStore } from "../../src/events/index.js";
+import type { EventLog } from "../../src/events/index.js";
 import { EmbeddedUpstream, LogInstallations, StoreDecisionRecorder, createGateway, createInstallationRoutes, rbacViewAccess, signPluginToken } from "../../src/views/index.js";
 import type { PluginTokenClaims } from "../../src/views/index.js";
 import { PLUGIN, PLUGIN_PROXY, ROLES, call, installView, serve, tempStore, tokens } from "./support.js";
 
-let store: EventStore;
+let store: EventLog;
 let cleanup: () => Promise<void>;
 let t: Awaited<ReturnType<typeof tokens>>;
 let gw: Awaited<ReturnType<typeof serve>>;
@@ -22,7 +22,7 @@ const seen: Array<{ method: string; url: string; headers: IncomingHttpHeaders; b
 beforeAll(async () => {
   ({ store, cleanup } = await tempStore());
   t = await tokens();
-  installView(store);
+  await installView(store);
   runtime = await serve((req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
@@ -63,7 +63,7 @@ describe("the runtime route", () => {
     expect(last).toMatchObject({ method: "POST", url: "/api/items?page=2", body: '{"a":1}' });
     expect(last?.headers["authorization"]).toBe("Bearer core-token-for-ledger-view");
     expect(JSON.stringify(last?.headers)).not.toContain(pluginToken);
-    expect(store.last(gatewayStream(PLUGIN), "gateway.decision")?.data).toMatchObject({ route: "runtime", decision: "allow", path: "/api/items" });
+    expect((await store.last(gatewayStream(PLUGIN), "gateway.decision"))?.data).toMatchObject({ route: "runtime", decision: "allow", path: "/api/items" });
   });
 
   it.each([
@@ -91,13 +91,13 @@ describe("a path the pod must never see", () => {
     ["only a query after the route", "/runtime?x=1"],
     ["the controller route with no path", "/controller"],
   ])("is 404 before any gate: %s", async (_what, tail) => {
-    const before = { seen: seen.length, decisions: store.version(gatewayStream(PLUGIN)) };
+    const before = { seen: seen.length, decisions: await store.version(gatewayStream(PLUGIN)) };
     // No token at all: the route is refused before the token is looked at.
     const bare = await call(gw.url, "GET", `/installations/${claims.installation_id}${tail}`);
     const withToken = await call(gw.url, "GET", `/installations/${claims.installation_id}${tail}`, { authorization: `Bearer ${await token()}` });
     expect([bare.status, withToken.status]).toEqual([404, 404]);
     expect(seen.length).toBe(before.seen);
-    expect(store.version(gatewayStream(PLUGIN))).toBe(before.decisions);
+    expect(await store.version(gatewayStream(PLUGIN))).toBe(before.decisions);
   });
 
   it("reaches the pod as sent when it is clean, encoded characters and all", async () => {

@@ -8,13 +8,13 @@ import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { SignJWT } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { pluginStream } from "../../src/events/index.js";
-import type { EventStore } from "../../src/events/index.js";
+import type { EventLog } from "../../src/events/index.js";
 import { TokenService } from "../../src/gen/openfief/auth/v1/token_pb.js";
 import { LogInstallations, MINT_ERRORS, PLUGIN_AUDIENCE, PluginTokenValidator, USER_AUDIENCE, definitionHash, jwksHandler, mintJsonHandler, mintPluginToken, mintRoutes, signPluginToken } from "../../src/views/index.js";
 import { parseManifest } from "../../src/plugins/index.js";
 import { CONSOLE, IMAGE, MANIFEST, PLUGIN, call, capturedLogger, installView, mintDeps, serve, tempStore, tokens } from "./support.js";
 
-let store: EventStore;
+let store: EventLog;
 let cleanup: () => Promise<void>;
 let t: Awaited<ReturnType<typeof tokens>>;
 let deps: ReturnType<typeof mintDeps>;
@@ -26,8 +26,8 @@ const log = capturedLogger();
 beforeAll(async () => {
   ({ store, cleanup } = await tempStore());
   t = await tokens();
-  installView(store);
-  installView(store, "other");
+  await installView(store);
+  await installView(store, "other");
   deps = { ...mintDeps(store, t), logger: log.logger };
   json = await serve(mintJsonHandler(deps));
   connect = await serve(connectNodeAdapter({ routes: mintRoutes(deps) }));
@@ -205,7 +205,7 @@ describe("the MintPluginToken RPC", () => {
 
   it("maps FailedPrecondition through Connect for an in-process client too", async () => {
     const stream = pluginStream("other");
-    store.append([{ stream, type: "plugin.deleted", actor: "owner:cli", data: { name: "other" } }]);
+    await store.append([{ stream, type: "plugin.deleted", actor: "owner:cli", data: { name: "other" } }]);
     const otherId = (await new LogInstallations(store).byName("other"))?.id ?? "";
     const transport = createRouterTransport(mintRoutes(deps));
     const err = await createClient(TokenService, transport).mintPluginToken({ installationId: otherId }, { headers: { authorization: `Bearer ${await t.session("alice")}` } }).then(() => null, (e: unknown) => e);
@@ -238,35 +238,35 @@ describe("the lifecycle", () => {
     const session = `Bearer ${await t.session("alice")}`;
     expect((await mint(session)).status).toBe(200);
     const stream = pluginStream(PLUGIN);
-    store.append([{ stream, type: "grant.deleted", actor: "owner:cli", data: { name: PLUGIN } }]);
+    await store.append([{ stream, type: "grant.deleted", actor: "owner:cli", data: { name: PLUGIN } }]);
     const refused = await mint(session);
     expect(refused.status).toBe(409);
     expect(refused.json()["error"]).toMatchObject({ code: "failed_precondition", reason: "view_not_running" });
-    store.append([{ stream, type: "grant.observed", actor: "owner:cli", data: { name: PLUGIN, spec: { capabilities: ["view"] } } }]);
+    await store.append([{ stream, type: "grant.observed", actor: "owner:cli", data: { name: PLUGIN, spec: { capabilities: ["view"] } } }]);
     expect((await mint(session)).status).toBe(200);
   });
 
   it("answers 409 while a deleted Plugin's workload is torn down, then 404", async () => {
-    installView(store, "doomed");
+    await installView(store, "doomed");
     const doomed = (await new LogInstallations(store).byName("doomed"))?.id ?? "";
     const stream = pluginStream("doomed");
-    store.append([{ stream, type: "plugin.deleted", actor: "owner:cli", data: { name: "doomed" } }]);
+    await store.append([{ stream, type: "plugin.deleted", actor: "owner:cli", data: { name: "doomed" } }]);
     const session = `Bearer ${await t.session("alice")}`;
     const during = await mint(session, { installationId: doomed });
     expect(during.status).toBe(409);
     expect(during.json()["error"]).toMatchObject({ code: "failed_precondition", reason: "deleting" });
-    const [desired] = store.append([{ stream, type: "workload.desired", actor: "reconciler", data: { name: "doomed", running: false, objects: [], allowList: [] } }]);
-    store.append([{ stream, type: "workload.applied", actor: "reconciler", causedBy: desired?.seq ?? null, data: { name: "doomed", target: "directory", ok: true } }]);
+    const [desired] = await store.append([{ stream, type: "workload.desired", actor: "reconciler", data: { name: "doomed", running: false, objects: [], allowList: [] } }]);
+    await store.append([{ stream, type: "workload.applied", actor: "reconciler", causedBy: desired?.seq ?? null, data: { name: "doomed", target: "directory", ok: true } }]);
     expect((await mint(session, { installationId: doomed })).status).toBe(404);
   });
 
   it("gives a Plugin made again a new installation ID, so the old one is not found", async () => {
-    installView(store, "reborn");
+    await installView(store, "reborn");
     const before = (await new LogInstallations(store).byName("reborn"))?.id ?? "";
     const stream = pluginStream("reborn");
-    store.append([{ stream, type: "plugin.deleted", actor: "owner:cli", data: { name: "reborn" } }]);
-    store.append([{ stream, type: "workload.desired", actor: "reconciler", data: { name: "reborn", running: false, objects: [], allowList: [] } }]);
-    installView(store, "reborn");
+    await store.append([{ stream, type: "plugin.deleted", actor: "owner:cli", data: { name: "reborn" } }]);
+    await store.append([{ stream, type: "workload.desired", actor: "reconciler", data: { name: "reborn", running: false, objects: [], allowList: [] } }]);
+    await installView(store, "reborn");
     const after = (await new LogInstallations(store).byName("reborn"))?.id ?? "";
     expect(after).not.toBe(before);
     const session = `Bearer ${await t.session("alice")}`;

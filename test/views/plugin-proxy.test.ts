@@ -14,7 +14,7 @@ import { join } from "node:path";
 import { Registry } from "prom-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { pluginStream } from "../../src/events/index.js";
-import type { EventStore } from "../../src/events/index.js";
+import type { EventLog } from "../../src/events/index.js";
 import type { JsonValue } from "../../src/plugins/index.js";
 import {
   EmbeddedUpstream, LogInstallations, StoreDecisionRecorder, UiBundles, ViewMetrics, createGateway, createInstallationRoutes, createPluginProxy, pluginProxyCsp, rbacViewAccess, signPluginToken,
@@ -26,7 +26,7 @@ const ROOT = join(import.meta.dirname, "../..");
 const SDK = readFileSync(join(ROOT, "sdk/browser/sdk.js"));
 const VERSION = IMAGE.split("@")[1] as string;
 
-let store: EventStore;
+let store: EventLog;
 let cleanup: () => Promise<void>;
 let dir: string;
 let port: number;
@@ -61,13 +61,13 @@ beforeAll(async () => {
   const bundle = gnuTar({ "index.html": "<!doctype html><title>x</title>", "js/app.js": "export const a = 1;\n", "css/style.css": "p{}", "img/logo@2x.png": "png", "data.bin": "?" });
   bundleDigest = digestOf(bundle);
   blobs.set(bundleDigest, bundle);
-  installView(store, PLUGIN, { ...MANIFEST, ui: { bundle: bundleDigest, entry: "index.html" } } as unknown as JsonValue);
+  await installView(store, PLUGIN, { ...MANIFEST, ui: { bundle: bundleDigest, entry: "index.html" } } as unknown as JsonValue);
   // A second view whose blob is not what its digest says.
   const forged = `sha256:${"e".repeat(64)}`;
   blobs.set(forged, gnuTar({ "index.html": "forged" }));
-  installView(store, "forged-view", { ...MANIFEST, ui: { bundle: forged, entry: "index.html" } } as unknown as JsonValue);
+  await installView(store, "forged-view", { ...MANIFEST, ui: { bundle: forged, entry: "index.html" } } as unknown as JsonValue);
   // A view asked for but never decided: its bundle was never verified.
-  store.append([{ stream: pluginStream("undecided"), type: "plugin.observed", actor: "owner:cli", data: { name: "undecided", spec: { image: IMAGE, manifest: { ...MANIFEST, ui: { bundle: bundleDigest, entry: "index.html" } } as unknown as JsonValue } } }]);
+  await store.append([{ stream: pluginStream("undecided"), type: "plugin.observed", actor: "owner:cli", data: { name: "undecided", spec: { image: IMAGE, manifest: { ...MANIFEST, ui: { bundle: bundleDigest, entry: "index.html" } } as unknown as JsonValue } } }]);
 
   const server = createServer();
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
@@ -220,12 +220,12 @@ describe("which versions are served", () => {
   });
 
   it("stops serving a view once its Plugin is deleted and gone", async () => {
-    installView(store, "short-lived", { ...MANIFEST, ui: { bundle: bundleDigest, entry: "index.html" } } as unknown as JsonValue);
+    await installView(store, "short-lived", { ...MANIFEST, ui: { bundle: bundleDigest, entry: "index.html" } } as unknown as JsonValue);
     expect((await get(asset("index.html", "short-lived"))).status).toBe(200);
-    store.append([{ stream: pluginStream("short-lived"), type: "plugin.deleted", actor: "owner:cli", data: { name: "short-lived" } }]);
-    decide(store, "short-lived");
-    store.append([{ stream: pluginStream("short-lived"), type: "workload.desired", actor: "reconciler", data: { name: "short-lived", running: false, objects: [], allowList: [] } }]);
-    store.append([{ stream: pluginStream("short-lived"), type: "workload.applied", actor: "reconciler", data: { name: "short-lived", target: "directory:/tmp/x", ok: true } }]);
+    await store.append([{ stream: pluginStream("short-lived"), type: "plugin.deleted", actor: "owner:cli", data: { name: "short-lived" } }]);
+    await decide(store, "short-lived");
+    await store.append([{ stream: pluginStream("short-lived"), type: "workload.desired", actor: "reconciler", data: { name: "short-lived", running: false, objects: [], allowList: [] } }]);
+    await store.append([{ stream: pluginStream("short-lived"), type: "workload.applied", actor: "reconciler", data: { name: "short-lived", target: "directory:/tmp/x", ok: true } }]);
     expect((await get(asset("index.html", "short-lived"))).status).toBe(404);
   });
 });

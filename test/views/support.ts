@@ -14,7 +14,7 @@ import { pino } from "pino";
 import type { Logger } from "pino";
 import { Registry } from "prom-client";
 import { openStore, pluginStream } from "../../src/events/index.js";
-import type { EventStore } from "../../src/events/index.js";
+import type { EventLog } from "../../src/events/index.js";
 import { parseGrant, parseImageRef, parseManifest, planRollout, rolloutPlanToJSON } from "../../src/plugins/index.js";
 import type { JsonValue, PolicyRule } from "../../src/plugins/index.js";
 import {
@@ -71,36 +71,36 @@ export const ROLES = new StaticUserRoles({
 });
 
 /** A store in a temp dir. */
-export async function tempStore(): Promise<{ store: EventStore; cleanup: () => Promise<void> }> {
+export async function tempStore(): Promise<{ store: EventLog; cleanup: () => Promise<void> }> {
   const dir = mkdtempSync(join(tmpdir(), "openfief-views-"));
   const store = await openStore({ file: join(dir, "events.db") });
   return { store, cleanup: async () => { await store.close(); rmSync(dir, { recursive: true, force: true }); } };
 }
 
 /** Records a Plugin, its grant, and the real planner's decision for them. */
-export function installView(store: EventStore, name = PLUGIN, manifest: JsonValue = MANIFEST as unknown as JsonValue, grant: JsonValue = GRANT as unknown as JsonValue): void {
+export async function installView(store: EventLog, name = PLUGIN, manifest: JsonValue = MANIFEST as unknown as JsonValue, grant: JsonValue = GRANT as unknown as JsonValue): Promise<void> {
   const stream = pluginStream(name);
-  const [observed] = store.append([{ stream, type: "plugin.observed", actor: "owner:cli", data: { name, spec: { image: IMAGE, manifest } } }]);
-  store.append([{ stream, type: "grant.observed", actor: "owner:cli", data: { name, spec: grant } }]);
-  decide(store, name, observed?.seq ?? null);
+  const [observed] = await store.append([{ stream, type: "plugin.observed", actor: "owner:cli", data: { name, spec: { image: IMAGE, manifest } } }]);
+  await store.append([{ stream, type: "grant.observed", actor: "owner:cli", data: { name, spec: grant } }]);
+  await decide(store, name, observed?.seq ?? null);
 }
 
 /** Appends the real planner's decision for a plugin's current spec and grant. */
-export function decide(store: EventStore, name: string, causedBy: number | null = null): void {
+export async function decide(store: EventLog, name: string, causedBy: number | null = null): Promise<void> {
   const stream = pluginStream(name);
-  const observed = store.last(stream, "plugin.observed");
-  const grantEvent = store.last(stream, "grant.observed");
+  const observed = await store.last(stream, "plugin.observed");
+  const grantEvent = await store.last(stream, "grant.observed");
   const spec = observed?.data.spec as { image: string; manifest: unknown };
   const m = parseManifest(spec.manifest);
   const img = parseImageRef(spec.image);
   const g = parseGrant({ name, spec: grantEvent?.data.spec ?? {} });
   if (!m.ok || !img.ok || !g.ok) throw new Error("test plugin does not parse");
   const plan = planRollout({ current: { image: img.value, manifest: m.value }, currentDeployable: true, previous: null, grant: g.value.spec });
-  store.append([{
+  await store.append([{
     stream, type: "rollout.decided", actor: "reconciler", causedBy,
     data: { name, inputs: { current: { image: spec.image, manifest: spec.manifest as JsonValue }, currentDeployable: true, previous: null, grant: (grantEvent?.data.spec ?? {}) as JsonValue }, plan: rolloutPlanToJSON(plan) },
   }]);
-  store.append([{ stream, type: "workload.desired", actor: "reconciler", data: { name, running: plan.outcome !== "none", objects: [], allowList: [] } }]);
+  await store.append([{ stream, type: "workload.desired", actor: "reconciler", data: { name, running: plan.outcome !== "none", objects: [], allowList: [] } }]);
 }
 
 /** Keys, signer and validators over one clock. */
@@ -124,7 +124,7 @@ export function capturedLogger(): { logger: Logger; lines: () => Array<Record<st
 }
 
 /** The mint's collaborators over a store. */
-export function mintDeps(store: EventStore, t: Awaited<ReturnType<typeof tokens>>, clusterId = "embedded"): MintDeps & { metrics: ViewMetrics; registry: Registry } {
+export function mintDeps(store: EventLog, t: Awaited<ReturnType<typeof tokens>>, clusterId = "embedded"): MintDeps & { metrics: ViewMetrics; registry: Registry } {
   const registry = new Registry();
   return { gate: consoleCallerGate(() => ({ origins: [CONSOLE], tls: false })), users: t.users, installations: new LogInstallations(store), access: rbacViewAccess(ROLES), signer: t.signer, clusterId, metrics: new ViewMetrics(registry), registry };
 }

@@ -40,7 +40,7 @@ beforeAll(async () => {
   cp = await startControlPlane({ dataDir: join(dir, "data"), logger: pino({ level: "silent" }), settings: { ...demoSettings(), ...PORT0 }, egress: null, host: null, views: {} });
   if (cp.views === null) throw new Error("no views");
   views = cp.views;
-  applyDemoFolder(cp.runtime.store, "plugins");
+  await applyDemoFolder(cp.runtime.store, "plugins");
   await cp.pass();
   installationId = (await new LogInstallations(cp.runtime.store).byName("ledger-view"))?.id ?? "";
 }, 60_000);
@@ -131,7 +131,7 @@ describe("the gateway on its origin", () => {
   it("refuses a request outside ledger-view's rules with 403, and records it in the log", async () => {
     const r = await at(views.origins.gateway, "GET", "/clusters/embedded/apis/openfief.io/v1alpha1/namespaces/openfief/events", { authorization: `Bearer ${await mint()}`, origin: views.origins.pluginProxy });
     expect(r.status).toBe(403);
-    const [last] = recentDecisions(cp.runtime.store, "ledger-view", 1);
+    const [last] = await recentDecisions(cp.runtime.store, "ledger-view", 1);
     expect(last?.data).toMatchObject({ decision: "deny", gate: "plugin", user: "alice", attributes: { resource: "events", verb: "list" } });
   });
 
@@ -172,13 +172,13 @@ describe("the metrics", () => {
 describe("revoking the grant", () => {
   it("makes the next mint fail, and the gateway refuse a token minted before", async () => {
     const before = await mint();
-    deleteResource(cp.runtime.store, "grant", "ledger-view", OWNER_CLI);
+    await deleteResource(cp.runtime.store, "grant", "ledger-view", OWNER_CLI);
     await cp.pass();
     const r = await views.mint(bearer(await session()), installationId);
     expect(r.ok === false && r.error).toMatchObject({ code: "failed_precondition", reason: "view_not_running" });
     const g = await at(views.origins.gateway, "GET", "/clusters/embedded/apis/openfief.io/v1alpha1/namespaces/openfief/plugins", { authorization: `Bearer ${before}` });
     expect(g.status).toBe(403);
-    applyDemoFolder(cp.runtime.store, "plugins");
+    await applyDemoFolder(cp.runtime.store, "plugins");
     await cp.pass();
     expect((await views.mint(bearer(await session()), installationId)).ok).toBe(true);
   });
@@ -190,7 +190,7 @@ describe("starting and stopping", () => {
     const settings = { ...demoSettings(), ...PORT0 };
     const first = await startControlPlane({ dataDir: data, logger: pino({ level: "silent" }), settings, egress: null, host: null, views: {} });
     const kid = first.views?.ring.signingKid;
-    applyDemoFolder(first.runtime.store, "plugins");
+    await applyDemoFolder(first.runtime.store, "plugins");
     await first.pass();
     const v1 = first.views as RunningViews;
     const minted = await v1.mint(bearer((await first.sessions.mintSession("alice", "owner")).token), (await new LogInstallations(first.runtime.store).byName("ledger-view"))?.id);
@@ -210,7 +210,7 @@ describe("starting and stopping", () => {
     const data = join(dir, "stop");
     const c = await startControlPlane({ dataDir: data, logger: pino({ level: "silent" }), settings: { ...demoSettings(), ...PORT0 }, egress: null, host: null, views: {} });
     const v = c.views as RunningViews;
-    applyDemoFolder(c.runtime.store, "plugins");
+    await applyDemoFolder(c.runtime.store, "plugins");
     await c.pass();
     const id = await v.mint(bearer((await c.sessions.mintSession("alice", "owner")).token), (await new LogInstallations(c.runtime.store).byName("ledger-view"))?.id);
     if (!id.ok) throw new Error(id.error.code);
@@ -238,7 +238,7 @@ describe("starting and stopping", () => {
     const settings = { ...demoSettings(), ...PORT0, gatewayLimits: { rate: { perUser: { perSecond: 0.01, burst: 2 } } }, egressRefusals: { perSource: 3 } };
     const c = await startControlPlane({ dataDir: data, logger: pino({ level: "silent" }), settings, egress: null, host: null, views: {} });
     try {
-      applyDemoFolder(c.runtime.store, "plugins");
+      await applyDemoFolder(c.runtime.store, "plugins");
       await c.pass();
       const v = c.views as RunningViews;
       const minted = await v.mint(bearer((await c.sessions.mintSession("alice", "owner")).token), (await new LogInstallations(c.runtime.store).byName("ledger-view"))?.id);

@@ -5,7 +5,7 @@
 import { Registry } from "prom-client";
 import { CliError } from "../cli-error.js";
 import { BatchingDecisionRecorder, bufferedLog, CachingTokenReviewer, createEgressProxy, type DecisionRecorder, dialTcp, DnsResolver, EgressMetrics, ErrNotSynced, KubeTokenReviewer, refuseUpstreamProxyEnv, watchAllowLists, WorkerDecisionRecorder } from "../../egress/index.js";
-import { openStore, type EventStore } from "../../events/index.js";
+import { openStore, type EventLog } from "../../events/index.js";
 import { loadKubeConfig } from "../../kube/index.js";
 import { parseListen, type EgressOptions as Options } from "./egress.js";
 
@@ -39,7 +39,7 @@ export async function runEgress(opts: Options): Promise<void> {
         if (err instanceof ErrNotSynced) throw new CliError(err.message, 1);
         throw err;
       }
-      let store: EventStore | undefined;
+      let store: EventLog | undefined;
       let recorder: DecisionRecorder;
       if (opts.store !== undefined) {
         // Migrated by this connection; decisions are then committed by a writer thread of their own.

@@ -5,7 +5,7 @@
  */
 import type { Command } from "commander";
 import { checkLogDecisions, describePending, eventSentence, followLog, outcomeText, parseCount, parseReplayPoint, parseTime, readLog, replay, shortImage, shortRefs, verifyLog } from "../../app/index.js";
-import type { EventStore, KnownEvent, LogQuery } from "../../app/index.js";
+import type { EventLog, KnownEvent, LogQuery } from "../../app/index.js";
 import { openLog, pluginArg, print, printJson, table, withData, withJson, withLog } from "../context.js";
 import type { DataOptions } from "../context.js";
 
@@ -20,9 +20,9 @@ interface LogOptions extends DataOptions {
 }
 
 /** One event a line, in the words every face uses (image references shortened; `--json` has them whole). */
-function line(store: EventStore, e: KnownEvent): string {
+function line(sentence: string, e: KnownEvent): string {
   const cause = e.causedBy === null ? "" : ` ← ${e.causedBy}`;
-  return `${String(e.seq).padStart(6)}  ${e.time}  ${e.stream.padEnd(24)} ${e.type.padEnd(18)} ${e.actor.padEnd(12)} ${shortRefs(eventSentence(store, e))}${cause}`;
+  return `${String(e.seq).padStart(6)}  ${e.time}  ${e.stream.padEnd(24)} ${e.type.padEnd(18)} ${e.actor.padEnd(12)} ${shortRefs(sentence)}${cause}`;
 }
 
 /** The filters the flags give. */
@@ -35,10 +35,10 @@ function queryOf(o: LogOptions): LogQuery {
   };
 }
 
-function emit(store: EventStore, events: readonly KnownEvent[], json: boolean): void {
+async function emit(store: EventLog, events: readonly KnownEvent[], json: boolean): Promise<void> {
   for (const e of events) {
     if (json) process.stdout.write(`${JSON.stringify(e)}\n`);
-    else print(line(store, e));
+    else print(line(await eventSentence(store, e), e));
   }
 }
 
@@ -57,17 +57,19 @@ export function register(program: Command): void {
       try {
         const q = queryOf(o);
         let after = o.after === undefined ? 0 : parseCount(o.after, "--after");
-        const first = readLog(store, { ...q, afterSeq: after, ...(o.limit === undefined ? {} : { limit: parseCount(o.limit, "--limit") }) });
-        emit(store, first.events, o.json === true);
+        const first = await readLog(store, { ...q, afterSeq: after, ...(o.limit === undefined ? {} : { limit: parseCount(o.limit, "--limit") }) });
+        await emit(store, first.events, o.json === true);
         if (o.follow !== true) return;
         after = Math.max(after, first.events.at(-1)?.seq ?? 0, first.head);
         // Nothing appended from now on can be at or before a time already past.
         const until = q.until ?? null;
         if (until !== null && until.getTime() <= Date.now()) return;
-        await new Promise<void>((resolve) => {
-          const unfollow = followLog(store, q, after, (events) => emit(store, events, o.json === true), { pollMs: 250 });
+        await new Promise<void>((resolve, reject) => {
+          // Printed in order: each batch's lines after the batch before it.
+          let printing = Promise.resolve();
+          const unfollow = followLog(store, q, after, (events) => { printing = printing.then(() => emit(store, events, o.json === true)).catch((err: unknown) => { stop(); reject(err); }); }, { pollMs: 250 });
           const timer = until === null ? null : setInterval(() => { if (until.getTime() <= Date.now()) stop(); }, 250);
-          const stop = () => { unfollow(); if (timer !== null) clearInterval(timer); resolve(); };
+          const stop = () => { unfollow(); if (timer !== null) clearInterval(timer); void printing.then(() => resolve()); };
           process.once("SIGINT", stop);
           process.once("SIGTERM", stop);
         });

@@ -129,7 +129,7 @@ export function register(program: Command): void {
       const settings = mergeSettings(loadSettings(dir), givenSettings(o));
       const rt = await openRuntime({ dataDir: dir, logger, ...settings });
       try {
-        assertLogHolds(rt.store);
+        await assertLogHolds(rt.store);
         saveSettings(dir, settings);
         const results = await rt.reconciler.reconcileAll();
         const appended = results.reduce((n, r) => n + r.appended.length, 0);
@@ -195,7 +195,7 @@ export function register(program: Command): void {
       });
       try {
         if (cp.egress !== null) say(`egress proxy on http://${cp.egress.host}:${cp.egress.port} (tokens: openfief token PLUGIN --data ${dir})`);
-        const fresh = cp.runtime.store.head() === 0;
+        const fresh = (await cp.runtime.store.head()) === 0;
         await cp.pass();
         if (demo) await runDemo(cp, dir, fresh, say);
         await announce(cp, dir, user, o.json === true, say);
@@ -247,7 +247,7 @@ async function viewPages(cp: ControlPlane): Promise<string[]> {
   const views = cp.views;
   if (views === null || cp.server === null) return [];
   const consoleUrl = cp.server.origin;
-  const pages = await Promise.all(listPlugins(cp.runtime.store).map(async (p) => ((await views.frame(p.name)) === null ? null : `${consoleUrl}/plugins/${encodeURIComponent(p.name)}`)));
+  const pages = await Promise.all((await listPlugins(cp.runtime.store)).map(async (p) => ((await views.frame(p.name)) === null ? null : `${consoleUrl}/plugins/${encodeURIComponent(p.name)}`)));
   return pages.filter((u): u is string => u !== null);
 }
 
@@ -273,20 +273,20 @@ async function runDemo(cp: ControlPlane, dir: string, fresh: boolean, say: (line
     say("");
     say(`The demo was applied to ${dir} before: its state is kept as you left it (approvals included).`);
     say(`To start over: npm start -- --reset   (or openfief up --demo --reset ${d})`);
-    say(pluginsTable(listPlugins(store)));
+    say(pluginsTable(await listPlugins(store)));
     return;
   }
-  applyDemoFolder(store, "plugins");
+  await applyDemoFolder(store, "plugins");
   await cp.pass();
   say("");
   say("Installed the demo plugins (examples/plugins):");
-  say(pluginsTable(listPlugins(store)));
+  say(pluginsTable(await listPlugins(store)));
   await callEcb(cp, say);
-  applyDemoFolder(store, "upgrade");
+  await applyDemoFolder(store, "upgrade");
   await cp.pass();
   say("");
   say("Applied an upgrade of nbp-fx that asks for a new egress host (examples/upgrade):");
-  say(pluginsTable(listPlugins(store)));
+  say(pluginsTable(await listPlugins(store)));
   say("");
   say("Try next, in another terminal:");
   say(`  npx openfief why nbp-fx ${d}        # why v2 is held back, and what it waits for`);

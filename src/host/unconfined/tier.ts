@@ -6,7 +6,7 @@
  * after it exits or is stopped. A call unanswered past the time limit kills the process group,
  * which fails the calls in flight on it.
  */
-import type { EventStore } from "../../events/index.js";
+import type { EventLog } from "../../events/index.js";
 import { hostError, HostErrorCode, type HostError, type HostResult } from "../errors.js";
 import { Deadline } from "../deadline.js";
 import type { Caps } from "../limits.js";
@@ -21,9 +21,9 @@ export interface PermittedExecutable {
 }
 
 /** The permits on the log: the latest `executable.permitted` of each name. */
-export function permitsFromLog(store: EventStore): Map<string, PermittedExecutable> {
+export async function permitsFromLog(store: EventLog): Promise<Map<string, PermittedExecutable>> {
   const byName = new Map<string, PermittedExecutable>();
-  for (const e of store.read({ type: "executable.permitted", stream: "system" })) byName.set(e.data.executable, { name: e.data.executable, digest: e.data.digest });
+  for (const e of await store.read({ type: "executable.permitted", stream: "system" })) byName.set(e.data.executable, { name: e.data.executable, digest: e.data.digest });
   return byName;
 }
 
@@ -35,7 +35,7 @@ export interface UnconfinedOptions {
   readonly caps: Caps;
   /** How long a start (seal, spawn, `abi_version`) may take; a call waits for it only its own time. */
   readonly startMs: number;
-  readonly store: EventStore;
+  readonly store: EventLog;
   /** Each (redacted, capped) stderr line of an executable's process. */
   readonly log: (executable: string, digest: string, line: string) => void;
 }
@@ -43,13 +43,21 @@ export interface UnconfinedOptions {
 /** The tier of a deployment that enables it. */
 export class UnconfinedTier {
   readonly #o: UnconfinedOptions;
-  readonly #permits: Map<string, PermittedExecutable>;
+  /** Read from the log on first use. */
+  #permits: Promise<Map<string, PermittedExecutable>> | null = null;
   readonly #processes = new Map<string, Promise<HostResult<ExecutableProcess>>>();
   #closed = false;
 
   constructor(o: UnconfinedOptions) {
     this.#o = o;
-    this.#permits = permitsFromLog(o.store);
+  }
+
+  #loaded(): Promise<Map<string, PermittedExecutable>> {
+    this.#permits ??= permitsFromLog(this.#o.store).catch((err: unknown) => {
+      this.#permits = null;
+      throw err;
+    });
+    return this.#permits;
   }
 
   /** The directory's executables, by name, with their digests; runs none of them. */
@@ -58,13 +66,13 @@ export class UnconfinedTier {
   }
 
   /** The permitted executables. */
-  permitted(): PermittedExecutable[] {
-    return [...this.#permits.values()];
+  async permitted(): Promise<PermittedExecutable[]> {
+    return [...(await this.#loaded()).values()];
   }
 
   /** The permitted executable with `digest`, if any. */
-  byDigest(digest: string): PermittedExecutable | undefined {
-    for (const p of this.#permits.values()) if (p.digest === digest) return p;
+  async byDigest(digest: string): Promise<PermittedExecutable | undefined> {
+    for (const p of (await this.#loaded()).values()) if (p.digest === digest) return p;
     return undefined;
   }
 
@@ -78,9 +86,10 @@ export class UnconfinedTier {
     if (found.value.digest !== digest) {
       return { ok: false, error: hostError(HostErrorCode.ExecutableChanged, `${name} has digest ${found.value.digest}, not ${digest}`, "digest") };
     }
-    this.#o.store.append([{ stream: "system", type: "executable.permitted", actor, data: { executable: name, digest, size: found.value.size } }]);
-    const before = this.#permits.get(name);
-    this.#permits.set(name, { name, digest });
+    const permits = await this.#loaded();
+    await this.#o.store.append([{ stream: "system", type: "executable.permitted", actor, data: { executable: name, digest, size: found.value.size } }]);
+    const before = permits.get(name);
+    permits.set(name, { name, digest });
     if (before !== undefined && before.digest !== digest) await this.stop(before.digest);
     return found;
   }
@@ -121,7 +130,7 @@ export class UnconfinedTier {
 
   /** Runs one call on the permitted executable with `digest`. */
   async call(digest: string, method: string, params: unknown, secrets: readonly string[], deadline: Deadline): Promise<ParsedResponse> {
-    const p = this.byDigest(digest);
+    const p = await this.byDigest(digest);
     if (p === undefined || this.#closed) return { ok: false, error: hostError(HostErrorCode.NotInstalled, `no permitted executable has digest ${digest}`, "digest") };
     const proc = await Promise.race([this.#process(p), deadline.reached]);
     if (proc === "timeout") return { ok: false, error: deadline.error() };

@@ -35,15 +35,15 @@ function option(value: string, label: string, selected: boolean): Markup {
 }
 
 /** `GET /egress`. */
-export function egressPage(ctx: RequestContext): string {
+export async function egressPage(ctx: RequestContext): Promise<string> {
   const { app, query, session } = ctx;
   const now = app.clock();
   const key = query.get("window") ?? "24h";
   const w = WINDOWS[key];
   if (w === undefined) throw new AppError("usage", `window must be one of ${Object.keys(WINDOWS).join(", ")}`, "window");
   const plugin = query.get("plugin");
-  const s = egressSummary(app.store, { since: new Date(now.getTime() - w.ms), until: now, buckets: w.buckets, ...(plugin === undefined ? {} : { plugin }) });
-  const names = listPlugins(app.store).map((r) => r.name);
+  const s = await egressSummary(app.store, { since: new Date(now.getTime() - w.ms), until: now, buckets: w.buckets, ...(plugin === undefined ? {} : { plugin }) });
+  const names = (await listPlugins(app.store)).map((r) => r.name);
   const self = new URLSearchParams({ window: key, ...(plugin === undefined ? {} : { plugin }) });
   const body = html`<div class="page-head"><h1>Egress</h1><p>What the egress proxy allowed and refused, ${w.label}${plugin === undefined ? "" : ` for ${plugin}`}.</p></div>
 <form class="filters card" method="get" action="/egress">

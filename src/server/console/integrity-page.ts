@@ -36,10 +36,10 @@ function decisionsCard(r: IntegrityReport): Markup {
 }
 
 /** `GET /integrity`. */
-export function integrityPage(ctx: RequestContext): string {
+export async function integrityPage(ctx: RequestContext): Promise<string> {
   const { app, session } = ctx;
   const now = app.clock();
-  const r = integrityReport(app.store);
+  const r = await integrityReport(app.store);
   const body = html`<div class="page-head"><h1>Integrity</h1><p>Checked just now, as far as it was not already: the chain from the last verified event to the last event, each decision once, after it was recorded. <code>openfief verify-log</code> and <code>openfief check-decisions</code> go over the whole log again. <a href="/integrity">Check again</a></p></div>
 <div class="grid">${chainCard(r)}${decisionsCard(r)}</div>
 <section class="card"><h2>Chain head</h2><dl class="facts">

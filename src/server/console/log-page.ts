@@ -3,8 +3,8 @@
  * what caused it, older pages by sequence number, and new events as they are appended (htmx polls
  * for the rows after the newest one shown; without JavaScript, reload).
  */
-import { eventSentence, eventTypes, listPlugins, readLog, readLogTail } from "../../app/index.js";
-import type { EventStore, KnownEvent, LogQuery } from "../../app/index.js";
+import { eventSentences, eventTypes, listPlugins, readLog, readLogTail } from "../../app/index.js";
+import type { KnownEvent, LogQuery } from "../../app/index.js";
 import { limitOf, logFilters, seqOf } from "../params.js";
 import type { RequestContext } from "../routes.js";
 import { ago, richText } from "./format.js";
@@ -27,8 +27,8 @@ function streamLink(stream: string): Markup {
   return m === null ? html`${stream}` : html`<a href="/log?plugin=${m[1] ?? ""}">${stream}</a>`;
 }
 
-function eventRow(store: EventStore, e: KnownEvent, now: Date): Markup {
-  return html`<tr><td class="num">${e.seq}</td><td class="nowrap">${ago(e.time, now)}</td><td class="small nowrap">${streamLink(e.stream)}</td><td class="type"><code>${e.type}</code></td><td class="small nowrap">${e.actor}</td><td>${richText(eventSentence(store, e))}</td><td class="num small">${e.causedBy === null ? html`<span class="muted" title="an observation: nothing in the log caused it">–</span>` : html`<span title="${`caused by event ${e.causedBy}`}">${e.causedBy}</span>`}</td></tr>`;
+function eventRow(sentences: ReadonlyMap<number, string>, e: KnownEvent, now: Date): Markup {
+  return html`<tr><td class="num">${e.seq}</td><td class="nowrap">${ago(e.time, now)}</td><td class="small nowrap">${streamLink(e.stream)}</td><td class="type"><code>${e.type}</code></td><td class="small nowrap">${e.actor}</td><td>${richText(sentences.get(e.seq) ?? "")}</td><td class="num small">${e.causedBy === null ? html`<span class="muted" title="an observation: nothing in the log caused it">–</span>` : html`<span title="${`caused by event ${e.causedBy}`}">${e.causedBy}</span>`}</td></tr>`;
 }
 
 /** The poller: a hidden row that asks for the rows after `after` and replaces itself with them (and a new poller). */
@@ -42,8 +42,8 @@ function option(value: string, label: string, selected: boolean): Markup {
   return html`<option value="${value}"${selected ? trusted(" selected") : ""}>${label}</option>`;
 }
 
-function filterForm(ctx: RequestContext, q: LogQuery, limit: number): Markup {
-  const plugins = listPlugins(ctx.app.store).map((r) => r.name);
+async function filterForm(ctx: RequestContext, q: LogQuery, limit: number): Promise<Markup> {
+  const plugins = (await listPlugins(ctx.app.store)).map((r) => r.name);
   const types = eventTypes(ctx.app.store);
   const chosen = q.types?.[0];
   return html`<form class="filters card" method="get" action="/log">
@@ -57,21 +57,22 @@ function filterForm(ctx: RequestContext, q: LogQuery, limit: number): Markup {
 }
 
 /** `GET /log`. */
-export function logPage(ctx: RequestContext): string {
+export async function logPage(ctx: RequestContext): Promise<string> {
   const { app, query, session } = ctx;
   const now = app.clock();
   const q = logFilters(app.store, query);
   const limit = limitOf(query, 50);
   const before = seqOf(query, "before");
-  const tail = readLogTail(app.store, q, { limit, ...(before === undefined ? {} : { beforeSeq: before }) });
+  const tail = await readLogTail(app.store, q, { limit, ...(before === undefined ? {} : { beforeSeq: before }) });
   const newest = [...tail.events].reverse();
   const live = before === undefined;
   const older = filterQuery(q);
   if (tail.older !== null) older.set("before", String(tail.older));
   older.set("limit", String(limit));
-  const rows = newest.length === 0 && !live ? html`` : html`${live ? poller(q, tail.head) : ""}${newest.map((e) => eventRow(app.store, e, now))}`;
+  const sentences = await eventSentences(app.store, newest);
+  const rows = newest.length === 0 && !live ? html`` : html`${live ? poller(q, tail.head) : ""}${newest.map((e) => eventRow(sentences, e, now))}`;
   const body = html`<div class="page-head"><h1>Log</h1><p>${tail.head} events in the hash-chained log${live ? html` · <span class="live">live</span>` : html` · events before ${before}`}</p></div>
-${filterForm(ctx, q, limit)}
+${await filterForm(ctx, q, limit)}
 <div class="table-wrap"><table><thead><tr><th class="num">Event</th><th>When</th><th>Stream</th><th>Type</th><th>By</th><th>What happened</th><th class="num">Cause</th></tr></thead>
 <tbody id="log-rows">${rows}</tbody></table></div>
 ${newest.length === 0 ? html`<p class="empty">No events match.</p>` : ""}
@@ -80,11 +81,12 @@ ${newest.length === 0 ? html`<p class="empty">No events match.</p>` : ""}
 }
 
 /** `GET /log/rows`: the rows after `after`, newest first, under a new poller (htmx swaps them in). */
-export function logRows(ctx: RequestContext): string {
+export async function logRows(ctx: RequestContext): Promise<string> {
   const { app, query } = ctx;
   const now = app.clock();
   const q = logFilters(app.store, query);
-  const page = readLog(app.store, { ...q, afterSeq: seqOf(query, "after") ?? 0, limit: 200 });
+  const page = await readLog(app.store, { ...q, afterSeq: seqOf(query, "after") ?? 0, limit: 200 });
   const after = page.next ?? page.head;
-  return html`${poller(q, after)}${[...page.events].reverse().map((e) => eventRow(app.store, e, now))}`.toString();
+  const sentences = await eventSentences(app.store, page.events);
+  return html`${poller(q, after)}${[...page.events].reverse().map((e) => eventRow(sentences, e, now))}`.toString();
 }

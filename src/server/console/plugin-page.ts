@@ -128,14 +128,14 @@ export function viewCard(f: ViewFrame | null, views: ViewsFace | null, session: 
 export async function pluginPageWithView(ctx: RequestContext): Promise<string> {
   const views = ctx.app.views;
   const frame = views === null ? null : await views.frame(ctx.params.name ?? "");
-  return pluginPage(ctx, html``, frame);
+  return await pluginPage(ctx, html``, frame);
 }
 
 /** The plugin page's markup; `notice` is a message above it (a refused approval), `frame` its view. */
-export function pluginPage(ctx: RequestContext, notice: Markup, frame: ViewFrame | null): string {
+export async function pluginPage(ctx: RequestContext, notice: Markup, frame: ViewFrame | null): Promise<string> {
   const { app, params, session, query } = ctx;
   const now = app.clock();
-  const v = pluginView(app.store, params.name ?? "", { steps: WEB_STEPS, timeline: 30 });
+  const v = await pluginView(app.store, params.name ?? "", { steps: WEB_STEPS, timeline: 30 });
   // Kept current in two parts around the view: the view itself is never swapped (that would reload it).
   const body = html`${notice}${flash(ctx.req.method === "POST" ? undefined : query.get("approved"))}
 <div id="live" hx-get="/plugins/${v.name}" hx-trigger="every 3s" hx-select="#live" hx-select-oob="#live-more" hx-swap="outerHTML">
@@ -172,11 +172,11 @@ export async function approveForm(ctx: RequestContext): Promise<{ redirect: stri
   if (!/^\d{1,15}$/.test(version)) throw new AppError("precondition_required", "the approval must name the version it was shown (reload the page)", "version");
   const name = params.name ?? "";
   try {
-    const r = approve(app.store, name, webActor(session.role, session.user), Number(version));
+    const r = await approve(app.store, name, webActor(session.role, session.user), Number(version));
     return { redirect: r.seq === null ? `/plugins/${encodeURIComponent(name)}` : `/plugins/${encodeURIComponent(name)}?approved=${r.seq}` };
   } catch (err) {
     if (!(err instanceof AppError) || err.code !== "precondition_failed") throw err;
     const notice = html`<div class="flash bad" role="alert"><strong>Nothing was approved.</strong> ${name} changed since you looked at it (version ${version}): look again at what is pending now, below, and approve that if you agree.</div>`;
-    return { status: 412, markup: pluginPage(ctx, notice, null) };
+    return { status: 412, markup: await pluginPage(ctx, notice, null) };
   }
 }

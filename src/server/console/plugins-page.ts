@@ -70,7 +70,7 @@ async function withViews(ctx: RequestContext, rows: readonly PluginRow[]): Promi
 export async function pluginsPage(ctx: RequestContext): Promise<string> {
   const { app, session } = ctx;
   const now = app.clock();
-  const { rows, pending, blocked: cannotRun, decidedAt } = pluginsOverview(app.store);
+  const { rows, pending, blocked: cannotRun, decidedAt } = await pluginsOverview(app.store);
   const viewed = await withViews(ctx, rows);
   const table = rows.length === 0
     ? html`<p class="empty">No plugins yet. Apply a Plugin with <code>openfief apply -f plugin.yaml</code>, or start with <code>openfief up --demo</code>.</p>`

@@ -22,12 +22,12 @@ function stateMarkup(r: Replayed, now: Date): Markup {
 }
 
 /** `GET /replay`. */
-export function replayPage(ctx: RequestContext): string {
+export async function replayPage(ctx: RequestContext): Promise<string> {
   const { app, query, session } = ctx;
   const now = app.clock();
   const text = query.get("at");
-  const head = app.store.head();
-  const r = replay(app.store, text === undefined ? { seq: head } : parseReplayPoint(text));
+  const head = await app.store.head();
+  const r = await replay(app.store, text === undefined ? { seq: head } : parseReplayPoint(text));
   const body = html`<div class="page-head"><h1>Replay</h1><p>The state folded from the log as it stood after any event.</p></div>
 <form class="card" method="get" action="/replay">
 <label for="at-slider">Drag to any event of the log; the state below follows (without JavaScript, press Show).</label>

@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Writable } from "node:stream";
 import { pino } from "pino";
-import { openStore, type EventStore } from "../../../src/events/index.js";
+import { openStore, type EventLog } from "../../../src/events/index.js";
 import { createPluginHost, type PluginHost, type PluginHostOptions } from "../../../src/host/index.js";
 
 /** The time limit of the host's tests. */
@@ -15,7 +15,7 @@ export const TEST_TIME_MS = 500;
 
 export interface TestHost {
   readonly host: PluginHost;
-  readonly store: EventStore;
+  readonly store: EventLog;
   /** Every log line, parsed. */
   readonly logs: Record<string, unknown>[];
   /** Every log line as written. */
