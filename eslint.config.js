@@ -7,6 +7,16 @@ import { doorsRule } from "./scripts/eslint/house-doors.js";
 
 const SRC = fileURLToPath(new URL("./src", import.meta.url));
 
+/** The database drivers and query builders: only src/events (and migrations/) may import them. */
+const DATABASE_IMPORTS = [
+  { group: ["better-sqlite3", "kysely", "kysely/*", "pg", "pg-*"], message: "Only src/events sees a database: ask the event log's port (or a table's port) instead." },
+];
+/** A database handle reached through a property (`store.database`), which only the adapters hold. */
+const DATABASE_HANDLE = [
+  { selector: "MemberExpression[computed=false][property.name='database']", message: "Only src/events holds a database handle: ask the event log's port (or a table's port) instead." },
+  { selector: "MemberExpression[computed=true][property.value='database']", message: "Only src/events holds a database handle: ask the event log's port (or a table's port) instead." },
+];
+
 export default tseslint.config(
   { ignores: ["node_modules/**", "**/node_modules/**", "dist/**", ".tmp/**", "**/gen/**", "coverage/**", ".data/**", "examples/**/oci/**", "**/assembly/**", "sdk/wasm/lib/**"] },
   js.configs.recommended,
@@ -36,6 +46,25 @@ export default tseslint.config(
     rules: { "house/doors": "error" },
   },
   {
+    // The log's room is the only one that sees SQL or a database handle (DESIGN.md): everything else
+    // goes through the event log's port and the ports of the tables beside it (src/events/port.ts,
+    // src/events/tables.ts), so the same code runs on SQLite and on PostgreSQL.
+    files: ["src/**/*.ts"],
+    ignores: ["src/events/**"],
+    rules: {
+      "no-restricted-imports": ["error", { patterns: DATABASE_IMPORTS }],
+      "no-restricted-syntax": ["error", ...DATABASE_HANDLE],
+    },
+  },
+  {
+    // Nor through a test's hands on the file (test/support/sqlite-file.ts), which only tests may use.
+    files: ["src/**/*.ts"],
+    ignores: ["src/events/**", "src/**/*.test.ts"],
+    rules: {
+      "no-restricted-imports": ["error", { patterns: [...DATABASE_IMPORTS, { group: ["**/support/sqlite-file*"], message: "Only tests reach into a log's file." }] }],
+    },
+  },
+  {
     // The pure model does no I/O: no node built-ins but crypto-free helpers, no clock, no randomness.
     files: ["src/plugins/**/*.ts"],
     ignores: ["src/plugins/**/*.test.ts"],
@@ -43,6 +72,7 @@ export default tseslint.config(
       "no-restricted-imports": ["error", { patterns: [
         { group: ["node:*", "fs", "net", "http", "https", "dns", "child_process", "os", "path"], message: "src/plugins is pure: no I/O." },
         { group: ["../events/*", "../trust/*", "../egress/*", "../reconciler/*", "../cli/*", "../server/*", "../projections/*"], message: "The pure model never imports from the shell." },
+        ...DATABASE_IMPORTS,
       ] }],
       "no-restricted-globals": ["error", { name: "fetch", message: "src/plugins is pure: no I/O." }, { name: "process", message: "src/plugins is pure: no environment." }],
       "no-restricted-properties": ["error",
