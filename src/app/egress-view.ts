@@ -5,13 +5,20 @@
  * (the console's chart). Every read is bounded: a page scans at most {@link MAX_EGRESS_SCAN}
  * decisions, a summary counts at most {@link MAX_EGRESS_SUMMARY} and says when it stopped short.
  */
+import { decisionOutcome } from "../egress/index.js";
 import { egressStream } from "../events/index.js";
 import type { EventOf, EventStore, ReadFilter } from "../events/index.js";
 import { AppError } from "./errors.js";
 import { checkLogQuery } from "./log.js";
 
-/** An egress decision's outcome, as the faces name it. */
-export type EgressOutcome = "allowed" | "refused";
+/**
+ * An egress decision's outcome, as the faces name it: allowed; refused by policy (not granted, a
+ * forbidden address); or failed (granted, but the name did not resolve).
+ */
+export type EgressOutcome = "allowed" | "refused" | "failed";
+
+/** Every outcome, in the order the faces show them. */
+export const EGRESS_OUTCOMES: readonly EgressOutcome[] = ["allowed", "refused", "failed"];
 
 /** Which decisions to read. */
 export interface EgressQuery {
@@ -56,7 +63,7 @@ type Decision = EventOf<"egress.decision">;
 
 function row(e: Decision): EgressDecisionRow {
   const d = e.data;
-  return { seq: e.seq, time: e.time, plugin: d.plugin, host: d.host, port: d.port, outcome: d.allowed ? "allowed" : "refused", reason: d.reason, address: d.address ?? null };
+  return { seq: e.seq, time: e.time, plugin: d.plugin, host: d.host, port: d.port, outcome: decisionOutcome(d), reason: d.reason, address: d.address ?? null };
 }
 
 function checkQuery(store: EventStore, q: { plugin?: string; host?: string }): void {
@@ -99,15 +106,17 @@ export interface EgressDestination {
   readonly port: number;
   readonly allowed: number;
   readonly refused: number;
+  readonly failed: number;
   /** The latest decision about it. */
   readonly last: EgressDecisionRow;
 }
 
-/** One plugin's destinations, refused ones first, then by count. */
+/** One plugin's destinations, refused and failed ones first, then by count. */
 export interface EgressPluginSummary {
   readonly plugin: string;
   readonly allowed: number;
   readonly refused: number;
+  readonly failed: number;
   readonly destinations: readonly EgressDestination[];
 }
 
@@ -117,6 +126,7 @@ export interface EgressBucket {
   readonly end: string;
   readonly allowed: number;
   readonly refused: number;
+  readonly failed: number;
 }
 
 /** The decisions of a time window, counted. */
@@ -125,6 +135,7 @@ export interface EgressSummary {
   readonly until: string;
   readonly allowed: number;
   readonly refused: number;
+  readonly failed: number;
   readonly plugins: readonly EgressPluginSummary[];
   readonly buckets: readonly EgressBucket[];
   /** The latest decisions counted, newest first (at most {@link RECENT}). */
@@ -145,10 +156,12 @@ export interface EgressSummaryOptions {
   readonly buckets?: number;
 }
 
-interface Tally { allowed: number; refused: number; last: EgressDecisionRow }
+interface Tally { allowed: number; refused: number; failed: number; last: EgressDecisionRow }
+
+const total = (t: { allowed: number; refused: number; failed: number }): number => t.allowed + t.refused + t.failed;
 
 function byConcern(a: EgressDestination, b: EgressDestination): number {
-  return b.refused - a.refused || b.allowed + b.refused - (a.allowed + a.refused) || (a.host < b.host ? -1 : a.host > b.host ? 1 : a.port - b.port);
+  return b.refused + b.failed - (a.refused + a.failed) || total(b) - total(a) || (a.host < b.host ? -1 : a.host > b.host ? 1 : a.port - b.port);
 }
 
 /** Counts the decisions between `since` and `until` by plugin and destination, and over time. */
@@ -160,29 +173,30 @@ export function egressSummary(store: EventStore, o: EgressSummaryOptions): Egres
   const n = o.buckets ?? 24;
   if (!Number.isInteger(n) || n < 1 || n > MAX_EGRESS_BUCKETS) throw new AppError("usage", `buckets must be a whole number from 1 to ${MAX_EGRESS_BUCKETS}`, "buckets");
   const width = (to - from) / n;
-  const buckets = Array.from({ length: n }, (_, i) => ({ start: new Date(from + i * width).toISOString(), end: new Date(from + (i + 1) * width).toISOString(), allowed: 0, refused: 0 }));
+  const buckets = Array.from({ length: n }, (_, i) => ({ start: new Date(from + i * width).toISOString(), end: new Date(from + (i + 1) * width).toISOString(), allowed: 0, refused: 0, failed: 0 }));
   const plugins = new Map<string, Map<string, Tally>>();
   const events = readDecisions(store, o.plugin, { since: o.since, until: o.until, limit: MAX_EGRESS_SUMMARY + 1 });
   const counted = events.slice(0, MAX_EGRESS_SUMMARY);
-  let allowed = 0;
+  const counts = { allowed: 0, refused: 0, failed: 0 };
   for (const e of counted) {
     const r = row(e);
     const b = buckets[Math.min(n - 1, Math.max(0, Math.floor((Date.parse(r.time) - from) / width)))];
     if (b !== undefined) b[r.outcome] += 1;
-    if (r.outcome === "allowed") allowed += 1;
+    counts[r.outcome] += 1;
     const dests = plugins.get(r.plugin) ?? new Map<string, Tally>();
     plugins.set(r.plugin, dests);
     // Host names compare without case (as the proxy matches them): one destination, however written.
     const key = `${r.host.toLowerCase()}\u0000${r.port}`;
-    const t = dests.get(key) ?? { allowed: 0, refused: 0, last: r };
+    const t = dests.get(key) ?? { allowed: 0, refused: 0, failed: 0, last: r };
     t[r.outcome] += 1;
     t.last = r;
     dests.set(key, t);
   }
   const summaries = [...plugins].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([plugin, dests]) => {
-    const destinations = [...dests.values()].map((t) => ({ host: t.last.host.toLowerCase(), port: t.last.port, allowed: t.allowed, refused: t.refused, last: t.last })).sort(byConcern);
-    return { plugin, allowed: destinations.reduce((s, d) => s + d.allowed, 0), refused: destinations.reduce((s, d) => s + d.refused, 0), destinations };
+    const destinations = [...dests.values()].map((t) => ({ host: t.last.host.toLowerCase(), port: t.last.port, allowed: t.allowed, refused: t.refused, failed: t.failed, last: t.last })).sort(byConcern);
+    const sum = (k: EgressOutcome): number => destinations.reduce((s, d) => s + d[k], 0);
+    return { plugin, allowed: sum("allowed"), refused: sum("refused"), failed: sum("failed"), destinations };
   });
-  return { since: o.since.toISOString(), until: o.until.toISOString(), allowed, refused: counted.length - allowed, plugins: summaries, buckets,
+  return { since: o.since.toISOString(), until: o.until.toISOString(), ...counts, plugins: summaries, buckets,
     recent: counted.slice(-RECENT).reverse().map(row), truncated: events.length > MAX_EGRESS_SUMMARY };
 }

@@ -9,7 +9,7 @@ export type { Runtime, RuntimeOptions } from "./runtime.js";
 /** Cluster mode: the reconciler driven by Plugin and PluginGrant resources, status written back. */
 export { CLUSTER_ACTOR, clusterReconcilerFactory, kubeChange, observe, observePrevious, recordKubeChanges, signatureState, topologyFromEnv } from "./cluster.js";
 /** The words the faces share: `why`'s codes, events and pending permissions as sentences. */
-export { blockerText, describeEvent, describePending, describeRule, egressReasonText, hostPort, pendingItems, reasonText, viewDecisionSentences, whySentences } from "./wording.js";
+export { blockerText, describeEvent, describePending, describeRule, egressDecisionText, egressReasonText, hostPort, pendingItems, reasonText, viewDecisionSentences, whySentences } from "./wording.js";
 export type { PendingLike } from "./wording.js";
 export { describeDecision, lastCallText, problemText, runtimeText, statusText } from "./wording.js";
 /** Errors: one type, one code registry, each code with its exit code and HTTP status. */
@@ -64,7 +64,7 @@ export type { Replayed, ReplayedPlugin, ReplayPoint } from "./replay.js";
 export { explain, MAX_TIMELINE, pendingApproval, pendingApprovals, pluginsOverview, pluginTimeline, pluginView } from "./plugin-view.js";
 export type { AskedFor, Explained, PendingApproval, PermissionLists, PluginsOverview, PluginView, Timeline, TimelineEntry } from "./plugin-view.js";
 /** The egress proxy's decisions by plugin, host and outcome, and counted over time. */
-export { egressDecisions, egressSummary, MAX_EGRESS_BUCKETS, MAX_EGRESS_SCAN, MAX_EGRESS_SUMMARY } from "./egress-view.js";
+export { EGRESS_OUTCOMES, egressDecisions, egressSummary, MAX_EGRESS_BUCKETS, MAX_EGRESS_SCAN, MAX_EGRESS_SUMMARY } from "./egress-view.js";
 export type { EgressBucket, EgressDecisionRow, EgressDestination, EgressOutcome, EgressPage, EgressPluginSummary, EgressQuery, EgressSummary, EgressSummaryOptions } from "./egress-view.js";
 /** The console's users: one-time sign-in links, ES256 sessions for exactly one audience, roles. */
 export { checkUserName, defaultUser, runningConsole, signInLink, MAX_SESSION_AGE_SECONDS, MAX_TOKEN_TTL_SECONDS, parseRole, ROLES, SESSION_KEY_FILE, SESSION_TTL_SECONDS, sessionProblemText, Sessions, SIGN_IN_AUDIENCE, SIGN_IN_TTL_SECONDS, USER_AUDIENCE } from "./sessions.js";

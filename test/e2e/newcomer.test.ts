@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openDataStore, startControlPlane } from "../../src/app/index.js";
-import { BIN, json, ok, openfief, ROOT } from "./support.js";
+import { BIN, json, ok, openfief, ROOT, spawnOpenfief } from "./support.js";
 
 interface Row { name: string; status: string; verdict: string | null; problems: { code: string }[] }
 
@@ -366,7 +366,22 @@ describe("10. the CLI's consistency", () => {
     const store = await openDataStore(data[1] as string);
     store.append([{ stream: "egress/nbp-fx", type: "egress.decision", actor: "egress", data: { plugin: "nbp-fx", host: "::1", port: 443, allowed: false, reason: "forbidden address" } }]);
     await store.close();
-    expect(await ok(["log", "--type", "egress.decision", ...data])).toContain("denied [::1]:443");
+    expect(await ok(["log", "--type", "egress.decision", ...data])).toContain("refused [::1]:443 by policy");
+  });
+
+  it("says a granted host that does not resolve failed to reach it, and one not granted was refused by policy", async () => {
+    const data = await demoFolder();
+    const store = await openDataStore(data[1] as string);
+    store.append([
+      { stream: "egress/nbp-fx", type: "egress.decision", actor: "egress", data: { plugin: "nbp-fx", host: "api.nbp.pl", port: 443, allowed: false, reason: "dns_nxdomain", addresses: [] } },
+      { stream: "egress/nbp-fx", type: "egress.decision", actor: "egress", data: { plugin: "nbp-fx", host: "evil.example", port: 443, allowed: false, reason: "not_listed" } },
+    ]);
+    await store.close();
+    const r = await spawnOpenfief(["log", "--type", "egress.decision", ...data]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain("failed to reach api.nbp.pl:443: no such host (dns_nxdomain)");
+    expect(r.stdout).toContain("refused evil.example:443 by policy: not on its allow-list (not_listed)");
+    expect(r.stdout).not.toMatch(/denied/);
   });
 
   it("removes temporary files a killed writer left in the cluster folder", async () => {

@@ -4,7 +4,7 @@
  * function returns {@link Markup} built with `html`, so each value is escaped on its way out.
  */
 import { shortImage, statusText } from "../../app/index.js";
-import type { PermissionLists, PluginStatus } from "../../app/index.js";
+import type { EgressOutcome, PermissionLists, PluginStatus } from "../../app/index.js";
 import { html } from "./html.js";
 import type { Markup } from "./html.js";
 
@@ -112,9 +112,16 @@ export function verdictBadge(v: string | null): Markup {
   return html`<span class="badge ${cls}" title="${verdictHelp(v)}">${v}</span>`;
 }
 
-/** An egress outcome in colour and words. */
-export function outcomeBadge(o: "allowed" | "refused"): Markup {
-  return html`<span class="badge ${o}"><span aria-hidden="true">${o === "allowed" ? "✓" : "✕"}</span>${o}</span>`;
+const OUTCOME: Readonly<Record<EgressOutcome, { mark: string; words: string; help: string }>> = {
+  allowed: { mark: "✓", words: "allowed", help: "the plugin may go there, and the proxy opened the tunnel" },
+  refused: { mark: "✕", words: "refused", help: "refused by policy: not granted, or an address the proxy never dials" },
+  failed: { mark: "!", words: "failed", help: "granted, but not reached: the name did not resolve, or DNS did not answer" },
+};
+
+/** An egress outcome in colour and words, what it means on hover. */
+export function outcomeBadge(o: EgressOutcome): Markup {
+  const { mark, words, help } = OUTCOME[o];
+  return html`<span class="badge ${o}" title="${help}"><span aria-hidden="true">${mark}</span>${words}</span>`;
 }
 
 /** A yes/no check in colour and words. */

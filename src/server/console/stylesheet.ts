@@ -71,7 +71,7 @@ td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 
 .badge { display: inline-flex; align-items: center; gap: 0.35em; border-radius: 999px; padding: 0.05em 0.65em; font-size: 0.85em; font-weight: 600; border: 1px solid transparent; white-space: nowrap; }
 .badge.running, .badge.allowed, .badge.good { color: var(--ok); background: var(--ok-bg); border-color: #9bd3a9; }
-.badge.held_back, .badge.pending, .badge.warn { color: var(--wait); background: var(--wait-bg); border-color: #e9cf6e; }
+.badge.held_back, .badge.pending, .badge.warn, .badge.failed { color: var(--wait); background: var(--wait-bg); border-color: #e9cf6e; }
 .badge.stopped, .badge.neutral { color: var(--off); background: var(--off-bg); border-color: var(--line); }
 .badge.deleted, .badge.refused, .badge.bad { color: var(--bad); background: var(--bad-bg); border-color: #f5b4b0; }
 .big .badge { font-size: 1em; padding: 0.15em 0.8em; }
@@ -100,13 +100,16 @@ button[disabled] { opacity: 0.55; cursor: not-allowed; }
 .chart { width: 100%; height: auto; display: block; }
 .chart .allowed { fill: #2da44e; }
 .chart .refused { fill: #cf222e; }
+.chart .failed { fill: #d4a72c; }
 .chart .axis { stroke: var(--line); stroke-width: 1; }
 .chart .grid-line { stroke: #eaeef2; stroke-width: 1; }
 .chart text { fill: var(--muted); font-size: 11px; font-family: inherit; }
-.legend { display: flex; gap: 1rem; font-size: 0.9em; margin: 0.25rem 0 0.5rem; }
+.legend { display: flex; flex-wrap: wrap; gap: 0.25rem 1rem; font-size: 0.9em; margin: 0.25rem 0 0.5rem; }
+td.badges .badge + .badge { margin-left: 0.3em; }
 .swatch { display: inline-block; width: 0.8em; height: 0.8em; border-radius: 2px; margin-right: 0.3em; vertical-align: -0.05em; }
 .swatch.allowed { background: #2da44e; }
 .swatch.refused { background: #cf222e; }
+.swatch.failed { background: #d4a72c; }
 
 .slider { display: grid; grid-template-columns: auto 1fr auto; gap: 0.75rem; align-items: center; }
 .pager { display: flex; justify-content: space-between; gap: 1rem; margin-top: 0.75rem; }
