@@ -28,7 +28,7 @@ export type { Applied, Approved, DeletableKind, Deleted } from "./owner-edits.js
 export { lastCallOf, listPlugins, shortImage } from "./plugins.js";
 export type { LastCallView, PluginProblem, PluginRow, PluginStatus } from "./plugins.js";
 /** A data folder: its files, the lock that keeps a second `up` off it, private key files. */
-export { checkPrivateFile, DEFAULT_DATA_DIR, lockDataDir, lockHolder, logFile, requireLog, runningEgress, storeFile } from "./data-dir.js";
+export { checkDataDir, checkPrivateFile, DEFAULT_DATA_DIR, lockDataDir, lockHolder, logFile, requireLog, runningEgress, storeFile } from "./data-dir.js";
 export type { DataLock, LockHolder } from "./data-dir.js";
 /** The settings `up` was started with, saved in the data folder. */
 export { loadSettings, mergeSettings, saveSettings } from "./settings.js";
@@ -55,10 +55,10 @@ export { CoreTokenVerifier, instanceOfAudience } from "./core-token.js";
 export type { CoreTokenRefusal, CoreTokenResult } from "./core-token.js";
 export type { HostedPlugins, HostedPluginsOptions } from "./hosted-plugins.js";
 /** The log read and followed with the filters of `openfief log`, paged by sequence number. */
-export { checkLogQuery, eventTypes, followLog, MAX_LOG_TYPES, parseCount, parseTime, readLog, readLogTail } from "./log.js";
+export { checkLogQuery, eventTypes, followLog, MAX_LOG_TYPES, parseCount, parseTime, readLog, readLogTail, requireKnownPlugin } from "./log.js";
 export type { FollowOptions, LogPage, LogQuery, LogTail } from "./log.js";
 /** Replay: the state as of a sequence number or a time. */
-export { parseReplayPoint, replay } from "./replay.js";
+export { parseReplayPoint, replay, requireWithinLog } from "./replay.js";
 export type { Replayed, ReplayedPlugin, ReplayPoint } from "./replay.js";
 /** One plugin as an owner looks at it: why, grant, what runs, its timeline, what an approval would add. */
 export { explain, MAX_TIMELINE, pendingApproval, pendingApprovals, pluginsOverview, pluginTimeline, pluginView } from "./plugin-view.js";

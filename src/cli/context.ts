@@ -4,11 +4,13 @@
  * logger of long-running commands. The store is SQLite in WAL mode, so commands work beside a
  * running `openfief up`.
  */
+import { realpathSync } from "node:fs";
+import { delimiter, isAbsolute, join, relative } from "node:path";
 import { Writable } from "node:stream";
 import type { Command } from "commander";
 import { pino } from "pino";
 import type { Logger } from "pino";
-import { DEFAULT_DATA_DIR, openDataStore, requireLog } from "../app/index.js";
+import { checkDataDir, DEFAULT_DATA_DIR, openDataStore, requireLog } from "../app/index.js";
 import type { EventStore } from "../events/index.js";
 import { isValidPluginName } from "../plugins/index.js";
 import { CliError } from "./cli-error.js";
@@ -30,8 +32,12 @@ export function withJson(cmd: Command): Command {
   return cmd.option("--json", "print JSON");
 }
 
+/** The data folder the command works on, refused (exit 2, one line) when no command could use it. */
 export function dataDir(o: DataOptions): string {
-  return o.data ?? process.env["OPENFIEF_DATA"] ?? DEFAULT_DATA_DIR;
+  const env = process.env["OPENFIEF_DATA"];
+  const dir = o.data ?? (env === undefined || env === "" ? DEFAULT_DATA_DIR : env);
+  checkDataDir(dir, o.data !== undefined ? "--data" : env !== undefined && env !== "" ? "$OPENFIEF_DATA" : "the data folder");
+  return dir;
 }
 
 /** Opens the store of the data folder; `mustExist` refuses a folder with no log yet. */
@@ -91,17 +97,58 @@ export function readableLines(out: NodeJS.WritableStream, minLevel = 40): Writab
   });
 }
 
+/** How a long-running command's log shows besides its file: `text` for people, `json` for a collector. */
+export type LogFormat = "text" | "json";
+
+/** Where the log lines that are not the file's go, and in which form. */
+export type TerminalLog = "stderr-text" | "stderr-json" | "stdout-json";
+
+/**
+ * The choice behind {@link cliLogger}: with a `format` (`up --log-format`), readable warnings and
+ * errors on stderr for `text` whatever stderr is (the JSON is in the file), every JSON line on
+ * stdout for `json`; without one (the other long-running commands), JSON lines on stderr when
+ * asked (`json`) or when stderr is not a terminal, readable lines when it is.
+ */
+export function terminalLog(o: { format?: LogFormat; json?: boolean; stderrIsTTY: boolean }): TerminalLog {
+  if (o.format === "json") return "stdout-json";
+  if (o.format === "text") return "stderr-text";
+  return o.json === true || !o.stderrIsTTY ? "stderr-json" : "stderr-text";
+}
+
 /**
  * A logger for long-running commands, tokens redacted wherever they appear: JSON lines into
- * `file` when given, and on stderr JSON lines (`json`, or stderr is not a terminal) or readable
- * warnings and errors (a terminal).
+ * `file` when given, and on the terminal as {@link terminalLog} chooses.
  */
-export function cliLogger(opts: { level?: string; file?: string; json?: boolean } = {}): Logger {
+export function cliLogger(opts: { level?: string; file?: string; json?: boolean; format?: LogFormat } = {}): Logger {
   const level = opts.level ?? process.env["OPENFIEF_LOG_LEVEL"] ?? "info";
-  const json = opts.json === true || process.stderr.isTTY !== true;
-  const streams: pino.StreamEntry[] = [{ level: "trace", stream: json ? pino.destination(2) : readableLines(process.stderr) }];
+  const where = terminalLog({ ...(opts.format === undefined ? {} : { format: opts.format }), ...(opts.json === undefined ? {} : { json: opts.json }), stderrIsTTY: process.stderr.isTTY === true });
+  const terminal = where === "stdout-json" ? pino.destination(1) : where === "stderr-json" ? pino.destination(2) : readableLines(process.stderr);
+  const streams: pino.StreamEntry[] = [{ level: "trace", stream: terminal }];
   if (opts.file !== undefined) streams.push({ level: "trace", stream: pino.destination({ dest: opts.file, mkdir: true, sync: false }) });
   return pino({ level, base: null, redact: { paths: REDACT, censor: "[redacted]" } }, pino.multistream(streams));
+}
+
+/**
+ * How a person should type this command to run it again: `openfief` when that name on the PATH
+ * is this very command (after `npm link`), else the path it was started by (`./bin/openfief.js`
+ * in a checkout) — never `npx openfief`, which starts npm first (about two seconds a command).
+ */
+export function commandName(o: { argv1?: string | undefined; path?: string; cwd?: string } = {}): string {
+  const argv1 = "argv1" in o ? o.argv1 : process.argv[1];
+  if (argv1 === undefined) return "openfief";
+  const real = (p: string): string | null => {
+    try {
+      return realpathSync(p);
+    } catch {
+      return null;
+    }
+  };
+  const self = real(argv1);
+  for (const dir of (o.path ?? process.env["PATH"] ?? "").split(delimiter)) {
+    if (dir !== "" && self !== null && real(join(dir, "openfief")) === self) return "openfief";
+  }
+  const rel = relative(o.cwd ?? process.cwd(), argv1);
+  return rel !== "" && !rel.startsWith("..") && !isAbsolute(rel) ? `./${rel}` : argv1;
 }
 
 /** Formats a list of a table's rows with padded columns. */

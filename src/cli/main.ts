@@ -8,10 +8,12 @@ import { Command, CommanderError } from "commander";
 import { toAppError } from "../app/index.js";
 import { CliError } from "./cli-error.js";
 import { commands } from "./commands/index.js";
+import { VERSION } from "./version.js";
 
 export function buildProgram(): Command {
   const program = new Command("openfief")
     .description("OpenFief plugin control plane: least-privilege plugins, verified images, egress, and a replayable decision log")
+    .version(`openfief ${VERSION} (Node.js ${process.versions.node})`, "-V, --version", "print the version and exit")
     .showHelpAfterError(false)
     .exitOverride();
   for (const register of commands) register(program);
