@@ -61,8 +61,8 @@ export type { FollowOptions, LogPage, LogQuery, LogTail } from "./log.js";
 export { parseReplayPoint, replay, requireWithinLog } from "./replay.js";
 export type { Replayed, ReplayedPlugin, ReplayPoint } from "./replay.js";
 /** One plugin as an owner looks at it: why, grant, what runs, its timeline, what an approval would add. */
-export { explain, MAX_TIMELINE, pendingApproval, pendingApprovals, pluginsOverview, pluginTimeline, pluginView } from "./plugin-view.js";
-export type { AskedFor, Explained, PendingApproval, PermissionLists, PluginsOverview, PluginView, Timeline, TimelineEntry } from "./plugin-view.js";
+export { approvalInFlight, explain, MAX_TIMELINE, pendingApproval, pendingApprovals, pluginsOverview, pluginTimeline, pluginView } from "./plugin-view.js";
+export type { ApprovalInFlight, AskedFor, Explained, PendingApproval, PermissionLists, PluginsOverview, PluginView, Timeline, TimelineEntry } from "./plugin-view.js";
 /** The egress proxy's decisions by plugin, host and outcome, and counted over time. */
 export { EGRESS_OUTCOMES, egressDecisions, egressSummary, MAX_EGRESS_BUCKETS, MAX_EGRESS_SCAN, MAX_EGRESS_SUMMARY } from "./egress-view.js";
 export type { EgressBucket, EgressDecisionRow, EgressDestination, EgressOutcome, EgressPage, EgressPluginSummary, EgressQuery, EgressSummary, EgressSummaryOptions } from "./egress-view.js";

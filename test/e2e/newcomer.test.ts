@@ -436,7 +436,7 @@ describe("11. a newcomer's first commands, through the bundle", () => {
     expect(r.code).toBe(2);
     expect(r.stderr.trim()).toMatch(message);
     expect(r.stderr.trim().split("\n")).toHaveLength(1);
-  });
+  }, 60_000);
 
   it("names where the log ends in a refused replay", async () => {
     const data = await demoFolder();
@@ -444,7 +444,7 @@ describe("11. a newcomer's first commands, through the bundle", () => {
     const r = await spawnOpenfief(["replay", "--at", String(head + 1), ...data]);
     expect(r.stderr).toContain(`it ends at event ${head} (--at ${head} is the state now)`);
     expect((await spawnOpenfief(["replay", "--at", String(head), ...data])).code).toBe(0);
-  });
+  }, 60_000);
 
   it.each<[string, () => Promise<string>, string[], RegExp]>([
     ["a file", () => file("a-file", "x"), ["log"], /is not a folder/],

@@ -52,7 +52,7 @@ async function day(cp: ControlPlane, setNow: (t: number) => void, start: number,
 }
 
 /** Starts the demo in a fresh data folder (or `dir`), its history a day long, ending now. */
-export async function startConsoleDemo(o: { dir?: string; history?: boolean; views?: boolean } = {}): Promise<ConsoleDemo> {
+export async function startConsoleDemo(o: { dir?: string; history?: boolean; views?: boolean; intervalMs?: number } = {}): Promise<ConsoleDemo> {
   const dir = o.dir ?? mkdtempSync(join(tmpdir(), "openfief-console-"));
   const real = Date.now();
   const start = o.history === false ? real : real - 24 * HOUR;
@@ -61,7 +61,7 @@ export async function startConsoleDemo(o: { dir?: string; history?: boolean; vie
   let frozen = true;
   const clock = () => new Date(frozen ? now : Math.max(Date.now(), now));
   const cp = await startControlPlane({
-    dataDir: dir, logger: pino({ level: "warn" }), egress: null, clock, intervalMs: 100,
+    dataDir: dir, logger: pino({ level: "warn" }), egress: null, clock, intervalMs: o.intervalMs ?? 100,
     server: serverFactory({ host: "127.0.0.1", port: 0 }),
     // With views: the plugin proxy and the gateway on free ports of localhost (the other site).
     ...(o.views === true

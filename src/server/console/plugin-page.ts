@@ -6,8 +6,9 @@
  * plain form (POST, then a redirect back here); htmx only keeps the page current, around the view,
  * which it never swaps (that would reload it).
  */
+import { createHash } from "node:crypto";
 import { AppError, approve, describeRule, hostPort, pendingItems, pluginView, webActor } from "../../app/index.js";
-import type { GrantSpec, NextSteps, Pending, PluginView, TimelineEntry, UserSession, ViewFrame, ViewsFace } from "../../app/index.js";
+import type { ApprovalInFlight, GrantSpec, NextSteps, Pending, PluginView, TimelineEntry, UserSession, ViewFrame, ViewsFace } from "../../app/index.js";
 import { assetUrls } from "./assets.js";
 import { mediaType, readBody } from "../http.js";
 import type { RequestContext } from "../routes.js";
@@ -38,7 +39,37 @@ function grantAfterRows(after: GrantSpec, p: Pending): Markup {
   return html`${rows.map(([label, items, added]) => html`<tr><th scope="row">${label}</th><td>${mark(items, added)}</td></tr>`)}`;
 }
 
+/** Who approved, as the person reading the page says it: "you", or the actor of the grant edit. */
+function approver(a: ApprovalInFlight, session: UserSession | null): string {
+  return session !== null && a.actor === webActor(session.role, session.user) ? "you" : a.actor;
+}
+
+/** The state of a plugin approved since its latest decision, in the words of the page head. */
+export function rollingOutBadge(a: ApprovalInFlight): Markup {
+  return html`<span class="badge pending" title="approved at event ${a.seq}; the reconciler has not decided again yet"><span aria-hidden="true">◔</span>${a.rollsOut ? "approved; rolling out" : "approved; deciding"}</span>`;
+}
+
+/** Between an approval and the decision that takes it in: what happens next, never "nothing waits" beside the old decision. */
+function approvedCard(v: PluginView, a: ApprovalInFlight, session: UserSession | null): Markup {
+  const next = a.rollsOut
+    ? html`Rolling out ${image(a.image)} now: the reconciler decides again in a moment, and this page follows it.`
+    : html`The reconciler decides again in a moment; this page follows it.`;
+  return html`<section class="card callout ok" id="pending"><h2>Approved by ${approver(a, session)}</h2><p>The grant edit is event ${a.seq}: the grant now gives everything the version asked for requests. ${next}</p></section>`;
+}
+
+/**
+ * The approval box. Its markup names its own content (a digest in its id, `hx-preserve`): the
+ * page's refresh keeps the box that is there, button and all, unless what it says changed, so it
+ * never moves from under a pointer on its way to a click.
+ */
 function pendingCard(v: PluginView, session: UserSession | null): Markup {
+  const box = approvalBox(v, session);
+  const digest = createHash("sha256").update(box.toString()).digest("hex").slice(0, 16);
+  return html`<div id="approval-${digest}" class="approval" hx-preserve="true">${box}</div>`;
+}
+
+function approvalBox(v: PluginView, session: UserSession | null): Markup {
+  if (v.approved !== null) return approvedCard(v, v.approved, session);
   const p = v.pending;
   if (p === null) return html`<section class="card" id="pending"><h2>Approval</h2><p>Nothing waits for approval: the grant gives everything the version asked for requests.</p></section>`;
   const items = pendingItems(p.pending);
@@ -61,8 +92,10 @@ ${button}
 </section>`;
 }
 
-function whyCard(v: PluginView): Markup {
+function whyCard(v: PluginView, session: UserSession | null): Markup {
   if (v.why === null) return html`<section class="card"><h2>Why</h2><p class="muted">No rollout decision yet: the reconciler has not looked at this plugin.</p></section>`;
+  // The latest decision predates the approval: its "waits for approval" is no longer true.
+  if (v.approved !== null) return html`<section class="card why"><h2>Why it runs what it runs</h2><p>Approved by ${approver(v.approved, session)} at event ${v.approved.seq}, after the latest decision (event ${v.why.answer.decision.seq}). The reconciler is deciding again; why it runs what it runs shows here once it has.</p></section>`;
   const lines = v.why.sentences;
   const main = lines.filter((l) => !l.startsWith("  - ") && l !== "It was caused by:");
   const causes = lines.filter((l) => l.startsWith("  - ")).map((l) => l.slice(4));
@@ -109,7 +142,7 @@ export function pluginPage(ctx: RequestContext, notice: Markup, frame: ViewFrame
   // Kept current in two parts around the view: the view itself is never swapped (that would reload it).
   const body = html`${notice}${flash(ctx.req.method === "POST" ? undefined : query.get("approved"))}
 <div id="live" hx-get="/plugins/${v.name}" hx-trigger="every 3s" hx-select="#live" hx-select-oob="#live-more" hx-swap="outerHTML">
-<div class="page-head big"><h1>${v.name}</h1>${statusBadge(v.row.status)}</div>
+<div class="page-head big"><h1>${v.name}</h1>${v.approved === null ? statusBadge(v.row.status) : rollingOutBadge(v.approved)}</div>
 <section class="card"><dl class="facts">
 <dt>Running</dt><dd>${image(v.row.running)}${v.row.runtime === null ? "" : html` <span class="small muted">${v.row.runtime === "wasm" ? html`as WebAssembly in the plugin host, module ${hash(v.row.module ?? "")}` : "as a container"}</span>`}</dd>
 ${v.row.lastCall === null ? "" : html`<dt>Last call</dt><dd>${v.row.lastCall.ok ? html`${v.row.lastCall.succeeded} succeeded, until ${when(v.row.lastCall.at, now)}` : html`<span class="badge bad">failed</span> ${v.row.lastCall.method}: ${v.row.lastCall.code} (${v.row.lastCall.source === "plugin" ? "reported by the plugin" : "the host refused it"}), ${when(v.row.lastCall.at, now)}`}</dd>`}
@@ -121,7 +154,7 @@ ${v.row.lastCall === null ? "" : html`<dt>Last call</dt><dd>${v.row.lastCall.ok 
 ${viewCard(frame, app.views, session)}
 <div id="live-more">
 ${pendingCard(v, session)}
-${whyCard(v)}
+${whyCard(v, session)}
 <section class="card"><h2>Permissions</h2><div class="table-wrap"><table><thead><tr><th></th><th>Asked for (the version asked for)</th><th>Granted</th><th>Runs with</th></tr></thead><tbody>${permissionRows(v.permissions)}</tbody></table></div>
 <p class="small muted">Only what is both asked for and granted runs.</p></section>
 <section class="card"><h2>Config</h2>${v.asked === null ? html`<p class="muted">The Plugin is deleted.</p>` : html`<pre>${json(v.asked.config ?? {})}</pre>`}</section>
