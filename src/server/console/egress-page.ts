@@ -37,12 +37,12 @@ function lastDecision(d: EgressDestination): string {
 function destinationRow(d: EgressDestination, now: Date): Markup {
   const dest = hostPort(d.host, d.port);
   const badges = EGRESS_OUTCOMES.filter((o) => d[o] > 0).map((o) => outcomeBadge(o));
-  return html`<tr><td><code>${dest}</code></td><td class="badges">${badges}</td><td class="small">${counted(d)}</td><td class="small">${lastDecision(d)}<br><span class="muted">event ${d.last.seq}, ${ago(d.last.time, now)}</span></td></tr>`;
+  return html`<tr><td data-label="Destination"><code>${dest}</code></td><td class="badges" data-label="Outcome">${badges}</td><td class="small" data-label="Decisions">${counted(d)}</td><td class="small" data-label="Last decision">${lastDecision(d)}<br><span class="muted">event ${d.last.seq}, ${ago(d.last.time, now)}</span></td></tr>`;
 }
 
 function pluginCard(p: EgressPluginSummary, now: Date): Markup {
   return html`<section class="card"><h2><a href="/plugins/${p.plugin}">${p.plugin}</a> <span class="muted small">${counted(p)}</span></h2>
-<div class="table-wrap"><table><thead><tr><th>Destination</th><th>Outcome</th><th>Decisions</th><th>Last decision</th></tr></thead><tbody>${p.destinations.map((d) => destinationRow(d, now))}</tbody></table></div></section>`;
+<div class="table-wrap"><table class="cards"><thead><tr><th>Destination</th><th>Outcome</th><th>Decisions</th><th>Last decision</th></tr></thead><tbody>${p.destinations.map((d) => destinationRow(d, now))}</tbody></table></div></section>`;
 }
 
 function option(value: string, label: string, selected: boolean): Markup {
@@ -73,7 +73,7 @@ ${egressChart(s.buckets)}
 ${s.truncated ? html`<p class="small">Only the first ${s.allowed + s.refused + s.failed} decisions of the window are counted.</p>` : ""}
 </section>
 ${s.plugins.length === 0 ? html`<section class="card"><p class="empty">No egress decisions ${w.label}. A plugin's connections through the proxy show here: allowed, refused by policy, or failed to reach.</p></section>` : html`<div class="stack">${s.plugins.map((p) => pluginCard(p, now))}</div>`}
-${s.recent.length === 0 ? "" : html`<section class="card"><h2>Latest decisions</h2><div class="table-wrap"><table><thead><tr><th class="num">Event</th><th>When</th><th>Plugin</th><th>Destination</th><th>Outcome</th><th>Reason</th></tr></thead><tbody>${s.recent.map((r) => html`<tr><td class="num">${r.seq}</td><td class="nowrap">${ago(r.time, now)}</td><td>${r.plugin}</td><td><code>${hostPort(r.host, r.port)}</code></td><td>${outcomeBadge(r.outcome)}</td><td class="small">${egressReasonText(r.reason)}${r.address === null ? "" : ` (dialled ${r.address})`}</td></tr>`)}</tbody></table></div></section>`}
+${s.recent.length === 0 ? "" : html`<section class="card"><h2>Latest decisions</h2><div class="table-wrap"><table class="cards"><thead><tr><th class="num">Event</th><th>When</th><th>Plugin</th><th>Destination</th><th>Outcome</th><th>Reason</th></tr></thead><tbody>${s.recent.map((r) => html`<tr><td class="num" data-label="Event">${r.seq}</td><td class="nowrap" data-label="When">${ago(r.time, now)}</td><td data-label="Plugin">${r.plugin}</td><td data-label="Destination"><code>${hostPort(r.host, r.port)}</code></td><td data-label="Outcome">${outcomeBadge(r.outcome)}</td><td class="small" data-label="Reason">${egressReasonText(r.reason)}${r.address === null ? "" : ` (dialled ${r.address})`}</td></tr>`)}</tbody></table></div></section>`}
 </div>`;
   return page({ title: "Egress", section: "egress", session, body });
 }

@@ -48,6 +48,18 @@ export function image(ref: string | null): Markup {
   return html`<code class="img" title="${ref}">${shortImage(ref)}…</code>`;
 }
 
+/**
+ * An image reference as {@link image} shows it, breakable only before its digest: for a table
+ * cell, whose column then needs to be no wider than the longer of the two parts.
+ */
+export function imageCell(ref: string | null): Markup {
+  if (ref === null) return html`<span class="muted">none</span>`;
+  const short = `${shortImage(ref)}…`;
+  const at = short.indexOf("@");
+  if (at <= 0) return image(ref);
+  return html`<code class="img split" title="${ref}"><span>${short.slice(0, at)}</span><wbr><span>${short.slice(at)}</span></code>`;
+}
+
 const DIGEST = "sha256:";
 const HEX = /^[0-9a-f]{64}/;
 /** Whether a character can be part of an image reference's repository (`registry:5000/org/name`). */
@@ -140,7 +152,7 @@ export function permissionRows(p: { asked: PermissionLists | null; granted: Perm
   const kinds: [keyof PermissionLists, string][] = [["capabilities", "Capabilities"], ["egress", "Egress (host:port)"], ["secrets", "Secrets (by name)"], ["dataTiers", "Data tiers"], ["rules", "Kubernetes rules (views)"]];
   // A plugin that is no view asks for no rules: no row for them.
   const any = [p.asked, p.granted, p.effective].some((l) => (l?.rules.length ?? 0) > 0);
-  return html`${kinds.filter(([k]) => k !== "rules" || any).map(([k, label]) => html`<tr><th scope="row">${label}</th><td>${words(p.asked?.[k], p.asked === null ? "–" : "none")}</td><td>${words(p.granted?.[k], p.granted === null ? "no grant" : "none")}</td><td>${words(p.effective?.[k], p.effective === null ? "nothing runs" : "none")}</td></tr>`)}`;
+  return html`${kinds.filter(([k]) => k !== "rules" || any).map(([k, label]) => html`<tr><th scope="row">${label}</th><td data-label="Asked for">${words(p.asked?.[k], p.asked === null ? "–" : "none")}</td><td data-label="Granted">${words(p.granted?.[k], p.granted === null ? "no grant" : "none")}</td><td data-label="Runs with">${words(p.effective?.[k], p.effective === null ? "nothing runs" : "none")}</td></tr>`)}`;
 }
 
 /** Pretty JSON for a `<pre>`. */

@@ -74,9 +74,11 @@ function approvalBox(v: PluginView, session: UserSession | null): Markup {
   if (p === null) return html`<section class="card" id="pending"><h2>Approval</h2><p>Nothing waits for approval: the grant gives everything the version asked for requests.</p></section>`;
   const items = pendingItems(p.pending);
   const owner = session?.role === "owner";
+  // A button says what it adds; past a few permissions it points at the list above instead of repeating it.
+  const label = items.length <= 3 ? `Approve: add ${items.join(", ")}` : `Approve: add these ${items.length} permissions`;
   const button = owner
-    ? html`<button type="submit" class="primary">Approve: add ${items.join(", ")}</button>`
-    : html`<button type="submit" class="primary" disabled>Approve: add ${items.join(", ")}</button><span class="small">Only an owner may approve; you are signed in as a viewer.</span>`;
+    ? html`<button type="submit" class="primary">${label}</button>`
+    : html`<button type="submit" class="primary" disabled>${label}</button><span class="small">Only an owner may approve; you are signed in as a viewer.</span>`;
   return html`<section class="card callout" id="pending" aria-labelledby="pending-h">
 <h2 id="pending-h">Waiting for your approval</h2>
 <p>The version asked for, ${image(v.asked?.image ?? null)}, needs more than the grant gives. Until it is approved, ${v.row.running === null ? "nothing runs" : html`${image(v.row.running)} keeps running under the grant`}.</p>
@@ -104,7 +106,7 @@ function whyCard(v: PluginView, session: UserSession | null): Markup {
 
 function timelineRow(t: TimelineEntry, now: Date): Markup {
   const e = t.event;
-  return html`<tr><td class="num">${e.seq}</td><td class="nowrap">${ago(e.time, now)}</td><td class="type"><code>${e.type}</code></td><td class="small nowrap">${e.actor}</td><td>${richText(t.text)}</td><td class="small">${t.cause === null ? html`<span class="muted">–</span>` : html`event ${t.cause.seq}: ${richText(t.cause.text)}`}</td></tr>`;
+  return html`<tr><td class="num" data-label="Event">${e.seq}</td><td class="nowrap" data-label="When">${ago(e.time, now)}</td><td class="type" data-label="Type"><code>${e.type}</code></td><td class="small nowrap" data-label="By">${e.actor}</td><td class="what" data-label="What happened">${richText(t.text)}</td><td class="small what" data-label="Caused by">${t.cause === null ? html`<span class="muted">–</span>` : html`event ${t.cause.seq}: ${richText(t.cause.text)}`}</td></tr>`;
 }
 
 function flash(approved: string | undefined): Markup {
@@ -155,11 +157,11 @@ ${viewCard(frame, app.views, session)}
 <div id="live-more">
 ${pendingCard(v, session)}
 ${whyCard(v, session)}
-<section class="card"><h2>Permissions</h2><div class="table-wrap"><table><thead><tr><th></th><th>Asked for (the version asked for)</th><th>Granted</th><th>Runs with</th></tr></thead><tbody>${permissionRows(v.permissions)}</tbody></table></div>
+<section class="card"><h2>Permissions</h2><div class="table-wrap"><table class="cards"><thead><tr><th></th><th>Asked for (the version asked for)</th><th>Granted</th><th>Runs with</th></tr></thead><tbody>${permissionRows(v.permissions)}</tbody></table></div>
 <p class="small muted">Only what is both asked for and granted runs.</p></section>
 <section class="card"><h2>Config</h2>${v.asked === null ? html`<p class="muted">The Plugin is deleted.</p>` : html`<pre>${json(v.asked.config ?? {})}</pre>`}</section>
 <section class="card"><h2>Timeline</h2><p class="small muted">The latest ${v.timeline.entries.length} events of ${v.name}, newest first. <a href="/log?plugin=${v.name}">All of them in the log →</a></p>
-<div class="table-wrap"><table><thead><tr><th class="num">Event</th><th>When</th><th>Type</th><th>By</th><th>What happened</th><th>Caused by</th></tr></thead><tbody>${[...v.timeline.entries].reverse().map((t) => timelineRow(t, now))}</tbody></table></div></section>
+<div class="table-wrap"><table class="cards"><thead><tr><th class="num">Event</th><th>When</th><th>Type</th><th>By</th><th>What happened</th><th>Caused by</th></tr></thead><tbody>${[...v.timeline.entries].reverse().map((t) => timelineRow(t, now))}</tbody></table></div></section>
 </div>`;
   return page({ title: v.name, section: "plugins", session, body });
 }

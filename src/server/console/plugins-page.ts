@@ -3,10 +3,10 @@
  * signature verdict, what waits for approval, the last decision, a link to a view plugin's UI — and, above the table, the
  * plugins waiting for the owner. The table refreshes itself (htmx polls and swaps it).
  */
-import { pluginsOverview, problemText } from "../../app/index.js";
+import { pendingItems, pluginsOverview, problemText } from "../../app/index.js";
 import type { ApprovalInFlight, PendingApproval, PluginRow } from "../../app/index.js";
 import type { RequestContext } from "../routes.js";
-import { absoluteTime, ago, image, statusBadge, verdictBadge } from "./format.js";
+import { absoluteTime, ago, imageCell, statusBadge, verdictBadge } from "./format.js";
 import { html } from "./html.js";
 import type { Markup } from "./html.js";
 import { page } from "./layout.js";
@@ -24,23 +24,30 @@ interface RowFacts {
 function row(r: PluginRow, { approval, approved, decidedAt, now, hasView }: RowFacts): Markup {
   const pending = approved !== undefined
     ? html`<span class="small">approved at event ${approved.seq}</span>`
-    : approval === undefined ? html`<span class="muted">nothing</span>` : html`<a href="/plugins/${r.name}#pending"><span class="badge pending">waiting</span></a> <span class="small pending-text">${approval.text}</span>`;
-  const decided = r.decided === null ? html`<span class="muted">none yet</span>` : html`${r.decided.outcome === "current" ? "runs what is asked" : r.decided.outcome === "previous" ? "keeps the earlier version" : "runs nothing"}<br><span class="small muted nowrap">event ${r.decided.seq}${decidedAt === undefined ? "" : html`, ${ago(decidedAt, now)}`}</span>`;
-  const problems = r.problems.length === 0 ? "" : html`<div class="small"><span class="badge bad">problem</span> ${r.problems.map(problemText).join("; ")}</div>`;
+    : approval === undefined ? html`<span class="muted">nothing</span>` : html`<a href="/plugins/${r.name}#pending"><span class="badge pending">waiting</span></a> <span class="small pending-text">${shortPending(approval)}</span>`;
+  const decided = r.decided === null ? html`<span class="muted">none yet</span>` : html`${r.decided.outcome === "current" ? "runs what is asked" : r.decided.outcome === "previous" ? "keeps the earlier version" : "runs nothing"}<br><span class="small muted">event ${r.decided.seq}${decidedAt === undefined ? "" : html`, ${ago(decidedAt, now)}`}</span>`;
+  const problems = r.problems.length === 0 ? "" : html`<div class="small problem-line"><span class="badge bad">problem</span> ${r.problems.map(problemText).join("; ")}</div>`;
   return html`<tr>
-<td class="nowrap"><a href="/plugins/${r.name}"><strong>${r.name}</strong></a>${hasView ? html`<br><a class="small" href="/plugins/${r.name}#view">its view →</a>` : ""}${problems}</td>
-<td>${approved === undefined ? statusBadge(r.status) : rollingOutBadge(approved)}</td>
-<td>${image(r.running)}${r.runtime === "wasm" ? html`<br><span class="small muted">WebAssembly</span>` : ""}</td>
-<td>${r.deleted ? html`<span class="muted">(deleted)</span>` : r.asked !== null && r.asked === r.running ? html`<span class="muted">the version running</span>` : image(r.asked)}</td>
-<td>${verdictBadge(r.verdict)}</td>
-<td>${pending}</td>
-<td>${decided}</td>
+<td data-label="Plugin"><a href="/plugins/${r.name}"><strong>${r.name}</strong></a>${hasView ? html`<br><a class="small" href="/plugins/${r.name}#view">its view →</a>` : ""}${problems}</td>
+<td data-label="State">${approved === undefined ? statusBadge(r.status) : rollingOutBadge(approved)}</td>
+<td data-label="Running">${imageCell(r.running)}${r.runtime === "wasm" ? html`<br><span class="small muted">WebAssembly</span>` : ""}</td>
+<td data-label="Asked for">${r.deleted ? html`<span class="muted">(deleted)</span>` : r.asked !== null && r.asked === r.running ? html`<span class="muted">the version running</span>` : imageCell(r.asked)}</td>
+<td data-label="Signature">${verdictBadge(r.verdict)}</td>
+<td data-label="Pending approval" class="pending-col">${pending}</td>
+<td data-label="Last decision" class="decided">${decided}</td>
 </tr>`;
+}
+
+/** At most three of what an approval adds, then how many more: the plugin's page lists them all. */
+const SHOWN = 3;
+function shortPending(a: PendingApproval): string {
+  const items = pendingItems(a.pending);
+  return items.length <= SHOWN ? a.text : `${items.slice(0, SHOWN).join(", ")} and ${items.length - SHOWN} more`;
 }
 
 function waiting(p: readonly PendingApproval[]): Markup {
   if (p.length === 0) return html``;
-  return html`<section class="card callout" aria-labelledby="waiting-h"><h2 id="waiting-h">Waiting for your approval</h2><ul class="plain">${p.map((a) => html`<li><a href="/plugins/${a.name}#pending"><strong>${a.name}</strong></a>: approving adds ${a.text}. <a href="/plugins/${a.name}#pending">Review and approve →</a></li>`)}</ul></section>`;
+  return html`<section class="card callout" aria-labelledby="waiting-h"><h2 id="waiting-h">Waiting for your approval</h2><ul class="plain">${p.map((a) => html`<li><a href="/plugins/${a.name}#pending"><strong>${a.name}</strong></a>: approving adds <span class="pending-text">${shortPending(a)}</span>. <a href="/plugins/${a.name}#pending">Review and approve →</a></li>`)}</ul></section>`;
 }
 
 function summary(rows: readonly PluginRow[], approved: ReadonlyMap<string, ApprovalInFlight>): string {
@@ -66,7 +73,7 @@ export async function pluginsPage(ctx: RequestContext): Promise<string> {
   const viewed = await withViews(ctx, rows);
   const table = rows.length === 0
     ? html`<p class="empty">No plugins yet. Apply a Plugin with <code>openfief apply -f plugin.yaml</code>, or start with <code>openfief up --demo</code>.</p>`
-    : html`<div class="table-wrap"><table><thead><tr><th>Plugin</th><th>State</th><th>Running</th><th>Asked for</th><th>Signature</th><th>Pending approval</th><th>Last decision</th></tr></thead><tbody>${rows.map((r) => row(r, { approval: pending.find((p) => p.name === r.name), approved: approved.get(r.name), decidedAt: decidedAt.get(r.name), now, hasView: viewed.has(r.name) }))}</tbody></table></div>`;
+    : html`<div class="table-wrap"><table class="cards"><thead><tr><th>Plugin</th><th>State</th><th>Running</th><th>Asked for</th><th>Signature</th><th>Pending approval</th><th>Last decision</th></tr></thead><tbody>${rows.map((r) => row(r, { approval: pending.find((p) => p.name === r.name), approved: approved.get(r.name), decidedAt: decidedAt.get(r.name), now, hasView: viewed.has(r.name) }))}</tbody></table></div>`;
   const body = html`<div class="page-head"><h1>Plugins</h1><p>${summary(rows, approved)}</p></div>
 <div id="live" hx-get="/" hx-trigger="every 3s" hx-select="#live" hx-swap="outerHTML">
 ${waiting(pending)}
