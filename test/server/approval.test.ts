@@ -52,6 +52,8 @@ describe("an approval the reconciler has not taken in yet", () => {
     expect(words).toMatch(/approved; rolling out/);
     expect(words).toContain(`Approved by you The grant edit is event ${seq}`);
     expect(words).toMatch(/Rolling out nbp-fx@sha256:ac327d8f7783…/);
+    expect(words).toContain(`Approved: your grant edit is event ${seq}. The reconciler rolls out the version asked for in a moment`);
+    expect(approved).toContain(`hx-get="/plugins/nbp-fx?approved=${seq}"`);
     for (const contradiction of [/held back/, /Nothing waits for approval/, /Approve it below/, /Waiting for your approval/]) expect(words).not.toMatch(contradiction);
     expect(boxId(approved)).not.toBe(boxId(waiting));
     const list = text(await get("/plugins"));
@@ -62,6 +64,8 @@ describe("an approval the reconciler has not taken in yet", () => {
 
   it("reads as running once the reconciler has decided", async () => {
     await demo.cp.pass();
+    const seq = /approved=(\d+)/.exec(approved)?.[1] ?? "";
+    expect(text(await get(`/plugins/nbp-fx?approved=${seq}`))).toContain(`Approved: your grant edit is event ${seq}. The version asked for runs now.`);
     const page = text(await get("/plugins/nbp-fx"));
     expect(page).toMatch(/nbp-fx ◐?●? ?running/);
     expect(page).toMatch(/Nothing waits for approval/);

@@ -109,9 +109,12 @@ function timelineRow(t: TimelineEntry, now: Date): Markup {
   return html`<tr><td class="num" data-label="Event">${e.seq}</td><td class="nowrap" data-label="When">${ago(e.time, now)}</td><td class="type" data-label="Type"><code>${e.type}</code></td><td class="small nowrap" data-label="By">${e.actor}</td><td class="what" data-label="What happened">${richText(t.text)}</td><td class="small what" data-label="Caused by">${t.cause === null ? html`<span class="muted">–</span>` : html`event ${t.cause.seq}: ${richText(t.cause.text)}`}</td></tr>`;
 }
 
-function flash(approved: string | undefined): Markup {
+/** The approval's note, true of the page it is on: rolling out until the decision, then what came of it. */
+function flash(approved: string | undefined, v: PluginView): Markup {
   if (approved === undefined || !/^\d{1,15}$/.test(approved)) return html``;
-  return html`<div class="flash ok" role="status">Approved: your grant edit is event ${approved}. The reconciler rolls out the version asked for in a moment; this page follows it.</div>`;
+  const next = v.approved !== null ? "The reconciler rolls out the version asked for in a moment; this page follows it."
+    : v.row.status === "running" ? "The version asked for runs now." : "The reconciler has decided again: see below.";
+  return html`<div class="flash ok" role="status">Approved: your grant edit is event ${approved}. ${next}</div>`;
 }
 
 /**
@@ -142,8 +145,12 @@ export function pluginPage(ctx: RequestContext, notice: Markup, frame: ViewFrame
   const now = app.clock();
   const v = pluginView(app.store, params.name ?? "", { steps: WEB_STEPS, timeline: 30 });
   // Kept current in two parts around the view: the view itself is never swapped (that would reload it).
-  const body = html`${notice}${flash(ctx.req.method === "POST" ? undefined : query.get("approved"))}
-<div id="live" hx-get="/plugins/${v.name}" hx-trigger="every 3s" hx-select="#live" hx-select-oob="#live-more" hx-swap="outerHTML">
+  const approved = ctx.req.method === "POST" ? undefined : query.get("approved");
+  // The note of an approval refreshes with the page (the poll keeps its ?approved=), so it never lags what the page shows.
+  const self = approved === undefined || !/^\d{1,15}$/.test(approved) ? `/plugins/${v.name}` : `/plugins/${v.name}?approved=${approved}`;
+  const body = html`${notice}
+<div id="live" hx-get="${self}" hx-trigger="every 3s" hx-select="#live" hx-select-oob="#live-more" hx-swap="outerHTML">
+${flash(approved, v)}
 <div class="page-head big"><h1>${v.name}</h1>${v.approved === null ? statusBadge(v.row.status) : rollingOutBadge(v.approved)}</div>
 <section class="card"><dl class="facts">
 <dt>Running</dt><dd>${image(v.row.running)}${v.row.runtime === null ? "" : html` <span class="small muted">${v.row.runtime === "wasm" ? html`as WebAssembly in the plugin host, module ${hash(v.row.module ?? "")}` : "as a container"}</span>`}</dd>

@@ -24,11 +24,11 @@ interface RowFacts {
 function row(r: PluginRow, { approval, approved, decidedAt, now, hasView }: RowFacts): Markup {
   const pending = approved !== undefined
     ? html`<span class="small">approved at event ${approved.seq}</span>`
-    : approval === undefined ? html`<span class="muted">nothing</span>` : html`<a href="/plugins/${r.name}#pending"><span class="badge pending">waiting</span></a> <span class="small pending-text">${shortPending(approval)}</span>`;
+    : approval === undefined ? html`<span class="muted">nothing</span>` : html`<a href="/plugins/${r.name}#pending"><span class="badge pending">waiting</span></a><br><span class="small pending-text">${shortPending(approval)}</span>`;
   const decided = r.decided === null ? html`<span class="muted">none yet</span>` : html`${r.decided.outcome === "current" ? "runs what is asked" : r.decided.outcome === "previous" ? "keeps the earlier version" : "runs nothing"}<br><span class="small muted">event ${r.decided.seq}${decidedAt === undefined ? "" : html`, ${ago(decidedAt, now)}`}</span>`;
   const problems = r.problems.length === 0 ? "" : html`<div class="small problem-line"><span class="badge bad">problem</span> ${r.problems.map(problemText).join("; ")}</div>`;
   return html`<tr>
-<td data-label="Plugin"><a href="/plugins/${r.name}"><strong>${r.name}</strong></a>${hasView ? html`<br><a class="small" href="/plugins/${r.name}#view">its view →</a>` : ""}${problems}</td>
+<td data-label="Plugin"><a class="nowrap" href="/plugins/${r.name}"><strong>${r.name}</strong></a>${hasView ? html`<br><a class="small" href="/plugins/${r.name}#view">its view →</a>` : ""}${problems}</td>
 <td data-label="State">${approved === undefined ? statusBadge(r.status) : rollingOutBadge(approved)}</td>
 <td data-label="Running">${imageCell(r.running)}${r.runtime === "wasm" ? html`<br><span class="small muted">WebAssembly</span>` : ""}</td>
 <td data-label="Asked for">${r.deleted ? html`<span class="muted">(deleted)</span>` : r.asked !== null && r.asked === r.running ? html`<span class="muted">the version running</span>` : imageCell(r.asked)}</td>

@@ -75,7 +75,7 @@ td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 td.pending-col { min-width: 11em; }
 td.decided { min-width: 8.5em; }
 td.what { overflow-wrap: anywhere; min-width: 14em; }
-td .badge { white-space: normal; }
+td .badge.bad { white-space: normal; }
 code.img.split { white-space: normal; }
 code.img.split span { white-space: nowrap; }
 .problem-line { white-space: normal; min-width: 8em; }
