@@ -111,7 +111,7 @@ function timelineRow(t: TimelineEntry, now: Date): Markup {
 
 /** The approval's note, true of the page it is on: rolling out until the decision, then what came of it. */
 function flash(approved: string | undefined, v: PluginView): Markup {
-  if (approved === undefined || !/^\d{1,15}$/.test(approved)) return html``;
+  if (approved === undefined) return html``;
   const next = v.approved !== null ? "The reconciler rolls out the version asked for in a moment; this page follows it."
     : v.row.status === "running" ? "The version asked for runs now." : "The reconciler has decided again: see below.";
   return html`<div class="flash ok" role="status">Approved: your grant edit is event ${approved}. ${next}</div>`;
@@ -139,15 +139,21 @@ export async function pluginPageWithView(ctx: RequestContext): Promise<string> {
   return pluginPage(ctx, html``, frame);
 }
 
+/** The grant edit `?approved=` names, when the page is the one an approval was sent back to. */
+function approvedParam(ctx: RequestContext): string | undefined {
+  const approved = ctx.req.method === "POST" ? undefined : ctx.query.get("approved");
+  return approved !== undefined && /^\d{1,15}$/.test(approved) ? approved : undefined;
+}
+
 /** The plugin page's markup; `notice` is a message above it (a refused approval), `frame` its view. */
 export function pluginPage(ctx: RequestContext, notice: Markup, frame: ViewFrame | null): string {
-  const { app, params, session, query } = ctx;
+  const { app, params, session } = ctx;
   const now = app.clock();
   const v = pluginView(app.store, params.name ?? "", { steps: WEB_STEPS, timeline: 30 });
   // Kept current in two parts around the view: the view itself is never swapped (that would reload it).
-  const approved = ctx.req.method === "POST" ? undefined : query.get("approved");
+  const approved = approvedParam(ctx);
   // The note of an approval refreshes with the page (the poll keeps its ?approved=), so it never lags what the page shows.
-  const self = approved === undefined || !/^\d{1,15}$/.test(approved) ? `/plugins/${v.name}` : `/plugins/${v.name}?approved=${approved}`;
+  const self = approved === undefined ? `/plugins/${v.name}` : `/plugins/${v.name}?approved=${approved}`;
   const body = html`${notice}
 <div id="live" hx-get="${self}" hx-trigger="every 3s" hx-select="#live" hx-select-oob="#live-more" hx-swap="outerHTML">
 ${flash(approved, v)}
