@@ -6,13 +6,20 @@
  * decisions; a summary reads the counts kept as decisions arrive (ADR 0100), a number of rows set by
  * the window's shape and its destinations, not by how many decisions it holds.
  */
+import { decisionOutcome } from "../egress/index.js";
 import type { EventOf, EventStore } from "../events/index.js";
 import { egressCandidates, egressCounts, latestEgressDecisions } from "../projections/index.js";
 import { AppError } from "./errors.js";
 import { checkLogQuery } from "./log.js";
 
-/** An egress decision's outcome, as the faces name it. */
-export type EgressOutcome = "allowed" | "refused";
+/**
+ * An egress decision's outcome, as the faces name it: allowed; refused by policy (not granted, a
+ * forbidden address); or failed (granted, but the name did not resolve).
+ */
+export type EgressOutcome = "allowed" | "refused" | "failed";
+
+/** Every outcome, in the order the faces show them. */
+export const EGRESS_OUTCOMES: readonly EgressOutcome[] = ["allowed", "refused", "failed"];
 
 /** Which decisions to read. */
 export interface EgressQuery {
@@ -55,7 +62,7 @@ type Decision = EventOf<"egress.decision">;
 
 function row(e: Decision): EgressDecisionRow {
   const d = e.data;
-  return { seq: e.seq, time: e.time, plugin: d.plugin, host: d.host, port: d.port, outcome: d.allowed ? "allowed" : "refused", reason: d.reason, address: d.address ?? null };
+  return { seq: e.seq, time: e.time, plugin: d.plugin, host: d.host, port: d.port, outcome: decisionOutcome(d), reason: d.reason, address: d.address ?? null };
 }
 
 function checkQuery(store: EventStore, q: { plugin?: string; host?: string }): void {
@@ -80,6 +87,8 @@ export function egressDecisions(store: EventStore, q: EgressQuery): EgressPage {
   for (const e of candidates) {
     const d = row(e);
     if (host !== undefined && d.host.toLowerCase() !== host) continue;
+    // The candidates are chosen by allowed or not: refused and failed are told apart here.
+    if (q.outcome !== undefined && d.outcome !== q.outcome) continue;
     out.push(d);
     if (out.length === limit) return { decisions: out, next: d.seq };
   }
@@ -92,15 +101,17 @@ export interface EgressDestination {
   readonly port: number;
   readonly allowed: number;
   readonly refused: number;
+  readonly failed: number;
   /** The latest decision about it. */
   readonly last: EgressDecisionRow;
 }
 
-/** One plugin's destinations, refused ones first, then by count. */
+/** One plugin's destinations, refused and failed ones first, then by count. */
 export interface EgressPluginSummary {
   readonly plugin: string;
   readonly allowed: number;
   readonly refused: number;
+  readonly failed: number;
   readonly destinations: readonly EgressDestination[];
 }
 
@@ -110,6 +121,7 @@ export interface EgressBucket {
   readonly end: string;
   readonly allowed: number;
   readonly refused: number;
+  readonly failed: number;
 }
 
 /** The decisions of a time window, counted. */
@@ -118,6 +130,7 @@ export interface EgressSummary {
   readonly until: string;
   readonly allowed: number;
   readonly refused: number;
+  readonly failed: number;
   readonly plugins: readonly EgressPluginSummary[];
   readonly buckets: readonly EgressBucket[];
   /** The latest decisions counted, newest first (at most {@link RECENT}). */
@@ -141,8 +154,10 @@ export interface EgressSummaryOptions {
   readonly buckets?: number;
 }
 
+const total = (t: { allowed: number; refused: number; failed: number }): number => t.allowed + t.refused + t.failed;
+
 function byConcern(a: EgressDestination, b: EgressDestination): number {
-  return b.refused - a.refused || b.allowed + b.refused - (a.allowed + a.refused) || (a.host < b.host ? -1 : a.host > b.host ? 1 : a.port - b.port);
+  return b.refused + b.failed - (a.refused + a.failed) || total(b) - total(a) || (a.host < b.host ? -1 : a.host > b.host ? 1 : a.port - b.port);
 }
 
 const SECOND = 1000;
@@ -164,30 +179,28 @@ export function egressSummary(store: EventStore, o: EgressSummaryOptions): Egres
   const n = o.buckets ?? 24;
   if (!Number.isInteger(n) || n < 1 || n > MAX_EGRESS_BUCKETS) throw new AppError("usage", `buckets must be a whole number from 1 to ${MAX_EGRESS_BUCKETS}`, "buckets");
   const width = (to - from) / n;
-  const buckets = Array.from({ length: n }, (_, i) => ({ start: new Date(from + i * width).toISOString(), end: new Date(from + (i + 1) * width).toISOString(), allowed: 0, refused: 0 }));
+  const buckets = Array.from({ length: n }, (_, i) => ({ start: new Date(from + i * width).toISOString(), end: new Date(from + (i + 1) * width).toISOString(), allowed: 0, refused: 0, failed: 0 }));
   const counts = egressCounts(store);
   counts.catchUp();
   const first = floorSecond(from);
   const last = floorSecond(to);
-  const plugins = new Map<string, { count: number; lastSeq: number; dests: Map<string, { host: string; port: number; allowed: number; refused: number; lastSeq: number }> }>();
-  let allowed = 0;
-  let refused = 0;
+  type Counted = { allowed: number; refused: number; failed: number };
+  const add = (into: Counted, r: Counted): void => { into.allowed += r.allowed; into.refused += r.refused; into.failed += r.failed; };
+  const plugins = new Map<string, { count: number; lastSeq: number; dests: Map<string, Counted & { host: string; port: number; lastSeq: number }> }>();
+  const sums: Counted = { allowed: 0, refused: 0, failed: 0 };
   buckets.forEach((b, i) => {
     const lo = i === 0 ? first : ceilSecond(from + i * width);
     const hi = i === n - 1 ? last + SECOND : ceilSecond(from + (i + 1) * width);
     counts.visit(lo, hi, o.plugin, (r) => {
-      b.allowed += r.allowed;
-      b.refused += r.refused;
-      allowed += r.allowed;
-      refused += r.refused;
+      add(b, r);
+      add(sums, r);
       let p = plugins.get(r.plugin);
       if (p === undefined) { p = { count: 0, lastSeq: 0, dests: new Map() }; plugins.set(r.plugin, p); }
-      p.count += r.allowed + r.refused;
+      p.count += total(r);
       p.lastSeq = Math.max(p.lastSeq, r.lastSeq);
       const key = `${r.host}\u0000${r.port}`;
-      const d = p.dests.get(key) ?? { host: r.host, port: r.port, allowed: 0, refused: 0, lastSeq: 0 };
-      d.allowed += r.allowed;
-      d.refused += r.refused;
+      const d = p.dests.get(key) ?? { host: r.host, port: r.port, allowed: 0, refused: 0, failed: 0, lastSeq: 0 };
+      add(d, r);
       d.lastSeq = Math.max(d.lastSeq, r.lastSeq);
       p.dests.set(key, d);
     });
@@ -198,12 +211,13 @@ export function egressSummary(store: EventStore, o: EgressSummaryOptions): Egres
     return row(e);
   };
   const summaries = [...plugins].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([plugin, p]) => {
-    const destinations = [...p.dests.values()].map((d) => ({ host: d.host, port: d.port, allowed: d.allowed, refused: d.refused, last: decision(d.lastSeq) })).sort(byConcern);
-    return { plugin, allowed: destinations.reduce((s, d) => s + d.allowed, 0), refused: destinations.reduce((s, d) => s + d.refused, 0), destinations };
+    const destinations = [...p.dests.values()].map((d) => ({ host: d.host, port: d.port, allowed: d.allowed, refused: d.refused, failed: d.failed, last: decision(d.lastSeq) })).sort(byConcern);
+    const sum = (k: EgressOutcome): number => destinations.reduce((s, d) => s + d[k], 0);
+    return { plugin, allowed: sum("allowed"), refused: sum("refused"), failed: sum("failed"), destinations };
   });
   const window = { from: new Date(first).toISOString(), to: new Date(last + SECOND).toISOString() };
   // The latest decisions: each plugin's own, read back from its stream (no more than the window holds), merged.
   const recent = [...plugins].flatMap(([plugin, p]) => latestEgressDecisions(store, plugin, p.lastSeq, window, Math.min(RECENT, p.count)))
     .sort((a, b) => b.seq - a.seq).slice(0, RECENT).map(row);
-  return { since: o.since.toISOString(), until: o.until.toISOString(), allowed, refused, plugins: summaries, buckets, recent, truncated: false };
+  return { since: o.since.toISOString(), until: o.until.toISOString(), ...sums, plugins: summaries, buckets, recent, truncated: false };
 }

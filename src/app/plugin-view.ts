@@ -18,7 +18,7 @@ import { checkLogQuery, eventSentence, pluginVerdicts } from "./log.js";
 import { grantWithPending, pendingOf } from "./owner-edits.js";
 import { listPlugins } from "./plugins.js";
 import type { PluginRow } from "./plugins.js";
-import { describePending, describeRule, viewDecisionSentences, whySentences } from "./wording.js";
+import { describePending, describeRule, pendingItems, viewDecisionSentences, whySentences } from "./wording.js";
 import type { NextSteps } from "./wording.js";
 
 /** What a Plugin asks for, as given. */
@@ -93,6 +93,8 @@ export interface PluginView {
   };
   /** What an approval would add now; null when nothing is pending (or the spec is invalid). */
   readonly pending: PendingApproval | null;
+  /** An approval the latest decision has not taken in yet (the rollout is coming), or null. */
+  readonly approved: ApprovalInFlight | null;
   /** The latest decision explained, or null when none was decided yet. */
   readonly why: { readonly answer: WhyAnswer; readonly sentences: readonly string[] } | null;
   /** The latest events of the plugin's own stream. */
@@ -154,6 +156,33 @@ export function pendingApproval(store: EventStore, name: string, version?: numbe
   }
 }
 
+/**
+ * An approval recorded after the latest decision: that decision waited for an approval, the grant
+ * has been set since, and nothing is pending under it any more. The reconciler will decide again
+ * (the plan's pending permissions change, so it appends a decision); until it has, the faces say
+ * "approved; rolling out" rather than show the old decision's "waits for approval" beside an
+ * empty approval box.
+ */
+export interface ApprovalInFlight {
+  /** The grant edit that approved. */
+  readonly seq: number;
+  readonly actor: string;
+  /** Whether the version asked for passed its other checks at the last decision: it will run. */
+  readonly rollsOut: boolean;
+  /** The image asked for. */
+  readonly image: string | null;
+}
+
+/** The approval of `name` the latest decision has not taken in yet, or null. */
+export function approvalInFlight(store: EventStore, name: string): ApprovalInFlight | null {
+  const stream = pluginStream(name);
+  const decision = store.last(stream, "rollout.decided");
+  if (decision === null || pendingItems(decision.data.plan.pending).length === 0) return null;
+  const grant = store.last(stream, "grant.observed");
+  if (grant === null || grant.seq < decision.seq || pendingApproval(store, name) !== null) return null;
+  return { seq: grant.seq, actor: grant.actor, rollsOut: decision.data.inputs.currentDeployable, image: decision.data.inputs.current?.image ?? null };
+}
+
 /** Every plugin whose current version waits for the owner and would run once approved, with what approving it would add. */
 export function pendingApprovals(store: EventStore): PendingApproval[] {
   return listPlugins(store).filter((r) => !r.deleted).flatMap((r) => pendingApproval(store, r.name) ?? []).filter((a) => a.blockers.length === 0);
@@ -186,6 +215,8 @@ export interface PluginsOverview {
   readonly blocked: readonly PluginRow[];
   /** The time of each row's latest decision, by plugin name. */
   readonly decidedAt: ReadonlyMap<string, string>;
+  /** The plugins approved since their latest decision, whose rollout is coming, by name. */
+  readonly approved: ReadonlyMap<string, ApprovalInFlight>;
 }
 
 /** Every plugin at a glance. */
@@ -195,12 +226,17 @@ export function pluginsOverview(store: EventStore): PluginsOverview {
     const time = r.decided === null ? undefined : store.get(r.decided.seq)?.time;
     return time === undefined ? [] : [[r.name, time] as const];
   }));
+  const approved = new Map(rows.flatMap((r) => {
+    const a = r.deleted ? null : approvalInFlight(store, r.name);
+    return a === null ? [] : [[r.name, a] as const];
+  }));
   const live = rows.filter((r) => !r.deleted);
   return {
     rows,
     pending: live.filter((r) => r.blockers.length === 0).flatMap((r) => pendingApproval(store, r.name) ?? []),
     blocked: live.filter((r) => r.blockers.length > 0),
     decidedAt,
+    approved,
   };
 }
 
@@ -245,6 +281,7 @@ export function pluginView(store: EventStore, name: string, o: { timeline?: numb
     running,
     permissions: { asked: askedPermissions(name, asked), granted: grantLists(grant), effective: runLists(running) },
     pending: row.deleted ? null : pendingApproval(store, name, version),
+    approved: row.deleted ? null : approvalInFlight(store, name),
     why: answer === null ? null : { answer, sentences: whySentences(answer, o.steps, (e) => eventSentence(store, e)) },
     timeline: pluginTimeline(store, name, { latest: true, limit: o.timeline ?? 50 }),
   };

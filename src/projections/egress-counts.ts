@@ -10,6 +10,7 @@
  * started from is still the table's: two processes catching up at once never count an event twice.
  */
 import type Database from "better-sqlite3";
+import { EGRESS_FAILURE_REASONS } from "../events/index.js";
 import type { EventStore } from "../events/index.js";
 
 /** The units counted, finest first: a second, a minute, an hour, a day (ms). */
@@ -26,19 +27,23 @@ export interface EgressCountRow {
   readonly host: string;
   readonly port: number;
   readonly allowed: number;
+  /** Refused by policy. */
   readonly refused: number;
+  /** Granted, but the name did not resolve ({@link EGRESS_FAILURE_REASONS}). */
+  readonly failed: number;
   readonly lastSeq: number;
 }
 
 const NAME = "egress_counts";
-const VERSION = 1;
+// 2: failures to reach counted apart from refusals by policy.
+const VERSION = 2;
 const TABLE = "proj_egress_counts";
 /** Seqs read per transaction: a long catch-up commits in steps and never holds the write lock long. */
 const STEP = 20_000;
 
 const DDL = `CREATE TABLE IF NOT EXISTS ${TABLE} (
   level INTEGER NOT NULL, start INTEGER NOT NULL, plugin TEXT NOT NULL, host TEXT NOT NULL, port INTEGER NOT NULL,
-  allowed INTEGER NOT NULL, refused INTEGER NOT NULL, last_seq INTEGER NOT NULL,
+  allowed INTEGER NOT NULL, refused INTEGER NOT NULL, failed INTEGER NOT NULL, last_seq INTEGER NOT NULL,
   PRIMARY KEY (level, start, plugin, host, port)) STRICT, WITHOUT ROWID`;
 
 /** A whole-second span of one unit: rows of `level` starting in [from, to). */
@@ -58,9 +63,9 @@ export function countSpans(lo: number, hi: number, level = COUNT_UNITS.length - 
   return [...countSpans(lo, a, level - 1), { level, from: a, to: b }, ...countSpans(b, hi, level - 1)];
 }
 
-interface Tally { level: number; start: number; plugin: string; host: string; port: number; allowed: number; refused: number; lastSeq: number }
+interface Tally { level: number; start: number; plugin: string; host: string; port: number; allowed: number; refused: number; failed: number; lastSeq: number }
 
-type ScanRow = [seq: number, time: string, plugin: string, host: string, port: number, allowed: number];
+type ScanRow = [seq: number, time: string, plugin: string, host: string, port: number, allowed: number, reason: string];
 
 /** The counts table of one store, caught up on demand. */
 export class EgressCounts {
@@ -80,15 +85,15 @@ export class EgressCounts {
       checkpoint: db.prepare<[string], { seq: number }>("SELECT seq FROM projection_checkpoints WHERE name = ?"),
       setCheckpoint: db.prepare<[number, string]>("UPDATE projection_checkpoints SET seq = ? WHERE name = ?"),
       scan: db.prepare<[number, number]>(
-        "SELECT seq, time, json_extract(data, '$.plugin'), json_extract(data, '$.host'), json_extract(data, '$.port'), json_extract(data, '$.allowed') " +
+        "SELECT seq, time, json_extract(data, '$.plugin'), json_extract(data, '$.host'), json_extract(data, '$.port'), json_extract(data, '$.allowed'), json_extract(data, '$.reason') " +
         "FROM events WHERE seq > ? AND seq <= ? AND type = 'egress.decision' ORDER BY seq",
       ).raw(),
       add: db.prepare(
-        `INSERT INTO ${TABLE} (level, start, plugin, host, port, allowed, refused, last_seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ` +
-        "ON CONFLICT (level, start, plugin, host, port) DO UPDATE SET allowed = allowed + excluded.allowed, refused = refused + excluded.refused, last_seq = max(last_seq, excluded.last_seq)",
+        `INSERT INTO ${TABLE} (level, start, plugin, host, port, allowed, refused, failed, last_seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ` +
+        "ON CONFLICT (level, start, plugin, host, port) DO UPDATE SET allowed = allowed + excluded.allowed, refused = refused + excluded.refused, failed = failed + excluded.failed, last_seq = max(last_seq, excluded.last_seq)",
       ),
-      rows: db.prepare<[number, number, number]>(`SELECT plugin, host, port, allowed, refused, last_seq, start FROM ${TABLE} WHERE level = ? AND start >= ? AND start < ?`).raw(),
-      pluginRows: db.prepare<[number, number, number, string]>(`SELECT plugin, host, port, allowed, refused, last_seq, start FROM ${TABLE} WHERE level = ? AND start >= ? AND start < ? AND plugin = ?`).raw(),
+      rows: db.prepare<[number, number, number]>(`SELECT plugin, host, port, allowed, refused, failed, last_seq, start FROM ${TABLE} WHERE level = ? AND start >= ? AND start < ?`).raw(),
+      pluginRows: db.prepare<[number, number, number, string]>(`SELECT plugin, host, port, allowed, refused, failed, last_seq, start FROM ${TABLE} WHERE level = ? AND start >= ? AND start < ? AND plugin = ?`).raw(),
     };
   }
 
@@ -110,12 +115,12 @@ export class EgressCounts {
       const moved = this.#db.transaction(() => {
         // Another process counted these seqs meanwhile: adding them again would count them twice.
         if (this.checkpoint() !== from) return true;
-        for (const t of tallies.values()) this.#stmts.add.run(t.level, t.start, t.plugin, t.host, t.port, t.allowed, t.refused, t.lastSeq);
+        for (const t of tallies.values()) this.#stmts.add.run(t.level, t.start, t.plugin, t.host, t.port, t.allowed, t.refused, t.failed, t.lastSeq);
         this.#stmts.setCheckpoint.run(to, NAME);
         return false;
       }).immediate();
       if (moved) { from = this.checkpoint(); continue; }
-      for (const t of tallies.values()) if (t.level === 0) counted += t.allowed + t.refused;
+      for (const t of tallies.values()) if (t.level === 0) counted += t.allowed + t.refused + t.failed;
       from = to;
     }
     return counted;
@@ -130,14 +135,14 @@ export class EgressCounts {
   /** Visits every row of the whole seconds [lo, hi) (of one plugin when named), coarsest first. */
   visit(lo: number, hi: number, plugin: string | undefined, fn: (r: EgressCountRow) => void): void {
     for (const s of countSpans(lo, hi)) {
-      const rows = (plugin === undefined ? this.#stmts.rows.all(s.level, s.from, s.to) : this.#stmts.pluginRows.all(s.level, s.from, s.to, plugin)) as [string, string, number, number, number, number, number][];
-      for (const r of rows) fn({ level: s.level, plugin: r[0], host: r[1], port: r[2], allowed: r[3], refused: r[4], lastSeq: r[5], start: r[6] });
+      const rows = (plugin === undefined ? this.#stmts.rows.all(s.level, s.from, s.to) : this.#stmts.pluginRows.all(s.level, s.from, s.to, plugin)) as [string, string, number, number, number, number, number, number][];
+      for (const r of rows) fn({ level: s.level, plugin: r[0], host: r[1], port: r[2], allowed: r[3], refused: r[4], failed: r[5], lastSeq: r[6], start: r[7] });
     }
   }
 
   #tally(from: number, to: number): Map<string, Tally> {
     const out = new Map<string, Tally>();
-    for (const [seq, time, plugin, rawHost, port, allowed] of this.#stmts.scan.all(from, to) as ScanRow[]) {
+    for (const [seq, time, plugin, rawHost, port, allowed, reason] of this.#stmts.scan.all(from, to) as ScanRow[]) {
       const t = Date.parse(time);
       // The same rule as the summary's reference: host names compare without case (as the proxy matches them).
       const host = rawHost.toLowerCase();
@@ -146,8 +151,9 @@ export class EgressCounts {
         const start = Math.floor(t / unit) * unit;
         const key = `${level}\u0000${start}\u0000${plugin}\u0000${host}\u0000${port}`;
         let tally = out.get(key);
-        if (tally === undefined) { tally = { level, start, plugin, host, port, allowed: 0, refused: 0, lastSeq: 0 }; out.set(key, tally); }
+        if (tally === undefined) { tally = { level, start, plugin, host, port, allowed: 0, refused: 0, failed: 0, lastSeq: 0 }; out.set(key, tally); }
         if (allowed === 1) tally.allowed++;
+        else if (EGRESS_FAILURE_REASONS.has(reason)) tally.failed++;
         else tally.refused++;
         tally.lastSeq = seq;
       }

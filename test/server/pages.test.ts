@@ -43,6 +43,7 @@ const form = (cookie: string, body: string, origin = base) => ({
 describe("the pages", () => {
   it.each<[string, RegExp]>([
     ["/", /<h1>Plugins<\/h1>/],
+    ["/plugins", /<h1>Plugins<\/h1>[\s\S]*href="\/plugins\/nbp-fx"/],
     ["/plugins/nbp-fx", /Waiting for your approval/],
     ["/log", /<h1>Log<\/h1>/],
     ["/log?plugin=nbp-fx&type=rollout.decided&limit=5", /rollout\.decided/],

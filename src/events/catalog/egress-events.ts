@@ -22,6 +22,15 @@ export interface EgressDecision {
   addressRefusal?: string;
 }
 
+/**
+ * The reasons of a refused `egress.decision` that are failures to reach a granted host (its name did
+ * not resolve) rather than refusals by policy. The egress proxy's refusal table says the same of
+ * each (a test there holds them together); projections count by it without importing the proxy.
+ */
+export const EGRESS_FAILURE_REASONS: ReadonlySet<string> = new Set([
+  "dns_nxdomain", "dns_servfail", "dns_refused", "dns_no_addresses", "dns_timeout", "dns_failed",
+]);
+
 /** `egress.decision` as version 1 stored it. */
 interface EgressDecisionV1 { plugin: string; host: string; port: number; allowed: boolean; reason: string; address?: string }
 
