@@ -6,17 +6,13 @@
  * decisions; a summary reads the counts kept as decisions arrive (ADR 0100), a number of rows set by
  * the window's shape and its destinations, not by how many decisions it holds.
  */
-import { decisionOutcome } from "../egress/index.js";
-import type { EventOf, EventStore } from "../events/index.js";
+import { egressDecisionOutcome } from "../events/index.js";
+import type { EgressOutcome, EventOf, EventStore } from "../events/index.js";
 import { egressCandidates, egressCounts, latestEgressDecisions } from "../projections/index.js";
 import { AppError } from "./errors.js";
 import { checkLogQuery } from "./log.js";
 
-/**
- * An egress decision's outcome, as the faces name it: allowed; refused by policy (not granted, a
- * forbidden address); or failed (granted, but the name did not resolve).
- */
-export type EgressOutcome = "allowed" | "refused" | "failed";
+export type { EgressOutcome };
 
 /** Every outcome, in the order the faces show them. */
 export const EGRESS_OUTCOMES: readonly EgressOutcome[] = ["allowed", "refused", "failed"];
@@ -62,7 +58,7 @@ type Decision = EventOf<"egress.decision">;
 
 function row(e: Decision): EgressDecisionRow {
   const d = e.data;
-  return { seq: e.seq, time: e.time, plugin: d.plugin, host: d.host, port: d.port, outcome: decisionOutcome(d), reason: d.reason, address: d.address ?? null };
+  return { seq: e.seq, time: e.time, plugin: d.plugin, host: d.host, port: d.port, outcome: egressDecisionOutcome(d), reason: d.reason, address: d.address ?? null };
 }
 
 function checkQuery(store: EventStore, q: { plugin?: string; host?: string }): void {

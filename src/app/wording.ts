@@ -5,7 +5,7 @@
  * say one outcome one way, written in one place; `wording.test.ts` holds a table per family of
  * codes and fails when a code has no words.
  */
-import { decisionOutcome, refusalOutcome } from "../egress/index.js";
+import { egressCodeOutcome, egressDecisionOutcome } from "../events/index.js";
 import type { KnownEvent } from "../events/index.js";
 import { EMPTY_PENDING, formatErrors, formatHostPort, parseGrant } from "../plugins/index.js";
 import type { JsonValue, Pending, PolicyRule, PolicyRuleJSON, RolloutReason } from "../plugins/index.js";
@@ -245,7 +245,7 @@ const DESCRIBE: { readonly [T in KnownEvent["type"]]: (e: Extract<KnownEvent, { 
   "workload.applied": (e) => `the workload was applied to ${embeddedFolder(e.data.target) ?? e.data.target}${embeddedFolder(e.data.target) === null ? "" : " (its objects only: no container runtime in the embedded mode)"}${e.data.ok ? "" : ` and failed: ${e.data.error ?? "?"}`}`,
   "reconcile.failed": (e) => `reconciling failed: ${e.data.error}`,
   "egress.decision": (e) => egressDecisionText(e.data),
-  "egress.refused": (e) => `${refusalOutcome(e.data.code) === "failed" ? "could not check the identity of" : "refused"} a CONNECT from ${e.data.source}${e.data.host === undefined ? "" : ` to ${hostPort(e.data.host, e.data.port ?? 0)}`} before identity (${e.data.code})${e.data.dropped > 0 ? `; ${e.data.dropped} more from it went unrecorded` : ""}`,
+  "egress.refused": (e) => `${egressCodeOutcome(e.data.code) === "failed" ? "could not check the identity of" : "refused"} a CONNECT from ${e.data.source}${e.data.host === undefined ? "" : ` to ${hostPort(e.data.host, e.data.port ?? 0)}`} before identity (${e.data.code})${e.data.dropped > 0 ? `; ${e.data.dropped} more from it went unrecorded` : ""}`,
   "module.installed": (e) => `the WebAssembly module ${e.data.digest} (${e.data.size} bytes) was installed by ${e.actor}`,
   "module.uninstalled": (e) => `the WebAssembly module ${e.data.digest} was uninstalled by ${e.actor}`,
   "plugin.call": (e) => `a call of ${e.data.method} failed with ${e.data.code}${e.data.source === "plugin" ? " (reported by the plugin)" : ""}: ${e.data.message}`,
@@ -350,7 +350,7 @@ export function egressReasonText(reason: string): string {
  */
 export function egressDecisionText(d: { readonly allowed: boolean; readonly reason: string; readonly host: string; readonly port: number; readonly address?: string }): string {
   const where = hostPort(d.host, d.port);
-  switch (decisionOutcome(d)) {
+  switch (egressDecisionOutcome(d)) {
     case "allowed": return `allowed ${where} (${d.reason})${d.address === undefined ? "" : ` via ${d.address}`}`;
     case "refused": return `refused ${where} by policy: ${egressReasonText(d.reason)} (${d.reason})`;
     case "failed": return `failed to reach ${where}: ${egressReasonText(d.reason)} (${d.reason})`;

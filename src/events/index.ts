@@ -19,4 +19,5 @@ export type { RefusalBudgetLimits, RefusalSummary, Sighting, BudgetAdmission } f
 export { capField, textDigest, CALLER_FIELD_MAX } from "./capped.js";
 export type { Capped } from "./capped.js";
 export { GATEWAY_GATES } from "./catalog/gateway-events.js";
-export { EGRESS_FAILURE_REASONS } from "./catalog/egress-events.js";
+export { EGRESS_FAILURE_CODES, egressCodeOutcome, egressDecisionOutcome } from "./catalog/egress-events.js";
+export type { EgressOutcome } from "./catalog/egress-events.js";

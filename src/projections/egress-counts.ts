@@ -10,7 +10,7 @@
  * started from is still the table's: two processes catching up at once never count an event twice.
  */
 import type Database from "better-sqlite3";
-import { EGRESS_FAILURE_REASONS } from "../events/index.js";
+import { EGRESS_FAILURE_CODES } from "../events/index.js";
 import type { EventStore } from "../events/index.js";
 
 /** The units counted, finest first: a second, a minute, an hour, a day (ms). */
@@ -29,7 +29,7 @@ export interface EgressCountRow {
   readonly allowed: number;
   /** Refused by policy. */
   readonly refused: number;
-  /** Granted, but the name did not resolve ({@link EGRESS_FAILURE_REASONS}). */
+  /** Granted, but the name did not resolve ({@link EGRESS_FAILURE_CODES}). */
   readonly failed: number;
   readonly lastSeq: number;
 }
@@ -153,7 +153,7 @@ export class EgressCounts {
         let tally = out.get(key);
         if (tally === undefined) { tally = { level, start, plugin, host, port, allowed: 0, refused: 0, failed: 0, lastSeq: 0 }; out.set(key, tally); }
         if (allowed === 1) tally.allowed++;
-        else if (EGRESS_FAILURE_REASONS.has(reason)) tally.failed++;
+        else if (EGRESS_FAILURE_CODES.has(reason)) tally.failed++;
         else tally.refused++;
         tally.lastSeq = seq;
       }

@@ -69,6 +69,8 @@ async function plantProbes(d: ConsoleDemo): Promise<void> {
   // A version that waits for many long host names: its pending text must wrap, not widen the table.
   const long = V1.replace(/name: nbp-fx/, "name: long").replace(/ {6}- host: api\.nbp\.pl\n/, LONG_HOSTS.map((h) => `      - host: ${h}\n`).join(""));
   applyResources(store, parseResources(`${long}---\n${GRANT.replace(/name: nbp-fx/, "name: long")}`, "long"), OWNER_CLI);
+  // A version that would run once approved, with nothing granted yet: more to approve than a list row shows.
+  applyResources(store, parseResources(V2.replace(/name: nbp-fx/, "name: many"), "many"), OWNER_CLI);
   await d.cp.pass();
 }
 
@@ -215,15 +217,21 @@ describe("the owner's console", () => {
     expect(await layout()).toMatchObject({ sideways: 0, widerTables: 0 });
   });
 
-  it("shows the first of a long pending list whole, then how many more, and all of them on the plugin's page", async () => {
+  it("shows the first three of a pending list whole, then how many more, and all of them on the plugin's page", async () => {
     await visit("/");
-    const cell = page.locator("tr", { has: page.locator('a[href="/plugins/long"]') }).locator(".pending-text");
+    const cell = page.locator("tr", { has: page.locator('a[href="/plugins/many"]') }).locator(".pending-text");
     const text = (await cell.innerText()).replace(/\s+/g, " ");
-    expect(text).toContain(`egress ${LONG_HOSTS[0]}:443`);
-    expect(text).toMatch(/ and 5 more$/);
+    expect(text).toBe("capability connector, egress api.nbp.pl:443, egress static.nbp.pl:443 and 1 more");
+    await visit("/plugins/many");
+    expect((await page.locator("#pending ul.adds").innerText()).split("\n")).toHaveLength(4);
+    expect(await page.locator("#pending button").innerText()).toBe("Approve: add these 4 permissions");
+  });
+
+  it("offers no approval for a long pending list whose version cannot run, and keeps its text on the page", async () => {
     await visit("/plugins/long");
-    expect((await page.locator("#pending ul.adds").innerText()).split("\n")).toHaveLength(LONG_HOSTS.length);
-    expect(await page.locator("#pending button").innerText()).toBe(`Approve: add these ${LONG_HOSTS.length} permissions`);
+    expect(await page.locator("#pending button").isDisabled()).toBe(true);
+    expect(await page.locator("#pending").innerText()).toContain(`egress ${LONG_HOSTS[7]}:443`);
+    expect(await layout()).toMatchObject({ sideways: 0, widerTables: 0 });
   });
 
   it("follows the replay slider", async () => {
