@@ -73,7 +73,7 @@ function summary(rows: readonly PluginRow[], approved: ReadonlyMap<string, Appro
 /** One line of help for the Signature column: what each verdict means for a plugin. */
 function signatureLegend(): Markup {
   const outcomes = ["verified", "unverified", "refused"] as const;
-  return html`<p class="small legend">Signature: ${outcomes.map((o, i) => html`${i === 0 ? "" : "; "}<strong>${verdictWord(o)}</strong>: ${verdictHelp(o).replace(/\.$/, "")}`)}.</p>`;
+  return html`<p class="small signature-legend">Signature: ${outcomes.map((o, i) => html`${i === 0 ? "" : "; "}<strong>${verdictWord(o)}</strong>: ${verdictHelp(o).replace(/\.$/, "")}`)}.</p>`;
 }
 
 /** The plugins whose page frames a view (their running version has a UI), when views run. */
