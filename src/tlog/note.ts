@@ -166,6 +166,38 @@ function split(bytes: Buffer, caps: NoteCaps): Result<{ text: Buffer; sigs: Buff
   return ok({ text: bytes.subarray(0, at + 1), sigs });
 }
 
+/** What opening has gathered so far. */
+interface Opening {
+  readonly text: Buffer;
+  readonly known: Map<string, NoteVerifier[]>;
+  readonly verified: NoteSignature[];
+  readonly unverified: NoteSignature[];
+  readonly seenKeys: Set<string>;
+  readonly seenLines: Set<string>;
+}
+
+/** Takes one signature line into `o`: set aside, verified, skipped as a repeat, or the note's refusal. */
+function takeLine(o: Opening, line: Buffer, path: string): Result<undefined> {
+  const parsed = parseSignatureLine(line);
+  if (parsed === null) return malformed(path, "a signature line is `— <key name> <base64 of key ID and signature>`");
+  const { sig } = parsed;
+  const key = `${sig.name}\n${sig.keyId}`;
+  const candidates = o.known.get(key);
+  if (candidates === undefined) {
+    if (!o.seenLines.has(parsed.line)) o.unverified.push(sig);
+    o.seenLines.add(parsed.line);
+    return ok(undefined);
+  }
+  if (candidates.length > 1) return fail(TlogErrorCode.AmbiguousKey, path, `more than one known key is ${sig.name}+${formatKeyId(sig.keyId)}`);
+  if (o.seenKeys.has(key)) return ok(undefined);
+  o.seenKeys.add(key);
+  if (!(candidates[0] as NoteVerifier).verify(o.text, parsed.bytes)) {
+    return fail(TlogErrorCode.InvalidSignature, path, `the signature of known key ${sig.name}+${formatKeyId(sig.keyId)} does not verify`);
+  }
+  o.verified.push(sig);
+  return ok(undefined);
+}
+
 /** Opens a signed note against the verifiers the caller trusts; see the module comment. */
 export function openNote(message: Uint8Array | string, verifiers: readonly NoteVerifier[], caps: NoteCaps = NOTE_CAPS): Result<OpenedNote> {
   if (typeof message === "string" && !wellFormed(message)) return malformed("note", "not well-formed Unicode");
@@ -173,36 +205,15 @@ export function openNote(message: Uint8Array | string, verifiers: readonly NoteV
   const parts = split(bytes, caps);
   if (!parts.ok) return parts;
   const { text, sigs } = parts.value;
-  const known = index(verifiers);
-  const verified: NoteSignature[] = [];
-  const unverified: NoteSignature[] = [];
-  const seenKeys = new Set<string>();
-  const seenLines = new Set<string>();
-  let start = 0;
-  for (let i = 0; start < sigs.length; i++) {
+  const o: Opening = { text, known: index(verifiers), verified: [], unverified: [], seenKeys: new Set(), seenLines: new Set() };
+  for (let i = 0, start = 0; start < sigs.length; i++) {
     const end = sigs.indexOf(NEWLINE, start);
-    const path = `note.signatures[${i}]`;
-    const parsed = parseSignatureLine(sigs.subarray(start, end));
+    const taken = takeLine(o, sigs.subarray(start, end), `note.signatures[${i}]`);
+    if (!taken.ok) return taken;
     start = end + 1;
-    if (parsed === null) return malformed(path, "a signature line is `— <key name> <base64 of key ID and signature>`");
-    const { sig } = parsed;
-    const key = `${sig.name}\n${sig.keyId}`;
-    const candidates = known.get(key);
-    if (candidates === undefined) {
-      if (!seenLines.has(parsed.line)) unverified.push(sig);
-      seenLines.add(parsed.line);
-      continue;
-    }
-    if (candidates.length > 1) return fail(TlogErrorCode.AmbiguousKey, path, `more than one known key is ${sig.name}+${formatKeyId(sig.keyId)}`);
-    if (seenKeys.has(key)) continue;
-    seenKeys.add(key);
-    if (!(candidates[0] as NoteVerifier).verify(text, parsed.bytes)) {
-      return fail(TlogErrorCode.InvalidSignature, path, `the signature of known key ${sig.name}+${formatKeyId(sig.keyId)} does not verify`);
-    }
-    verified.push(sig);
   }
-  if (verified.length === 0) return fail(TlogErrorCode.NoVerifiedSignature, "note.signatures", "no known key signed the note");
-  return ok({ text: text.toString("utf8"), verified, unverified });
+  if (o.verified.length === 0) return fail(TlogErrorCode.NoVerifiedSignature, "note.signatures", "no known key signed the note");
+  return ok({ text: text.toString("utf8"), verified: o.verified, unverified: o.unverified });
 }
 
 /**

@@ -200,21 +200,8 @@ export function verifyInclusion(leaf: Hash, index: number, size: number, proof: 
   return hashEquals(r, root) ? ok(undefined) : invalid("the proof leads to another root");
 }
 
-/**
- * Verifies that `proof` shows the tree of `oldSize` leaves with root `oldRoot` to be a prefix of
- * the tree of `newSize` leaves with root `newRoot` (RFC 9162 §2.1.4.2). Equal sizes take an empty
- * proof and equal roots; from size 0 there is no proof to verify (see {@link planConsistency}).
- */
-export function verifyConsistency(oldSize: number, newSize: number, oldRoot: Hash, newRoot: Hash, proof: readonly Hash[]): Result<undefined> {
-  if (!isIndex(newSize)) return badSize("newSize");
-  if (!isIndex(oldSize) || oldSize < 1 || oldSize > newSize) {
-    return fail(TlogErrorCode.InvalidArgument, "oldSize", `a consistency proof goes from a size from 1 to the new size (${newSize}), not from ${oldSize}`);
-  }
-  if (oldSize === newSize) {
-    if (proof.length !== 0) return invalid("equal sizes take an empty proof");
-    return hashEquals(oldRoot, newRoot) ? ok(undefined) : invalid("equal sizes with different roots");
-  }
-  if (proof.length === 0) return invalid("the proof is empty");
+/** RFC 9162 §2.1.4.2 steps 2–7 for 0 < oldSize < newSize: the roots the proof leads to, or why not. */
+function runConsistency(oldSize: number, newSize: number, oldRoot: Hash, proof: readonly Hash[]): Result<{ fr: Hash; sr: Hash }> {
   const path = isPowerOfTwo(oldSize) ? [oldRoot, ...proof] : proof;
   let fn = oldSize - 1;
   let sn = newSize - 1;
@@ -240,7 +227,26 @@ export function verifyConsistency(oldSize: number, newSize: number, oldRoot: Has
     fn = Math.floor(fn / 2);
     sn = Math.floor(sn / 2);
   }
-  if (sn !== 0) return invalid("the proof is shorter than the path");
-  if (!hashEquals(fr, oldRoot)) return invalid("the proof does not lead to the old root");
-  return hashEquals(sr, newRoot) ? ok(undefined) : invalid("the proof does not lead to the new root");
+  return sn === 0 ? ok({ fr, sr }) : invalid("the proof is shorter than the path");
+}
+
+/**
+ * Verifies that `proof` shows the tree of `oldSize` leaves with root `oldRoot` to be a prefix of
+ * the tree of `newSize` leaves with root `newRoot` (RFC 9162 §2.1.4.2). Equal sizes take an empty
+ * proof and equal roots; from size 0 there is no proof to verify (see {@link planConsistency}).
+ */
+export function verifyConsistency(oldSize: number, newSize: number, oldRoot: Hash, newRoot: Hash, proof: readonly Hash[]): Result<undefined> {
+  if (!isIndex(newSize)) return badSize("newSize");
+  if (!isIndex(oldSize) || oldSize < 1 || oldSize > newSize) {
+    return fail(TlogErrorCode.InvalidArgument, "oldSize", `a consistency proof goes from a size from 1 to the new size (${newSize}), not from ${oldSize}`);
+  }
+  if (oldSize === newSize) {
+    if (proof.length !== 0) return invalid("equal sizes take an empty proof");
+    return hashEquals(oldRoot, newRoot) ? ok(undefined) : invalid("equal sizes with different roots");
+  }
+  if (proof.length === 0) return invalid("the proof is empty");
+  const roots = runConsistency(oldSize, newSize, oldRoot, proof);
+  if (!roots.ok) return roots;
+  if (!hashEquals(roots.value.fr, oldRoot)) return invalid("the proof does not lead to the old root");
+  return hashEquals(roots.value.sr, newRoot) ? ok(undefined) : invalid("the proof does not lead to the new root");
 }

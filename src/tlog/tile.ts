@@ -147,41 +147,50 @@ function digits(s: string): number | null {
   return Number(s);
 }
 
+const badPath = (why: string) => fail(TlogErrorCode.MalformedTilePath, "path", `not a tile path: ${why}`);
+
+/** Takes a `.p/<W>` suffix off the index groups: the width, 256 without one, or `null` when malformed. */
+function takeWidth(groups: string[]): number | null {
+  const penultimate = groups[groups.length - 2];
+  if (penultimate === undefined || !penultimate.endsWith(".p")) return TILE_WIDTH;
+  const w = digits(groups.pop() as string);
+  groups[groups.length - 1] = penultimate.slice(0, -2);
+  return w === null || w < 1 || w >= TILE_WIDTH ? null : w;
+}
+
+/** The index written as 3-digit groups, all but the last prefixed with `x`, or `null`. */
+function indexOfGroups(groups: readonly string[]): number | null {
+  let index = 0;
+  for (const [i, g] of groups.entries()) {
+    const last = i === groups.length - 1;
+    const n = g.length === (last ? 3 : 4) && (last || g[0] === "x") ? digits(last ? g : g.slice(1)) : null;
+    if (n === null) return null;
+    index = index * 1000 + n;
+  }
+  return index;
+}
+
 /**
  * Parses a tile or entry-bundle path (without the log's prefix), strictly: the only path accepted
  * for a tile is the one {@link tilePath} writes for it — no leading zeros, no `x000` group, no
  * width outside 1..255, no level above 63, no index past 2^53 leaves.
  */
 export function parseTilePath(path: string): Result<TileRef> {
-  const bad = (why: string) => fail(TlogErrorCode.MalformedTilePath, "path", `not a tile path: ${why}`);
-  if (path.length > MAX_PATH) return bad("too long");
+  if (path.length > MAX_PATH) return badPath("too long");
   const parts = path.split("/");
-  if (parts[0] !== "tile" || parts.length < 3) return bad("it has the form tile/<L>/<N>[.p/<W>] or tile/entries/<N>[.p/<W>]");
+  if (parts[0] !== "tile" || parts.length < 3) return badPath("it has the form tile/<L>/<N>[.p/<W>] or tile/entries/<N>[.p/<W>]");
   const entries = parts[1] === "entries";
   const level = entries ? 0 : digits(parts[1] as string);
-  if (level === null || level > MAX_TILE_LEVEL) return bad("the level is a decimal from 0 to 63");
+  if (level === null || level > MAX_TILE_LEVEL) return badPath("the level is a decimal from 0 to 63");
   const groups = parts.slice(2);
-  let width = TILE_WIDTH;
-  const penultimate = groups[groups.length - 2];
-  if (penultimate !== undefined && penultimate.endsWith(".p")) {
-    const w = digits(groups.pop() as string);
-    if (w === null || w < 1 || w >= TILE_WIDTH) return bad("a partial width is a decimal from 1 to 255");
-    width = w;
-    groups[groups.length - 1] = penultimate.slice(0, -2);
-  }
-  let index = 0;
-  for (const [i, g] of groups.entries()) {
-    const last = i === groups.length - 1;
-    const n = g.length === (last ? 3 : 4) && (last || g[0] === "x") ? digits(last ? g : g.slice(1)) : null;
-    if (n === null) return bad("the index is 3-digit groups, all but the last prefixed with x");
-    index = index * 1000 + n;
-  }
-  const leavesPerTile = TILE_WIDTH * 2 ** (TILE_HEIGHT * level);
-  if (!Number.isSafeInteger(index) || index * leavesPerTile > Number.MAX_SAFE_INTEGER) return bad("the tile starts past 2^53 leaves");
+  const width = takeWidth(groups);
+  if (width === null) return badPath("a partial width is a decimal from 1 to 255");
+  const index = indexOfGroups(groups);
+  if (index === null) return badPath("the index is 3-digit groups, all but the last prefixed with x");
+  if (!Number.isSafeInteger(index) || index * TILE_WIDTH * 2 ** (TILE_HEIGHT * level) > Number.MAX_SAFE_INTEGER) return badPath("the tile starts past 2^53 leaves");
   const ref: TileRef = entries ? { kind: "entries", bundle: { index, width } } : { kind: "hashes", tile: { level, index, width } };
   const canonical = ref.kind === "entries" ? entriesPath(ref.bundle) : tilePath(ref.tile);
-  if (canonical !== path) return bad(`its canonical form is ${canonical}`);
-  return ok(ref);
+  return canonical === path ? ok(ref) : badPath(`its canonical form is ${canonical}`);
 }
 
 // --- tile bytes ------------------------------------------------------------------------------

@@ -73,6 +73,21 @@ function lineAt(body: Buffer, at: number): { text: Buffer; next: number } | null
   return end < 0 ? null : { text: body.subarray(at, end), next: end + 1 };
 }
 
+/** The proof lines from `at` to the empty line, and where the checkpoint starts. */
+function proofLines(buf: Buffer, at: number): Result<{ proof: Hash[]; next: number }> {
+  const proof: Hash[] = [];
+  for (;;) {
+    const line = lineAt(buf, at);
+    if (line === null) return malformed("request", "proof lines end with an empty line, before the checkpoint");
+    at = line.next;
+    if (line.text.length === 0) return ok({ proof, next: at });
+    if (proof.length === MAX_PROOF_LINES) return malformed("request.proof", `at most ${MAX_PROOF_LINES} consistency proof lines`);
+    const h = parseHash(line.text.toString("latin1"), `request.proof[${proof.length}]`);
+    if (!h.ok) return malformed(h.error.path, "a proof line is one hash in canonical base64");
+    proof.push(h.value);
+  }
+}
+
 /** Parses an add-checkpoint body: `old <size>`, proof lines, an empty line, the signed checkpoint. */
 export function parseAddCheckpointRequest(body: Uint8Array, caps: WitnessCaps = WITNESS_CAPS): Result<AddCheckpointRequest> {
   if (body.length > caps.maxBodyBytes) return fail(TlogErrorCode.RequestTooLarge, "request", `a request body is at most ${caps.maxBodyBytes} bytes`);
@@ -81,22 +96,12 @@ export function parseAddCheckpointRequest(body: Uint8Array, caps: WitnessCaps = 
   const oldText = first?.text.toString("latin1") ?? "";
   const oldSize = oldText.startsWith("old ") ? parseDecimalSize(oldText.slice(4)) : null;
   if (first === null || oldSize === null) return malformed("request.old", "the first line is `old <size>`, the size in decimal without leading zeros");
-  const proof: Hash[] = [];
-  let at = first.next;
-  for (;;) {
-    const line = lineAt(buf, at);
-    if (line === null) return malformed("request", "proof lines end with an empty line, before the checkpoint");
-    at = line.next;
-    if (line.text.length === 0) break;
-    if (proof.length === MAX_PROOF_LINES) return malformed("request.proof", `at most ${MAX_PROOF_LINES} consistency proof lines`);
-    const h = parseHash(line.text.toString("latin1"), `request.proof[${proof.length}]`);
-    if (!h.ok) return malformed(h.error.path, "a proof line is one hash in canonical base64");
-    proof.push(h.value);
-  }
-  const checkpoint = buf.subarray(at);
+  const lines = proofLines(buf, first.next);
+  if (!lines.ok) return lines;
+  const checkpoint = buf.subarray(lines.value.next);
   const originLine = lineAt(checkpoint, 0);
   if (originLine === null || originLine.text.length === 0 || !isUtf8(originLine.text)) return malformed("request.checkpoint", "a signed checkpoint follows the empty line");
-  return ok({ oldSize, proof, checkpoint, origin: originLine.text.toString("utf8") });
+  return ok({ oldSize, proof: lines.value.proof, checkpoint, origin: originLine.text.toString("utf8") });
 }
 
 /** The checkpoint's note and body when a trusted key of the log signed it; the refusal otherwise. */
