@@ -75,7 +75,7 @@ export interface CosignatureSigner {
 
 /** The cosigner `name` with the Ed25519 key of `seed` (32 bytes the caller draws from a CSPRNG). */
 export function cosignerFromSeed(name: string, seed: Uint8Array): Result<CosignatureSigner> {
-  if (seed.length !== 32) return fail(TlogErrorCode.MalformedKey, "seed", "an Ed25519 seed is 32 bytes");
+  if (seed.length !== 32) return fail(TlogErrorCode.MalformedKey, "privateKey", "an Ed25519 private key is 32 bytes");
   const key = ed25519FromSeed(seed);
   const verifier = cosignatureVerifier(name, key.publicKey);
   if (!verifier.ok) return verifier;

@@ -18,7 +18,7 @@ export interface Ed25519Key {
 }
 
 export function ed25519FromSeed(seed: Uint8Array): Ed25519Key {
-  if (seed.length !== ED25519_SEED_SIZE) throw new RangeError(`an Ed25519 seed is ${ED25519_SEED_SIZE} bytes`);
+  if (seed.length !== ED25519_SEED_SIZE) throw new RangeError(`an Ed25519 private key is ${ED25519_SEED_SIZE} bytes`);
   const privateKey = createPrivateKey({ key: Buffer.concat([PKCS8_PREFIX, seed]), format: "der", type: "pkcs8" });
   const spki = createPublicKey(privateKey).export({ format: "der", type: "spki" });
   return { privateKey, publicKey: new Uint8Array(spki.subarray(SPKI_PREFIX.length)) };

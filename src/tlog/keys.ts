@@ -41,7 +41,7 @@ export function ed25519NoteVerifier(name: string, publicKey: Uint8Array): Result
 
 /** The Ed25519 note signer `name` with the key of `seed` (32 bytes the caller draws from a CSPRNG). */
 export function noteSignerFromSeed(name: string, seed: Uint8Array): Result<Ed25519NoteSigner> {
-  if (seed.length !== ED25519_SEED_SIZE) return fail(TlogErrorCode.MalformedKey, "seed", "an Ed25519 seed is 32 bytes");
+  if (seed.length !== ED25519_SEED_SIZE) return fail(TlogErrorCode.MalformedKey, "privateKey", "an Ed25519 private key is 32 bytes");
   const key = ed25519FromSeed(seed);
   const verifier = ed25519NoteVerifier(name, key.publicKey);
   if (!verifier.ok) return verifier;
@@ -94,7 +94,7 @@ export function parseVerifierKey(vkey: string): Result<NoteVerifier> {
 
 /** The signer key text for `seed` (a secret: store it as one). */
 export function formatSignerKey(name: string, type: KeyType, seed: Uint8Array): Result<string> {
-  if (seed.length !== ED25519_SEED_SIZE) return fail(TlogErrorCode.MalformedKey, "seed", "an Ed25519 seed is 32 bytes");
+  if (seed.length !== ED25519_SEED_SIZE) return fail(TlogErrorCode.MalformedKey, "privateKey", "an Ed25519 private key is 32 bytes");
   const vkey = formatVerifierKey(name, type, ed25519FromSeed(seed).publicKey);
   if (!vkey.ok) return vkey;
   const keyId = vkey.value.split("+")[1] as string;
