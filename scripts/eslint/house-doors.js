@@ -7,6 +7,9 @@ import { dirname, relative, resolve, sep } from "node:path";
 /** Which rooms each room may import (its door only). The pure model imports none; the log no reader. */
 export const ARROWS = {
   plugins: [],
+  // The transparency-log formats (signed notes, checkpoints, tiles, proofs, the witness's decision):
+  // a pure leaf. A room that serves or checks the verifiable log adds "tlog" to its own list.
+  tlog: [],
   events: ["plugins"],
   projections: ["events", "plugins"],
   trust: ["events", "plugins"],
