@@ -17,6 +17,8 @@ export interface FollowerSource {
   listen(onNotify: (seq: number) => void): Promise<pg.Client>;
   /** The seq of the latest committed event. */
   head(): Promise<number>;
+  /** Settles once every append of this process under way now has committed (and said so) or failed. */
+  settled(): Promise<void>;
   /** Events in (afterSeq, toSeq], in seq order, in pages. */
   pages(afterSeq: number, toSeq: number): AsyncIterable<readonly KnownEvent[]>;
 }
@@ -95,6 +97,9 @@ export class Follower {
       if (this.#state === "closed") { await c.end(); return; }
       this.#client = c;
       const head = await this.#source.head();
+      // An append of this process that committed before the head was read may not have said so
+      // yet: once those under way have, their first seq bounds "from now on" too.
+      await this.#source.settled();
       if (this.#last < 0) this.#last = this.#floor === null ? head : Math.min(head, this.#floor - 1);
       this.#state = "running";
       this.#backoff = BACKOFF_MS.first;

@@ -190,6 +190,8 @@ class PostgresEventLog implements EventLog {
   readonly #preparer: BatchPreparer;
   readonly #follower: Follower;
   readonly #whileLocked: (() => Promise<void>) | undefined;
+  /** Appends under way (see {@link Follower}: a subscription's start waits for them). */
+  readonly #inFlight = new Set<Promise<unknown>>();
 
   constructor(db: Db, readonly registry: EventRegistry, clock: () => Date, whileLocked: (() => Promise<void>) | undefined) {
     this.#db = db;
@@ -201,6 +203,7 @@ class PostgresEventLog implements EventLog {
     this.#follower = new Follower({
       listen: (onNotify) => this.#listen(onNotify),
       head: () => this.head(),
+      settled: async () => { await Promise.allSettled([...this.#inFlight]); },
       pages: (afterSeq, toSeq) => this.pages({ afterSeq, toSeq }),
     });
   }
@@ -209,25 +212,31 @@ class PostgresEventLog implements EventLog {
     const prepared = this.#preparer.prepare(batch);
     if (prepared.length === 0) return [];
     const streams = streamsOf(prepared, opts.expected, (s) => this.#preparer.validStream(s));
-    const events = await this.#db.locked("appending to the log", headAndVersionsSql(streams), async (results) => {
+    return this.#committing(this.#db.locked("appending to the log", headAndVersionsSql(streams), async (results) => {
       const versions = versionsOf(results[1]);
       checkExpected(opts.expected, versions);
       return this.#finish(prepared, headOf(results[0]), versions);
-    });
-    this.#follower.committed(events);
-    return events;
+    }));
+  }
+
+  /** Tells the followers of an append once it committed; kept in {@link #inFlight} until then. */
+  #committing(locked: Promise<KnownEvent[]>): Promise<KnownEvent[]> {
+    const p = locked.then((events) => { this.#follower.committed(events); return events; });
+    this.#inFlight.add(p);
+    const done = (): void => { this.#inFlight.delete(p); };
+    p.then(done, done);
+    return p;
   }
 
   async observe(event: NewEvent): Promise<KnownEvent | null> {
     const [prepared] = this.#preparer.prepare([event]) as [Prepared];
     const def = this.registry.get(prepared.type) as EventType;
     const first = `${headAndVersionsSql([prepared.stream])}; ${latestOfGroupSql(prepared.stream, def.observeGroup)}`;
-    const events = await this.#db.locked("observing", first, async (results) => {
+    const events = await this.#committing(this.#db.locked("observing", first, async (results) => {
       const latest = results[2]?.rows[0] as LatestObserved | undefined;
       if (sameObservation(def, latest, prepared)) return { text: "", result: [] };
       return this.#finish([prepared], headOf(results[0]), versionsOf(results[1]));
-    });
-    this.#follower.committed(events);
+    }));
     return events[0] ?? null;
   }
 
@@ -316,9 +325,11 @@ class PostgresEventLog implements EventLog {
   }
 
   async versionsBetween(stream: string, afterSeq?: number, toSeq?: number): Promise<{ readonly from: number; readonly to: number }> {
-    const from = afterSeq === undefined ? "1" : "events_version_after($1, $2)";
-    const to = toSeq === undefined ? "(SELECT coalesce(max(version), 0) FROM events WHERE stream = $1)" : "events_version_after($1, $3) - 1";
-    const r = await this.#db.row<{ from: number; to: number }>("reading a stream's versions", `SELECT ${from} AS "from", ${to} AS "to"`, [stream, afterSeq ?? 0, toSeq ?? 0]);
+    const values: unknown[] = [stream];
+    const after = (seq: number): string => { values.push(seq); return `events_version_after($1, $${values.length})`; };
+    const from = afterSeq === undefined ? "1" : after(afterSeq);
+    const to = toSeq === undefined ? "(SELECT coalesce(max(version), 0) FROM events WHERE stream = $1)" : `${after(toSeq)} - 1`;
+    const r = await this.#db.row<{ from: number; to: number }>("reading a stream's versions", `SELECT ${from} AS "from", ${to} AS "to"`, values);
     return { from: r?.from ?? 1, to: r?.to ?? 0 };
   }
 
