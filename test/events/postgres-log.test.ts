@@ -1,29 +1,18 @@
 /** The event log's contract on PostgreSQL: a real server, a database per test. */
-import pg from "pg";
 import type { EventLog } from "../../src/events/port.js";
 import { openPostgresLog } from "../../src/events/postgres/index.js";
 import { describeEventLog } from "../support/event-log-contract.js";
-import { startPostgres } from "../support/postgres.js";
-import type { TestPostgres } from "../support/postgres.js";
+import { startLogDatabases } from "./postgres-support.js";
+import type { LogDatabases } from "./postgres-support.js";
 
-let server: TestPostgres;
+let dbs: LogDatabases;
 const urls = new Map<EventLog, string>();
 
-async function run(url: string, sql: string): Promise<void> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
-}
-
 describeEventLog("PostgreSQL", {
-  async setUp() { server = await startPostgres({ settings: { fsync: "off" } }); },
-  async tearDown() { await server?.stop(); },
+  async setUp() { dbs = await startLogDatabases(); },
+  async tearDown() { await dbs?.stop(); },
   async open(opts) {
-    const url = server.urlFor(server.createDatabase());
+    const url = await dbs.fresh();
     const log = await openPostgresLog({ url, ...opts });
     urls.set(log, url);
     return log;
@@ -34,8 +23,8 @@ describeEventLog("PostgreSQL", {
     urls.set(other, url);
     return other;
   },
-  exec: (log, sql) => run(urls.get(log) as string, sql),
-  asOwner: (log, sql) => run(urls.get(log) as string, sql),
+  exec: async (log, sql) => { await dbs.run(urls.get(log) as string, sql); },
+  asOwner: async (log, sql) => { await dbs.run(urls.get(log) as string, sql); },
   dropGuardSql: (name) => `DROP TRIGGER ${name} ON events`,
   guards: ["events_no_update", "events_no_delete", "events_no_truncate"],
 });

@@ -1,6 +1,8 @@
 /**
  * Live subscribers of the PostgreSQL log: one LISTEN connection per log, started by the first
- * subscriber. Each append notifies, in its transaction, with its new head's seq; a notification
+ * subscriber from the latest seq the log knew of then (its head when opened, or since: its own
+ * appends, heads it read), so a listener hears every event committed after it subscribed, and
+ * perhaps a few committed just before by other connections, never one twice. Each append notifies, in its transaction, with its new head's seq; a notification
  * (delivered only once that transaction committed) makes the follower read the rows after the
  * last seq it delivered, in order, and hand them to the listeners. Appends of this process are
  * handed over as they commit when they follow the last delivered seq, else read like the others,
@@ -17,8 +19,6 @@ export interface FollowerSource {
   listen(onNotify: (seq: number) => void): Promise<pg.Client>;
   /** The seq of the latest committed event. */
   head(): Promise<number>;
-  /** Settles once every append of this process under way now has committed (and said so) or failed. */
-  settled(): Promise<void>;
   /** Events in (afterSeq, toSeq], in seq order, in pages. */
   pages(afterSeq: number, toSeq: number): AsyncIterable<readonly KnownEvent[]>;
 }
@@ -29,10 +29,8 @@ export class Follower {
   readonly #source: FollowerSource;
   readonly #listeners = new Set<EventListener>();
   #state: "idle" | "starting" | "running" | "closed" = "idle";
-  /** The seq delivered up to (-1 until the head at the first subscription is known). */
-  #last = -1;
-  /** The first seq this process committed while the follower was starting (it is "from now on"). */
-  #floor: number | null = null;
+  /** The seq delivered up to. */
+  #last = 0;
   /** The highest seq known to be committed. */
   #wanted = 0;
   #client: pg.Client | null = null;
@@ -44,10 +42,13 @@ export class Follower {
     this.#source = source;
   }
 
-  subscribe(fn: EventListener): () => void {
+  /** Adds a listener; the first one starts the follower after `known`, the latest seq the log knows committed. */
+  subscribe(fn: EventListener, known: number): () => void {
     this.#listeners.add(fn);
     if (this.#state === "idle") {
       this.#state = "starting";
+      this.#last = known;
+      this.#wanted = known;
       void this.#connect();
     }
     return () => { this.#listeners.delete(fn); };
@@ -58,22 +59,12 @@ export class Follower {
     const first = events[0]?.seq;
     const last = events[events.length - 1]?.seq;
     if (first === undefined || last === undefined || this.#state === "idle" || this.#state === "closed") return;
-    if (this.#state === "starting") {
-      this.#floor = Math.min(this.#floor ?? first, first);
-      this.#wanted = Math.max(this.#wanted, last);
-      return;
-    }
-    if (first === this.#last + 1 && this.#draining === null) {
+    if (first === this.#last + 1 && this.#draining === null && this.#state === "running") {
       this.#last = last;
       this.#deliver(events);
       return;
     }
     if (last > this.#last) this.#want(last);
-  }
-
-  /** The seq delivered up to (-1 before the first subscription started). */
-  get delivered(): number {
-    return this.#last;
   }
 
   async close(): Promise<void> {
@@ -96,11 +87,8 @@ export class Follower {
       c.on("end", () => this.#lost(c));
       if (this.#state === "closed") { await c.end(); return; }
       this.#client = c;
+      // Listening now: whatever is committed from here on is notified; what was before is read.
       const head = await this.#source.head();
-      // An append of this process that committed before the head was read may not have said so
-      // yet: once those under way have, their first seq bounds "from now on" too.
-      await this.#source.settled();
-      if (this.#last < 0) this.#last = this.#floor === null ? head : Math.min(head, this.#floor - 1);
       this.#state = "running";
       this.#backoff = BACKOFF_MS.first;
       this.#want(head);

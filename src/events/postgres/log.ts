@@ -69,6 +69,7 @@ const TOP = "\u{10FFFF}";
 /** Opens the log at `opts.url`, migrating its schema first unless told not to. */
 export async function openPostgresLog(opts: PostgresLogOptions): Promise<EventLog> {
   const db = new Db(opts.url, opts.poolSize ?? 8, opts.timeouts);
+  let head: number;
   try {
     const pending = await pendingMigrations(db);
     if (pending.length > 0) {
@@ -77,11 +78,12 @@ export async function openPostgresLog(opts: PostgresLogOptions): Promise<EventLo
       }
       await runMigrations(db);
     }
+    head = (await db.row<{ seq: number }>("reading the head", "SELECT seq FROM events ORDER BY seq DESC LIMIT 1"))?.seq ?? 0;
   } catch (err) {
     await db.close();
     throw err;
   }
-  return new PostgresEventLog(db, opts.registry ?? catalog, opts.clock ?? (() => new Date()), opts.whileLocked);
+  return new PostgresEventLog(db, opts.registry ?? catalog, opts.clock ?? (() => new Date()), opts.whileLocked, head);
 }
 
 /** Sorted and deduplicated stream names for a versions query (only valid names reach SQL). */
@@ -190,11 +192,12 @@ class PostgresEventLog implements EventLog {
   readonly #preparer: BatchPreparer;
   readonly #follower: Follower;
   readonly #whileLocked: (() => Promise<void>) | undefined;
-  /** Appends under way (see {@link Follower}: a subscription's start waits for them). */
-  readonly #inFlight = new Set<Promise<unknown>>();
+  /** The latest seq this log knows was committed: its head when opened, or since (see {@link Follower}). */
+  #known: number;
 
-  constructor(db: Db, readonly registry: EventRegistry, clock: () => Date, whileLocked: (() => Promise<void>) | undefined) {
+  constructor(db: Db, readonly registry: EventRegistry, clock: () => Date, whileLocked: (() => Promise<void>) | undefined, head: number) {
     this.#db = db;
+    this.#known = head;
     this.location = db.location;
     this.#clock = clock;
     this.#whileLocked = whileLocked;
@@ -203,7 +206,6 @@ class PostgresEventLog implements EventLog {
     this.#follower = new Follower({
       listen: (onNotify) => this.#listen(onNotify),
       head: () => this.head(),
-      settled: async () => { await Promise.allSettled([...this.#inFlight]); },
       pages: (afterSeq, toSeq) => this.pages({ afterSeq, toSeq }),
     });
   }
@@ -219,13 +221,17 @@ class PostgresEventLog implements EventLog {
     }));
   }
 
-  /** Tells the followers of an append once it committed; kept in {@link #inFlight} until then. */
-  #committing(locked: Promise<KnownEvent[]>): Promise<KnownEvent[]> {
-    const p = locked.then((events) => { this.#follower.committed(events); return events; });
-    this.#inFlight.add(p);
-    const done = (): void => { this.#inFlight.delete(p); };
-    p.then(done, done);
-    return p;
+  /** Tells the follower of an append once it committed. */
+  async #committing(locked: Promise<KnownEvent[]>): Promise<KnownEvent[]> {
+    const events = await locked;
+    this.#saw(events[events.length - 1]?.seq ?? 0);
+    this.#follower.committed(events);
+    return events;
+  }
+
+  /** Remembers a seq known to be committed (where a first subscriber starts). */
+  #saw(seq: number): void {
+    if (seq > this.#known) this.#known = seq;
   }
 
   async observe(event: NewEvent): Promise<KnownEvent | null> {
@@ -339,6 +345,7 @@ class PostgresEventLog implements EventLog {
 
   async headPoint(): Promise<ChainPoint> {
     const r = await this.#db.row<ChainPoint>("reading the head", "SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1");
+    if (r !== undefined) this.#saw(r.seq);
     return r ?? { seq: 0, hash: GENESIS_HASH };
   }
 
@@ -419,7 +426,7 @@ class PostgresEventLog implements EventLog {
 
   subscribe(fn: EventListener): () => void {
     if (this.#db.closed) throw new StoreError(StoreErrorCode.Closed, "the event log is closed");
-    return this.#follower.subscribe(fn);
+    return this.#follower.subscribe(fn, this.#known);
   }
 
   announce(events: readonly KnownEvent[]): void {
