@@ -100,10 +100,13 @@ export class Db {
     client.on("error", onError);
     const db: Locked = { simple: async (text) => toArray(await client.query(text)) };
     let committing = false;
+    let inBody = false;
     let finish: Finish<T> | undefined;
     try {
       const results = await db.simple(`BEGIN; SELECT pg_advisory_xact_lock(${WRITE_LOCK_KEY}); ${first}`);
+      inBody = true;
       finish = await body(results.slice(2), db);
+      inBody = false;
       if (lost !== null) throw lost;
       committing = true;
       await db.simple(`${finish.text}${finish.text === "" ? "" : "; "}COMMIT`);
@@ -112,11 +115,17 @@ export class Db {
       return finish.result;
     } catch (err) {
       client.off("error", onError);
+      // The body's own refusal (a conflict, a bad cause, a test hook): rolled back, passed on as it is.
+      if (inBody && lost === null) {
+        const rolledBack = await client.query("ROLLBACK").then(() => true, () => false);
+        client.release(rolledBack ? undefined : toError(err));
+        throw err;
+      }
       const definite = !committing || (sqlState(err) !== undefined && !isFatal(err));
       const broken = lost !== null || sqlState(err) === undefined || isFatal(err);
       if (!broken) await client.query("ROLLBACK").catch(() => undefined);
       client.release(broken ? toError(err) : undefined);
-      if (definite) throw storeError(err, doing, this.secrets);
+      if (definite) throw storeError(lost ?? err, doing, this.secrets);
       if (finish?.landed !== undefined) return this.#settle(doing, err, finish as Finish<T> & { landed: NonNullable<Finish<T>["landed"]> });
       throw storeError(err, doing, this.secrets, true);
     }
