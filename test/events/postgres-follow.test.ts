@@ -7,6 +7,7 @@ import pg from "pg";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { KnownEvent } from "../../src/events/catalog.js";
 import { openPostgresLog } from "../../src/events/postgres/index.js";
+import { Db } from "../../src/events/postgres/db.js";
 import type { PostgresLogOptions } from "../../src/events/postgres/index.js";
 import type { EventLog } from "../../src/events/port.js";
 import { until } from "../support/event-log-contract.js";
@@ -132,5 +133,35 @@ describe("a transaction that holds the write lock", () => {
     const log = await open(url, { whileLocked: () => Promise.reject(new Error("rolled back on purpose")) });
     await expect(log.append([pluginObserved("a")])).rejects.toThrow(/on purpose/);
     expect(await log.head()).toBe(0);
+  });
+});
+
+describe("a connection lost while committing", () => {
+  /** Runs a write transaction whose last statements end in a 1 s sleep, terminating its backend during it. */
+  async function lose(url: string, text: string): Promise<string> {
+    const db = new Db(url, 2);
+    try {
+      const committing = db.locked("writing", "SELECT 1", async () => ({
+        text, result: "answered", landed: async (locked) => (await locked.simple("SELECT count(*)::int AS n FROM events"))[0]?.rows[0]?.n === 1,
+      }));
+      await until(() => Number(dbs.server.psql(`SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(1)%' AND state = 'active' AND pid <> pg_backend_pid()`).trim()) === 1);
+      dbs.server.psql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(1)%' AND pid <> pg_backend_pid()");
+      try { return await committing; } catch (err) { return (err as { code?: string }).code ?? String(err); }
+    } finally {
+      await db.close();
+    }
+  }
+  const row = "INSERT INTO events (seq, stream, version, type, schema_version, time, actor, caused_by, data, prev_hash, hash) VALUES (1, 'system', 1, 't', 1, 't', 'a', NULL, '{}', '', '')";
+
+  it("is settled as not written when the rows are not there once the lock is had again", async () => {
+    const url = await dbs.fresh();
+    expect(await lose(url, `${row}; SELECT pg_sleep(1)`)).toBe("unavailable");
+    expect(dbs.server.psql("SELECT count(*) FROM events", new URL(url).pathname.slice(1)).trim()).toBe("0");
+  });
+
+  it("is settled as written when they are", async () => {
+    const url = await dbs.fresh();
+    expect(await lose(url, `${row}; COMMIT; SELECT pg_sleep(1)`)).toBe("answered");
+    expect(dbs.server.psql("SELECT count(*) FROM events", new URL(url).pathname.slice(1)).trim()).toBe("1");
   });
 });

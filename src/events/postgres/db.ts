@@ -27,6 +27,16 @@ export interface Finish<T> {
   readonly landed?: (db: Locked) => Promise<boolean>;
 }
 
+/** Where a write transaction is, for what a failure means. */
+interface TxState {
+  /** The connection's failure, when it failed while checked out. */
+  lost: unknown;
+  /** The COMMIT was sent: a connection lost now leaves the outcome to be settled. */
+  committing: boolean;
+  /** The body runs (its throw is its own refusal). */
+  inBody: boolean;
+}
+
 export class Db {
   readonly pool: pg.Pool;
   readonly location: string;
@@ -95,40 +105,48 @@ export class Db {
       throw storeError(err, doing, this.secrets);
     }
     // A connection that fails while checked out emits "error": kept here (unheard, it would be thrown).
-    let lost: unknown = null;
-    const onError = (err: unknown): void => { lost ??= err; };
+    const state: TxState = { lost: null, committing: false, inBody: false };
+    const onError = (err: unknown): void => { state.lost ??= err; };
     client.on("error", onError);
     const db: Locked = { simple: async (text) => toArray(await client.query(text)) };
-    let committing = false;
-    let inBody = false;
     let finish: Finish<T> | undefined;
     try {
       const results = await db.simple(`BEGIN; SELECT pg_advisory_xact_lock(${WRITE_LOCK_KEY}); ${first}`);
-      inBody = true;
+      state.inBody = true;
       finish = await body(results.slice(2), db);
-      inBody = false;
-      if (lost !== null) throw lost;
-      committing = true;
+      state.inBody = false;
+      if (state.lost !== null) throw state.lost;
+      state.committing = true;
       await db.simple(`${finish.text}${finish.text === "" ? "" : "; "}COMMIT`);
       client.off("error", onError);
       client.release();
       return finish.result;
     } catch (err) {
       client.off("error", onError);
-      // The body's own refusal (a conflict, a bad cause, a test hook): rolled back, passed on as it is.
-      if (inBody && lost === null) {
-        const rolledBack = await client.query("ROLLBACK").then(() => true, () => false);
-        client.release(rolledBack ? undefined : toError(err));
-        throw err;
-      }
-      const definite = !committing || (sqlState(err) !== undefined && !isFatal(err));
-      const broken = lost !== null || sqlState(err) === undefined || isFatal(err);
-      if (!broken) await client.query("ROLLBACK").catch(() => undefined);
-      client.release(broken ? toError(err) : undefined);
-      if (definite) throw storeError(lost ?? err, doing, this.secrets);
-      if (finish?.landed !== undefined) return this.#settle(doing, err, finish as Finish<T> & { landed: NonNullable<Finish<T>["landed"]> });
+      const landed = await this.#failed(client, err, state, doing);
+      if (landed === "settle" && finish?.landed !== undefined) return this.#settle(doing, err, finish as Finish<T> & { landed: NonNullable<Finish<T>["landed"]> });
       throw storeError(err, doing, this.secrets, true);
     }
+  }
+
+  /**
+   * Ends a failed write transaction: rolls back (or drops a broken connection) and throws what
+   * the caller is told, unless the failure came while committing over a connection now lost, whose
+   * outcome is then to be settled ("settle").
+   */
+  async #failed(client: pg.PoolClient, err: unknown, state: TxState, doing: string): Promise<"settle"> {
+    // The body's own refusal (a conflict, a bad cause, a test hook): rolled back, passed on as it is.
+    if (state.inBody && state.lost === null) {
+      const rolledBack = await client.query("ROLLBACK").then(() => true, () => false);
+      client.release(rolledBack ? undefined : toError(err));
+      throw err;
+    }
+    const fromServer = sqlState(err) !== undefined && !isFatal(err);
+    const broken = state.lost !== null || !fromServer;
+    if (!broken) await client.query("ROLLBACK").catch(() => undefined);
+    client.release(broken ? toError(err) : undefined);
+    if (!state.committing || fromServer) throw storeError(state.lost ?? err, doing, this.secrets);
+    return "settle";
   }
 
   /** After a lost commit: whether it landed, asked under the write lock (had only once the lost transaction is over). */
