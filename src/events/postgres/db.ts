@@ -73,6 +73,16 @@ export class Db {
     }
   }
 
+  /** A query's rows as arrays of column values (no object per row: what long reads use). */
+  async arrays(doing: string, text: string, values: readonly unknown[]): Promise<unknown[][]> {
+    this.#open();
+    try {
+      return (await this.pool.query<unknown[]>({ text, values: values as unknown[], rowMode: "array" })).rows;
+    } catch (err) {
+      throw storeError(err, doing, this.secrets);
+    }
+  }
+
   /** Runs statements (`;`-separated, no parameters) in one round trip. */
   async exec(doing: string, text: string): Promise<void> {
     this.#open();

@@ -30,7 +30,7 @@ import type { Finish, Locked } from "./db.js";
 import { Follower } from "./follower.js";
 import { PostgresLookups } from "./lookups.js";
 import { pendingMigrations, runMigrations } from "./schema.js";
-import { CHANNEL, GUARDS, guardDdl, INSERT_COLUMNS, integer, literal, normalizeSql, RAW_COLUMNS, REFUSE_BODY, UNHASHED_COLUMNS } from "./sql.js";
+import { ARRAY_COLUMNS, CHANNEL, GUARDS, guardDdl, INSERT_COLUMNS, integer, literal, normalizeSql, RAW_COLUMNS, REFUSE_BODY, rowOfArray, UNHASHED_ARRAY_COLUMNS } from "./sql.js";
 import type { GuardName } from "./sql.js";
 import pg from "pg";
 
@@ -269,7 +269,7 @@ class PostgresEventLog implements EventLog {
   }
 
   async *pages(filter: PageFilter): AsyncIterable<readonly KnownEvent[]> {
-    const columns = filter.hashes === false ? UNHASHED_COLUMNS : RAW_COLUMNS;
+    const columns = filter.hashes === false ? UNHASHED_ARRAY_COLUMNS : ARRAY_COLUMNS;
     const types = filter.types === undefined ? null : [...filter.types];
     if (types !== null && types.length === 0) return;
     const typeTerm = types === null ? "" : " AND type = ANY($4::text[])";
@@ -280,7 +280,7 @@ class PostgresEventLog implements EventLog {
   }
 
   rawPages(filter: RawPageFilter = {}): AsyncIterable<readonly RawEventRow[]> {
-    return this.#walk(`SELECT ${RAW_COLUMNS} FROM events WHERE seq > $1 AND seq <= $2 ORDER BY seq LIMIT $3`, filter, (after, to, size) => [after, to, size]);
+    return this.#walk(`SELECT ${ARRAY_COLUMNS} FROM events WHERE seq > $1 AND seq <= $2 ORDER BY seq LIMIT $3`, filter, (after, to, size) => [after, to, size]);
   }
 
   /**
@@ -291,7 +291,7 @@ class PostgresEventLog implements EventLog {
     const to = filter.toSeq ?? await this.head();
     const size = Math.max(1, Math.min(MAX_PAGE, Math.floor(filter.pageSize ?? PAGE)));
     const fetch = (after: number): Promise<RawEventRow[]> => {
-      const q = this.#db.rows<RawEventRow>("reading a page of the log", sql, values(after, to, size));
+      const q = this.#db.arrays("reading a page of the log", sql, values(after, to, size)).then((rows) => rows.map(rowOfArray));
       q.catch(() => undefined);
       return q;
     };

@@ -131,7 +131,10 @@ export class PostgresLookups implements EventLookups {
 
   async latestEgressDecisions(plugin: string, maxSeq: number, window: { readonly from: string; readonly to: string }, limit: number): Promise<EventOf<"egress.decision">[]> {
     const events = await this.#events("latestEgressDecisions",
-      `SELECT ${RAW_COLUMNS} FROM events WHERE stream = $1 AND version < events_version_after($1, $2) AND time >= $3 AND time < $4 ORDER BY version DESC LIMIT $5`,
+      // The window filters the stream's newest decisions as they are read (OFFSET 0 keeps it out
+      // of the inner scan): a planner that misjudged the time range would otherwise scan it whole.
+      `SELECT * FROM (SELECT ${RAW_COLUMNS} FROM events WHERE stream = $1 AND version < events_version_after($1, $2) ORDER BY version DESC OFFSET 0) d
+       WHERE time >= $3 AND time < $4 ORDER BY version DESC LIMIT $5`,
       [egressStream(plugin), maxSeq, window.from, window.to, Math.max(0, Math.floor(limit))]);
     return events.filter((e): e is EventOf<"egress.decision"> => e.type === "egress.decision");
   }

@@ -3,6 +3,7 @@
  * query, which takes no parameters), the columns read back as rows, the write lock's key, the
  * notification channel, and the append-only guards as migration 0001 made them.
  */
+import type { RawEventRow } from "../chain.js";
 import { StoreError, StoreErrorCode } from "../errors.js";
 
 /**
@@ -34,8 +35,20 @@ export const CHANNEL = "openfief_events";
 /** The columns of `events` as a {@link RawEventRow}'s fields. */
 export const RAW_COLUMNS = `seq, stream, version, type, schema_version AS "schemaVersion", time, actor, caused_by AS "causedBy", data, prev_hash AS "prevHash", hash`;
 
-/** The same without the hashes (folds never read them): `prevHash` and `hash` read as "". */
-export const UNHASHED_COLUMNS = `seq, stream, version, type, schema_version AS "schemaVersion", time, actor, caused_by AS "causedBy", data, '' AS "prevHash", '' AS "hash"`;
+/** The columns of `events` in {@link RawEventRow} order, read as arrays by long reads (see {@link rowOfArray}). */
+export const ARRAY_COLUMNS = "seq, stream, version, type, schema_version, time, actor, caused_by, data, prev_hash, hash";
+
+/** The same without the hashes (folds never read them; they read as ""). */
+export const UNHASHED_ARRAY_COLUMNS = "seq, stream, version, type, schema_version, time, actor, caused_by, data";
+
+/** A row read as an array of {@link ARRAY_COLUMNS} (or {@link UNHASHED_ARRAY_COLUMNS}). */
+export function rowOfArray(a: readonly unknown[]): RawEventRow {
+  return {
+    seq: a[0] as number, stream: a[1] as string, version: a[2] as number, type: a[3] as string, schemaVersion: a[4] as number,
+    time: a[5] as string, actor: a[6] as string, causedBy: a[7] as number | null, data: a[8] as string,
+    prevHash: (a[9] as string | undefined) ?? "", hash: (a[10] as string | undefined) ?? "",
+  };
+}
 
 /** The columns an INSERT names, in {@link RawEventRow} order. */
 export const INSERT_COLUMNS = "seq, stream, version, type, schema_version, time, actor, caused_by, data, prev_hash, hash";
