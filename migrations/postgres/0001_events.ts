@@ -12,7 +12,7 @@
  *   connects as does not own the table, so it can neither drop nor disable them (docs/adr/0127).
  * - Lookups whose cost must not grow with the log read indexes over `data::jsonb` limited to the
  *   rows of one type; `events_version_after` finds a stream's version at a seq by bisection, in
- *   one call, over UNIQUE (stream, version) (docs/adr/0126).
+ *   one call, over UNIQUE (stream, version) (docs/adr/0125).
  */
 import { sql } from "kysely";
 import type { Kysely } from "kysely";

@@ -19,3 +19,9 @@ export type { RefusalBudgetLimits, RefusalSummary, Sighting, BudgetAdmission } f
 export { capField, textDigest, CALLER_FIELD_MAX } from "./capped.js";
 export type { Capped } from "./capped.js";
 export { GATEWAY_GATES } from "./catalog/gateway-events.js";
+/** The event log on PostgreSQL (the cluster's one log), its schema's migrations and the roles it runs as. */
+export { openPostgresLog, migratePostgres, rolesSql, schemaSql, grantsSql } from "./postgres/index.js";
+export type { PostgresLogOptions, PostgresTimeouts, MigrateOptions, RolesSpec } from "./postgres/index.js";
+/** A log copied to another store row for row, then compared byte for byte. */
+export { migrateLog } from "./migrate.js";
+export type { MigrateResult, MigrateLogOptions } from "./migrate.js";

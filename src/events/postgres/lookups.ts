@@ -1,6 +1,6 @@
 /**
  * The PostgreSQL log's lookups: each one statement whose cost does not grow with the log (an
- * index probe or a bounded index range; see docs/adr/0126 for the index behind each). A bound on
+ * index probe or a bounded index range; see docs/adr/0125 for the index behind each). A bound on
  * seqs within a stream is turned into a bound on its versions by `events_version_after`, so that
  * UNIQUE (stream, version) and the (stream, type, version) index serve it in order.
  */
