@@ -63,6 +63,8 @@ const INSERT_ROWS = 1_000;
 /** Rows per page of reads that walk the log when the caller names no page size. */
 const PAGE = 2_000;
 const MAX_PAGE = 20_000;
+/** Pages of a walk asked for at once (each on a connection of its own). */
+const AHEAD = 3;
 /** The highest code point: `prefix + TOP` bounds every name starting with `prefix` (names compare by bytes). */
 const TOP = "\u{10FFFF}";
 
@@ -272,37 +274,60 @@ class PostgresEventLog implements EventLog {
     const columns = filter.hashes === false ? UNHASHED_ARRAY_COLUMNS : ARRAY_COLUMNS;
     const types = filter.types === undefined ? null : [...filter.types];
     if (types !== null && types.length === 0) return;
-    const typeTerm = types === null ? "" : " AND type = ANY($4::text[])";
-    const sql = `SELECT ${columns} FROM events WHERE seq > $1 AND seq <= $2${typeTerm} ORDER BY seq LIMIT $3`;
-    for await (const rows of this.#walk(sql, filter, (after, to, size) => (types === null ? [after, to, size] : [after, to, size, types]))) {
-      yield rows.map((r) => eventOfRow(this.registry, r));
-    }
+    const rows = types === null
+      ? this.#ranges(`SELECT ${columns} FROM events WHERE seq > $1 AND seq <= $2 ORDER BY seq`, filter)
+      : this.#walk(`SELECT ${columns} FROM events WHERE seq > $1 AND seq <= $2 AND type = ANY($4::text[]) ORDER BY seq LIMIT $3`, filter, (after, to, size) => [after, to, size, types]);
+    for await (const page of rows) yield page.map((r) => eventOfRow(this.registry, r));
   }
 
   rawPages(filter: RawPageFilter = {}): AsyncIterable<readonly RawEventRow[]> {
-    return this.#walk(`SELECT ${ARRAY_COLUMNS} FROM events WHERE seq > $1 AND seq <= $2 ORDER BY seq LIMIT $3`, filter, (after, to, size) => [after, to, size]);
+    return this.#ranges(`SELECT ${ARRAY_COLUMNS} FROM events WHERE seq > $1 AND seq <= $2 ORDER BY seq`, filter);
+  }
+
+  #page(sql: string, values: unknown[]): Promise<RawEventRow[]> {
+    const q = this.#db.arrays("reading a page of the log", sql, values).then((rows) => rows.map(rowOfArray));
+    // Asked for ahead: a walk the caller leaves early never reads it, and its failure is not unheard.
+    q.catch(() => undefined);
+    return q;
   }
 
   /**
-   * Pages of rows in seq order, by seq ranges (keyset: each page one index range). The next page
-   * is asked for as soon as a page arrives, so its query runs while the caller works on this one.
+   * Every row in (afterSeq, toSeq] by ranges of seqs, each one index range: seqs are dense, so a
+   * range of `pageSize` seqs holds that many rows, and the next ranges are known before this one
+   * arrives. {@link AHEAD} ranges are asked for at once, on as many connections, so the server
+   * reads them while the caller works on this one.
    */
+  async *#ranges(sql: string, filter: RawPageFilter): AsyncIterable<RawEventRow[]> {
+    const to = filter.toSeq ?? await this.head();
+    const size = Math.max(1, Math.min(MAX_PAGE, Math.floor(filter.pageSize ?? PAGE)));
+    let next = filter.afterSeq ?? 0;
+    const ahead: Promise<RawEventRow[]>[] = [];
+    const ask = (): void => {
+      while (ahead.length < AHEAD && next < to) {
+        ahead.push(this.#page(sql, [next, Math.min(to, next + size)]));
+        next += size;
+      }
+    };
+    ask();
+    for (let q = ahead.shift(); q !== undefined; q = ahead.shift()) {
+      const rows = await q;
+      ask();
+      if (rows.length > 0) yield rows;
+    }
+  }
+
+  /** Rows in seq order by keyset (a page starts after the last row of the one before): for filtered walks. */
   async *#walk(sql: string, filter: RawPageFilter, values: (after: number, to: number, size: number) => unknown[]): AsyncIterable<RawEventRow[]> {
     const to = filter.toSeq ?? await this.head();
     const size = Math.max(1, Math.min(MAX_PAGE, Math.floor(filter.pageSize ?? PAGE)));
-    const fetch = (after: number): Promise<RawEventRow[]> => {
-      const q = this.#db.arrays("reading a page of the log", sql, values(after, to, size)).then((rows) => rows.map(rowOfArray));
-      q.catch(() => undefined);
-      return q;
-    };
     let after = filter.afterSeq ?? 0;
-    let next = after < to ? fetch(after) : null;
+    let next = after < to ? this.#page(sql, values(after, to, size)) : null;
     while (next !== null) {
       const rows = await next;
       const last = rows[rows.length - 1];
       if (last === undefined) return;
       after = last.seq;
-      next = rows.length === size && after < to ? fetch(after) : null;
+      next = rows.length === size && after < to ? this.#page(sql, values(after, to, size)) : null;
       yield rows;
     }
   }
