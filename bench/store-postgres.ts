@@ -73,6 +73,17 @@ async function appendRate(log: EventLog, workload: Workload, n: number, per: num
   return count / await time(async () => { for (const b of batches) await log.append(b); });
 }
 
+/** The median of each run's ratio of x to y, in %: steadier than a ratio of medians when the load moves. */
+const ratio = (xs: readonly number[], ys: readonly number[]): number => median(xs.map((x, i) => (100 * x) / (ys[i] as number)));
+
+function printAppend(res: Record<"batched" | "rawBatched" | "single" | "rawSingle", number[]>, n: number, single: number): void {
+  console.log(`\nAppend beside raw pg inserts of the same rows (${fmt(n)} batched, ${fmt(single)} single; median of ${RUNS} runs)`);
+  console.log("| mode | log (validate, canonical JSON, hash, lock, notify) | raw pg INSERT, same rows | log / raw (median of the runs' ratios) |");
+  console.log("| --- | ---: | ---: | ---: |");
+  console.log(`| batched, 1,000 per transaction | ${fmt(median(res.batched))} events/s | ${fmt(median(res.rawBatched))} rows/s | ${fmt(ratio(res.batched, res.rawBatched), 1)} % (target ≥ 50 %) |`);
+  console.log(`| one per transaction | ${fmt(median(res.single))} events/s | ${fmt(median(res.rawSingle))} rows/s | ${fmt(ratio(res.single, res.rawSingle), 1)} % |`);
+}
+
 async function appendComparison(server: Awaited<ReturnType<typeof startPostgres>>): Promise<number> {
   const N = 20_000;
   const SINGLE = 1_000;
@@ -96,12 +107,7 @@ async function appendComparison(server: Awaited<ReturnType<typeof startPostgres>
     await client.end();
     await log.close();
   }
-  const ratio = (xs: number[], ys: number[]): number => median(xs.map((x, i) => (100 * x) / (ys[i] as number)));
-  console.log(`\nAppend beside raw pg inserts of the same rows (${fmt(N)} batched, ${fmt(SINGLE)} single; median of ${RUNS} runs)`);
-  console.log("| mode | log (validate, canonical JSON, hash, lock, notify) | raw pg INSERT, same rows | log / raw (median of the runs' ratios) |");
-  console.log("| --- | ---: | ---: | ---: |");
-  console.log(`| batched, 1,000 per transaction | ${fmt(median(res.batched))} events/s | ${fmt(median(res.rawBatched))} rows/s | ${fmt(ratio(res.batched, res.rawBatched), 1)} % (target ≥ 50 %) |`);
-  console.log(`| one per transaction | ${fmt(median(res.single))} events/s | ${fmt(median(res.rawSingle))} rows/s | ${fmt(ratio(res.single, res.rawSingle), 1)} % |`);
+  printAppend(res, N, SINGLE);
   return ratio(res.batched, res.rawBatched);
 }
 
@@ -145,6 +151,28 @@ async function pageRate(log: EventLog): Promise<{ wall: number; cpu: number }> {
   return { wall: n / s, cpu: n / ((c.user + c.system) / 1e6) };
 }
 
+/** The figures by size of the log, and against the targets. */
+function report(figures: readonly SizeFigures[], batchedRatio: number): void {
+  const first = figures[0] as SizeFigures;
+  const last = figures[figures.length - 1] as SizeFigures;
+  console.log(`\nBy size of the log (append: 1,000 per transaction; pages: the whole log by pages(), no hashes)`);
+  console.log(`| figure | ${figures.map((f) => `${fmt(f.size)} events`).join(" | ")} |`);
+  console.log(`| --- |${figures.map(() => " ---: |").join("")}`);
+  console.log(`| batched append | ${figures.map((f) => `${fmt(f.append)} events/s`).join(" | ")} |`);
+  console.log(`| page read | ${figures.map((f) => `${fmt(f.pages.wall)} events/s`).join(" | ")} |`);
+  console.log(`| page read, per CPU-second of the reading process | ${figures.map((f) => `${fmt(f.pages.cpu)} events/s`).join(" | ")} |`);
+  for (const name of first.lookups.keys()) {
+    console.log(`| ${name}, ms (median / p95) | ${figures.map((f) => { const l = f.lookups.get(name); return l === undefined ? "" : `${fmt(l.p50, 2)} / ${fmt(l.p95, 2)}`; }).join(" | ")} |`);
+  }
+  const worst = Math.max(...[...last.lookups.entries()].filter(([n]) => !n.startsWith("streamHeads")).map(([, l]) => l.p50));
+  console.log(`\nAgainst the targets:`);
+  console.log(`- batched append / raw inserts: ${fmt(batchedRatio, 1)} % (median of the runs' ratios; ≥ 50 %)`);
+  console.log(`- slowest single-event lookup at ${fmt(last.size)}: ${fmt(worst, 2)} ms median (< 5 ms)`);
+  console.log(`- page read at ${fmt(last.size)}: ${fmt(last.pages.wall)} events/s (≥ 100,000); ${fmt(last.pages.cpu)} per CPU-second of the reading process`);
+  console.log(`- append at ${fmt(last.size)} / at ${fmt(first.size)}: ${fmt((100 * last.append) / first.append, 1)} % (≥ 80 %)`);
+  console.log(`(load average when done: ${loadavg().map((l) => l.toFixed(2)).join(", ")} on ${availableParallelism()} cores)`);
+}
+
 async function main(): Promise<void> {
   const server = await startPostgres({ settings: { shared_buffers: "256MB", max_wal_size: "4GB" } });
   try {
@@ -169,24 +197,7 @@ async function main(): Promise<void> {
       const f = figures[figures.length - 1] as SizeFigures;
       console.log(`at ${fmt(f.size)} events: batched append ${fmt(f.append)} events/s, pages ${fmt(f.pages.wall)} events/s (${fmt(f.pages.cpu)} per CPU-second of this process)`);
     }
-    const first = figures[0] as SizeFigures;
-    const last = figures[figures.length - 1] as SizeFigures;
-    console.log(`\nBy size of the log (append: 1,000 per transaction; pages: the whole log by pages(), no hashes)`);
-    console.log(`| figure | ${figures.map((f) => `${fmt(f.size)} events`).join(" | ")} |`);
-    console.log(`| --- |${figures.map(() => " ---: |").join("")}`);
-    console.log(`| batched append | ${figures.map((f) => `${fmt(f.append)} events/s`).join(" | ")} |`);
-    console.log(`| page read | ${figures.map((f) => `${fmt(f.pages.wall)} events/s`).join(" | ")} |`);
-    console.log(`| page read, per CPU-second of the reading process | ${figures.map((f) => `${fmt(f.pages.cpu)} events/s`).join(" | ")} |`);
-    for (const name of first.lookups.keys()) {
-      console.log(`| ${name}, ms (median / p95) | ${figures.map((f) => { const l = f.lookups.get(name); return l === undefined ? "" : `${fmt(l.p50, 2)} / ${fmt(l.p95, 2)}`; }).join(" | ")} |`);
-    }
-    const worst = Math.max(...[...last.lookups.entries()].filter(([n]) => !n.startsWith("streamHeads")).map(([, l]) => l.p50));
-    console.log(`\nAgainst the targets:`);
-    console.log(`- batched append / raw inserts: ${fmt(batchedRatio, 1)} % (median of the runs' ratios; ≥ 50 %)`);
-    console.log(`- slowest single-event lookup at ${fmt(last.size)}: ${fmt(worst, 2)} ms median (< 5 ms)`);
-    console.log(`- page read at ${fmt(last.size)}: ${fmt(last.pages.wall)} events/s (≥ 100,000); ${fmt(last.pages.cpu)} per CPU-second of the reading process`);
-    console.log(`(load average when done: ${loadavg().map((l) => l.toFixed(2)).join(", ")} on ${availableParallelism()} cores)`);
-    console.log(`- append at ${fmt(last.size)} / at ${fmt(first.size)}: ${fmt((100 * last.append) / first.append, 1)} % (≥ 80 %)`);
+    report(figures, batchedRatio);
     await log.close();
   } finally {
     await server.stop();

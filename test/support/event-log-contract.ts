@@ -254,6 +254,9 @@ export function describeEventLog(name: string, fixture: LogFixture): void {
         for await (const page of log.pages({ pageSize: 4, afterSeq: 2, toSeq: 14 })) { sizes.push(page.length); seqs.push(...page.map((e) => e.seq)); }
         expect(sizes).toEqual([4, 4, 4]);
         expect(seqs).toEqual([3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14]);
+        const beyond: number[] = [];
+        for await (const page of log.pages({ afterSeq: 12, toSeq: Number.MAX_SAFE_INTEGER, pageSize: 2 })) beyond.push(...page.map((e) => e.seq));
+        expect(beyond).toEqual([13, 14, 15]);
         const observed: KnownEvent[] = [];
         for await (const page of log.pages({ types: ["plugin.observed"], pageSize: 2, hashes: false })) observed.push(...page);
         expect(observed.map((e) => [e.seq, e.hash, e.prevHash])).toEqual([[1, "", ""], [4, "", ""], [7, "", ""], [10, "", ""], [13, "", ""]]);

@@ -298,7 +298,9 @@ class PostgresEventLog implements EventLog {
    * reads them while the caller works on this one.
    */
   async *#ranges(sql: string, filter: RawPageFilter): AsyncIterable<RawEventRow[]> {
-    const to = filter.toSeq ?? await this.head();
+    // Never past the head: ranges after it would all be empty, however far `toSeq` is.
+    const head = await this.head();
+    const to = Math.min(filter.toSeq ?? head, head);
     const size = Math.max(1, Math.min(MAX_PAGE, Math.floor(filter.pageSize ?? PAGE)));
     let next = filter.afterSeq ?? 0;
     const ahead: Promise<RawEventRow[]>[] = [];
