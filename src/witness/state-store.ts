@@ -150,7 +150,11 @@ export class StateStore {
     for (const name of names.sort()) {
       const path = join(dir, name);
       if (name.endsWith(TMP_SUFFIX) && isOriginHash(name.slice(0, -TMP_SUFFIX.length))) {
-        unlinkSync(path);
+        try {
+          unlinkSync(path);
+        } catch (err) {
+          return fail(WitnessErrorCode.BadDataFolder, path, `${path} is left from an interrupted write and cannot be removed (${(err as NodeJS.ErrnoException).code ?? "error"})`);
+        }
         continue;
       }
       if (!name.endsWith(SUFFIX) || !isOriginHash(name.slice(0, -SUFFIX.length))) continue;
