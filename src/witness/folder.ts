@@ -29,6 +29,7 @@ const badFolder = (dir: string, why: string) => fail<never>(WitnessErrorCode.Bad
 /** Makes a folder its owner's only, whatever the umask; says so when it tightened one that was not. */
 function privateFolder(path: string): Result<string | null> {
   try {
+    if (existsSync(path) && !statSync(path).isDirectory()) return badFolder(path, "is not a folder");
     mkdirSync(path, { recursive: true, mode: FOLDER_MODE });
     const st = lstatSync(path);
     if (!st.isDirectory()) return badFolder(path, "is not a folder");
