@@ -122,7 +122,9 @@ export async function listenWitness(service: WitnessService, where: { host: stri
   const limits: HttpLimits = { ...DEFAULT_LIMITS, ...options.limits };
   const log = options.log ?? (() => undefined);
   const counters: Counters = { inFlight: 0, stopping: false, drained: null };
-  const server = createServer({ maxHeaderSize: limits.maxHeaderBytes, requestTimeout: limits.requestTimeoutMs, headersTimeout: limits.headersTimeoutMs, keepAliveTimeout: limits.keepAliveTimeoutMs }, (req, res) => {
+  // Node checks the header and request timeouts every `connectionsCheckingInterval` (30 s unless told).
+  const timeouts = { requestTimeout: limits.requestTimeoutMs, headersTimeout: limits.headersTimeoutMs, keepAliveTimeout: limits.keepAliveTimeoutMs, connectionsCheckingInterval: 1000 };
+  const server = createServer({ maxHeaderSize: limits.maxHeaderBytes, ...timeouts }, (req, res) => {
     const started = performance.now();
     const path = (req.url ?? "/").split("?")[0] ?? "/";
     const done = (r: Reply, seen: Partial<WitnessAnswer> = {}, close = false): void => {

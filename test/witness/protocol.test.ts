@@ -6,6 +6,7 @@
  */
 import { Buffer } from "node:buffer";
 import { request } from "node:http";
+import { connect } from "node:net";
 import type { ClientRequest } from "node:http";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -244,6 +245,19 @@ describe("the witness's limits", () => {
     expect([a.status, a.body]).toEqual([503, "the witness did not answer in time; retry\n"]);
     held.req.destroy();
     expect(await post(url, log.body(3, 6))).toMatchObject({ status: 409, body: "0\n" });
+  });
+
+  it("answers 408 and closes a connection whose headers do not arrive in time", async () => {
+    const url = await start([log], { headersTimeoutMs: 300, requestTimeoutMs: 600 });
+    const { port } = new URL(url);
+    const text = await new Promise<string>((resolve, reject) => {
+      let got = "";
+      const socket = connect(Number(port), "127.0.0.1", () => socket.write("POST /add-checkpoint HTTP/1.1\r\nHost: 127.0.0.1\r\n"));
+      socket.on("data", (d: Buffer) => (got += d.toString()));
+      socket.on("close", () => resolve(got));
+      socket.on("error", reject);
+    });
+    expect(text).toMatch(/^HTTP\/1\.1 408 /);
   });
 
   it("refuses a body sent in chunks once it passes the cap (413)", async () => {

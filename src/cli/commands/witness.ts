@@ -130,7 +130,7 @@ async function serve(opts: Options, listen: { host: string; port: number }): Pro
   }
   for (const note of opened.notes) process.stderr.write(`openfief witness: ${note}\n`);
   // Synchronous lines: what was answered is in the log even if the process is killed right after.
-  const logger = pino({ base: null, name: "witness", level: process.env["OPENFIEF_LOG_LEVEL"] ?? "info" }, pino.destination({ dest: 1, sync: true }));
+  const logger = pino({ base: null, level: process.env["OPENFIEF_LOG_LEVEL"] ?? "info" }, pino.destination({ dest: 1, sync: true }));
   let server;
   try {
     server = await listenWitness(opened.service, listen, { log: (e: AccessEntry) => logger.info(e, "request") });
