@@ -173,11 +173,12 @@ describe("openfief witness serving", () => {
     }
   });
 
-  it("prints its key and listens without any flag but its logs, on 127.0.0.1", async () => {
+  it("prints its key and listens without any flag but its logs, on 127.0.0.1, and stops on an interrupt", async () => {
     const dir = fresh();
     mkdirSync(dir);
     const { w, url, key } = await serve(["--data", dir, "--log", log.line]);
-    await w.stop();
+    w.child.kill("SIGINT");
+    expect((await w.exited).code).toBe(0);
     expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     expect(key).toMatch(/\/witness\+[0-9a-f]{8}\+/);
   });
