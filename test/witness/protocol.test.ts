@@ -11,7 +11,7 @@ import type { ClientRequest } from "node:http";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { openNote, parseCosignature, parseVerifierKey, WITNESS_CAPS } from "../../src/tlog/index.js";
 import { KEY_FILE, listenWitness, openWitness, originHash } from "../../src/witness/index.js";
 import type { AccessEntry, HttpLimits, ListeningWitness, OpenedWitness } from "../../src/witness/index.js";
@@ -194,6 +194,8 @@ describe("what the witness keeps", () => {
     await post(url, log.body(3, 8));
     await post(url, fork.body(5, 5));
     await post(url, "hello\n");
+    // The line is written once the answer has gone out, which the client may see first.
+    await vi.waitFor(() => expect(access).toHaveLength(4));
     expect(access.map(({ ms: _ms, ...e }) => e)).toEqual([
       { method: "POST", path: "/add-checkpoint", status: 200, outcome: "cosigned", origin: log.origin, old: 0, size: 5 },
       { method: "POST", path: "/add-checkpoint", status: 409, outcome: "old_size_mismatch", origin: log.origin, old: 3, size: 8 },
