@@ -80,4 +80,30 @@ export default tseslint.config(
         { object: "Math", property: "random", message: "src/plugins is pure: no randomness." }],
     },
   },
+  {
+    // The transparency-log formats are a pure library and a leaf: node:crypto and node:buffer, no
+    // other room, no package, no I/O, no clock (times are passed in), no randomness (seeds too).
+    files: ["src/tlog/**/*.ts"],
+    ignores: ["src/tlog/**/*.test.ts"],
+    rules: {
+      "no-restricted-imports": ["error", { patterns: [
+        { regex: "^(?!\\./|node:crypto$|node:buffer$)", message: "src/tlog imports only its own modules, node:crypto and node:buffer." },
+      ] }],
+      "no-restricted-globals": ["error", { name: "fetch", message: "src/tlog is pure: no I/O." }, { name: "process", message: "src/tlog is pure: no environment." }],
+      "no-restricted-properties": ["error",
+        { object: "Date", property: "now", message: "src/tlog is pure: times are passed in." },
+        { object: "Math", property: "random", message: "src/tlog is pure: seeds are passed in." }],
+    },
+  },
+  {
+    // The witness service: its own modules, the tlog room's door and node built-ins; no package (the
+    // CLI hands it a logger), so what cosigns in the witness's name stays small enough to read.
+    files: ["src/witness/**/*.ts"],
+    ignores: ["src/witness/**/*.test.ts"],
+    rules: {
+      "no-restricted-imports": ["error", { patterns: [
+        { regex: "^(?!\\./|\\.\\./tlog/index\\.js$|node:)", message: "src/witness imports only its own modules, src/tlog's door and node built-ins." },
+      ] }],
+    },
+  },
 );

@@ -185,7 +185,7 @@ async function roleEmbedded(): Promise<void> {
     views: {},
     server: server.serverFactory({ host: "127.0.0.1", port: 0 }),
   });
-  app.applyDemoFolder(cp.runtime.store, "plugins");
+  await app.applyDemoFolder(cp.runtime.store, "plugins");
   await cp.pass();
   const { token } = await egress.mintEgressToken(dir, "ecb-fx", { ttlSeconds: 3600 });
   process.on("disconnect", () => {

@@ -66,14 +66,14 @@ async function gatewaySetup(): Promise<{ store: EventLog; dir: string; ring: Key
   const image = `ghcr.io/openfief/ledger-view@sha256:${"c5".repeat(32)}`;
   const manifest = { capabilities: ["view"], egress: [], secrets: [], dataTiers: [], rbac: [{ apiGroups: ["openfief.io"], resources: ["plugins"], verbs: ["get", "list"] }] };
   const stream = pluginStream(name);
-  store.append([{ stream, type: "plugin.observed", actor: "bench", data: { name, spec: { image, manifest } } }]);
-  store.append([{ stream, type: "grant.observed", actor: "bench", data: { name, spec: { capabilities: ["view"], rbac: manifest.rbac } } }]);
+  await store.append([{ stream, type: "plugin.observed", actor: "bench", data: { name, spec: { image, manifest } } }]);
+  await store.append([{ stream, type: "grant.observed", actor: "bench", data: { name, spec: { capabilities: ["view"], rbac: manifest.rbac } } }]);
   const m = parseManifest(manifest);
   const g = parseGrant({ name, spec: { capabilities: ["view"], rbac: manifest.rbac } });
   const img = parseImageRef(image);
   if (!m.ok || !g.ok || !img.ok) throw new Error("bench plugin");
   const plan = rolloutPlanToJSON(planRollout({ current: { image: img.value, manifest: m.value }, currentDeployable: true, previous: null, grant: g.value.spec }));
-  store.append([{ stream, type: "rollout.decided", actor: "bench", data: { name, inputs: { current: { image, manifest: manifest as unknown as JsonValue }, currentDeployable: true, previous: null, grant: { capabilities: ["view"] } }, plan } }]);
+  await store.append([{ stream, type: "rollout.decided", actor: "bench", data: { name, inputs: { current: { image, manifest: manifest as unknown as JsonValue }, currentDeployable: true, previous: null, grant: { capabilities: ["view"] } }, plan } }]);
   const ring = await KeyRing.open();
   const signer = new TokenSigner(ring);
   const roles = new StaticUserRoles({ alice: { cluster: [{ apiGroups: ["openfief.io"], resources: ["*"], verbs: ["*"], resourceNames: [], nonResourceURLs: [] }] } });
@@ -109,7 +109,7 @@ function harness(s: Setup) {
     gateway.attach(server);
     await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
     const close = async (): Promise<void> => {
-      gateway.close();
+      await gateway.close();
       await new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); });
     };
     return { port: (server.address() as AddressInfo).port, gateway, close };

@@ -6,9 +6,9 @@
  * holds the folder. The folder is its owner's only (0700, its files 0600, whatever the umask):
  * the log holds every grant and decision, the folder the keys that sign sessions and tokens.
  */
-import { chmodSync, closeSync, existsSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, statSync, unlinkSync, writeFileSync } from "node:fs";
+import { accessSync, chmodSync, closeSync, constants, existsSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, realpathSync, statSync, unlinkSync, writeFileSync } from "node:fs";
 import { hostname } from "node:os";
-import { join } from "node:path";
+import { dirname, join, resolve, sep } from "node:path";
 import { openStore } from "../events/index.js";
 import type { EventLog } from "../events/index.js";
 import { EGRESS_KEY_FILE } from "../egress/index.js";
@@ -107,6 +107,53 @@ export function privateDataFile(path: string): void {
   }
   // open's mode passes through the umask too.
   chmodSync(path, DATA_FILE_MODE);
+}
+
+/** Kernel file systems: nothing can live there, and a recursive mkdir under /proc never returns. */
+const PSEUDO_ROOTS = ["/proc", "/sys"];
+
+function underPseudo(path: string): string | null {
+  return PSEUDO_ROOTS.find((root) => path === root || path.startsWith(`${root}${sep}`)) ?? null;
+}
+
+/** The nearest part of `path` that exists (itself, a parent, …), resolved through symbolic links. */
+function nearestExisting(path: string): { path: string; real: string } {
+  for (let p = path; ; p = dirname(p)) {
+    try {
+      return { path: p, real: realpathSync(p) };
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if ((code !== "ENOENT" && code !== "ENOTDIR") || dirname(p) === p) return { path: p, real: p };
+    }
+  }
+}
+
+/**
+ * Refuses (`usage`, one line) a data folder no command can use, before anything opens or creates
+ * it: a file, a folder it cannot read and write, or one under /proc or /sys (where creating it
+ * would never return). `flag` names where the folder came from (`--data`, `$OPENFIEF_DATA`).
+ */
+export function checkDataDir(dataDir: string, flag = "--data"): void {
+  const shown = JSON.stringify(dataDir.length > 200 ? `${dataDir.slice(0, 200)}…` : dataDir);
+  const bad = (why: string): never => {
+    throw new AppError("usage", `${flag} ${shown} ${why}: give a folder openfief can create or write, such as ${DEFAULT_DATA_DIR}`, "data");
+  };
+  const abs = resolve(dataDir);
+  const near = nearestExisting(abs);
+  const pseudo = underPseudo(abs) ?? underPseudo(near.real);
+  if (pseudo !== null) bad(`is under ${pseudo}, which holds no files of its own`);
+  let st;
+  try {
+    st = statSync(near.real);
+  } catch (err) {
+    return bad(`cannot be read (${(err as NodeJS.ErrnoException).code ?? "error"})`);
+  }
+  if (!st.isDirectory()) bad(near.path === abs ? "is not a folder" : `is inside ${JSON.stringify(near.path)}, which is not a folder`);
+  try {
+    accessSync(near.real, constants.R_OK | constants.W_OK | constants.X_OK);
+  } catch {
+    bad(near.path === abs ? "cannot be read and written by this user" : `cannot be created: ${JSON.stringify(near.path)} is not writable by this user`);
+  }
 }
 
 /** Refuses a folder that holds no event log (a mistyped `--data` must not start a new control plane's files). */

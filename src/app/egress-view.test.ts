@@ -101,6 +101,20 @@ describe("a summary of a window", () => {
     expect([s.allowed, s.refused]).toEqual([1, 1]);
   });
 
+  it("keeps a granted host that did not resolve apart from one refused by policy", async () => {
+    now = T0 + 3.6 * H;
+    await store.append([{ stream: "egress/nbp-fx", type: "egress.decision", actor: "egress", data: { plugin: "nbp-fx", host: "api.nbp.pl", port: 443, allowed: false, reason: "dns_nxdomain", addresses: [] } }]); // 7
+    const s = await egressSummary(store, { since: new Date(T0), until: new Date(T0 + 4 * H), buckets: 4 });
+    expect([s.allowed, s.refused, s.failed]).toEqual([3, 2, 1]);
+    const nbp = s.plugins.find((p) => p.plugin === "nbp-fx");
+    expect([nbp?.allowed, nbp?.refused, nbp?.failed]).toEqual([3, 1, 1]);
+    expect(nbp?.destinations.map((d) => [d.host, d.allowed, d.refused, d.failed])).toEqual([["api.nbp.pl", 3, 0, 1], ["static.nbp.pl", 0, 1, 0]]);
+    expect(s.buckets.map((b) => [b.allowed, b.refused, b.failed])).toEqual([[1, 0, 0], [1, 1, 0], [0, 1, 0], [1, 0, 1]]);
+    expect(s.recent[0]).toMatchObject({ seq: 7, outcome: "failed", reason: "dns_nxdomain" });
+    expect((await egressDecisions(store, { outcome: "failed" })).decisions.map((d) => d.seq)).toEqual([7]);
+    expect((await egressDecisions(store, { outcome: "refused" })).decisions.map((d) => d.seq)).toEqual([3, 4]);
+  });
+
   it.each<[string, Parameters<typeof egressSummary>[1], RegExp]>([
     ["refuses a window that ends before it starts", { since: new Date(T0), until: new Date(T0) }, /must end after it starts/],
     ["refuses too many buckets", { since: new Date(T0), until: new Date(T0 + H), buckets: 201 }, /buckets must be/],

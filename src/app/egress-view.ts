@@ -6,13 +6,16 @@
  * decisions; a summary reads the counts kept as decisions arrive (ADR 0100), a number of rows set by
  * the window's shape and its destinations, not by how many decisions it holds.
  */
-import type { EventOf, EventLog } from "../events/index.js";
+import { egressDecisionOutcome } from "../events/index.js";
+import type { EgressOutcome, EventOf, EventLog } from "../events/index.js";
 import { egressCounts } from "../projections/index.js";
 import { AppError } from "./errors.js";
 import { checkLogQuery } from "./log.js";
 
-/** An egress decision's outcome, as the faces name it. */
-export type EgressOutcome = "allowed" | "refused";
+export type { EgressOutcome };
+
+/** Every outcome, in the order the faces show them. */
+export const EGRESS_OUTCOMES: readonly EgressOutcome[] = ["allowed", "refused", "failed"];
 
 /** Which decisions to read. */
 export interface EgressQuery {
@@ -55,7 +58,7 @@ type Decision = EventOf<"egress.decision">;
 
 function row(e: Decision): EgressDecisionRow {
   const d = e.data;
-  return { seq: e.seq, time: e.time, plugin: d.plugin, host: d.host, port: d.port, outcome: d.allowed ? "allowed" : "refused", reason: d.reason, address: d.address ?? null };
+  return { seq: e.seq, time: e.time, plugin: d.plugin, host: d.host, port: d.port, outcome: egressDecisionOutcome(d), reason: d.reason, address: d.address ?? null };
 }
 
 function checkQuery(store: EventLog, q: { plugin?: string; host?: string }): void {
@@ -77,7 +80,7 @@ export async function egressDecisions(store: EventLog, q: EgressQuery): Promise<
   };
   const out: EgressDecisionRow[] = [];
   const first = await store.lookups.egressCandidates({ afterSeq: q.afterSeq ?? 0, scan: MAX_EGRESS_SCAN, limit, ...filter });
-  // The scan's end is the first read's: a later read (past candidates the host comparison refused) stops there too.
+  // The scan's end is the first read's: a later read (past candidates the comparisons below refused) stops there too.
   const bound = first.bound;
   for (let page = first; ;) {
     let last: number | null = null;
@@ -86,10 +89,12 @@ export async function egressDecisions(store: EventLog, q: EgressQuery): Promise<
       if (bound !== null && e.seq > bound) return { decisions: out, next: bound };
       const d = row(e);
       if (host !== undefined && d.host.toLowerCase() !== host) continue;
+      // The candidates are chosen by allowed or not: refused and failed are told apart here.
+      if (q.outcome !== undefined && d.outcome !== q.outcome) continue;
       out.push(d);
       if (out.length === limit) return { decisions: out, next: d.seq };
     }
-    // Fewer candidates than asked: the scan is done. Else some were not the host after all: read on.
+    // Fewer candidates than asked: the scan is done. Else some did not match after all: read on.
     if (page.candidates.length < limit || last === null) return { decisions: out, next: bound };
     page = await store.lookups.egressCandidates({ afterSeq: last, scan: MAX_EGRESS_SCAN, limit, ...filter });
   }
@@ -101,15 +106,17 @@ export interface EgressDestination {
   readonly port: number;
   readonly allowed: number;
   readonly refused: number;
+  readonly failed: number;
   /** The latest decision about it. */
   readonly last: EgressDecisionRow;
 }
 
-/** One plugin's destinations, refused ones first, then by count. */
+/** One plugin's destinations, refused and failed ones first, then by count. */
 export interface EgressPluginSummary {
   readonly plugin: string;
   readonly allowed: number;
   readonly refused: number;
+  readonly failed: number;
   readonly destinations: readonly EgressDestination[];
 }
 
@@ -119,6 +126,7 @@ export interface EgressBucket {
   readonly end: string;
   readonly allowed: number;
   readonly refused: number;
+  readonly failed: number;
 }
 
 /** The decisions of a time window, counted. */
@@ -127,6 +135,7 @@ export interface EgressSummary {
   readonly until: string;
   readonly allowed: number;
   readonly refused: number;
+  readonly failed: number;
   readonly plugins: readonly EgressPluginSummary[];
   readonly buckets: readonly EgressBucket[];
   /** The latest decisions counted, newest first (at most {@link RECENT}). */
@@ -150,8 +159,10 @@ export interface EgressSummaryOptions {
   readonly buckets?: number;
 }
 
+const total = (t: { allowed: number; refused: number; failed: number }): number => t.allowed + t.refused + t.failed;
+
 function byConcern(a: EgressDestination, b: EgressDestination): number {
-  return b.refused - a.refused || b.allowed + b.refused - (a.allowed + a.refused) || (a.host < b.host ? -1 : a.host > b.host ? 1 : a.port - b.port);
+  return b.refused + b.failed - (a.refused + a.failed) || total(b) - total(a) || (a.host < b.host ? -1 : a.host > b.host ? 1 : a.port - b.port);
 }
 
 const SECOND = 1000;
@@ -173,30 +184,28 @@ export async function egressSummary(store: EventLog, o: EgressSummaryOptions): P
   const n = o.buckets ?? 24;
   if (!Number.isInteger(n) || n < 1 || n > MAX_EGRESS_BUCKETS) throw new AppError("usage", `buckets must be a whole number from 1 to ${MAX_EGRESS_BUCKETS}`, "buckets");
   const width = (to - from) / n;
-  const buckets = Array.from({ length: n }, (_, i) => ({ start: new Date(from + i * width).toISOString(), end: new Date(from + (i + 1) * width).toISOString(), allowed: 0, refused: 0 }));
+  const buckets = Array.from({ length: n }, (_, i) => ({ start: new Date(from + i * width).toISOString(), end: new Date(from + (i + 1) * width).toISOString(), allowed: 0, refused: 0, failed: 0 }));
   const counts = egressCounts(store);
   await counts.catchUp();
   const first = floorSecond(from);
   const last = floorSecond(to);
-  const plugins = new Map<string, { count: number; lastSeq: number; dests: Map<string, { host: string; port: number; allowed: number; refused: number; lastSeq: number }> }>();
-  let allowed = 0;
-  let refused = 0;
+  type Counted = { allowed: number; refused: number; failed: number };
+  const add = (into: Counted, r: Counted): void => { into.allowed += r.allowed; into.refused += r.refused; into.failed += r.failed; };
+  const plugins = new Map<string, { count: number; lastSeq: number; dests: Map<string, Counted & { host: string; port: number; lastSeq: number }> }>();
+  const sums: Counted = { allowed: 0, refused: 0, failed: 0 };
   for (const [i, b] of buckets.entries()) {
     const lo = i === 0 ? first : ceilSecond(from + i * width);
     const hi = i === n - 1 ? last + SECOND : ceilSecond(from + (i + 1) * width);
     await counts.visit(lo, hi, o.plugin, (r) => {
-      b.allowed += r.allowed;
-      b.refused += r.refused;
-      allowed += r.allowed;
-      refused += r.refused;
+      add(b, r);
+      add(sums, r);
       let p = plugins.get(r.plugin);
       if (p === undefined) { p = { count: 0, lastSeq: 0, dests: new Map() }; plugins.set(r.plugin, p); }
-      p.count += r.allowed + r.refused;
+      p.count += total(r);
       p.lastSeq = Math.max(p.lastSeq, r.lastSeq);
       const key = `${r.host}\u0000${r.port}`;
-      const d = p.dests.get(key) ?? { host: r.host, port: r.port, allowed: 0, refused: 0, lastSeq: 0 };
-      d.allowed += r.allowed;
-      d.refused += r.refused;
+      const d = p.dests.get(key) ?? { host: r.host, port: r.port, allowed: 0, refused: 0, failed: 0, lastSeq: 0 };
+      add(d, r);
       d.lastSeq = Math.max(d.lastSeq, r.lastSeq);
       p.dests.set(key, d);
     });
@@ -209,14 +218,15 @@ export async function egressSummary(store: EventLog, o: EgressSummaryOptions): P
   const summaries: EgressPluginSummary[] = [];
   for (const [plugin, p] of [...plugins].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
     const destinations: EgressDestination[] = [];
-    for (const d of p.dests.values()) destinations.push({ host: d.host, port: d.port, allowed: d.allowed, refused: d.refused, last: await decision(d.lastSeq) });
+    for (const d of p.dests.values()) destinations.push({ host: d.host, port: d.port, allowed: d.allowed, refused: d.refused, failed: d.failed, last: await decision(d.lastSeq) });
     destinations.sort(byConcern);
-    summaries.push({ plugin, allowed: destinations.reduce((s, d) => s + d.allowed, 0), refused: destinations.reduce((s, d) => s + d.refused, 0), destinations });
+    const sum = (k: EgressOutcome): number => destinations.reduce((s, d) => s + d[k], 0);
+    summaries.push({ plugin, allowed: sum("allowed"), refused: sum("refused"), failed: sum("failed"), destinations });
   }
   const window = { from: new Date(first).toISOString(), to: new Date(last + SECOND).toISOString() };
   // The latest decisions: each plugin's own, read back from its stream (no more than the window holds), merged.
   const latest: Decision[] = [];
   for (const [plugin, p] of plugins) latest.push(...(await store.lookups.latestEgressDecisions(plugin, p.lastSeq, window, Math.min(RECENT, p.count))));
   const recent = latest.sort((a, b) => b.seq - a.seq).slice(0, RECENT).map(row);
-  return { since: o.since.toISOString(), until: o.until.toISOString(), allowed, refused, plugins: summaries, buckets, recent, truncated: false };
+  return { since: o.since.toISOString(), until: o.until.toISOString(), ...sums, plugins: summaries, buckets, recent, truncated: false };
 }

@@ -9,7 +9,7 @@ export type { Runtime, RuntimeOptions } from "./runtime.js";
 /** Cluster mode: the reconciler driven by Plugin and PluginGrant resources, status written back. */
 export { CLUSTER_ACTOR, clusterReconcilerFactory, kubeChange, observe, observePrevious, recordKubeChanges, signatureState, topologyFromEnv } from "./cluster.js";
 /** The words the faces share: `why`'s codes, events and pending permissions as sentences. */
-export { blockerText, describeEvent, describePending, describeRule, egressReasonText, hostPort, pendingItems, reasonText, viewDecisionSentences, whySentences } from "./wording.js";
+export { blockerText, describeEvent, describePending, describeRule, egressDecisionText, egressReasonText, hostPort, pendingItems, reasonText, viewDecisionSentences, whySentences } from "./wording.js";
 export type { EventContext, PendingLike } from "./wording.js";
 export { describeDecision, lastCallText, problemText, runtimeText, statusText } from "./wording.js";
 /** Verdicts as what they mean, blockers, grant edits as what they changed, outcomes, the embedded mode's objects. */
@@ -37,7 +37,7 @@ export { lastCallOf, listPlugins, shortImage } from "./plugins.js";
 export type { LastCallView, PluginProblem, PluginRow, PluginStatus, SignatureView } from "./plugins.js";
 /** A data folder: its files, the lock that keeps a second `up` off it, private key files. */
 export {
-  checkPrivateFile, DATA_DIR_MODE, DATA_FILE_MODE, DEFAULT_DATA_DIR, lockDataDir, lockHolder, logFile, openDataDir, openDataStore, privateDataFile, requireLog, runningEgress, storeFile, tightenedText,
+  checkDataDir, checkPrivateFile, DATA_DIR_MODE, DATA_FILE_MODE, DEFAULT_DATA_DIR, lockDataDir, lockHolder, logFile, openDataDir, openDataStore, privateDataFile, requireLog, runningEgress, storeFile, tightenedText,
 } from "./data-dir.js";
 export type { DataLock, LockHolder, Tightened } from "./data-dir.js";
 /** The settings `up` was started with, saved in the data folder. */
@@ -65,16 +65,16 @@ export { CoreTokenVerifier, instanceOfAudience } from "./core-token.js";
 export type { CoreTokenRefusal, CoreTokenResult } from "./core-token.js";
 export type { HostedPlugins, HostedPluginsOptions } from "./hosted-plugins.js";
 /** The log read and followed with the filters of `openfief log`, paged by sequence number. */
-export { checkLogQuery, eventSentence, eventSentences, eventTypes, followLog, MAX_LOG_TYPES, parseCount, parseTime, pluginVerdicts, readLog, readLogTail } from "./log.js";
+export { checkLogQuery, eventSentence, eventSentences, eventTypes, followLog, MAX_LOG_TYPES, parseCount, parseTime, pluginVerdicts, readLog, readLogTail, requireKnownPlugin } from "./log.js";
 export type { FollowOptions, LogPage, LogQuery, LogTail } from "./log.js";
 /** Replay: the state as of a sequence number or a time. */
-export { parseReplayPoint, replay } from "./replay.js";
+export { parseReplayPoint, replay, requireWithinLog } from "./replay.js";
 export type { Replayed, ReplayedPlugin, ReplayPoint } from "./replay.js";
 /** One plugin as an owner looks at it: why, grant, what runs, its timeline, what an approval would add. */
-export { explain, MAX_TIMELINE, pendingApproval, pendingApprovals, pluginsOverview, pluginTimeline, pluginView } from "./plugin-view.js";
-export type { AskedFor, Explained, PendingApproval, PermissionLists, PluginsOverview, PluginView, Timeline, TimelineEntry } from "./plugin-view.js";
+export { approvalInFlight, explain, MAX_TIMELINE, pendingApproval, pendingApprovals, pluginsOverview, pluginTimeline, pluginView } from "./plugin-view.js";
+export type { ApprovalInFlight, AskedFor, Explained, PendingApproval, PermissionLists, PluginsOverview, PluginView, Timeline, TimelineEntry } from "./plugin-view.js";
 /** The egress proxy's decisions by plugin, host and outcome, and counted over time. */
-export { egressDecisions, egressSummary, MAX_EGRESS_BUCKETS, MAX_EGRESS_SCAN } from "./egress-view.js";
+export { EGRESS_OUTCOMES, egressDecisions, egressSummary, MAX_EGRESS_BUCKETS, MAX_EGRESS_SCAN } from "./egress-view.js";
 export type { EgressBucket, EgressDecisionRow, EgressDestination, EgressOutcome, EgressPage, EgressPluginSummary, EgressQuery, EgressSummary, EgressSummaryOptions } from "./egress-view.js";
 /** The console's users: one-time sign-in links, ES256 sessions for exactly one audience, roles. */
 export { checkUserName, defaultUser, runningConsole, signInLink, MAX_SESSION_AGE_SECONDS, MAX_TOKEN_TTL_SECONDS, parseRole, ROLES, SESSION_KEY_FILE, SESSION_TTL_SECONDS, sessionProblemText, Sessions, SIGN_IN_AUDIENCE, SIGN_IN_TTL_SECONDS, USER_AUDIENCE } from "./sessions.js";

@@ -67,6 +67,16 @@ export function checkLogQuery(store: EventLog, q: LogQuery): void {
   if (unknown.length > 0) throw new AppError("usage", `unknown event type ${JSON.stringify(unknown[0]?.slice(0, 64))}: one of ${[...known].sort().join(", ")}`, "type");
 }
 
+/**
+ * Refuses (`usage`) a plugin the log has never heard of: a mistyped `--plugin` would otherwise
+ * print nothing, which reads as "nothing happened to it".
+ */
+export async function requireKnownPlugin(store: EventLog, name: string): Promise<void> {
+  if ((await store.version(pluginStream(name))) === 0 && (await store.version(egressStream(name))) === 0) {
+    throw new AppError("usage", `no plugin ${JSON.stringify(name)} in the log: nothing was applied, granted or decided for it (openfief get plugins lists those there are)`, "plugin");
+  }
+}
+
 /** The events matching `q` with `afterSeq < seq ≤ toSeq`, at most `limit`, in sequence order. */
 async function readRange(store: EventLog, q: LogQuery, afterSeq: number, toSeq: number, limit: number | undefined): Promise<KnownEvent[]> {
   const base: ReadFilter = {

@@ -18,7 +18,7 @@ import { checkLogQuery, eventSentence, eventSentences, pluginVerdicts } from "./
 import { grantWithPending, pendingOf } from "./owner-edits.js";
 import { listPlugins } from "./plugins.js";
 import type { PluginRow } from "./plugins.js";
-import { describeEvent, describePending, describeRule, viewDecisionSentences, whySentences } from "./wording.js";
+import { describeEvent, describePending, describeRule, pendingItems, viewDecisionSentences, whySentences } from "./wording.js";
 import type { NextSteps } from "./wording.js";
 
 /** What a Plugin asks for, as given. */
@@ -93,6 +93,8 @@ export interface PluginView {
   };
   /** What an approval would add now; null when nothing is pending (or the spec is invalid). */
   readonly pending: PendingApproval | null;
+  /** An approval the latest decision has not taken in yet (the rollout is coming), or null. */
+  readonly approved: ApprovalInFlight | null;
   /** The latest decision explained, or null when none was decided yet. */
   readonly why: { readonly answer: WhyAnswer; readonly sentences: readonly string[] } | null;
   /** The latest events of the plugin's own stream. */
@@ -154,6 +156,33 @@ export async function pendingApproval(store: EventLog, name: string, version?: n
   }
 }
 
+/**
+ * An approval recorded after the latest decision: that decision waited for an approval, the grant
+ * has been set since, and nothing is pending under it any more. The reconciler will decide again
+ * (the plan's pending permissions change, so it appends a decision); until it has, the faces say
+ * "approved; rolling out" rather than show the old decision's "waits for approval" beside an
+ * empty approval box.
+ */
+export interface ApprovalInFlight {
+  /** The grant edit that approved. */
+  readonly seq: number;
+  readonly actor: string;
+  /** Whether the version asked for passed its other checks at the last decision: it will run. */
+  readonly rollsOut: boolean;
+  /** The image asked for. */
+  readonly image: string | null;
+}
+
+/** The approval of `name` the latest decision has not taken in yet, or null. */
+export async function approvalInFlight(store: EventLog, name: string): Promise<ApprovalInFlight | null> {
+  const stream = pluginStream(name);
+  const decision = await store.last(stream, "rollout.decided");
+  if (decision === null || pendingItems(decision.data.plan.pending).length === 0) return null;
+  const grant = await store.last(stream, "grant.observed");
+  if (grant === null || grant.seq < decision.seq || (await pendingApproval(store, name)) !== null) return null;
+  return { seq: grant.seq, actor: grant.actor, rollsOut: decision.data.inputs.currentDeployable, image: decision.data.inputs.current?.image ?? null };
+}
+
 /** Every plugin whose current version waits for the owner and would run once approved, with what approving it would add. */
 export async function pendingApprovals(store: EventLog): Promise<PendingApproval[]> {
   const out: PendingApproval[] = [];
@@ -195,15 +224,20 @@ export interface PluginsOverview {
   readonly blocked: readonly PluginRow[];
   /** The time of each row's latest decision, by plugin name. */
   readonly decidedAt: ReadonlyMap<string, string>;
+  /** The plugins approved since their latest decision, whose rollout is coming, by name. */
+  readonly approved: ReadonlyMap<string, ApprovalInFlight>;
 }
 
 /** Every plugin at a glance. */
 export async function pluginsOverview(store: EventLog): Promise<PluginsOverview> {
   const rows = await listPlugins(store);
   const decidedAt = new Map<string, string>();
+  const approved = new Map<string, ApprovalInFlight>();
   for (const r of rows) {
     const time = r.decided === null ? undefined : (await store.get(r.decided.seq))?.time;
     if (time !== undefined) decidedAt.set(r.name, time);
+    const a = r.deleted ? null : await approvalInFlight(store, r.name);
+    if (a !== null) approved.set(r.name, a);
   }
   const live = rows.filter((r) => !r.deleted);
   const pending: PendingApproval[] = [];
@@ -217,6 +251,7 @@ export async function pluginsOverview(store: EventLog): Promise<PluginsOverview>
     pending,
     blocked: live.filter((r) => r.blockers.length > 0),
     decidedAt,
+    approved,
   };
 }
 
@@ -261,6 +296,7 @@ export async function pluginView(store: EventLog, name: string, o: { timeline?: 
     running,
     permissions: { asked: askedPermissions(name, asked), granted: grantLists(grant), effective: runLists(running) },
     pending: row.deleted ? null : await pendingApproval(store, name, version),
+    approved: row.deleted ? null : await approvalInFlight(store, name),
     why: answer === null ? null : { answer, sentences: await whyText(store, answer, o.steps) },
     timeline: await pluginTimeline(store, name, { latest: true, limit: o.timeline ?? 50 }),
   };

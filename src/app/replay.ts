@@ -9,7 +9,6 @@ import type { Pending } from "../plugins/index.js";
 import { stateAt } from "../projections/index.js";
 import type { PluginState } from "../projections/index.js";
 import { AppError } from "./errors.js";
-import { parseTime } from "./log.js";
 import { eventSentence } from "./log.js";
 
 /** A point of the log to replay to. */
@@ -21,7 +20,20 @@ export function parseReplayPoint(text: string, what = "at"): ReplayPoint {
     if (text.length > 15) throw new AppError("usage", `${what} is past the end of any log`, what);
     return { seq: Number(text) };
   }
-  return { time: parseTime(text, what) };
+  const d = new Date(text);
+  if (text.length > 64 || !/^\d{4}-\d{2}-\d{2}/.test(text) || Number.isNaN(d.getTime())) {
+    const shown = JSON.stringify(text.length > 64 ? `${text.slice(0, 64)}…` : text);
+    throw new AppError("usage", `${what} must be an event's sequence number (such as 42) or an ISO-8601 time (such as 2026-11-30T12:00:00Z), not ${shown}`, what);
+  }
+  return { time: d };
+}
+
+/** Refuses (`usage`) a sequence number past the log's end, saying where it ends. */
+export async function requireWithinLog(store: EventLog, at: ReplayPoint, what = "at"): Promise<void> {
+  const head = await store.head();
+  if ("seq" in at && at.seq > head) {
+    throw new AppError("usage", `${what} ${at.seq} is past the end of the log: it ends at event ${head}${head === 0 ? " (it is empty)" : ` (${what} ${head} is the state now)`}`, what);
+  }
 }
 
 /** One plugin as it stood at the point. */

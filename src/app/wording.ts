@@ -5,6 +5,7 @@
  * say one outcome one way, written in one place; `wording.test.ts` holds a table per family of
  * codes and fails when a code has no words.
  */
+import { egressCodeOutcome, egressDecisionOutcome } from "../events/index.js";
 import type { KnownEvent } from "../events/index.js";
 import { EMPTY_PENDING, formatErrors, formatHostPort, parseGrant } from "../plugins/index.js";
 import type { JsonValue, Pending, PolicyRule, PolicyRuleJSON, RolloutReason } from "../plugins/index.js";
@@ -243,8 +244,8 @@ const DESCRIBE: { readonly [T in KnownEvent["type"]]: (e: Extract<KnownEvent, { 
   "kube.applied": (e) => `${e.data.records.length} object change(s) were applied to the cluster`,
   "workload.applied": (e) => `the workload was applied to ${embeddedFolder(e.data.target) ?? e.data.target}${embeddedFolder(e.data.target) === null ? "" : " (its objects only: no container runtime in the embedded mode)"}${e.data.ok ? "" : ` and failed: ${e.data.error ?? "?"}`}`,
   "reconcile.failed": (e) => `reconciling failed: ${e.data.error}`,
-  "egress.decision": (e) => `${e.data.allowed ? "allowed" : "denied"} ${hostPort(e.data.host, e.data.port)} (${e.data.reason})${e.data.address === undefined ? "" : ` via ${e.data.address}`}`,
-  "egress.refused": (e) => `refused a CONNECT from ${e.data.source}${e.data.host === undefined ? "" : ` to ${hostPort(e.data.host, e.data.port ?? 0)}`} before identity (${e.data.code})${e.data.dropped > 0 ? `; ${e.data.dropped} more from it went unrecorded` : ""}`,
+  "egress.decision": (e) => egressDecisionText(e.data),
+  "egress.refused": (e) => `${egressCodeOutcome(e.data.code) === "failed" ? "could not check the identity of" : "refused"} a CONNECT from ${e.data.source}${e.data.host === undefined ? "" : ` to ${hostPort(e.data.host, e.data.port ?? 0)}`} before identity (${e.data.code})${e.data.dropped > 0 ? `; ${e.data.dropped} more from it went unrecorded` : ""}`,
   "module.installed": (e) => `the WebAssembly module ${e.data.digest} (${e.data.size} bytes) was installed by ${e.actor}`,
   "module.uninstalled": (e) => `the WebAssembly module ${e.data.digest} was uninstalled by ${e.actor}`,
   "plugin.call": (e) => `a call of ${e.data.method} failed with ${e.data.code}${e.data.source === "plugin" ? " (reported by the plugin)" : ""}: ${e.data.message}`,
@@ -327,12 +328,33 @@ const EGRESS_REASON_TEXT: Readonly<Record<string, string>> = {
   not_listed: "not on its allow-list",
   no_allow_list: "it has no allow-list (nothing of it runs)",
   forbidden_address: "the name resolves to a private or reserved address",
-  dns_no_addresses: "the name resolves to no address",
+  dns_nxdomain: "no such host",
+  dns_servfail: "DNS failed to answer",
+  dns_refused: "DNS refused to answer",
+  dns_no_addresses: "the name has no addresses",
+  dns_timeout: "DNS did not answer in time",
+  dns_failed: "the name could not be resolved",
+  dial_failed: "the connection failed",
+  connect_timeout: "the connection timed out",
 };
 
 /** An egress decision's reason code as a phrase (unknown codes as they are). */
 export function egressReasonText(reason: string): string {
   return EGRESS_REASON_TEXT[reason] ?? reason.replace(/_/g, " ");
+}
+
+/**
+ * An egress decision as a sentence that keeps the two ways of not connecting apart: "refused
+ * api.nbp.pl:443 by policy: not on its allow-list (not_listed)" when the plugin may not go there,
+ * "failed to reach api.nbp.pl:443: no such host (dns_nxdomain)" when it may but could not.
+ */
+export function egressDecisionText(d: { readonly allowed: boolean; readonly reason: string; readonly host: string; readonly port: number; readonly address?: string }): string {
+  const where = hostPort(d.host, d.port);
+  switch (egressDecisionOutcome(d)) {
+    case "allowed": return `allowed ${where} (${d.reason})${d.address === undefined ? "" : ` via ${d.address}`}`;
+    case "refused": return `refused ${where} by policy: ${egressReasonText(d.reason)} (${d.reason})`;
+    case "failed": return `failed to reach ${where}: ${egressReasonText(d.reason)} (${d.reason})`;
+  }
 }
 
 /**

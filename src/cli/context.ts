@@ -5,8 +5,10 @@
  * The store is SQLite in WAL mode, so commands work beside a
  * running `openfief up`.
  */
+import { realpathSync } from "node:fs";
+import { delimiter, isAbsolute, join, relative } from "node:path";
 import type { Command } from "commander";
-import { DEFAULT_DATA_DIR, openDataDir, openDataStore, requireLog, tightenedText } from "../app/index.js";
+import { checkDataDir, DEFAULT_DATA_DIR, openDataDir, openDataStore, requireLog, tightenedText } from "../app/index.js";
 import type { EventLog } from "../events/index.js";
 import { isValidPluginName } from "../plugins/index.js";
 import { CliError } from "./cli-error.js";
@@ -28,8 +30,12 @@ export function withJson(cmd: Command): Command {
   return cmd.option("--json", "print JSON");
 }
 
+/** The data folder the command works on, refused (exit 2, one line) when no command could use it. */
 export function dataDir(o: DataOptions): string {
-  return o.data ?? process.env["OPENFIEF_DATA"] ?? DEFAULT_DATA_DIR;
+  const env = process.env["OPENFIEF_DATA"];
+  const dir = o.data ?? (env === undefined || env === "" ? DEFAULT_DATA_DIR : env);
+  checkDataDir(dir, o.data !== undefined ? "--data" : env !== undefined && env !== "" ? "$OPENFIEF_DATA" : "the data folder");
+  return dir;
 }
 
 /** Says on stderr what opening a data folder tightened (a folder an older version made 0755). */
@@ -77,6 +83,29 @@ export function print(line = ""): void {
 /** A warning about what a command did (it succeeded): on standard error, so the output stays what was asked for. */
 export function warn(line: string): void {
   process.stderr.write(`warning: ${line}\n`);
+}
+
+/**
+ * How a person should type this command to run it again: `openfief` when that name on the PATH
+ * is this very command (after `npm link`), else the path it was started by (`./bin/openfief.js`
+ * in a checkout) — never `npx openfief`, which starts npm first (about two seconds a command).
+ */
+export function commandName(o: { argv1?: string | undefined; path?: string; cwd?: string } = {}): string {
+  const argv1 = "argv1" in o ? o.argv1 : process.argv[1];
+  if (argv1 === undefined) return "openfief";
+  const real = (p: string): string | null => {
+    try {
+      return realpathSync(p);
+    } catch {
+      return null;
+    }
+  };
+  const self = real(argv1);
+  for (const dir of (o.path ?? process.env["PATH"] ?? "").split(delimiter)) {
+    if (dir !== "" && self !== null && real(join(dir, "openfief")) === self) return "openfief";
+  }
+  const rel = relative(o.cwd ?? process.cwd(), argv1);
+  return rel !== "" && !rel.startsWith("..") && !isAbsolute(rel) ? `./${rel}` : argv1;
 }
 
 /** Formats a list of a table's rows with padded columns. */

@@ -32,16 +32,34 @@ export function readableLines(out: NodeJS.WritableStream, minLevel = 40): Writab
   });
 }
 
+/** How a long-running command's log shows besides its file: `text` for people, `json` for a collector. */
+export type LogFormat = "text" | "json";
+
+/** Where the log lines that are not the file's go, and in which form. */
+export type TerminalLog = "stderr-text" | "stderr-json" | "stdout-json";
+
+/**
+ * The choice behind {@link cliLogger}: with a `format` (`up --log-format`), readable warnings and
+ * errors on stderr for `text` whatever stderr is (the JSON is in the file), every JSON line on
+ * stdout for `json`; without one (the other long-running commands), JSON lines on stderr when
+ * asked (`json`) or when stderr is not a terminal, readable lines when it is.
+ */
+export function terminalLog(o: { format?: LogFormat; json?: boolean; stderrIsTTY: boolean }): TerminalLog {
+  if (o.format === "json") return "stdout-json";
+  if (o.format === "text") return "stderr-text";
+  return o.json === true || !o.stderrIsTTY ? "stderr-json" : "stderr-text";
+}
+
 /**
  * A logger for long-running commands, tokens redacted wherever they appear: JSON lines into
- * `file` when given, and on stderr JSON lines (`json`, or stderr is not a terminal) or readable
- * warnings and errors (a terminal).
+ * `file` when given (its owner's only, like the data folder it is written in), and on the
+ * terminal as {@link terminalLog} chooses.
  */
-export function cliLogger(opts: { level?: string; file?: string; json?: boolean } = {}): Logger {
+export function cliLogger(opts: { level?: string; file?: string; json?: boolean; format?: LogFormat } = {}): Logger {
   const level = opts.level ?? process.env["OPENFIEF_LOG_LEVEL"] ?? "info";
-  const json = opts.json === true || process.stderr.isTTY !== true;
-  const streams: pino.StreamEntry[] = [{ level: "trace", stream: json ? pino.destination(2) : readableLines(process.stderr) }];
-  // Its owner's only (0600), like the data folder it is written in.
+  const where = terminalLog({ ...(opts.format === undefined ? {} : { format: opts.format }), ...(opts.json === undefined ? {} : { json: opts.json }), stderrIsTTY: process.stderr.isTTY === true });
+  const terminal = where === "stdout-json" ? pino.destination(1) : where === "stderr-json" ? pino.destination(2) : readableLines(process.stderr);
+  const streams: pino.StreamEntry[] = [{ level: "trace", stream: terminal }];
   if (opts.file !== undefined) streams.push({ level: "trace", stream: pino.destination({ dest: opts.file, mkdir: true, sync: false, mode: 0o600 }) });
   return pino({ level, base: null, redact: { paths: REDACT, censor: "[redacted]" } }, pino.multistream(streams));
 }

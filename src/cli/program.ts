@@ -8,6 +8,7 @@
 import { Command, CommanderError } from "commander";
 import { toAppError } from "../app/index.js";
 import { CliError } from "./cli-error.js";
+import { VERSION } from "./version.js";
 
 /** Adds a module's subcommands to the program. */
 export type Register = (program: Command) => void;
@@ -16,6 +17,7 @@ export type Register = (program: Command) => void;
 export function programWith(registers: readonly Register[]): Command {
   const program = new Command("openfief")
     .description("OpenFief plugin control plane: least-privilege plugins, verified images, egress, and a replayable decision log")
+    .version(`openfief ${VERSION} (Node.js ${process.versions.node})`, "-V, --version", "print the version and exit")
     .showHelpAfterError(false)
     .exitOverride();
   for (const register of registers) register(program);

@@ -1,14 +1,16 @@
 /**
  * The answer on the wire: the 200 that opens a tunnel, a refusal written from its row of the
- * refusal table, and the few answers to a request that is not a CONNECT (the health check,
- * metrics, 405, a head the reader refused). Written by hand on the socket (the proxy's port is
- * `node:net`, ADR 0035), always with `Connection: close`: one request per connection.
+ * refusal table (with its `Proxy-Status`, RFC 9209), and the few answers to a request that is not
+ * a CONNECT (the health check, metrics, 405, a head the reader refused: byte for byte what
+ * node:http answered, ADR 0035). Written by hand on the socket (the proxy's port is `node:net`),
+ * always with `Connection: close`: one request per connection.
  */
 import type { Duplex } from "node:stream";
+import { PROXY_NAME, proxyStatusValue, type ProxyError } from "./proxy-status.js";
 import { REFUSALS, type RefusalCode } from "./refusals.js";
 
 /** The realm of every 407's `Proxy-Authenticate`. */
-export const PROXY_REALM = "openfief-egress";
+export const PROXY_REALM = PROXY_NAME;
 
 /** The 200 that opens a tunnel (bytes made once: no string encoding per CONNECT). */
 export const ESTABLISHED: Buffer = Buffer.from("HTTP/1.1 200 Connection Established\r\n\r\n", "latin1");
@@ -22,20 +24,37 @@ const STATUS_TEXT: Readonly<Record<number, string>> = {
   504: "Gateway Timeout",
 };
 
-/** The bytes of a refusal; `detail` is a stable code appended to the reason (never a secret). */
-export function refusalBytes(code: RefusalCode, detail?: string, extra: Readonly<Record<string, string>> = {}): string {
+/** What a refusal's answer says beyond its row. */
+export interface RefusalFacts {
+  /** A stable code appended to the reason (which address check refused; never a secret). */
+  readonly detail?: string;
+  /** More header lines (a 429's `Retry-After`). */
+  readonly headers?: Readonly<Record<string, string>>;
+  /** A more precise `Proxy-Status` error than the row's (a failed dial's, by its errno). */
+  readonly proxyError?: ProxyError;
+}
+
+/**
+ * The bytes of a refusal. Its body and the `details` of its `Proxy-Status` are the same line,
+ * `code: reason`: curl shows a failed CONNECT's headers but not its body, and a 407 must say
+ * whether the token or the destination was refused.
+ */
+export function refusalBytes(code: RefusalCode, facts: RefusalFacts = {}): string {
   const row = REFUSALS[code];
-  const body = detail === undefined ? `${code}: ${row.text}\n` : `${code}: ${row.text} (${detail})\n`;
+  const line = facts.detail === undefined ? `${code}: ${row.text}` : `${code}: ${row.text} (${facts.detail})`;
+  const body = `${line}\n`;
   let head = `HTTP/1.1 ${row.status} ${STATUS_TEXT[row.status] ?? ""}\r\nContent-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n`;
+  head += `Proxy-Status: ${proxyStatusValue(facts.proxyError ?? row.proxyError, line)}\r\n`;
+  const extra = facts.headers ?? {};
   for (const k in extra) head += `${k}: ${extra[k]}\r\n`;
   if (row.status === 407) head += `Proxy-Authenticate: Basic realm="${PROXY_REALM}"\r\n`;
   return `${head}\r\n${body}`;
 }
 
 /** Writes a refusal and ends the socket; nothing is written to a socket already gone, or for a 499. */
-export function answerRefusal(socket: Duplex, code: RefusalCode, detail?: string, extra?: Readonly<Record<string, string>>): void {
+export function answerRefusal(socket: Duplex, code: RefusalCode, facts?: RefusalFacts): void {
   if (socket.destroyed || REFUSALS[code].status === 499) return;
-  socket.end(refusalBytes(code, detail, extra));
+  socket.end(refusalBytes(code, facts));
 }
 
 /** A head the reader refused (as node:http answered llhttp's errors): no body, no detail. */

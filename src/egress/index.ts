@@ -17,8 +17,10 @@ export { basicProxyAuthorization, proxyToken, type ProxyAuthError } from "./prox
 export { createEgressProxy, EgressConfigError, PROXY_REALM, refuseUpstreamProxyEnv, TUNNEL_HIGH_WATER_MARK, type ConnectFn, type DialAddress, type EgressProxy, type EgressProxyOptions, type EgressProxyPorts } from "./proxy.js";
 /** The pure egress decision: allow-list, then every resolved address (what `check-egress` re-runs). */
 export { afterResolution, decideAddresses, decideDestination, decideListed, recheckAddresses, type AddressChecker, type AddressDecision, type DestinationDecision, type DestinationInputs, type ListVerdict } from "./decide.js";
-/** The one refusal table: code → status, reason text, where it is recorded, counter label. */
-export { REFUSALS, refusal, type Recording, type Refusal, type RefusalCode } from "./refusals.js";
+/** The one refusal table: code → status, reason text, where it is recorded, counter label, refused or failed, Proxy-Status error. */
+export { decisionOutcome, REFUSALS, refusal, refusalOutcome, type Recording, type Refusal, type RefusalCode, type RefusalOutcome } from "./refusals.js";
+/** The `Proxy-Status` header of every refusal (RFC 9209). */
+export { PROXY_ERROR_TYPES, PROXY_NAME, proxyStatusValue, type DnsRcode, type ProxyError, type ProxyErrorType } from "./proxy-status.js";
 export { Batcher, BatchingDecisionRecorder, StoreDecisionRecorder, type DecisionRecorder, type EventAppender } from "./recorder.js";
 export { DNS_CACHE_MAX_NAMES, DNS_CACHE_MAX_TTL_MS, DnsResolver, type DnsResolverOptions, type ResolveOutcome, type Resolver } from "./resolver.js";
 export { reviewWithin, systemClock, type Clock, type ReviewResult, type TokenReviewer } from "./reviewer.js";

@@ -1,8 +1,8 @@
 /**
- * The proxy's counters (issue 11, "Egress recording"; issue 17): prom-client metrics registered in
- * a registry the caller passes in, so the control plane's `/metrics` serves them (and the proxy's
- * own port can, in cluster mode). Labels are bounded sets: outcome, the refusal table's labels,
- * parser error kinds; never a plugin, a host or an address.
+ * The proxy's counters: prom-client metrics registered in a registry the caller passes in, so the
+ * control plane's `/metrics` serves them (and the proxy's own port can, in cluster mode). Labels
+ * are bounded sets: outcome (`allowed`, `refused` by policy, `failed` to reach or to serve, ADR
+ * 0110), the refusal table's labels, parser error kinds; never a plugin, a host or an address.
  */
 import { Counter, Gauge, Histogram, type Registry } from "prom-client";
 import type { ConnectOutcome } from "./outcome.js";
@@ -29,10 +29,10 @@ export class EgressMetrics {
 
   constructor(registry: Registry, prefix = "openfief_egress_") {
     const registers = [registry];
-    this.decisions = new Counter({ name: `${prefix}decisions_total`, help: "CONNECTs decided, by outcome and reason (the refusal table's label, or listed)", labelNames: ["outcome", "reason"], registers });
+    this.decisions = new Counter({ name: `${prefix}decisions_total`, help: "CONNECTs decided, by outcome (allowed; refused by policy; failed: not reached, or the proxy could not serve it) and reason (the refusal table's label, or listed)", labelNames: ["outcome", "reason"], registers });
     this.openTunnels = new Gauge({ name: `${prefix}open_tunnels`, help: "tunnels open now", registers });
     this.connectSeconds = new Histogram({
-      name: `${prefix}connect_seconds`, help: "time from a CONNECT's head to its answer", labelNames: ["outcome"], registers,
+      name: `${prefix}connect_seconds`, help: "time from a CONNECT's head to its answer, by outcome (allowed, refused, failed)", labelNames: ["outcome"], registers,
       buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     });
     this.tokenCache = new Counter({ name: `${prefix}token_review_cache_total`, help: "token reviews answered by the cache (hit) or asked of the reviewer (miss)", labelNames: ["result"], registers });
@@ -48,7 +48,7 @@ export class EgressMetrics {
       },
     });
     // Every label of the table exists from the start, so a rate() over a refusal never sees a gap.
-    for (const code of Object.keys(REFUSALS) as (keyof typeof REFUSALS)[]) this.decisions.inc({ outcome: "refused", reason: REFUSALS[code].label }, 0);
+    for (const code of Object.keys(REFUSALS) as (keyof typeof REFUSALS)[]) this.decisions.inc({ outcome: REFUSALS[code].outcome, reason: REFUSALS[code].label }, 0);
     this.decisions.inc({ outcome: "allowed", reason: "listed" }, 0);
   }
 
@@ -63,8 +63,9 @@ export class EgressMetrics {
       this.decisions.inc({ outcome: "allowed", reason: "listed" });
       this.connectSeconds.observe({ outcome: "allowed" }, seconds);
     } else {
-      this.decisions.inc({ outcome: "refused", reason: REFUSALS[o.code].label });
-      this.connectSeconds.observe({ outcome: "refused" }, seconds);
+      const row = REFUSALS[o.code];
+      this.decisions.inc({ outcome: row.outcome, reason: row.label });
+      this.connectSeconds.observe({ outcome: row.outcome }, seconds);
     }
   }
 

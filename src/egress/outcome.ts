@@ -4,7 +4,8 @@
  * in one line; nothing is passed around by mutation.
  */
 import type { DestinationDecision } from "./decide.js";
-import type { RefusalCode } from "./refusals.js";
+import type { ProxyError } from "./proxy-status.js";
+import { REFUSALS, type RefusalCode } from "./refusals.js";
 
 /** What is known of the request when it ends (each set once its step ran). */
 export interface ConnectFacts {
@@ -24,10 +25,12 @@ export type ConnectOutcome =
       /** The address whose decision was committed before the refusal (a dial that then failed). */
       readonly address?: string;
       readonly headers?: Readonly<Record<string, string>>;
+      /** A more precise `Proxy-Status` error than the table's row gives (a failed dial's). */
+      readonly proxyError?: ProxyError;
     });
 
 /** A refusal with the facts gathered so far. */
-export function refused(code: RefusalCode, facts: ConnectFacts = {}, extra: { address?: string; headers?: Readonly<Record<string, string>> } = {}): ConnectOutcome {
+export function refused(code: RefusalCode, facts: ConnectFacts = {}, extra: { address?: string; headers?: Readonly<Record<string, string>>; proxyError?: ProxyError } = {}): ConnectOutcome {
   return { ...facts, kind: "refused", code, ...extra };
 }
 
@@ -39,7 +42,7 @@ export function refusalDetail(o: ConnectOutcome): string | undefined {
 
 /** The `decision` object of the pino line; built field by field (no spreads): once per CONNECT. */
 export function decisionLine(o: ConnectOutcome, status: number): Record<string, unknown> {
-  const line: Record<string, unknown> = { allowed: o.kind === "tunnel", status, code: o.kind === "tunnel" ? "tunnel" : o.code };
+  const line: Record<string, unknown> = { allowed: o.kind === "tunnel", outcome: o.kind === "tunnel" ? "allowed" : REFUSALS[o.code].outcome, status, code: o.kind === "tunnel" ? "tunnel" : o.code };
   if (o.plugin !== undefined) line.plugin = o.plugin;
   if (o.host !== undefined) line.host = o.host;
   if (o.port !== undefined) line.port = o.port;

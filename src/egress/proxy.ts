@@ -18,7 +18,7 @@ import type { Logger } from "pino";
 import type { Registry } from "prom-client";
 import { PROXY_PORT } from "../plugins/index.js";
 import { AddressPolicy } from "./address.js";
-import { answerRefusal, BAD_REQUEST, HEALTHY, INTERNAL_ERROR, METHOD_NOT_ALLOWED, METHOD_NOT_ALLOWED_TO_HEAD, okBytes, UNAVAILABLE } from "./answer.js";
+import { answerRefusal, type RefusalFacts, BAD_REQUEST, HEALTHY, INTERNAL_ERROR, METHOD_NOT_ALLOWED, METHOD_NOT_ALLOWED_TO_HEAD, okBytes, UNAVAILABLE } from "./answer.js";
 import { Connections } from "./connections.js";
 import type { AllowListSource } from "./allowlist-source.js";
 import { AnonymousRecording, type AnonymousLimitOptions } from "./anonymous-limit.js";
@@ -235,8 +235,8 @@ export function createEgressProxy(ports: EgressProxyPorts): EgressProxy {
   }
 
   /** Answers a refusal from the table and closes the connection once its client has gone. */
-  function refuse(socket: Socket, code: RefusalCode, detail?: string, headers?: Readonly<Record<string, string>>): void {
-    answerRefusal(socket, code, detail, headers);
+  function refuse(socket: Socket, code: RefusalCode, facts?: RefusalFacts): void {
+    answerRefusal(socket, code, facts);
     connections.linger(socket);
   }
 
@@ -312,7 +312,7 @@ export function createEgressProxy(ports: EgressProxyPorts): EgressProxy {
       return { outcome: refused(committed, facts) };
     }
     const address = destination.dial.address;
-    if (!dialed.ok) return { outcome: refused(dialed.code, facts, { address }) };
+    if (!dialed.ok) return { outcome: refused(dialed.code, facts, { address, proxyError: dialed.proxyError }) };
     const upstream = dialed.socket;
     if (upstream.destroyed) return { outcome: refused("dial_failed", facts, { address }) };
     if (client.destroyed) {
@@ -328,7 +328,8 @@ export function createEgressProxy(ports: EgressProxyPorts): EgressProxy {
     const client = slot.client as Socket;
     if (out.kind === "tunnel" && d.upstream !== undefined) tunnels.start(slot, d.upstream, rest);
     else if (out.kind === "refused") {
-      refuse(client, out.code, refusalDetail(out), out.headers);
+      const detail = refusalDetail(out);
+      refuse(client, out.code, { ...(detail === undefined ? {} : { detail }), ...(out.headers === undefined ? {} : { headers: out.headers }), ...(out.proxyError === undefined ? {} : { proxyError: out.proxyError }) });
       tunnels.release(slot);
       if (REFUSALS[out.code].recorded === "anonymous") {
         anonymous.refused({ code: out.code, source: client.remoteAddress ?? "unknown", ...(out.host !== undefined ? { host: out.host } : {}), ...(out.port !== undefined ? { port: out.port } : {}) });
@@ -348,7 +349,7 @@ export function createEgressProxy(ports: EgressProxyPorts): EgressProxy {
     if (slot === undefined) {
       const headers = { "Retry-After": String(o.retryAfterSeconds) };
       const out = refused("too_many_tunnels", {}, { headers });
-      refuse(client, "too_many_tunnels", undefined, headers);
+      refuse(client, "too_many_tunnels", { headers });
       return logDecision(out, started);
     }
     let decided: Decided;

@@ -16,6 +16,16 @@ export const StoreErrorCode = {
   Migration: "migration",
   /** The write lock was not had before the caller's deadline; nothing was written. */
   Busy: "busy",
+  /** A statement ran past its deadline, or a transaction stayed idle past its own; nothing was written. */
+  Timeout: "timeout",
+  /** The database could not be reached, or the connection was lost before a commit was asked for; nothing was written. */
+  Unavailable: "unavailable",
+  /** The connection was lost while a commit was under way: the append may or may not be in the log (read it to know). */
+  OutcomeUnknown: "outcome_unknown",
+  /** The database refused the role the log connects as (a privilege it does not have, by design or by mistake). */
+  Forbidden: "forbidden",
+  /** Rows copied from another log do not continue this one (it already holds other events). */
+  NotEmpty: "not_empty",
 } as const;
 
 export type StoreErrorCode = (typeof StoreErrorCode)[keyof typeof StoreErrorCode];

@@ -4,6 +4,7 @@ export type {
   Cell, DecisionCheckList, DecisionCheckTable, DecisionCheckTotals, EgressCountRow, EgressCountTable, EgressDecisionFacts, LogTables, ModuleTable,
   ProjectionChanges, ProjectionTables, ProjectionTableSpec, StoredModule,
 } from "./tables.js";
+export { logTables } from "./tables.js";
 /** The embedded default: the log in one SQLite file. */
 export { openStore } from "./store.js";
 export type { StoreOptions } from "./store.js";
@@ -28,3 +29,11 @@ export type { RefusalBudgetLimits, RefusalSummary, Sighting, BudgetAdmission } f
 export { capField, textDigest, CALLER_FIELD_MAX } from "./capped.js";
 export type { Capped } from "./capped.js";
 export { GATEWAY_GATES } from "./catalog/gateway-events.js";
+export { EGRESS_FAILURE_CODES, egressCodeOutcome, egressDecisionOutcome } from "./catalog/egress-events.js";
+export type { EgressOutcome } from "./catalog/egress-events.js";
+/** The event log on PostgreSQL (the cluster's one log), its schema's migrations and the roles it runs as. */
+export { openPostgresLog, migratePostgres } from "./postgres-door.js";
+export type { PostgresLogOptions, PostgresTimeouts, MigrateOptions, RolesSpec } from "./postgres/index.js";
+/** A log copied to another store row for row, then compared byte for byte. */
+export { migrateLog } from "./migrate.js";
+export type { MigrateResult, MigrateLogOptions } from "./migrate.js";

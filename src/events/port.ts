@@ -8,6 +8,7 @@
  * that are not events (projections' rows, module bytes) have ports of their own beside it.
  */
 import type { EventOf, EventTypeName, KnownEvent } from "./catalog.js";
+import type { RawEventRow } from "./chain.js";
 import type { EventRegistry } from "./registry.js";
 import type { LogTables } from "./tables.js";
 import type { ChainPoint, GuardsResult, NewEvent, ReadFilter, VerifyResult } from "./types.js";
@@ -37,6 +38,17 @@ export interface PageFilter {
   /** Folds never read the hashes: without them (`prevHash`/`hash` are "") a page reads faster. */
   readonly hashes?: boolean;
 }
+
+/** What {@link EventLog.rawPages} walks: seqs in (afterSeq, toSeq], in seq order. */
+export interface RawPageFilter {
+  readonly afterSeq?: number;
+  /** Defaults to the head when the walk starts. */
+  readonly toSeq?: number;
+  /** Rows per page (one query each). */
+  readonly pageSize?: number;
+}
+
+export type { RawEventRow } from "./chain.js";
 
 /** Which egress decisions a page of the egress log looks at, and what a candidate must be. */
 export interface EgressCandidateQuery {
@@ -92,8 +104,12 @@ export interface EventLog {
   readonly kind: "sqlite" | "postgres";
   readonly registry: EventRegistry;
   readonly lookups: EventLookups;
-  /** The tables beside the log, in its database (projections, egress counts, the decision check, modules). */
-  readonly tables: LogTables;
+  /**
+   * The tables beside the log, in its database (projections, egress counts, the decision check,
+   * modules; src/events/tables.ts). Optional while an adapter does not keep them yet (PostgreSQL):
+   * callers ask {@link logTables}, which refuses plainly for such a log.
+   */
+  readonly tables?: LogTables;
 
   /** Appends a batch in one transaction; all or nothing. Seqs have no gaps and readers never see one appear late. */
   append(batch: readonly NewEvent[], opts?: AppendOptions): Promise<KnownEvent[]>;
@@ -138,6 +154,20 @@ export interface EventLog {
   checkGuards(): Promise<GuardsResult>;
   /** Re-creates missing guards (after `verify` found the chain intact); returns the ones restored. */
   restoreGuards(): Promise<string[]>;
+
+  /**
+   * The stored rows exactly as kept (each event's data as the canonical text hashed, not upcast),
+   * in seq order, in pages: what copying a log to another store reads.
+   */
+  rawPages(filter?: RawPageFilter): AsyncIterable<readonly RawEventRow[]>;
+  /**
+   * Writes rows read by another log's {@link rawPages} exactly as they were kept, in one
+   * transaction, checking each as it goes: the first must follow this log's head (seq 1 after the
+   * genesis hash when the log is empty; `not_empty` when it follows nothing here), each the next
+   * seq linked to the one before, each holding its own hash (`tampered` names the first that does
+   * not). Nothing of a refused call is written. Returns the new head.
+   */
+  importRaw(rows: readonly RawEventRow[]): Promise<ChainPoint>;
 
   /**
    * Registers a listener for events committed from now on, by this process or (PostgreSQL:

@@ -16,8 +16,11 @@ import type { EventOf, EventTypeName, KnownEvent } from "./catalog.js";
 import { StoreError, StoreErrorCode } from "./errors.js";
 import type { EventProblem } from "./errors.js";
 import { GENESIS_HASH, chainHash } from "./hash.js";
-import type { AppendOptions, EventListener, EventLog, EventLookups, PageFilter } from "./port.js";
+import { ChainWalk } from "./chain.js";
+import type { RawEventRow } from "./chain.js";
+import type { AppendOptions, EventListener, EventLog, EventLookups, PageFilter, RawPageFilter } from "./port.js";
 import type { EventRegistry, EventType } from "./registry.js";
+import { eventOfRow } from "./rows.js";
 import { EVENT_COLUMNS, toStoredEvent } from "./sqlite/rows.js";
 import type { EventRow } from "./sqlite/rows.js";
 import { SqliteLookups } from "./sqlite/lookups.js";
@@ -63,6 +66,8 @@ const PAGE_SIZE = 1_000;
 /** The columns a fold reads: no hashes (`prevHash`/`hash` are "" in what it gets). */
 const SCAN_COLUMNS = "seq, stream, version, type, schema_version, time, actor, caused_by, data";
 type ScanRow = [seq: number, stream: string, version: number, type: string, schemaVersion: number, time: string, actor: string, causedBy: number | null, data: string];
+/** The columns of `events` as a {@link RawEventRow} names them. */
+const RAW_COLUMNS = "seq, stream, version, type, schema_version AS schemaVersion, time, actor, caused_by AS causedBy, data, prev_hash AS prevHash, hash";
 
 /** Opens (creating and migrating when needed) the log in `opts.file`. */
 export async function openStore(opts: StoreOptions): Promise<EventLog> {
@@ -350,6 +355,44 @@ export class SqliteEventLog implements EventLog {
         data: def === undefined ? raw : def.upcast(r[4], raw), prevHash: "", hash: "",
       } as KnownEvent;
     });
+  }
+
+  async *rawPages(filter: RawPageFilter = {}): AsyncIterable<readonly RawEventRow[]> {
+    this.#open();
+    const to = filter.toSeq ?? this.#headSeq();
+    const size = Math.max(1, Math.floor(filter.pageSize ?? PAGE_SIZE));
+    const stmt = this.statement<RawEventRow>(`SELECT ${RAW_COLUMNS} FROM events WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT ?`);
+    for (let after = filter.afterSeq ?? 0; after < to;) {
+      const rows = stmt.all(after, to, size);
+      const last = rows[rows.length - 1];
+      if (last === undefined) return;
+      yield rows;
+      if (rows.length < size) return;
+      after = last.seq;
+    }
+  }
+
+  async importRaw(rows: readonly RawEventRow[]): Promise<ChainPoint> {
+    this.#open();
+    const insert = this.#stmts.insert;
+    const point = this.database.transaction(() => {
+      const h = this.#stmts.head.get();
+      const head: ChainPoint = h === undefined ? { seq: 0, hash: GENESIS_HASH } : { seq: h.seq, hash: h.hash };
+      const first = rows[0];
+      if (first === undefined) return head;
+      if (head.seq > 0 && (first.seq !== head.seq + 1 || first.prevHash !== head.hash)) {
+        throw new StoreError(StoreErrorCode.NotEmpty, `the log holds ${head.seq} events and the rows imported (from seq ${first.seq}) do not continue it`);
+      }
+      const walk = new ChainWalk({ seq: head.seq + 1, prevHash: head.hash });
+      for (const r of rows) {
+        const broke = walk.step(r);
+        if (broke !== null) throw new StoreError(StoreErrorCode.Tampered, `import refused, nothing written: seq ${broke.seq}: ${broke.reason}`);
+        insert.run(r.seq, r.stream, r.version, r.type, r.schemaVersion, r.time, r.actor, r.causedBy, r.data, r.prevHash, r.hash);
+      }
+      return walk.point;
+    }).immediate();
+    this.afterCommit(rows.map((r) => eventOfRow(this.registry, r)));
+    return point;
   }
 
   /** A prepared statement for `sql`, made once per connection (up to a few hundred texts). */

@@ -7,6 +7,8 @@
  * that writes the rows, so a table always matches its checkpoint.
  */
 import type { KnownEvent } from "./catalog.js";
+import { StoreError, StoreErrorCode } from "./errors.js";
+import type { EventLog } from "./port.js";
 import type { NewEvent } from "./types.js";
 
 /** A value of one column of a projection's row. */
@@ -59,7 +61,10 @@ export interface EgressCountRow {
   readonly host: string;
   readonly port: number;
   readonly allowed: number;
+  /** Refused by policy. */
   readonly refused: number;
+  /** Granted, but the destination could not be reached (the egress catalog's failure codes). */
+  readonly failed: number;
   readonly lastSeq: number;
 }
 
@@ -72,6 +77,8 @@ export interface EgressDecisionFacts {
   readonly host: string;
   readonly port: number;
   readonly allowed: boolean;
+  /** Why it was decided so (a refusal's reason tells policy from a failure to reach). */
+  readonly reason: string;
 }
 
 /** The egress counts table and its checkpoint. */
@@ -157,4 +164,11 @@ export interface LogTables {
   readonly egressCounts: EgressCountTable;
   readonly decisionCheck: DecisionCheckTable;
   readonly modules: ModuleTable;
+}
+
+/** The tables beside `log`; `unavailable` for a log whose adapter does not keep them (yet). */
+export function logTables(log: EventLog): LogTables {
+  const tables = log.tables;
+  if (tables === undefined) throw new StoreError(StoreErrorCode.Unavailable, `the ${log.kind} log keeps no projections, counts or modules beside its events yet`);
+  return tables;
 }

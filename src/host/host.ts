@@ -27,7 +27,8 @@ import { resolveLimits, type Caps, type Limits } from "./limits.js";
 import { checkModule, validDigest } from "./module-check.js";
 import { PluginHostMetrics } from "./metrics.js";
 import { ModulePool } from "./module-pool.js";
-import type { StoredModule } from "../events/index.js";
+import { logTables } from "../events/index.js";
+import type { ModuleTable, StoredModule } from "../events/index.js";
 import { approvedOriginSet } from "./origins.js";
 import { checkReportedManifest } from "./reported-manifest.js";
 import { parseResponse, type ParsedResponse } from "./response.js";
@@ -146,7 +147,8 @@ function failed(error: CallError): CallResult {
 export function createPluginHost(o: PluginHostOptions): PluginHost {
   const { limits, caps } = resolveLimits(o.limits, o.caps);
   const logger = o.logger.child({ component: "plugin-host" });
-  const modules = o.store.tables.modules;
+  // The log's module table, asked on use (a log without one refuses then, not at start).
+  const modulesOf = (): ModuleTable => logTables(o.store).modules;
   const clock = o.clock ?? (() => new Date());
   const actor = o.actor ?? "plugin-host";
   const hardStopMs = o.hardStopMs ?? 1000;
@@ -197,7 +199,7 @@ export function createPluginHost(o: PluginHostOptions): PluginHost {
 
   /** True when `digest` is a permitted executable's (known to the tier, or on the log when it is off). */
   async function isExecutable(digest: string): Promise<boolean> {
-    if ((await modules.get(digest)) !== undefined) return false;
+    if ((await modulesOf().get(digest)) !== undefined) return false;
     if (tier !== null) return (await tier.byDigest(digest)) !== undefined;
     return [...(await permitsFromLog(o.store)).values()].some((p) => p.digest === digest);
   }
@@ -218,7 +220,7 @@ export function createPluginHost(o: PluginHostOptions): PluginHost {
       touch(digest, found);
       return { ok: true, value: found };
     }
-    const bytes = await modules.bytes(digest);
+    const bytes = await modulesOf().bytes(digest);
     if (bytes === undefined) return { ok: false, error: hostError(HostErrorCode.NotInstalled, `no module with digest ${digest} is installed`, "digest") };
     const checked = checkModule(bytes, limits, caps);
     if (!checked.ok) return checked;
@@ -258,7 +260,7 @@ export function createPluginHost(o: PluginHostOptions): PluginHost {
   async function dispatch(call: CallScope, req: CallRequest, deadline: Deadline): Promise<CallResult> {
     const { digest } = call;
     if (!validDigest(digest)) return failed(hostError(HostErrorCode.NotInstalled, "not a code digest (lowercase hex SHA-256)", "digest"));
-    const stored = await modules.get(digest);
+    const stored = await modulesOf().get(digest);
     if (stored !== undefined) return callModule(call, stored, req, deadline);
     if (call.runtime !== "unconfined") return failed(hostError(HostErrorCode.NotInstalled, `no module or permitted executable has digest ${digest}`, "digest"));
     if (tier === null) {
@@ -288,7 +290,7 @@ export function createPluginHost(o: PluginHostOptions): PluginHost {
     const checked = checkModule(bytes, limits, caps);
     if (!checked.ok) return checked;
     const digest = checked.value.digest;
-    const existing = await modules.get(digest);
+    const existing = await modulesOf().get(digest);
     const known = existing === undefined ? undefined : manifestOf(digest, existing);
     if (existing !== undefined && known !== undefined && (opts.manifest === undefined || manifestEqual(opts.manifest, known))) {
       return { ok: true, value: { digest, size: existing.size, manifest: known } };
@@ -300,7 +302,7 @@ export function createPluginHost(o: PluginHostOptions): PluginHost {
       const { manifest, text } = reported.value;
       const at = clock().toISOString();
       // Installed by another caller meanwhile: the row and its event are there already.
-      await modules.install(
+      await modulesOf().install(
         { digest, bytes, size: bytes.length, installedAt: at, manifest: text },
         { stream: "system", type: "module.installed", actor: opts.actor ?? actor, data: { digest, size: bytes.length } },
       );
@@ -319,15 +321,15 @@ export function createPluginHost(o: PluginHostOptions): PluginHost {
     install,
 
     async uninstall(digest, opts = {}) {
-      if (!validDigest(digest) || (await modules.get(digest)) === undefined) return { ok: false, error: hostError(HostErrorCode.NotInstalled, `no module with digest ${digest} is installed`, "digest") };
+      if (!validDigest(digest) || (await modulesOf().get(digest)) === undefined) return { ok: false, error: hostError(HostErrorCode.NotInstalled, `no module with digest ${digest} is installed`, "digest") };
       if ((await o.pinned?.(digest)) === true) return { ok: false, error: hostError(HostErrorCode.Pinned, "a plugin still runs this module, so it stays installed", "digest") };
-      await modules.uninstall(digest, { stream: "system", type: "module.uninstalled", actor: opts.actor ?? actor, data: { digest } });
+      await modulesOf().uninstall(digest, { stream: "system", type: "module.uninstalled", actor: opts.actor ?? actor, data: { digest } });
       manifests.delete(digest);
       host.evict(digest);
       return { ok: true, value: undefined };
     },
 
-    modules: () => modules.list(),
+    modules: async () => modulesOf().list(),
 
     async prepare(digest) {
       if (!validDigest(digest)) return { ok: false, error: hostError(HostErrorCode.NotInstalled, "not a module digest", "digest") };

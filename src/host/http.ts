@@ -154,12 +154,29 @@ const BY_CODE: Readonly<Record<string, string>> = {
   UND_ERR_BODY_TIMEOUT: "the origin did not answer in time",
 };
 
+/**
+ * What the egress proxy's answer to the CONNECT says, by its status (undici hands on the status,
+ * not the proxy's Proxy-Status header): a 407 is a refusal by policy (the origin is not granted
+ * to the plugin, or its token was refused); a 502 or 504 means the origin could not be reached,
+ * or (502) its address is one the proxy never dials. The proxy's recorded decision says which.
+ */
+function proxyAnswer(status: string): string {
+  switch (status) {
+    case "407": return "the egress proxy refused the connection (407)";
+    case "502": return "the egress proxy could not reach the origin, or refused its address (502)";
+    case "504": return "the egress proxy timed out reaching the origin (504)";
+    case "429":
+    case "503": return `the egress proxy could not take the connection now (${status})`;
+    default: return `the egress proxy did not open the connection (${status})`;
+  }
+}
+
 /** A fixed description per failure kind: undici's messages are not passed on as they are. */
 function describe(err: unknown): string {
   const e = err as { code?: unknown; message?: unknown; cause?: { code?: unknown } };
   const message = typeof e.message === "string" ? e.message : "";
   const status = /Proxy response \((\d{3})\)/.exec(message);
-  if (status !== null) return `the egress proxy refused the connection (${status[1]})`;
+  if (status !== null) return proxyAnswer(status[1] ?? "");
   const code = typeof e.code === "string" ? e.code : typeof e.cause?.code === "string" ? e.cause.code : "";
   const known = BY_CODE[code];
   if (known !== undefined) return known;

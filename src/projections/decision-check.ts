@@ -8,6 +8,7 @@
  * stays the full check; a property test holds the two to the same answer.
  */
 import { canonicalize } from "json-canonicalize";
+import { logTables } from "../events/index.js";
 import type { DecisionCheckList, DecisionCheckTable, EventOf, EventLog, EventTypeName } from "../events/index.js";
 import type { Divergence } from "./check-decisions.js";
 import { EgressChecker } from "./check-egress.js";
@@ -46,7 +47,6 @@ const NO_TOTALS: Totals = { checked: 0, diverged: 0, more: 0, listsKnown: false,
 /** The incremental decision check of one log. */
 export class DecisionCheck {
   readonly #store: EventLog;
-  readonly #table: DecisionCheckTable;
   readonly #recheck: AddressRecheck | undefined;
   #opened: Promise<void> | null = null;
   /** Catch-ups one at a time (two at once would only find each other's checkpoint moved and check again). */
@@ -55,7 +55,6 @@ export class DecisionCheck {
   /** `recheck`: the egress proxy's address step (`recheckAddresses`), as `checkDecisions` takes it. */
   constructor(store: EventLog, recheck?: AddressRecheck) {
     this.#store = store;
-    this.#table = store.tables.decisionCheck;
     this.#recheck = recheck;
   }
 
@@ -92,6 +91,11 @@ export class DecisionCheck {
       await this.#catchUp(Number.POSITIVE_INFINITY);
       return this.state();
     });
+  }
+
+  /** The log's table (asked on use, so a log without one refuses then). */
+  get #table(): DecisionCheckTable {
+    return logTables(this.#store).decisionCheck;
   }
 
   #open(): Promise<void> {

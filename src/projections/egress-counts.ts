@@ -9,6 +9,7 @@
  * when its version changes. Counts are added, so a catch-up commits only if the checkpoint it
  * started from is still the table's: two processes catching up at once never count an event twice.
  */
+import { EGRESS_FAILURE_CODES, logTables } from "../events/index.js";
 import type { EgressCountRow, EgressCountTable, EgressDecisionFacts, EventLog } from "../events/index.js";
 
 export type { EgressCountRow } from "../events/index.js";
@@ -16,7 +17,8 @@ export type { EgressCountRow } from "../events/index.js";
 /** The units counted, finest first: a second, a minute, an hour, a day (ms). */
 export const COUNT_UNITS = [1_000, 60_000, 3_600_000, 86_400_000] as const;
 
-const VERSION = 1;
+// 2: failures to reach counted apart from refusals by policy.
+const VERSION = 2;
 /** Seqs read per transaction: a long catch-up commits in steps and never holds the write lock long. */
 const STEP = 20_000;
 
@@ -37,19 +39,17 @@ export function countSpans(lo: number, hi: number, level = COUNT_UNITS.length - 
   return [...countSpans(lo, a, level - 1), { level, from: a, to: b }, ...countSpans(b, hi, level - 1)];
 }
 
-interface Tally { level: number; start: number; plugin: string; host: string; port: number; allowed: number; refused: number; lastSeq: number }
+interface Tally { level: number; start: number; plugin: string; host: string; port: number; allowed: number; refused: number; failed: number; lastSeq: number }
 
 /** The counts table of one log, caught up on demand. */
 export class EgressCounts {
   readonly #store: EventLog;
-  readonly #table: EgressCountTable;
   #opened: Promise<void> | null = null;
   /** Catch-ups one at a time (two at once would only find each other's checkpoint moved and read again). */
   #queue: Promise<unknown> = Promise.resolve();
 
   constructor(store: EventLog) {
     this.#store = store;
-    this.#table = store.tables.egressCounts;
   }
 
   /** The seq the counts reflect. */
@@ -83,6 +83,11 @@ export class EgressCounts {
     }
   }
 
+  /** The log's table (asked on use, so a log without one refuses then). */
+  get #table(): EgressCountTable {
+    return logTables(this.#store).egressCounts;
+  }
+
   #open(): Promise<void> {
     this.#opened ??= this.#table.open(VERSION).catch((err: unknown) => {
       this.#opened = null;
@@ -106,7 +111,7 @@ export class EgressCounts {
       const tallies = tally(await this.#table.decisions(from, to));
       // False when another process counted these seqs meanwhile: read on from where it got to.
       if (!(await this.#table.add(from, to, [...tallies.values()]))) { from = await this.#table.checkpoint(); continue; }
-      for (const t of tallies.values()) if (t.level === 0) counted += t.allowed + t.refused;
+      for (const t of tallies.values()) if (t.level === 0) counted += t.allowed + t.refused + t.failed;
       from = to;
     }
     return counted;
@@ -116,7 +121,7 @@ export class EgressCounts {
 /** The decisions counted per unit, plugin and destination. */
 function tally(decisions: readonly EgressDecisionFacts[]): Map<string, Tally> {
   const out = new Map<string, Tally>();
-  for (const { seq, time, plugin, host: rawHost, port, allowed } of decisions) {
+  for (const { seq, time, plugin, host: rawHost, port, allowed, reason } of decisions) {
     const t = Date.parse(time);
     // The same rule as the summary's reference: host names compare without case (as the proxy matches them).
     const host = rawHost.toLowerCase();
@@ -125,8 +130,9 @@ function tally(decisions: readonly EgressDecisionFacts[]): Map<string, Tally> {
       const start = Math.floor(t / unit) * unit;
       const key = `${level}\u0000${start}\u0000${plugin}\u0000${host}\u0000${port}`;
       let tally = out.get(key);
-      if (tally === undefined) { tally = { level, start, plugin, host, port, allowed: 0, refused: 0, lastSeq: 0 }; out.set(key, tally); }
+      if (tally === undefined) { tally = { level, start, plugin, host, port, allowed: 0, refused: 0, failed: 0, lastSeq: 0 }; out.set(key, tally); }
       if (allowed) tally.allowed++;
+      else if (EGRESS_FAILURE_CODES.has(reason)) tally.failed++;
       else tally.refused++;
       tally.lastSeq = seq;
     }

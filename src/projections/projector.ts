@@ -4,6 +4,7 @@
  * pure `evolve`, and the changed rows and the checkpoints are written in one transaction (the
  * log's {@link ProjectionTables}), so a projection's table always matches its checkpoint.
  */
+import { logTables } from "../events/index.js";
 import type { EventLog, KnownEvent, ProjectionChanges, ProjectionTables } from "../events/index.js";
 import type { Cell, Projection } from "./projection.js";
 import { PROJECTIONS } from "./projections.js";
@@ -38,7 +39,7 @@ interface Run {
 /** Keeps a set of projections' tables up to date with an event log. */
 export class Projector {
   readonly #store: EventLog;
-  readonly #tables: ProjectionTables;
+  readonly #given: ProjectionTables | undefined;
   readonly #runs: Run[];
   readonly #pageSize: number;
   #opened: Promise<void> | null = null;
@@ -47,7 +48,7 @@ export class Projector {
 
   constructor(store: EventLog, opts: ProjectorOptions = {}) {
     this.#store = store;
-    this.#tables = opts.tables ?? store.tables.projections;
+    this.#given = opts.tables;
     this.#pageSize = opts.pageSize ?? 20_000;
     this.#runs = (opts.projections ?? PROJECTIONS).map((p) => ({ p, types: new Set(p.types), seq: 0, state: null, dirty: new Set<string>() }));
   }
@@ -93,6 +94,11 @@ export class Projector {
     const r = this.#runs.find((x) => x.p.name === name);
     if (r === undefined) throw new Error(`no projection named ${name}`);
     return r;
+  }
+
+  /** The tables: the given ones, else the log's (asked on use, so a log without them refuses then). */
+  get #tables(): ProjectionTables {
+    return this.#given ?? logTables(this.#store).projections;
   }
 
   #serial<T>(fn: () => Promise<T>): Promise<T> {

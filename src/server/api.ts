@@ -5,7 +5,7 @@
  * Each handler parses its request, calls one use case and answers; none decides anything.
  */
 import {
-  APP_ERRORS, AppError, applyResources, approve, checkLogDecisions, deleteResource, egressDecisions, egressSummary, explain, listPlugins,
+  APP_ERRORS, AppError, applyResources, EGRESS_OUTCOMES, approve, checkLogDecisions, deleteResource, egressDecisions, egressSummary, explain, listPlugins,
   parseReplayPoint, parseResources, pendingApprovals, pluginTimeline, pluginView, readLog, replay, verifyLog, webActor,
 } from "../app/index.js";
 import type { AppErrorCode, NextSteps, UserSession } from "../app/index.js";
@@ -125,8 +125,9 @@ function egressRoutes(): Route[] {
   return [
     api({ method: "GET", path: "/api/v1/egress/decisions", access: "viewer", summary: "a page of the egress proxy's decisions by plugin, host and outcome", query: ["plugin", "host", "outcome", "after", "limit"], statuses: READ,
       handle: async ({ res, app, query }) => {
-        const outcome = query.get("outcome");
-        if (outcome !== undefined && outcome !== "allowed" && outcome !== "refused") throw new AppError("usage", "outcome must be allowed or refused", "outcome");
+        const given = query.get("outcome");
+        const outcome = EGRESS_OUTCOMES.find((o) => o === given);
+        if (given !== undefined && outcome === undefined) throw new AppError("usage", `outcome must be one of ${EGRESS_OUTCOMES.join(", ")}`, "outcome");
         const plugin = query.get("plugin");
         const host = query.get("host");
         const after = seqOf(query, "after");
@@ -134,7 +135,7 @@ function egressRoutes(): Route[] {
           limit: limitOf(query), ...(plugin === undefined ? {} : { plugin }), ...(host === undefined ? {} : { host }), ...(outcome === undefined ? {} : { outcome }), ...(after === undefined ? {} : { afterSeq: after }),
         }));
       } }),
-    api({ method: "GET", path: "/api/v1/egress/summary", access: "viewer", summary: "allowed and refused destinations per plugin and the counts over time, between since and until (default: the last 24 hours)", query: ["plugin", "since", "until", "buckets"], statuses: READ,
+    api({ method: "GET", path: "/api/v1/egress/summary", access: "viewer", summary: "allowed, refused and failed destinations per plugin and the counts over time, between since and until (default: the last 24 hours)", query: ["plugin", "since", "until", "buckets"], statuses: READ,
       handle: async ({ res, app, query }) => {
         const until = timeOf(query, "until") ?? app.clock();
         const since = timeOf(query, "since") ?? new Date(until.getTime() - 24 * 3600_000);

@@ -129,7 +129,7 @@ const parameters: Record<string, Json> = {
   Until: q("until", "only events at or before this ISO-8601 time", { type: "string", format: "date-time" }),
   At: { name: "at", in: "query", required: true, description: "a sequence number, or an ISO-8601 time", schema: { type: "string" } },
   Host: q("host", "only decisions about this destination host", { type: "string", maxLength: 253 }),
-  Outcome: q("outcome", "only allowed or only refused decisions", { enum: ["allowed", "refused"] }),
+  Outcome: q("outcome", "only allowed decisions, only those refused by policy, or only those that failed to reach their destination", { enum: ["allowed", "refused", "failed"] }),
   Buckets: q("buckets", "how many equal buckets of time (1 to 200, default 24)", { type: "integer", minimum: 1, maximum: 200 }),
   Egress: q("egress", "include the plugin's egress decisions", { enum: ["true", "false"] }),
   IfMatch: { name: "If-Match", in: "header", required: true, description: "the plugin's version the owner looked at (its ETag)", schema: { type: "string" } },

@@ -4,8 +4,9 @@
  * click, see v2 run and the grant edit by `owner:web:…` in the log; no page reports a CSP
  * violation or a console error; markup planted in a config value, in a refused manifest's field
  * and in an egress host name shows as text everywhere; and the pages work with JavaScript off.
- * One browser for the file, one page reused; a screenshot of each page is kept in
- * test-artifacts/console/.
+ * Every page is looked at 1280 px wide (long pending text keeps every column on the table) and
+ * 390 px wide (nothing scrolls sideways, the header is one line). One browser for the file, one
+ * page reused; a screenshot of each page at each width is kept in test-artifacts/console/.
  */
 import { mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -26,6 +27,26 @@ const V1 = readFileSync(join(EXAMPLES, "plugins", "nbp-fx.yaml"), "utf8");
 const V2 = readFileSync(join(EXAMPLES, "upgrade", "nbp-fx-v2.yaml"), "utf8");
 const GRANT = readFileSync(join(EXAMPLES, "plugins", "nbp-fx-grant.yaml"), "utf8");
 const V1_IMAGE = /image: (\S+)/.exec(V1)?.[1] ?? "";
+/** Hosts long enough to push a column off a table whose cells do not wrap them. */
+const LONG_HOSTS = Array.from({ length: 8 }, (_, i) => `rates-archive-${i}.a-central-bank-with-a-rather-long-domain-name.example`);
+/** The widths every page is looked at. */
+const WIDE = { width: 1280, height: 900 };
+const NARROW = { width: 390, height: 844 };
+
+/** Every console page, by the name of its screenshot. */
+const PAGES: readonly [string, string][] = [
+  ["plugins", "/"],
+  ["plugins-list", "/plugins"],
+  ["plugin", "/plugins/nbp-fx"],
+  ["plugin-long", "/plugins/long"],
+  ["plugin-probe", "/plugins/probe"],
+  ["plugin-refused", "/plugins/refused"],
+  ["log-all", "/log?limit=200"],
+  ["egress", "/egress"],
+  ["integrity", "/integrity"],
+  ["replay", "/replay"],
+  ["replay-early", "/replay?at=8"],
+];
 
 let demo: ConsoleDemo;
 let browser: TestBrowser;
@@ -45,6 +66,11 @@ async function plantProbes(d: ConsoleDemo): Promise<void> {
   await applyResources(store, parseResources(`${blocked}---\n${GRANT.replace(/name: nbp-fx/, "name: blocked").replace(/egress:[\s\S]*$/, "")}`, "blocked"), OWNER_CLI);
   // Something to approve with JavaScript off.
   await applyResources(store, parseResources(`${V2.replace(/name: nbp-fx/, "name: plain")}---\n${GRANT.replace(/name: nbp-fx/, "name: plain")}`, "plain"), OWNER_CLI);
+  // A version that waits for many long host names: its pending text must wrap, not widen the table.
+  const long = V1.replace(/name: nbp-fx/, "name: long").replace(/ {6}- host: api\.nbp\.pl\n/, LONG_HOSTS.map((h) => `      - host: ${h}\n`).join(""));
+  await applyResources(store, parseResources(`${long}---\n${GRANT.replace(/name: nbp-fx/, "name: long")}`, "long"), OWNER_CLI);
+  // A version that would run once approved, with nothing granted yet: more to approve than a list row shows.
+  await applyResources(store, parseResources(V2.replace(/name: nbp-fx/, "name: many"), "many"), OWNER_CLI);
   await d.cp.pass();
 }
 
@@ -54,8 +80,19 @@ async function visit(path: string): Promise<void> {
   await page.waitForFunction("'htmx' in window");
 }
 
+/** Keeps a screenshot of the whole page, named for the page and the width it was taken at. */
 async function snapshot(name: string): Promise<void> {
-  await page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
+  await page.screenshot({ path: join(ARTIFACTS, `${name}-${page.viewportSize()?.width ?? 0}.png`), fullPage: true });
+}
+
+/** What a page's layout does at the current width: sideways scrolling, the header's height, tables wider than their frame. */
+async function layout(): Promise<{ sideways: number; header: number; hiddenLinks: number; widerTables: number }> {
+  return (await page.evaluate(`({
+    sideways: document.documentElement.scrollWidth - document.documentElement.clientWidth,
+    header: Math.round(document.querySelector("header.top .bar").getBoundingClientRect().height),
+    hiddenLinks: document.querySelector("header.top nav").scrollWidth - document.querySelector("header.top nav").clientWidth,
+    widerTables: [...document.querySelectorAll(".table-wrap")].filter((w) => w.scrollWidth > w.clientWidth + 1).length,
+  })`)) as { sideways: number; header: number; hiddenLinks: number; widerTables: number };
 }
 
 beforeAll(async () => {
@@ -119,6 +156,18 @@ describe("the owner's console", () => {
     await snapshot("plugin-pending");
   });
 
+  it("keeps the approval box, button and all, across the page's refresh while nothing changed", async () => {
+    await visit("/plugins/nbp-fx");
+    const button = await page.locator("#pending button").elementHandle();
+    await page.locator("#pending button").hover();
+    // A mark on the button's node: a re-rendered box would come without it.
+    await page.evaluate(`document.querySelector("#pending button").dataset.seen = "before the refresh"`);
+    // The page refreshes itself every few seconds; wait for one refresh to have happened.
+    await page.evaluate(`new Promise((resolve) => document.body.addEventListener("htmx:afterSettle", resolve, { once: true }))`);
+    expect(await button?.evaluate((b) => b.isConnected)).toBe(true);
+    expect(await page.evaluate(`document.querySelector("#pending button").dataset.seen ?? null`)).toBe("before the refresh");
+  });
+
   it("approves with a click, then shows v2 running", async () => {
     await Promise.all([page.waitForURL(/\/plugins\/nbp-fx\?approved=\d+$/), page.locator("#pending button").click()]);
     expect(await page.locator(".flash.ok").innerText()).toMatch(/^Approved: your grant edit is event \d+/);
@@ -141,16 +190,7 @@ describe("the owner's console", () => {
     await snapshot("log");
   });
 
-  it.each<[string, string]>([
-    ["plugins", "/"],
-    ["plugin-probe", "/plugins/probe"],
-    ["plugin-refused", "/plugins/refused"],
-    ["log-all", "/log?limit=200"],
-    ["egress", "/egress"],
-    ["integrity", "/integrity"],
-    ["replay", "/replay"],
-    ["replay-early", "/replay?at=8"],
-  ])("shows the %s page with no CSP violation, no console error, and every planted markup as text", async (name, path) => {
+  it.each(PAGES)("shows the %s page with no CSP violation, no console error, and every planted markup as text", async (name, path) => {
     await visit(path);
     await snapshot(name);
     const found = await page.evaluate(`({
@@ -172,10 +212,53 @@ describe("the owner's console", () => {
     expect(await page.locator("main").innerText()).toContain(PROBE.slice(0, 30));
   });
 
+  it.each(PAGES)("keeps every column of the %s page on its table at 1280 px, however long the pending text", async (_name, path) => {
+    await visit(path);
+    expect(await layout()).toMatchObject({ sideways: 0, widerTables: 0 });
+  });
+
+  it("shows the first three of a pending list whole, then how many more, and all of them on the plugin's page", async () => {
+    await visit("/");
+    const cell = page.locator("tr", { has: page.locator('a[href="/plugins/many"]') }).locator(".pending-text");
+    const text = (await cell.innerText()).replace(/\s+/g, " ");
+    expect(text).toBe("capability connector, egress api.nbp.pl:443, egress static.nbp.pl:443 and 1 more");
+    await visit("/plugins/many");
+    expect((await page.locator("#pending ul.adds").innerText()).split("\n")).toHaveLength(4);
+    expect(await page.locator("#pending button").innerText()).toBe("Approve: add these 4 permissions");
+  });
+
+  it("offers no approval for a long pending list whose version cannot run, and keeps its text on the page", async () => {
+    await visit("/plugins/long");
+    expect(await page.locator("#pending button").isDisabled()).toBe(true);
+    expect(await page.locator("#pending").innerText()).toContain(`egress ${LONG_HOSTS[7]}:443`);
+    expect(await layout()).toMatchObject({ sideways: 0, widerTables: 0 });
+  });
+
   it("follows the replay slider", async () => {
     await visit("/replay");
     await page.locator("#at-slider").fill("3");
     await page.locator("#replay-state h2", { hasText: "after event 3 of" }).waitFor({ timeout: 10_000 });
+    expect(problems).toEqual([]);
+  });
+});
+
+describe("the console on a phone, 390 px wide", () => {
+  beforeAll(async () => {
+    await page.setViewportSize(NARROW);
+  });
+
+  afterAll(async () => {
+    await page.setViewportSize(WIDE);
+  });
+
+  it.each(PAGES)("shows the %s page without scrolling sideways, its header on one line", async (name, path) => {
+    await visit(path);
+    await snapshot(name);
+    const l = await layout();
+    expect(l.sideways).toBe(0);
+    // One line: the bar's own height (3.25rem), not two or three rows of links, and every link on it.
+    expect(l.header).toBeLessThanOrEqual(56);
+    expect(l.hiddenLinks).toBe(0);
     expect(problems).toEqual([]);
   });
 });

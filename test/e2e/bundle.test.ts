@@ -72,7 +72,7 @@ afterAll(async () => {
 describe("the bundle users run", () => {
   it("calls the demo's WebAssembly connector from up --demo through the egress proxy, which records its decision", async () => {
     const { stdout } = up.output();
-    expect(stdout).toMatch(/Called ecb-fx \(WebAssembly, in the plugin host\): sync failed with http_failed: .*the egress proxy refused the connection/);
+    expect(stdout).toMatch(/Called ecb-fx \(WebAssembly, in the plugin host\): sync failed with http_failed: .*the egress proxy could not reach the origin, or refused its address \(502\)/);
     expect(dns.queries.get("www.ecb.europa.eu") ?? 0).toBeGreaterThan(0);
     expect((await ecbDecisions()).map((e) => e.data)).toContainEqual(expect.objectContaining({ plugin: "ecb-fx", host: "www.ecb.europa.eu", port: 443, allowed: false }));
   });
@@ -81,7 +81,7 @@ describe("the bundle users run", () => {
     const before = (await ecbDecisions()).length;
     const r = await spawnOpenfief(["call", "ecb-fx", "sync", "--data", dir]);
     expect(r.code, r.stderr).toBe(1);
-    expect(r.stdout).toMatch(/^ecb-fx sync: http_failed \(reported by the plugin\): .*the egress proxy refused the connection/m);
+    expect(r.stdout).toMatch(/^ecb-fx sync: http_failed \(reported by the plugin\): .*the egress proxy could not reach the origin, or refused its address \(502\)/m);
     const after = await ecbDecisions();
     expect(after).toHaveLength(before + 1);
     expect(after.at(-1)?.data).toMatchObject({ plugin: "ecb-fx", host: "www.ecb.europa.eu", port: 443, allowed: false });

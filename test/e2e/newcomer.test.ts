@@ -6,14 +6,14 @@
  */
 import { spawn } from "node:child_process";
 import { chmodSync, existsSync, readdirSync, statSync, writeFileSync } from "node:fs";
-import { mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openDataStore, startControlPlane, storeFile } from "../../src/app/index.js";
 import { tamper, withFile } from "../support/sqlite-file.js";
-import { BIN, BUNDLE_ENV, freshBundle, json, ok, openfief, ROOT } from "./support.js";
+import { BIN, BUNDLE_ENV, freshBundle, json, ok, openfief, ROOT, spawnOpenfief } from "./support.js";
 
 interface Row { name: string; status: string; verdict: string | null; problems: { code: string }[] }
 
@@ -368,7 +368,22 @@ describe("10. the CLI's consistency", () => {
     const store = await openDataStore(data[1] as string);
     await store.append([{ stream: "egress/nbp-fx", type: "egress.decision", actor: "egress", data: { plugin: "nbp-fx", host: "::1", port: 443, allowed: false, reason: "forbidden address" } }]);
     await store.close();
-    expect(await ok(["log", "--type", "egress.decision", ...data])).toContain("denied [::1]:443");
+    expect(await ok(["log", "--type", "egress.decision", ...data])).toContain("refused [::1]:443 by policy");
+  });
+
+  it("says a granted host that does not resolve failed to reach it, and one not granted was refused by policy", async () => {
+    const data = await demoFolder();
+    const store = await openDataStore(data[1] as string);
+    await store.append([
+      { stream: "egress/nbp-fx", type: "egress.decision", actor: "egress", data: { plugin: "nbp-fx", host: "api.nbp.pl", port: 443, allowed: false, reason: "dns_nxdomain", addresses: [] } },
+      { stream: "egress/nbp-fx", type: "egress.decision", actor: "egress", data: { plugin: "nbp-fx", host: "evil.example", port: 443, allowed: false, reason: "not_listed" } },
+    ]);
+    await store.close();
+    const r = await spawnOpenfief(["log", "--type", "egress.decision", ...data]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain("failed to reach api.nbp.pl:443: no such host (dns_nxdomain)");
+    expect(r.stdout).toContain("refused evil.example:443 by policy: not on its allow-list (not_listed)");
+    expect(r.stdout).not.toMatch(/denied/);
   });
 
   it("removes temporary files a killed writer left in the cluster folder", async () => {
@@ -450,5 +465,130 @@ describe("11. a data folder others could read", () => {
     expect(r.code).toBe(0);
     expect(r.stderr).toMatch(/made the data folder private .*openfief\.db 0644 → 0600/);
     expect(modes(data[1] as string)).toMatchObject({ ".": "700", "openfief.db": "600" });
+  });
+});
+
+/** Runs the real command (the bundle, through bin/) until `ready` shows on stdout or stderr, then stops it; inside `script` when `tty`, so it writes to a terminal. */
+function upUntil(args: readonly string[], ready: RegExp, tty = false): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const argv = [BIN, "up", "--listen", "127.0.0.1:0", "--egress-port", "0", "--no-views", ...args];
+    const child = tty
+      ? spawn("script", ["-qec", [process.execPath, ...argv].map((a) => `'${a}'`).join(" "), "/dev/null"], { cwd: ROOT, env: { ...process.env, OPENFIEF_LOG_LEVEL: "info" } })
+      : spawn(process.execPath, argv, { cwd: ROOT, env: { ...process.env, OPENFIEF_LOG_LEVEL: "info" } });
+    let stdout = "";
+    let stderr = "";
+    let stopping = false;
+    const check = (): void => {
+      if (!stopping && ready.test(stdout + stderr)) {
+        stopping = true;
+        child.kill("SIGTERM");
+      }
+    };
+    child.stdout.on("data", (d: Buffer) => ((stdout += d.toString()), check()));
+    child.stderr.on("data", (d: Buffer) => ((stderr += d.toString()), check()));
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+const jsonLines = (text: string): number => text.split(/\r?\n/).filter((l) => l.startsWith("{\"level\"")).length;
+
+describe("12. a newcomer's first commands, through the bundle", () => {
+  it("prints the version", async () => {
+    const { version } = JSON.parse(await readFile(join(ROOT, "package.json"), "utf8")) as { version: string };
+    const r = await spawnOpenfief(["--version"]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(new RegExp(`^openfief ${version.replace(/\./g, "\\.")} \\(Node\\.js \\d+\\.\\d+\\.\\d+\\)\\n$`));
+  });
+
+  it.each<[string, (data: string[]) => string[], RegExp]>([
+    ["a plugin the log never heard of", (data) => ["log", "--plugin", "unknwon", ...data], /^openfief: no plugin "unknwon" in the log/],
+    ["a point past the end of the log", (data) => ["replay", "--at", "99999", ...data], /^openfief: --at 99999 is past the end of the log: it ends at event \d+ \(--at \d+ is the state now\)$/],
+    ["a point that is neither a number nor a time", (data) => ["replay", "--at", "yesterday", ...data], /^openfief: --at must be an event's sequence number \(such as 42\) or an ISO-8601 time \(such as 2026-11-30T12:00:00Z\), not "yesterday"$/],
+  ])("refuses %s in one line with exit code 2", async (_what, args, message) => {
+    const data = await demoFolder();
+    const r = await spawnOpenfief(args(data));
+    expect(r.code).toBe(2);
+    expect(r.stderr.trim()).toMatch(message);
+    expect(r.stderr.trim().split("\n")).toHaveLength(1);
+  }, 60_000);
+
+  it("names where the log ends in a refused replay", async () => {
+    const data = await demoFolder();
+    const head = (await logLines(data)).at(-1)?.seq ?? 0;
+    const r = await spawnOpenfief(["replay", "--at", String(head + 1), ...data]);
+    expect(r.stderr).toContain(`it ends at event ${head} (--at ${head} is the state now)`);
+    expect((await spawnOpenfief(["replay", "--at", String(head), ...data])).code).toBe(0);
+  }, 60_000);
+
+  it.each<[string, () => Promise<string>, string[], RegExp]>([
+    ["a file", () => file("a-file", "x"), ["log"], /is not a folder/],
+    ["a path inside a file", async () => join(await file("another-file", "x"), "sub"), ["apply", "-f", join(ROOT, "examples", "plugins")], /is inside ".*another-file", which is not a folder/],
+    ["a folder under /proc", async () => "/proc/openfief-data", ["apply", "-f", join(ROOT, "examples", "plugins")], /is under \/proc, which holds no files of its own/],
+    ["/proc itself, to up", async () => "/proc", ["up", "--no-server", "--no-egress", "--no-views"], /is under \/proc/],
+    ["a device", async () => "/dev/null", ["token", "nbp-fx"], /is not a folder/],
+  ])("refuses --data that is %s in one line with exit code 2, without hanging", async (_what, make, args, message) => {
+    const r = await spawnOpenfief([...args, "--data", await make()]);
+    expect(r.signal).toBeNull();
+    expect(r.code).toBe(2);
+    expect(r.stderr.trim().split("\n")).toHaveLength(1);
+    expect(r.stderr).toMatch(message);
+  }, 30_000);
+
+  it.skipIf(process.getuid?.() === 0)("refuses --data this user cannot read and write", async () => {
+    const locked = join(dir, `locked-${++counter}`);
+    await mkdir(locked, { mode: 0o000 });
+    const r = await spawnOpenfief(["log", "--data", locked]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/cannot be read and written by this user/);
+  });
+
+  it("says where a script's $OPENFIEF_DATA points when it is unusable", async () => {
+    const r = await spawnOpenfief(["get", "plugins"], { OPENFIEF_DATA: "/proc/1" });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/^openfief: \$OPENFIEF_DATA "\/proc\/1" is under \/proc/);
+  });
+
+  it("writes lines for people and keeps the JSON log in the file when not on a terminal", async () => {
+    const data = join(dir, `plain-${++counter}`);
+    const r = await upUntil(["--data", data], /openfief is up/);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/openfief is up: data in/);
+    expect(jsonLines(r.stdout) + jsonLines(r.stderr)).toBe(0);
+    const logged = (await readFile(join(data, "openfief.log"), "utf8")).trim().split("\n");
+    expect(logged.length).toBeGreaterThan(0);
+    for (const l of logged) expect(JSON.parse(l)).toHaveProperty("msg");
+  }, 60_000);
+
+  it.skipIf(!existsSync("/usr/bin/script"))("writes lines for people on a terminal", async () => {
+    const data = join(dir, `tty-${++counter}`);
+    const r = await upUntil(["--data", data], /openfief is up/, true);
+    expect(r.stdout).toMatch(/openfief is up: data in/);
+    expect(jsonLines(r.stdout)).toBe(0);
+    expect((await readFile(join(data, "openfief.log"), "utf8")).length).toBeGreaterThan(0);
+  }, 60_000);
+
+  it("writes every JSON log line on stdout with --log-format json, and what it says for people on stderr", async () => {
+    const data = join(dir, `jsonlog-${++counter}`);
+    const r = await upUntil(["--data", data, "--log-format", "json"], /openfief is up/);
+    expect(r.code).toBe(0);
+    const lines = r.stdout.trim().split("\n");
+    expect(jsonLines(r.stdout)).toBeGreaterThan(0);
+    for (const l of lines) expect(() => JSON.parse(l) as unknown).not.toThrow();
+    expect(r.stderr).toMatch(/openfief is up: data in/);
+  }, 60_000);
+
+  it("keeps stdout JSON lines only with --json and --log-format json", async () => {
+    const data = join(dir, `jsonboth-${++counter}`);
+    const r = await upUntil(["--data", data, "--json", "--log-format", "json"], /"up":true/);
+    const parsed = r.stdout.trim().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(parsed.filter((p) => p.up === true)).toHaveLength(1);
+    expect(parsed.some((p) => typeof p.level === "number")).toBe(true);
+  }, 60_000);
+
+  it("refuses an unknown log format as a usage error", async () => {
+    const r = await spawnOpenfief(["up", "--log-format", "yaml", "--data", join(dir, "never")]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/--log-format.*yaml/);
   });
 });

@@ -27,7 +27,7 @@ function samples(heading: string): Sample[] {
     }
     pending += line.replace(/\\$/, " ");
     if (line.endsWith("\\") || line.trim() === "") continue;
-    out.push({ args: pending.trim().replace(/^npx openfief /, "").split(/\s+/), output: [] });
+    out.push({ args: pending.trim().replace(/^(npx )?openfief /, "").split(/\s+/), output: [] });
     pending = "";
   }
   return out;

@@ -235,6 +235,55 @@ describe("refusals", () => {
   });
 });
 
+describe("the Proxy-Status of an answer (RFC 9209)", () => {
+  it.each([
+    ["a host not granted, whose 407 is not about the token", "unlisted.example.com:443", TOKENS.alpha, 407, 'openfief-egress; error=http_request_denied; details="not_listed: host:port is not on the plugin\'s allow-list"'],
+    ["a token the reviewer refuses", "api.example.com:443", "not-a-known-token", 407, 'openfief-egress; error=http_request_denied; details="token_refused: the token was refused"'],
+    ["no token at all", "api.example.com:443", null, 407, 'openfief-egress; error=http_request_denied; details="no_token: no Proxy-Authorization header"'],
+    ["a name that does not exist", "nx.example.com:443", TOKENS.alpha, 502, 'openfief-egress; error=dns_error; rcode="NXDOMAIN"; details="dns_nxdomain: the name does not exist"'],
+    ["a name DNS fails to answer", "servfail.example.com:443", TOKENS.alpha, 502, 'openfief-egress; error=dns_error; rcode="SERVFAIL"; details="dns_servfail: DNS failed to answer (SERVFAIL)"'],
+    ["a forbidden address", "private.example.com:443", TOKENS.alpha, 502, 'openfief-egress; error=destination_ip_prohibited; details="forbidden_address: the name resolves to an address the proxy never dials (forbidden_range)"'],
+  ])("names why for %s", async (_what, target, token, status, value) => {
+    await harness();
+    const a = await rawRequest(h.port, connectHead(target, token));
+    expect(a.status).toBe(status);
+    expect(a.headers["proxy-status"]).toBe(value);
+    if (status === 407) expect(a.headers["proxy-authenticate"]).toBe('Basic realm="openfief-egress"');
+  });
+
+  it("says the connection was refused when the destination refuses it, and timed out when it never answers", async () => {
+    const closed = createServer();
+    await new Promise<void>((r) => closed.listen(0, "127.0.0.1", () => r()));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise<void>((r) => closed.close(() => r()));
+    await harness({ options: { connectTimeoutMs: 200 } });
+    h.routes.set("9.9.9.9", port);
+    const refused = await rawRequest(h.port, connectHead("closed.example.com:443", TOKENS.alpha));
+    expect(refused.status).toBe(502);
+    expect(refused.headers["proxy-status"]).toBe('openfief-egress; error=connection_refused; details="dial_failed: the destination could not be reached"');
+    await h.close();
+    const { Socket: NetSocket } = await import("node:net");
+    h = await startHarness({ dnsServer: dns.server, allowLists: { alpha: ALPHA_LIST }, options: { connectTimeoutMs: 200 }, connect: () => new NetSocket() });
+    const slow = await rawRequest(h.port, connectHead("api.example.com:443", TOKENS.alpha));
+    expect(slow.status).toBe(504);
+    expect(slow.headers["proxy-status"]).toBe('openfief-egress; error=connection_timeout; details="connect_timeout: the destination did not accept the connection in time"');
+  });
+
+  it("says DNS timed out when it did", async () => {
+    await harness({ options: { dnsTimeoutMs: 300 } });
+    const a = await rawRequest(h.port, connectHead("silent.example.com:443", TOKENS.alpha));
+    expect(a.headers["proxy-status"]).toBe('openfief-egress; error=dns_timeout; details="dns_timeout: DNS did not answer in time"');
+  });
+
+  it("is not on a tunnel's 200", async () => {
+    await harness();
+    const a = await rawRequest(h.port, connectHead("api.example.com:443", TOKENS.alpha));
+    expect(a.status).toBe(200);
+    expect(a.headers["proxy-status"]).toBeUndefined();
+    a.socket.destroy();
+  });
+});
+
 describe("other uses of the proxy", () => {
   it.each([
     ["GET", "GET http://api.example.com/ HTTP/1.1\r\nHost: api.example.com\r\n\r\n"],

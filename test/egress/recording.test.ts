@@ -185,6 +185,26 @@ describe("the counters", () => {
     expect(await registry.metrics()).toContain("openfief_egress_decisions_total");
   });
 
+  it("counts a name that does not resolve as failed, and a host not granted as refused, each with its reason", async () => {
+    const p = await harness();
+    const forbidden = await rawRequest(p.port, connectHead("mixed.example.com:443", TOKENS.alpha));
+    h?.allowLists.setData({ alpha: `${LISTS.alpha}nowhere.example.com:443\n` });
+    const missing = await rawRequest(p.port, connectHead("nowhere.example.com:443", TOKENS.alpha));
+    const unlisted = await rawRequest(p.port, connectHead("unlisted.example.com:443", TOKENS.alpha));
+    expect([forbidden.status, missing.status, unlisted.status]).toEqual([502, 502, 407]);
+    expect(await value(metrics.decisions, { outcome: "refused", reason: "forbidden_address" })).toBe(1);
+    expect(await value(metrics.decisions, { outcome: "failed", reason: "dns_nxdomain" })).toBe(1);
+    expect(await value(metrics.decisions, { outcome: "refused", reason: "not_listed" })).toBe(1);
+    // One series per reason, under its one outcome: a reason never moves between outcomes.
+    const text = await registry.metrics();
+    expect(text).toMatch(/openfief_egress_decisions_total\{outcome="failed",reason="dns_nxdomain"\} 1/);
+    expect(text).not.toMatch(/outcome="refused",reason="dns_nxdomain"/);
+    expect(text).toMatch(/openfief_egress_decisions_total\{outcome="failed",reason="connect_timeout"\} 0/);
+    const latency = (await metrics.connectSeconds.get()).values.filter((v) => v.metricName?.endsWith("_count"));
+    expect(latency.filter((v) => v.labels.outcome === "failed").reduce((n, v) => n + v.value, 0)).toBe(1);
+    expect(latency.filter((v) => v.labels.outcome === "refused").reduce((n, v) => n + v.value, 0)).toBe(2);
+  });
+
   it("serves the registry at /metrics on the proxy's own port when asked to", async () => {
     const p = await harness();
     await h?.close();

@@ -131,6 +131,17 @@ describe("a plugin's HTTP", () => {
     expect(proxy.records).toEqual([expect.objectContaining({ plugin: "alpha", host: "unlisted.example.com", allowed: false })]);
   });
 
+  it("says a granted origin that does not resolve could not be reached, not that it was refused", async () => {
+    proxy.allowLists.setData({ alpha: "api.example.com:443\nnowhere.example.com:443\nother.example.com:443\n", beta: "" });
+    try {
+      const r = await get("https://nowhere.example.com/x", ["https://nowhere.example.com"]);
+      expect(r).toEqual({ ok: false, error: { source: "plugin", code: "http_failed", message: "the egress proxy could not reach the origin, or refused its address (502)" } });
+      expect(proxy.records.at(-1)).toMatchObject({ plugin: "alpha", host: "nowhere.example.com", allowed: false, reason: "dns_nxdomain" });
+    } finally {
+      proxy.allowLists.setData({ alpha: "api.example.com:443\nother.example.com:443\n", beta: "" });
+    }
+  });
+
   it("is identified by the token it is handed: another plugin's token gets another plugin's allow-list", async () => {
     const r = await get(`${API}/x`, [API], TOKENS.beta);
     expect(r.ok === false && r.error.code).toBe("http_failed");

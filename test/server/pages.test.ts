@@ -43,6 +43,7 @@ const form = (cookie: string, body: string, origin = base) => ({
 describe("the pages", () => {
   it.each<[string, RegExp]>([
     ["/", /<h1>Plugins<\/h1>/],
+    ["/plugins", /<h1>Plugins<\/h1>[\s\S]*href="\/plugins\/nbp-fx"/],
     ["/plugins/nbp-fx", /Waiting for your approval/],
     ["/log", /<h1>Log<\/h1>/],
     ["/log?plugin=nbp-fx&type=rollout.decided&limit=5", /rollout\.decided/],
@@ -206,7 +207,7 @@ spec: {capabilities: [connector]}
     expect(page).toMatch(/objects written to \S+\/cluster \(no container runtime in the embedded mode\)/);
     expect(page).not.toMatch(/as a container|>unverified</);
     const plugins = (await call(base, "/", { headers: { cookie: viewerCookie } })).text;
-    expect(plugins).toMatch(/<p class="small legend">Signature: <strong>verified<\/strong>: A catalog entry pins [^;]*; <strong>trusted<\/strong>: Signed by a signer you trust[^;]*; [^;]*; <strong>refused<\/strong>: It does not run, whatever the grant approves\.<\/p>/);
+    expect(plugins).toMatch(/<p class="small signature-legend">Signature: <strong>verified<\/strong>: A catalog entry pins [^;]*; <strong>trusted<\/strong>: Signed by a signer you trust[^;]*; [^;]*; <strong>refused<\/strong>: It does not run, whatever the grant approves\.<\/p>/);
   });
 });
 

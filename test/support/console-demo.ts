@@ -36,7 +36,7 @@ async function egress(cp: ControlPlane, d: Decision): Promise<void> {
   await cp.runtime.store.append([{ stream: `egress/${d.plugin}`, type: "egress.decision", actor: "egress", data: d }]);
 }
 
-/** A day of the proxy's decisions: nbp-fx fetching its rates, and the odd refused attempt. */
+/** A day of the proxy's decisions: nbp-fx fetching its rates, the odd refused attempt, and one DNS timeout. */
 async function day(cp: ControlPlane, setNow: (t: number) => void, start: number, upgrade: () => Promise<void>): Promise<void> {
   for (let h = 1; h <= 23; h++) {
     setNow(start + h * HOUR);
@@ -46,13 +46,15 @@ async function day(cp: ControlPlane, setNow: (t: number) => void, start: number,
     // The WebAssembly connector fetches the ECB's daily reference rates once, after 16:00 CET.
     if (h === 15) await egress(cp, { plugin: "ecb-fx", host: "www.ecb.europa.eu", port: 443, allowed: true, reason: "listed", address: "198.51.100.40" });
     if (h === 6 || h === 17) await egress(cp, { plugin: "ledger-view", host: "telemetry.vendor.example", port: 443, allowed: false, reason: "not_listed" });
+    // Once in the night, DNS did not answer for the granted host: a failure to reach, not a refusal.
+    if (h === 3) await egress(cp, { plugin: "nbp-fx", host: "api.nbp.pl", port: 443, allowed: false, reason: "dns_timeout" });
     if (h === 23) await upgrade();
     if (h >= 23) for (let i = 0; i < 3; i++) await egress(cp, { plugin: "nbp-fx", host: "static.nbp.pl", port: 443, allowed: false, reason: "not_listed" });
   }
 }
 
 /** Starts the demo in a fresh data folder (or `dir`), its history a day long, ending now. */
-export async function startConsoleDemo(o: { dir?: string; history?: boolean; views?: boolean } = {}): Promise<ConsoleDemo> {
+export async function startConsoleDemo(o: { dir?: string; history?: boolean; views?: boolean; intervalMs?: number } = {}): Promise<ConsoleDemo> {
   const dir = o.dir ?? mkdtempSync(join(tmpdir(), "openfief-console-"));
   const real = Date.now();
   const start = o.history === false ? real : real - 24 * HOUR;
@@ -61,7 +63,7 @@ export async function startConsoleDemo(o: { dir?: string; history?: boolean; vie
   let frozen = true;
   const clock = () => new Date(frozen ? now : Math.max(Date.now(), now));
   const cp = await startControlPlane({
-    dataDir: dir, logger: pino({ level: "warn" }), egress: null, clock, intervalMs: 100,
+    dataDir: dir, logger: pino({ level: "warn" }), egress: null, clock, intervalMs: o.intervalMs ?? 100,
     server: serverFactory({ host: "127.0.0.1", port: 0 }),
     // With views: the plugin proxy and the gateway on free ports of localhost (the other site).
     ...(o.views === true

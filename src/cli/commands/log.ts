@@ -4,7 +4,7 @@
  * `check-decisions` (re-run the deciders over the log and compare with every recorded decision).
  */
 import type { Command } from "commander";
-import { checkLogDecisions, describePending, eventSentence, followLog, outcomeText, parseCount, parseReplayPoint, parseTime, readLog, replay, shortImage, shortRefs, verifyLog } from "../../app/index.js";
+import { checkLogDecisions, describePending, eventSentence, followLog, outcomeText, parseCount, parseReplayPoint, parseTime, readLog, replay, requireKnownPlugin, requireWithinLog, shortImage, shortRefs, verifyLog } from "../../app/index.js";
 import type { EventLog, KnownEvent, LogQuery } from "../../app/index.js";
 import { openLog, pluginArg, print, printJson, table, withData, withJson, withLog } from "../context.js";
 import type { DataOptions } from "../context.js";
@@ -56,6 +56,7 @@ export function register(program: Command): void {
       const store = await openLog(o);
       try {
         const q = queryOf(o);
+        if (q.plugin !== undefined) await requireKnownPlugin(store, q.plugin);
         let after = o.after === undefined ? 0 : parseCount(o.after, "--after");
         const first = await readLog(store, { ...q, afterSeq: after, ...(o.limit === undefined ? {} : { limit: parseCount(o.limit, "--limit") }) });
         await emit(store, first.events, o.json === true);
@@ -83,7 +84,10 @@ export function register(program: Command): void {
     .requiredOption("--at <seq|time>", "a sequence number, or an ISO-8601 time")
     .action(async (o: DataOptions & { at: string }) => {
       const at = parseReplayPoint(o.at, "--at");
-      const state = await withLog(o, (store) => replay(store, at));
+      const state = await withLog(o, async (store) => {
+        await requireWithinLog(store, at, "--at");
+        return replay(store, at);
+      });
       if (o.json === true) return printJson({ seq: state.seq, tables: state.tables });
       print(`state as of event ${state.seq}:`);
       if (state.plugins.length === 0) return print("no plugins");

@@ -10,15 +10,16 @@
  * holds a log already it keeps the owner's state, and `--reset` starts over.
  */
 import { readFileSync } from "node:fs";
-import type { Command } from "commander";
+import { Option, type Command } from "commander";
 import {
   AppError, applyDemoFolder, assertLogHolds, checkUserName, defaultUser, demoSettings, JWKS_PATH, listPlugins, logFile, mergeSettings, loadSettings, openRuntime, saveSettings,
   signInLink, SIGN_IN_TTL_SECONDS, startControlPlane,
 } from "../../app/index.js";
 import type { ControlPlane, FaceFactory, Settings } from "../../app/index.js";
-import { dataDir, openDataFolder, print, printJson, withData, withJson } from "../context.js";
+import { commandName, dataDir, openDataFolder, print, printJson, withData, withJson } from "../context.js";
 import type { DataOptions } from "../context.js";
 import { cliLogger } from "../logger.js";
+import type { LogFormat } from "../logger.js";
 import { pluginsTable } from "./get.js";
 
 interface RuntimeFlags extends DataOptions {
@@ -48,6 +49,7 @@ interface UpOptions extends RuntimeFlags {
   tlsKey?: string;
   origin?: string[];
   user?: string;
+  logFormat?: LogFormat;
 }
 
 function repeatable(v: string, prev: string[] = []): string[] {
@@ -164,6 +166,7 @@ export function register(program: Command): void {
     .option("--console-origin <origin>", "the console's origin, the only page that may frame a view (default: the console's own address)")
     .option("--plugin-proxy-origin <origin>", "the plugin proxy's origin, a different site from the console's (default: http://localhost:4781)")
     .option("--gateway-origin <origin>", "the gateway's origin (default: http://localhost:4782)")
+    .addOption(new Option("--log-format <format>", "text: warnings and errors on stderr for people, the JSON log only in <data>/openfief.log; json: every JSON log line on stdout too, for a log collector").choices(["text", "json"]).default("text"))
     .action(async (o: UpOptions) => {
       const interval = wholeNumber(o.interval ?? "300", "--interval", 50, 3_600_000);
       const egressPort = wholeNumber(o.egressPort ?? "4750", "--egress-port", 0, 65535);
@@ -172,7 +175,8 @@ export function register(program: Command): void {
       const dir = dataDir(o);
       // Made (or tightened) before anything is written in it, the log file first.
       openDataFolder(dir);
-      const logger = cliLogger({ file: logFile(dir), json: o.json === true });
+      const format = o.logFormat ?? "text";
+      const logger = cliLogger({ file: logFile(dir), format });
       const demo = o.demo === true;
       const cp = await startControlPlane({
         dataDir: dir,
@@ -187,18 +191,23 @@ export function register(program: Command): void {
         logger.flush();
         throw withFlag(err);
       });
-      const say = (line = ""): void => { if (o.json !== true) print(line); };
+      // With JSON log lines on stdout, stdout stays JSON lines only: what is said for people goes to stderr.
+      const say = (line = ""): void => {
+        if (o.json === true) return;
+        if (format === "json") process.stderr.write(`${line}\n`);
+        else print(line);
+      };
       // Listening before saying "up": a stop sent the moment it is said is a clean stop.
       const stopped = new Promise<void>((resolve) => {
         process.once("SIGINT", resolve);
         process.once("SIGTERM", resolve);
       });
       try {
-        if (cp.egress !== null) say(`egress proxy on http://${cp.egress.host}:${cp.egress.port} (tokens: openfief token PLUGIN --data ${dir})`);
+        if (cp.egress !== null) say(`egress proxy on http://${cp.egress.host}:${cp.egress.port} (tokens: ${commandName()} token PLUGIN --data ${dir})`);
         const fresh = (await cp.runtime.store.head()) === 0;
         await cp.pass();
         if (demo) await runDemo(cp, dir, fresh, say);
-        await announce(cp, dir, user, o.json === true, say);
+        await announce(cp, dir, user, o.json === true ? (format === "json" ? "line" : "pretty") : null, say);
         await stopped;
         say("stopping");
       } finally {
@@ -222,14 +231,17 @@ function withFlag(err: unknown): unknown {
 }
 
 /** Says that the control plane is up: where the console is, with a sign-in link, and where its files are. */
-async function announce(cp: ControlPlane, dir: string, user: string, json: boolean, say: (line?: string) => void): Promise<void> {
+async function announce(cp: ControlPlane, dir: string, user: string, json: "pretty" | "line" | null, say: (line?: string) => void): Promise<void> {
   // The canonical origin: the console answers only there (its other loopback names redirect to it).
   const link = cp.server === null ? null : await signInLink(cp.sessions, cp.server.origin, user, "owner");
   const pages = await viewPages(cp);
   const views = cp.views === null ? null : { pluginProxy: cp.views.origins.pluginProxy, gateway: cp.views.gatewayUrl, jwks: `${cp.views.origins.gateway}${JWKS_PATH}`, pages };
-  if (json) printJson({ up: true, data: dir, egress: cp.egress, console: cp.server?.origin ?? null, signIn: link?.url ?? null, views, cluster: cp.runtime.target.name, log: logFile(dir) });
+  const up = { up: true, data: dir, egress: cp.egress, console: cp.server?.origin ?? null, signIn: link?.url ?? null, views, cluster: cp.runtime.target.name, log: logFile(dir) };
+  // One line among JSON log lines; indented for a person otherwise.
+  if (json === "line") process.stdout.write(`${JSON.stringify(up)}\n`);
+  else if (json === "pretty") printJson(up);
   if (cp.server !== null && link !== null) {
-    say(`console on ${cp.server.origin}; sign in as ${user} with this link (it works once, for ${SIGN_IN_TTL_SECONDS / 60} minutes; openfief login --link makes another):`);
+    say(`console on ${cp.server.origin}; sign in as ${user} with this link (it works once, for ${SIGN_IN_TTL_SECONDS / 60} minutes; ${commandName()} login --link makes another):`);
     say(`  ${link.url}`);
     say("");
   }
@@ -272,7 +284,7 @@ async function runDemo(cp: ControlPlane, dir: string, fresh: boolean, say: (line
   if (!fresh) {
     say("");
     say(`The demo was applied to ${dir} before: its state is kept as you left it (approvals included).`);
-    say(`To start over: npm start -- --reset   (or openfief up --demo --reset ${d})`);
+    say(`To start over: npm start -- --reset   (or ${commandName()} up --demo --reset ${d})`);
     say(pluginsTable(await listPlugins(store)));
     return;
   }
@@ -288,13 +300,20 @@ async function runDemo(cp: ControlPlane, dir: string, fresh: boolean, say: (line
   say("Applied an upgrade of nbp-fx that asks for a new egress host (examples/upgrade):");
   say(pluginsTable(await listPlugins(store)));
   say("");
-  say("Try next, in another terminal:");
-  say(`  npx openfief why nbp-fx ${d}        # why v2 is held back, and what it waits for`);
-  say(`  npx openfief approve nbp-fx ${d}    # grant exactly the pending host; v2 then runs`);
-  say(`  npx openfief get plugins ${d}`);
-  say(`  npx openfief log --plugin nbp-fx ${d}`);
-  say(`  npx openfief verify-log ${d} && npx openfief check-decisions ${d}`);
-  say(`  npx openfief call ecb-fx sync ${d}    # the WebAssembly connector, through the egress proxy`);
-  say(`  npx openfief verify --plugin examples/plugins/nbp-fx.yaml --oci-layout examples/oci --trusted-signers examples/trusted-signers.json`);
+  tryNext(say, d);
   say("");
+}
+
+/** The commands to try next, in the words the person typed this one with (never npx: two seconds a command). */
+function tryNext(say: (line?: string) => void, d: string): void {
+  const of = commandName();
+  say("Try next, in another terminal:");
+  say(`  ${of} why nbp-fx ${d}        # why v2 is held back, and what it waits for`);
+  say(`  ${of} approve nbp-fx ${d}    # grant exactly the pending host; v2 then runs`);
+  say(`  ${of} get plugins ${d}`);
+  say(`  ${of} log --plugin nbp-fx ${d}`);
+  say(`  ${of} verify-log ${d} && ${of} check-decisions ${d}`);
+  say(`  ${of} call ecb-fx sync ${d}    # the WebAssembly connector, through the egress proxy`);
+  say(`  ${of} verify --plugin examples/plugins/nbp-fx.yaml --oci-layout examples/oci --trusted-signers examples/trusted-signers.json`);
+  if (of !== "openfief") say(`  (run npm link once to type openfief instead of ${of})`);
 }

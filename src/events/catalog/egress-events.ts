@@ -22,6 +22,33 @@ export interface EgressDecision {
   addressRefusal?: string;
 }
 
+/**
+ * The egress proxy's refusal codes that are failures (the destination, DNS or the token reviewer
+ * could not be reached; the proxy could not act) rather than refusals by policy. The proxy's own
+ * refusal table says the same of every code (a test there holds them together); the faces and the
+ * projections tell the outcomes apart by this list without loading the proxy. A code not in it
+ * (an older or hand-written event) reads as refused: never call a mere failure what may have
+ * been a refusal.
+ */
+export const EGRESS_FAILURE_CODES: ReadonlySet<string> = new Set([
+  "draining", "too_many_tunnels", "review_failed", "review_timeout",
+  "dns_nxdomain", "dns_servfail", "dns_refused", "dns_no_addresses", "dns_timeout", "dns_failed",
+  "record_failed", "commit_timeout", "dial_failed", "connect_timeout", "client_gone", "internal_error",
+]);
+
+/** What came of an attempt to go out: allowed, refused by policy, or failed to reach. */
+export type EgressOutcome = "allowed" | "refused" | "failed";
+
+/** A refusal code's outcome (see {@link EGRESS_FAILURE_CODES}). */
+export function egressCodeOutcome(code: string): Exclude<EgressOutcome, "allowed"> {
+  return EGRESS_FAILURE_CODES.has(code) ? "failed" : "refused";
+}
+
+/** A recorded egress decision's outcome, from its `allowed` and `reason`. */
+export function egressDecisionOutcome(d: { readonly allowed: boolean; readonly reason: string }): EgressOutcome {
+  return d.allowed ? "allowed" : egressCodeOutcome(d.reason);
+}
+
 /** `egress.decision` as version 1 stored it. */
 interface EgressDecisionV1 { plugin: string; host: string; port: number; allowed: boolean; reason: string; address?: string }
 

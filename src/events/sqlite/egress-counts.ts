@@ -11,11 +11,11 @@ const NAME = "egress_counts";
 const TABLE = "proj_egress_counts";
 const DDL = `CREATE TABLE IF NOT EXISTS ${TABLE} (
   level INTEGER NOT NULL, start INTEGER NOT NULL, plugin TEXT NOT NULL, host TEXT NOT NULL, port INTEGER NOT NULL,
-  allowed INTEGER NOT NULL, refused INTEGER NOT NULL, last_seq INTEGER NOT NULL,
+  allowed INTEGER NOT NULL, refused INTEGER NOT NULL, failed INTEGER NOT NULL, last_seq INTEGER NOT NULL,
   PRIMARY KEY (level, start, plugin, host, port)) STRICT, WITHOUT ROWID`;
 
-type FactRow = [seq: number, time: string, plugin: string, host: string, port: number, allowed: number];
-type CountRow = [plugin: string, host: string, port: number, allowed: number, refused: number, lastSeq: number, start: number];
+type FactRow = [seq: number, time: string, plugin: string, host: string, port: number, allowed: number, reason: string];
+type CountRow = [plugin: string, host: string, port: number, allowed: number, refused: number, failed: number, lastSeq: number, start: number];
 
 /** {@link EgressCountTable} in the log's file. */
 export class SqliteEgressCounts implements EgressCountTable {
@@ -37,15 +37,15 @@ export class SqliteEgressCounts implements EgressCountTable {
       setCheckpoint: db.prepare<[number, string]>("UPDATE projection_checkpoints SET seq = ? WHERE name = ?"),
       // Only the fields counted, read by SQLite from the JSON: the rest of each decision is never parsed.
       scan: db.prepare<[number, number]>(
-        "SELECT seq, time, json_extract(data, '$.plugin'), json_extract(data, '$.host'), json_extract(data, '$.port'), json_extract(data, '$.allowed') " +
+        "SELECT seq, time, json_extract(data, '$.plugin'), json_extract(data, '$.host'), json_extract(data, '$.port'), json_extract(data, '$.allowed'), json_extract(data, '$.reason') " +
         "FROM events WHERE seq > ? AND seq <= ? AND type = 'egress.decision' ORDER BY seq",
       ).raw(),
       add: db.prepare(
-        `INSERT INTO ${TABLE} (level, start, plugin, host, port, allowed, refused, last_seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ` +
-        "ON CONFLICT (level, start, plugin, host, port) DO UPDATE SET allowed = allowed + excluded.allowed, refused = refused + excluded.refused, last_seq = max(last_seq, excluded.last_seq)",
+        `INSERT INTO ${TABLE} (level, start, plugin, host, port, allowed, refused, failed, last_seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ` +
+        "ON CONFLICT (level, start, plugin, host, port) DO UPDATE SET allowed = allowed + excluded.allowed, refused = refused + excluded.refused, failed = failed + excluded.failed, last_seq = max(last_seq, excluded.last_seq)",
       ),
-      rows: db.prepare<[number, number, number]>(`SELECT plugin, host, port, allowed, refused, last_seq, start FROM ${TABLE} WHERE level = ? AND start >= ? AND start < ?`).raw(),
-      pluginRows: db.prepare<[number, number, number, string]>(`SELECT plugin, host, port, allowed, refused, last_seq, start FROM ${TABLE} WHERE level = ? AND start >= ? AND start < ? AND plugin = ?`).raw(),
+      rows: db.prepare<[number, number, number]>(`SELECT plugin, host, port, allowed, refused, failed, last_seq, start FROM ${TABLE} WHERE level = ? AND start >= ? AND start < ?`).raw(),
+      pluginRows: db.prepare<[number, number, number, string]>(`SELECT plugin, host, port, allowed, refused, failed, last_seq, start FROM ${TABLE} WHERE level = ? AND start >= ? AND start < ? AND plugin = ?`).raw(),
     };
   }
 
@@ -79,7 +79,7 @@ export class SqliteEgressCounts implements EgressCountTable {
   }
 
   async decisions(afterSeq: number, toSeq: number): Promise<EgressDecisionFacts[]> {
-    return (this.#s().scan.all(afterSeq, toSeq) as FactRow[]).map(([seq, time, plugin, host, port, allowed]) => ({ seq, time, plugin, host, port, allowed: allowed === 1 }));
+    return (this.#s().scan.all(afterSeq, toSeq) as FactRow[]).map(([seq, time, plugin, host, port, allowed, reason]) => ({ seq, time, plugin, host, port, allowed: allowed === 1, reason }));
   }
 
   async add(from: number, to: number, rows: readonly EgressCountRow[]): Promise<boolean> {
@@ -87,7 +87,7 @@ export class SqliteEgressCounts implements EgressCountTable {
     return this.#db.transaction(() => {
       // Another process counted these seqs meanwhile: adding them again would count them twice.
       if (this.#checkpoint() !== from) return false;
-      for (const t of rows) s.add.run(t.level, t.start, t.plugin, t.host, t.port, t.allowed, t.refused, t.lastSeq);
+      for (const t of rows) s.add.run(t.level, t.start, t.plugin, t.host, t.port, t.allowed, t.refused, t.failed, t.lastSeq);
       s.setCheckpoint.run(to, NAME);
       return true;
     }).immediate();
@@ -101,7 +101,7 @@ export class SqliteEgressCounts implements EgressCountTable {
   async rows(level: number, from: number, to: number, plugin?: string): Promise<EgressCountRow[]> {
     const s = this.#s();
     const rows = (plugin === undefined ? s.rows.all(level, from, to) : s.pluginRows.all(level, from, to, plugin)) as CountRow[];
-    return rows.map((r) => ({ level, plugin: r[0], host: r[1], port: r[2], allowed: r[3], refused: r[4], lastSeq: r[5], start: r[6] }));
+    return rows.map((r) => ({ level, plugin: r[0], host: r[1], port: r[2], allowed: r[3], refused: r[4], failed: r[5], lastSeq: r[6], start: r[7] }));
   }
 
   #reset(version: number): void {

@@ -1,10 +1,11 @@
 /**
- * Egress: what each plugin's traffic through the egress proxy was allowed and refused, over a
- * window of time — a chart of the counts, each plugin's destinations with their counts and last
- * reason, and the latest decisions. htmx refreshes it; the filter is a plain form.
+ * Egress: what each plugin's traffic through the egress proxy was allowed, refused by policy, or
+ * failed to reach, over a window of time — a chart of the counts, each plugin's destinations with
+ * their counts and last reason, and the latest decisions. htmx refreshes it; the filter is a plain
+ * form.
  */
-import { AppError, egressReasonText, egressSummary, hostPort, listPlugins } from "../../app/index.js";
-import type { EgressDestination, EgressPluginSummary } from "../../app/index.js";
+import { AppError, EGRESS_OUTCOMES, egressReasonText, egressSummary, hostPort, listPlugins } from "../../app/index.js";
+import type { EgressDestination, EgressOutcome, EgressPluginSummary } from "../../app/index.js";
 import type { RequestContext } from "../routes.js";
 import { egressChart } from "./chart.js";
 import { absoluteTime, ago, outcomeBadge } from "./format.js";
@@ -20,14 +21,28 @@ const WINDOWS: Readonly<Record<string, { label: string; ms: number; buckets: num
   "30d": { label: "the last 30 days", ms: 30 * 86_400_000, buckets: 30 },
 };
 
+/** "3 allowed, 1 refused, 2 failed": the outcomes that happened, in the faces' order. */
+function counted(c: Readonly<Record<EgressOutcome, number>>): string {
+  const parts = EGRESS_OUTCOMES.filter((o) => c[o] > 0).map((o) => `${c[o]} ${o}`);
+  return parts.length === 0 ? "none" : parts.join(", ");
+}
+
+/** The last decision about a destination, in the words the log uses ("failed to reach: no such host"). */
+function lastDecision(d: EgressDestination): string {
+  const reason = egressReasonText(d.last.reason);
+  if (d.last.outcome === "allowed") return `allowed: ${reason}`;
+  return d.last.outcome === "refused" ? `refused by policy: ${reason}` : `failed to reach: ${reason}`;
+}
+
 function destinationRow(d: EgressDestination, now: Date): Markup {
   const dest = hostPort(d.host, d.port);
-  return html`<tr><td><code>${dest}</code></td><td>${d.refused === 0 ? outcomeBadge("allowed") : d.allowed === 0 ? outcomeBadge("refused") : html`${outcomeBadge("allowed")} ${outcomeBadge("refused")}`}</td><td class="num">${d.allowed}</td><td class="num">${d.refused}</td><td class="small">${d.last.outcome}: ${egressReasonText(d.last.reason)}<br><span class="muted">event ${d.last.seq}, ${ago(d.last.time, now)}</span></td></tr>`;
+  const badges = EGRESS_OUTCOMES.filter((o) => d[o] > 0).map((o) => outcomeBadge(o));
+  return html`<tr><td data-label="Destination"><code>${dest}</code></td><td class="badges" data-label="Outcome">${badges}</td><td class="small" data-label="Decisions">${counted(d)}</td><td class="small" data-label="Last decision">${lastDecision(d)}<br><span class="muted">event ${d.last.seq}, ${ago(d.last.time, now)}</span></td></tr>`;
 }
 
 function pluginCard(p: EgressPluginSummary, now: Date): Markup {
-  return html`<section class="card"><h2><a href="/plugins/${p.plugin}">${p.plugin}</a> <span class="muted small">${p.allowed} allowed, ${p.refused} refused</span></h2>
-<div class="table-wrap"><table><thead><tr><th>Destination</th><th>Outcome</th><th class="num">Allowed</th><th class="num">Refused</th><th>Last decision</th></tr></thead><tbody>${p.destinations.map((d) => destinationRow(d, now))}</tbody></table></div></section>`;
+  return html`<section class="card"><h2><a href="/plugins/${p.plugin}">${p.plugin}</a> <span class="muted small">${counted(p)}</span></h2>
+<div class="table-wrap"><table class="cards"><thead><tr><th>Destination</th><th>Outcome</th><th>Decisions</th><th>Last decision</th></tr></thead><tbody>${p.destinations.map((d) => destinationRow(d, now))}</tbody></table></div></section>`;
 }
 
 function option(value: string, label: string, selected: boolean): Markup {
@@ -45,7 +60,7 @@ export async function egressPage(ctx: RequestContext): Promise<string> {
   const s = await egressSummary(app.store, { since: new Date(now.getTime() - w.ms), until: now, buckets: w.buckets, ...(plugin === undefined ? {} : { plugin }) });
   const names = (await listPlugins(app.store)).map((r) => r.name);
   const self = new URLSearchParams({ window: key, ...(plugin === undefined ? {} : { plugin }) });
-  const body = html`<div class="page-head"><h1>Egress</h1><p>What the egress proxy allowed and refused, ${w.label}${plugin === undefined ? "" : ` for ${plugin}`}.</p></div>
+  const body = html`<div class="page-head"><h1>Egress</h1><p>What the egress proxy allowed, refused by policy, or failed to reach, ${w.label}${plugin === undefined ? "" : ` for ${plugin}`}.</p></div>
 <form class="filters card" method="get" action="/egress">
 <label>Plugin<select name="plugin">${option("", "every plugin", plugin === undefined)}${names.map((n) => option(n, n, n === plugin))}</select></label>
 <label>Window<select name="window">${Object.entries(WINDOWS).map(([k, v]) => option(k, v.label, k === key))}</select></label>
@@ -53,12 +68,12 @@ export async function egressPage(ctx: RequestContext): Promise<string> {
 </form>
 <div id="live" hx-get="/egress?${self.toString()}" hx-trigger="every 5s" hx-select="#live" hx-swap="outerHTML">
 <section class="card"><h2>Decisions over time</h2>
-<div class="legend"><span><span class="swatch allowed"></span>allowed (${s.allowed})</span><span><span class="swatch refused"></span>refused (${s.refused})</span><span class="muted">${absoluteTime(s.since)} – ${absoluteTime(s.until)}</span></div>
+<div class="legend"><span><span class="swatch allowed"></span>allowed (${s.allowed})</span><span title="not granted, or an address the proxy never dials"><span class="swatch refused"></span>refused by policy (${s.refused})</span><span title="granted, but the name did not resolve"><span class="swatch failed"></span>failed to reach (${s.failed})</span><span class="muted">${absoluteTime(s.since)} – ${absoluteTime(s.until)}</span></div>
 ${egressChart(s.buckets)}
-${s.truncated ? html`<p class="small">Only the first ${s.allowed + s.refused} decisions of the window are counted.</p>` : ""}
+${s.truncated ? html`<p class="small">Only the first ${s.allowed + s.refused + s.failed} decisions of the window are counted.</p>` : ""}
 </section>
-${s.plugins.length === 0 ? html`<section class="card"><p class="empty">No egress decisions ${w.label}. A plugin's connections through the proxy show here, allowed or refused.</p></section>` : html`<div class="stack">${s.plugins.map((p) => pluginCard(p, now))}</div>`}
-${s.recent.length === 0 ? "" : html`<section class="card"><h2>Latest decisions</h2><div class="table-wrap"><table><thead><tr><th class="num">Event</th><th>When</th><th>Plugin</th><th>Destination</th><th>Outcome</th><th>Reason</th></tr></thead><tbody>${s.recent.map((r) => html`<tr><td class="num">${r.seq}</td><td class="nowrap">${ago(r.time, now)}</td><td>${r.plugin}</td><td><code>${hostPort(r.host, r.port)}</code></td><td>${outcomeBadge(r.outcome)}</td><td class="small">${egressReasonText(r.reason)}${r.address === null ? "" : ` (dialled ${r.address})`}</td></tr>`)}</tbody></table></div></section>`}
+${s.plugins.length === 0 ? html`<section class="card"><p class="empty">No egress decisions ${w.label}. A plugin's connections through the proxy show here: allowed, refused by policy, or failed to reach.</p></section>` : html`<div class="stack">${s.plugins.map((p) => pluginCard(p, now))}</div>`}
+${s.recent.length === 0 ? "" : html`<section class="card"><h2>Latest decisions</h2><div class="table-wrap"><table class="cards"><thead><tr><th class="num">Event</th><th>When</th><th>Plugin</th><th>Destination</th><th>Outcome</th><th>Reason</th></tr></thead><tbody>${s.recent.map((r) => html`<tr><td class="num" data-label="Event">${r.seq}</td><td class="nowrap" data-label="When">${ago(r.time, now)}</td><td data-label="Plugin">${r.plugin}</td><td data-label="Destination"><code>${hostPort(r.host, r.port)}</code></td><td data-label="Outcome">${outcomeBadge(r.outcome)}</td><td class="small" data-label="Reason">${egressReasonText(r.reason)}${r.address === null ? "" : ` (dialled ${r.address})`}</td></tr>`)}</tbody></table></div></section>`}
 </div>`;
   return page({ title: "Egress", section: "egress", session, body });
 }

@@ -4,7 +4,7 @@
  * function returns {@link Markup} built with `html`, so each value is escaped on its way out.
  */
 import { shortImage, statusText, verdictCell, verdictHelp, verdictWord } from "../../app/index.js";
-import type { PermissionLists, PluginStatus, SignatureView } from "../../app/index.js";
+import type { EgressOutcome, PermissionLists, PluginStatus, SignatureView } from "../../app/index.js";
 import { html } from "./html.js";
 import type { Markup } from "./html.js";
 
@@ -46,6 +46,18 @@ export function ago(iso: string, now: Date): Markup {
 export function image(ref: string | null): Markup {
   if (ref === null) return html`<span class="muted">none</span>`;
   return html`<code class="img" title="${ref}">${shortImage(ref)}…</code>`;
+}
+
+/**
+ * An image reference as {@link image} shows it, breakable only before its digest: for a table
+ * cell, whose column then needs to be no wider than the longer of the two parts.
+ */
+export function imageCell(ref: string | null): Markup {
+  if (ref === null) return html`<span class="muted">none</span>`;
+  const short = `${shortImage(ref)}…`;
+  const at = short.indexOf("@");
+  if (at <= 0) return image(ref);
+  return html`<code class="img split" title="${ref}"><span>${short.slice(0, at)}</span><wbr><span>${short.slice(at)}</span></code>`;
 }
 
 const DIGEST = "sha256:";
@@ -109,9 +121,16 @@ export function verdictBadge(v: SignatureView | null, o: { readonly who?: boolea
   return o.who === false ? badge : html`${badge} <span class="small">${verdictCell(v)}</span>`;
 }
 
-/** An egress outcome in colour and words. */
-export function outcomeBadge(o: "allowed" | "refused"): Markup {
-  return html`<span class="badge ${o}"><span aria-hidden="true">${o === "allowed" ? "✓" : "✕"}</span>${o}</span>`;
+const OUTCOME: Readonly<Record<EgressOutcome, { mark: string; words: string; help: string }>> = {
+  allowed: { mark: "✓", words: "allowed", help: "the plugin may go there, and the proxy opened the tunnel" },
+  refused: { mark: "✕", words: "refused", help: "refused by policy: not granted, or an address the proxy never dials" },
+  failed: { mark: "!", words: "failed", help: "granted, but not reached: the name did not resolve, or DNS did not answer" },
+};
+
+/** An egress outcome in colour and words, what it means on hover. */
+export function outcomeBadge(o: EgressOutcome): Markup {
+  const { mark, words, help } = OUTCOME[o];
+  return html`<span class="badge ${o}" title="${help}"><span aria-hidden="true">${mark}</span>${words}</span>`;
 }
 
 /** A yes/no check in colour and words. */
@@ -130,7 +149,7 @@ export function permissionRows(p: { asked: PermissionLists | null; granted: Perm
   const kinds: [keyof PermissionLists, string][] = [["capabilities", "Capabilities"], ["egress", "Egress (host:port)"], ["secrets", "Secrets (by name)"], ["dataTiers", "Data tiers"], ["rules", "Kubernetes rules (views)"]];
   // A plugin that is no view asks for no rules: no row for them.
   const any = [p.asked, p.granted, p.effective].some((l) => (l?.rules.length ?? 0) > 0);
-  return html`${kinds.filter(([k]) => k !== "rules" || any).map(([k, label]) => html`<tr><th scope="row">${label}</th><td>${words(p.asked?.[k], p.asked === null ? "–" : "none")}</td><td>${words(p.granted?.[k], p.granted === null ? "no grant" : "none")}</td><td>${words(p.effective?.[k], p.effective === null ? "nothing runs" : "none")}</td></tr>`)}`;
+  return html`${kinds.filter(([k]) => k !== "rules" || any).map(([k, label]) => html`<tr><th scope="row">${label}</th><td data-label="Asked for">${words(p.asked?.[k], p.asked === null ? "–" : "none")}</td><td data-label="Granted">${words(p.granted?.[k], p.granted === null ? "no grant" : "none")}</td><td data-label="Runs with">${words(p.effective?.[k], p.effective === null ? "nothing runs" : "none")}</td></tr>`)}`;
 }
 
 /** Pretty JSON for a `<pre>`. */

@@ -36,7 +36,7 @@ export interface PageParts {
 export function page(p: PageParts): string {
   const a = assetUrls();
   const nav = NAV.map(([s, href, label]) => html`<li><a href="${href}"${s === p.section ? trusted(' aria-current="page"') : ""}>${label}</a></li>`);
-  const who = p.session === null ? "" : html`<div class="who"><span>${p.session.user}</span><span class="role" title="${p.session.role === "owner" ? "may approve and change plugins" : "may look, not change"}">${p.session.role}</span><form method="post" action="/signout"><button type="submit">Sign out</button></form></div>`;
+  const who = p.session === null ? "" : html`<div class="who"><span class="user">${p.session.user}</span><span class="role" title="${p.session.role === "owner" ? "may approve and change plugins" : "may look, not change"}">${p.session.role}</span><form method="post" action="/signout"><button type="submit">Sign out</button></form></div>`;
   return html`<!doctype html>
 <html lang="en">
 <head>
@@ -50,7 +50,7 @@ ${HTMX_CONFIG}
 </head>
 <body>
 <header class="top"><div class="bar">
-<a class="brand" href="/">OpenFief <span>console</span></a>
+<a class="brand" href="/" title="OpenFief console"><img class="logo" src="${a.icon}" alt="" width="22" height="22"><span class="name">OpenFief</span> <span class="sub">console</span></a>
 ${p.session === null ? "" : html`<nav aria-label="Console"><ul class="nav">${nav}</ul></nav>`}
 ${who}
 </div></header>

@@ -28,7 +28,7 @@ function streamLink(stream: string): Markup {
 }
 
 function eventRow(sentences: ReadonlyMap<number, string>, e: KnownEvent, now: Date): Markup {
-  return html`<tr><td class="num">${e.seq}</td><td class="nowrap">${ago(e.time, now)}</td><td class="small nowrap">${streamLink(e.stream)}</td><td class="type"><code>${e.type}</code></td><td class="small nowrap">${e.actor}</td><td>${richText(sentences.get(e.seq) ?? "")}</td><td class="num small">${e.causedBy === null ? html`<span class="muted" title="an observation: nothing in the log caused it">–</span>` : html`<span title="${`caused by event ${e.causedBy}`}">${e.causedBy}</span>`}</td></tr>`;
+  return html`<tr><td class="num" data-label="Event">${e.seq}</td><td class="nowrap" data-label="When">${ago(e.time, now)}</td><td class="small nowrap" data-label="Stream">${streamLink(e.stream)}</td><td class="type" data-label="Type"><code>${e.type}</code></td><td class="small nowrap" data-label="By">${e.actor}</td><td class="what" data-label="What happened">${richText(sentences.get(e.seq) ?? "")}</td><td class="num small" data-label="Cause">${e.causedBy === null ? html`<span class="muted" title="an observation: nothing in the log caused it">–</span>` : html`<span title="${`caused by event ${e.causedBy}`}">${e.causedBy}</span>`}</td></tr>`;
 }
 
 /** The poller: a hidden row that asks for the rows after `after` and replaces itself with them (and a new poller). */
@@ -73,7 +73,7 @@ export async function logPage(ctx: RequestContext): Promise<string> {
   const rows = newest.length === 0 && !live ? html`` : html`${live ? poller(q, tail.head) : ""}${newest.map((e) => eventRow(sentences, e, now))}`;
   const body = html`<div class="page-head"><h1>Log</h1><p>${tail.head} events in the hash-chained log${live ? html` · <span class="live">live</span>` : html` · events before ${before}`}</p></div>
 ${await filterForm(ctx, q, limit)}
-<div class="table-wrap"><table><thead><tr><th class="num">Event</th><th>When</th><th>Stream</th><th>Type</th><th>By</th><th>What happened</th><th class="num">Cause</th></tr></thead>
+<div class="table-wrap"><table class="cards"><thead><tr><th class="num">Event</th><th>When</th><th>Stream</th><th>Type</th><th>By</th><th>What happened</th><th class="num">Cause</th></tr></thead>
 <tbody id="log-rows">${rows}</tbody></table></div>
 ${newest.length === 0 ? html`<p class="empty">No events match.</p>` : ""}
 <nav class="pager" aria-label="Pages">${live ? html`<span></span>` : html`<a href="/log?${filterQuery(q).toString()}">← Newest</a>`}${tail.older === null ? html`<span class="muted">The first event is shown.</span>` : html`<a href="/log?${older.toString()}">Older events →</a>`}</nav>`;

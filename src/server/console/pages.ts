@@ -66,6 +66,8 @@ function signOut(ctx: RequestContext): void {
 export function consolePageRoutes(): Route[] {
   return [
     pageRoute("/", "the plugins", [], pluginsPage),
+    // Where a newcomer looks for the list, beside /plugins/{name}.
+    pageRoute("/plugins", "the plugins", [], pluginsPage),
     pageRoute("/plugins/{name}", "one plugin", ["approved"], pluginPageWithView),
     {
       method: "POST", path: "/plugins/{name}/approve", kind: "page", access: "owner", summary: "the approval form", query: [], headers: [], statuses: [303, 400, 401, 403, 404, 409, 412, 413, 415, 428, 500, 503],

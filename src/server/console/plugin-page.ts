@@ -8,8 +8,9 @@
  * plain form (POST, then a redirect back here); htmx only keeps the page current, around the view,
  * which it never swaps (that would reload it).
  */
+import { createHash } from "node:crypto";
 import { AppError, approve, blockerSubject, blockerText, containerText, describeRule, hostPort, pendingItems, pluginView, verdictHelp, verdictText, webActor } from "../../app/index.js";
-import type { GrantSpec, NextSteps, Pending, PluginView, TimelineEntry, UserSession, ViewFrame, ViewsFace } from "../../app/index.js";
+import type { ApprovalInFlight, GrantSpec, NextSteps, Pending, PluginView, TimelineEntry, UserSession, ViewFrame, ViewsFace } from "../../app/index.js";
 import { assetUrls } from "./assets.js";
 import { mediaType, readBody } from "../http.js";
 import type { RequestContext } from "../routes.js";
@@ -52,7 +53,37 @@ function blockersCard(v: PluginView): Markup {
 </section>`;
 }
 
+/** Who approved, as the person reading the page says it: "you", or the actor of the grant edit. */
+function approver(a: ApprovalInFlight, session: UserSession | null): string {
+  return session !== null && a.actor === webActor(session.role, session.user) ? "you" : a.actor;
+}
+
+/** The state of a plugin approved since its latest decision, in the words of the page head. */
+export function rollingOutBadge(a: ApprovalInFlight): Markup {
+  return html`<span class="badge pending" title="approved at event ${a.seq}; the reconciler has not decided again yet"><span aria-hidden="true">◔</span>${a.rollsOut ? "approved; rolling out" : "approved; deciding"}</span>`;
+}
+
+/** Between an approval and the decision that takes it in: what happens next, never "nothing waits" beside the old decision. */
+function approvedCard(v: PluginView, a: ApprovalInFlight, session: UserSession | null): Markup {
+  const next = a.rollsOut
+    ? html`Rolling out ${image(a.image)} now: the reconciler decides again in a moment, and this page follows it.`
+    : html`The reconciler decides again in a moment; this page follows it.`;
+  return html`<section class="card callout ok" id="pending"><h2>Approved by ${approver(a, session)}</h2><p>The grant edit is event ${a.seq}: the grant now gives everything the version asked for requests. ${next}</p></section>`;
+}
+
+/**
+ * The approval box. Its markup names its own content (a digest in its id, `hx-preserve`): the
+ * page's refresh keeps the box that is there, button and all, unless what it says changed, so it
+ * never moves from under a pointer on its way to a click.
+ */
 function pendingCard(v: PluginView, session: UserSession | null): Markup {
+  const box = approvalBox(v, session);
+  const digest = createHash("sha256").update(box.toString()).digest("hex").slice(0, 16);
+  return html`<div id="approval-${digest}" class="approval" hx-preserve="true">${box}</div>`;
+}
+
+function approvalBox(v: PluginView, session: UserSession | null): Markup {
+  if (v.approved !== null) return approvedCard(v, v.approved, session);
   const p = v.pending;
   if (p === null) return html`<section class="card" id="pending"><h2>Approval</h2><p>Nothing waits for approval: the grant gives everything the version asked for requests.</p></section>`;
   const items = pendingItems(p.pending);
@@ -66,9 +97,11 @@ function pendingCard(v: PluginView, session: UserSession | null): Markup {
 </section>`;
   }
   const owner = session?.role === "owner";
+  // A button says what it adds; past a few permissions it points at the list above instead of repeating it.
+  const label = items.length <= 3 ? `Approve: add ${items.join(", ")}` : `Approve: add these ${items.length} permissions`;
   const button = owner
-    ? html`<button type="submit" class="primary">Approve: add ${items.join(", ")}</button>`
-    : html`<button type="submit" class="primary" disabled>Approve: add ${items.join(", ")}</button><span class="small">Only an owner may approve; you are signed in as a viewer.</span>`;
+    ? html`<button type="submit" class="primary">${label}</button>`
+    : html`<button type="submit" class="primary" disabled>${label}</button><span class="small">Only an owner may approve; you are signed in as a viewer.</span>`;
   return html`<section class="card callout" id="pending" aria-labelledby="pending-h">
 <h2 id="pending-h">Waiting for your approval</h2>
 <p>The version asked for, ${image(v.asked?.image ?? null)}, needs more than the grant gives. Until it is approved, ${v.row.running === null ? "nothing runs" : html`${image(v.row.running)} keeps running under the grant`}.</p>
@@ -84,8 +117,10 @@ ${button}
 </section>`;
 }
 
-function whyCard(v: PluginView): Markup {
+function whyCard(v: PluginView, session: UserSession | null): Markup {
   if (v.why === null) return html`<section class="card"><h2>Why</h2><p class="muted">No rollout decision yet: the reconciler has not looked at this plugin.</p></section>`;
+  // The latest decision predates the approval: its "waits for approval" is no longer true.
+  if (v.approved !== null) return html`<section class="card why"><h2>Why it runs what it runs</h2><p>Approved by ${approver(v.approved, session)} at event ${v.approved.seq}, after the latest decision (event ${v.why.answer.decision.seq}). The reconciler is deciding again; why it runs what it runs shows here once it has.</p></section>`;
   const lines = v.why.sentences;
   const main = lines.filter((l) => !l.startsWith("  - ") && l !== "It was caused by:");
   const causes = lines.filter((l) => l.startsWith("  - ")).map((l) => l.slice(4));
@@ -101,12 +136,15 @@ function signatureFact(v: PluginView): Markup {
 
 function timelineRow(t: TimelineEntry, now: Date): Markup {
   const e = t.event;
-  return html`<tr><td class="num">${e.seq}</td><td class="nowrap">${ago(e.time, now)}</td><td class="type"><code>${e.type}</code></td><td class="small nowrap">${e.actor}</td><td>${richText(t.text)}</td><td class="small">${t.cause === null ? html`<span class="muted">–</span>` : html`event ${t.cause.seq}: ${richText(t.cause.text)}`}</td></tr>`;
+  return html`<tr><td class="num" data-label="Event">${e.seq}</td><td class="nowrap" data-label="When">${ago(e.time, now)}</td><td class="type" data-label="Type"><code>${e.type}</code></td><td class="small nowrap" data-label="By">${e.actor}</td><td class="what" data-label="What happened">${richText(t.text)}</td><td class="small what" data-label="Caused by">${t.cause === null ? html`<span class="muted">–</span>` : html`event ${t.cause.seq}: ${richText(t.cause.text)}`}</td></tr>`;
 }
 
-function flash(approved: string | undefined): Markup {
-  if (approved === undefined || !/^\d{1,15}$/.test(approved)) return html``;
-  return html`<div class="flash ok" role="status">Approved: your grant edit is event ${approved}. The reconciler rolls out the version asked for in a moment; this page follows it.</div>`;
+/** The approval's note, true of the page it is on: rolling out until the decision, then what came of it. */
+function flash(approved: string | undefined, v: PluginView): Markup {
+  if (approved === undefined) return html``;
+  const next = v.approved !== null ? "The reconciler rolls out the version asked for in a moment; this page follows it."
+    : v.row.status === "running" ? "The version asked for runs now." : "The reconciler has decided again: see below.";
+  return html`<div class="flash ok" role="status">Approved: your grant edit is event ${approved}. ${next}</div>`;
 }
 
 /**
@@ -131,15 +169,25 @@ export async function pluginPageWithView(ctx: RequestContext): Promise<string> {
   return await pluginPage(ctx, html``, frame);
 }
 
+/** The grant edit `?approved=` names, when the page is the one an approval was sent back to. */
+function approvedParam(ctx: RequestContext): string | undefined {
+  const approved = ctx.req.method === "POST" ? undefined : ctx.query.get("approved");
+  return approved !== undefined && /^\d{1,15}$/.test(approved) ? approved : undefined;
+}
+
 /** The plugin page's markup; `notice` is a message above it (a refused approval), `frame` its view. */
 export async function pluginPage(ctx: RequestContext, notice: Markup, frame: ViewFrame | null): Promise<string> {
-  const { app, params, session, query } = ctx;
+  const { app, params, session } = ctx;
   const now = app.clock();
   const v = await pluginView(app.store, params.name ?? "", { steps: WEB_STEPS, timeline: 30 });
   // Kept current in two parts around the view: the view itself is never swapped (that would reload it).
-  const body = html`${notice}${flash(ctx.req.method === "POST" ? undefined : query.get("approved"))}
-<div id="live" hx-get="/plugins/${v.name}" hx-trigger="every 3s" hx-select="#live" hx-select-oob="#live-more" hx-swap="outerHTML">
-<div class="page-head big"><h1>${v.name}</h1>${statusBadge(v.row.status)}</div>
+  const approved = approvedParam(ctx);
+  // The note of an approval refreshes with the page (the poll keeps its ?approved=), so it never lags what the page shows.
+  const self = approved === undefined ? `/plugins/${v.name}` : `/plugins/${v.name}?approved=${approved}`;
+  const body = html`${notice}
+<div id="live" hx-get="${self}" hx-trigger="every 3s" hx-select="#live" hx-select-oob="#live-more" hx-swap="outerHTML">
+${flash(approved, v)}
+<div class="page-head big"><h1>${v.name}</h1>${v.approved === null ? statusBadge(v.row.status) : rollingOutBadge(v.approved)}</div>
 <section class="card"><dl class="facts">
 <dt>Running</dt><dd>${image(v.row.running)}${v.row.runtime === null ? "" : html` <span class="small muted">${v.row.runtime === "wasm" ? html`as WebAssembly in the plugin host, module ${hash(v.row.module ?? "")}` : containerText(v.row.target)}</span>`}</dd>
 ${v.row.lastCall === null ? "" : html`<dt>Last call</dt><dd>${v.row.lastCall.ok ? html`${v.row.lastCall.succeeded} succeeded, until ${when(v.row.lastCall.at, now)}` : html`<span class="badge bad">failed</span> ${v.row.lastCall.method}: ${v.row.lastCall.code} (${v.row.lastCall.source === "plugin" ? "reported by the plugin" : "the host refused it"}), ${when(v.row.lastCall.at, now)}`}</dd>`}
@@ -152,12 +200,12 @@ ${viewCard(frame, app.views, session)}
 <div id="live-more">
 ${blockersCard(v)}
 ${pendingCard(v, session)}
-${whyCard(v)}
-<section class="card"><h2>Permissions</h2><div class="table-wrap"><table><thead><tr><th></th><th>Asked for (the version asked for)</th><th>Granted</th><th>Runs with</th></tr></thead><tbody>${permissionRows(v.permissions)}</tbody></table></div>
+${whyCard(v, session)}
+<section class="card"><h2>Permissions</h2><div class="table-wrap"><table class="cards"><thead><tr><th></th><th>Asked for (the version asked for)</th><th>Granted</th><th>Runs with</th></tr></thead><tbody>${permissionRows(v.permissions)}</tbody></table></div>
 <p class="small muted">Only what is both asked for and granted runs.</p></section>
 <section class="card"><h2>Config</h2>${v.asked === null ? html`<p class="muted">The Plugin is deleted.</p>` : html`<pre>${json(v.asked.config ?? {})}</pre>`}</section>
 <section class="card"><h2>Timeline</h2><p class="small muted">The latest ${v.timeline.entries.length} events of ${v.name}, newest first. <a href="/log?plugin=${v.name}">All of them in the log →</a></p>
-<div class="table-wrap"><table><thead><tr><th class="num">Event</th><th>When</th><th>Type</th><th>By</th><th>What happened</th><th>Caused by</th></tr></thead><tbody>${[...v.timeline.entries].reverse().map((t) => timelineRow(t, now))}</tbody></table></div></section>
+<div class="table-wrap"><table class="cards"><thead><tr><th class="num">Event</th><th>When</th><th>Type</th><th>By</th><th>What happened</th><th>Caused by</th></tr></thead><tbody>${[...v.timeline.entries].reverse().map((t) => timelineRow(t, now))}</tbody></table></div></section>
 </div>`;
   return page({ title: v.name, section: "plugins", session, body });
 }

@@ -7,7 +7,7 @@
 import { describePending, outcomeText, parseReplayPoint, replay } from "../../app/index.js";
 import type { Replayed } from "../../app/index.js";
 import type { RequestContext } from "../routes.js";
-import { image, richText, when } from "./format.js";
+import { imageCell, richText, when } from "./format.js";
 import { html } from "./html.js";
 import type { Markup } from "./html.js";
 import { page } from "./layout.js";
@@ -15,7 +15,7 @@ import { page } from "./layout.js";
 
 function stateMarkup(r: Replayed, now: Date): Markup {
   const at = r.event === null ? html`<p>Before the first event: nothing was known yet.</p>` : html`<p><strong>Event ${r.seq}</strong> (${when(r.time, now)}) on <code>${r.event.stream}</code>: ${richText(r.event.text)}.</p>`;
-  const table = r.plugins.length === 0 ? html`<p class="empty">No plugins yet at this point.</p>` : html`<div class="table-wrap"><table><thead><tr><th>Plugin</th><th>Running</th><th>Asked for</th><th>Decision</th><th>Waiting for approval</th></tr></thead><tbody>${r.plugins.map((p) => html`<tr><td><strong>${p.name}</strong></td><td>${image(p.running)}</td><td>${p.deleted ? html`<span class="muted">(deleted)</span>` : image(p.asked)}</td><td>${p.outcome === null ? html`<span class="muted">none yet</span>` : outcomeText(p.outcome)}</td><td>${p.pending === null ? html`<span class="muted">nothing</span>` : describePending(p.pending)}</td></tr>`)}</tbody></table></div>`;
+  const table = r.plugins.length === 0 ? html`<p class="empty">No plugins yet at this point.</p>` : html`<div class="table-wrap"><table class="cards"><thead><tr><th>Plugin</th><th>Running</th><th>Asked for</th><th>Decision</th><th>Waiting for approval</th></tr></thead><tbody>${r.plugins.map((p) => html`<tr><td data-label="Plugin"><strong>${p.name}</strong></td><td data-label="Running">${imageCell(p.running)}</td><td data-label="Asked for">${p.deleted ? html`<span class="muted">(deleted)</span>` : imageCell(p.asked)}</td><td data-label="Decision">${p.outcome === null ? html`<span class="muted">none yet</span>` : outcomeText(p.outcome)}</td><td data-label="Waiting for approval" class="pending-text">${p.pending === null ? html`<span class="muted">nothing</span>` : describePending(p.pending)}</td></tr>`)}</tbody></table></div>`;
   const prev = r.seq > 0 ? html`<a href="/replay?at=${r.seq - 1}" rel="prev">← event ${r.seq - 1}</a>` : html`<span></span>`;
   const next = r.seq < r.head ? html`<a href="/replay?at=${r.seq + 1}" rel="next">event ${r.seq + 1} →</a>` : html`<span class="muted">this is now</span>`;
   return html`<section class="card" id="replay-state"><h2>The state after event ${r.seq} of ${r.head}</h2>${at}${table}<p class="small muted">${r.verdicts} image verdict(s) recorded by then.</p><nav class="pager" aria-label="Step">${prev}${next}</nav></section>`;

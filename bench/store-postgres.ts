@@ -1,0 +1,207 @@
+/**
+ * The PostgreSQL event log's benchmark (`npx tsx bench/store-postgres.ts`). It starts its own
+ * PostgreSQL (test/support/postgres.ts, server defaults: fsync on, every commit flushed) and prints
+ * figures, not verdicts; each is set beside a baseline measured in the same run:
+ *
+ * - append, batched (1,000 events per transaction) and one event per transaction, beside raw `pg`
+ *   inserts of the same rows (the adapter's rows, hashes included) into a copy of the events table
+ *   (`LIKE events INCLUDING ALL`: the same columns, checks and indexes, no guards), one
+ *   parameterised multi-row INSERT per 1,000 rows; the difference is the adapter's own work
+ *   (validation, canonical JSON, hashing, the write lock, the head read, the notification);
+ * - a rebuild-like read of the whole log by `pages()` (no hashes), events per second;
+ * - the lookups' and `last`'s latency (median and 95th percentile of 200 calls on random plugins)
+ *   and batched append, at 10^4, 10^5 and 10^6 events (`BENCH_EVENTS` caps the largest).
+ *
+ * Targets it reports against: batched append ≥ 50 % of raw inserts; lookups < 5 ms at 10^6; page
+ * read ≥ 100k events/s; append at the largest size ≥ 80 % of its rate at 10^4.
+ *
+ *   BENCH_EVENTS=1000000 (largest log)   BENCH_RUNS=3 (runs per append figure)
+ */
+import { availableParallelism, loadavg } from "node:os";
+import pg from "pg";
+import { openPostgresLog } from "../src/events/postgres/index.js";
+import type { RawEventRow } from "../src/events/chain.js";
+import type { EventLog } from "../src/events/port.js";
+import type { NewEvent } from "../src/events/types.js";
+import { startPostgres } from "../test/support/postgres.js";
+import { Workload } from "./workload.js";
+
+const LARGEST = Number(process.env.BENCH_EVENTS ?? 1_000_000);
+const RUNS = Number(process.env.BENCH_RUNS ?? 3);
+const PLUGINS = 1000;
+const SIZES = [10_000, 100_000, 1_000_000].filter((n) => n < LARGEST).concat([LARGEST]);
+const BATCH = 1000;
+
+const median = (xs: readonly number[]): number => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)] as number; };
+const pct = (xs: readonly number[], p: number): number => { const s = [...xs].sort((a, b) => a - b); return s[Math.min(s.length - 1, Math.floor(s.length * p))] as number; };
+const fmt = (n: number, d = 0): string => n.toLocaleString("en-US", { maximumFractionDigits: d, minimumFractionDigits: d });
+async function time(fn: () => Promise<unknown>): Promise<number> { const t0 = process.hrtime.bigint(); await fn(); return Number(process.hrtime.bigint() - t0) / 1e9; }
+
+const COLUMNS = ["seq", "stream", "version", "type", "schema_version", "time", "actor", "caused_by", "data", "prev_hash", "hash"];
+const TYPES = ["bigint", "text", "int", "text", "int", "text", "text", "bigint", "text", "text", "text"];
+
+/** Raw inserts of rows into `table`: one parameterised multi-row INSERT per 1,000 rows, one transaction each. */
+async function rawBatched(client: pg.Client, table: string, rows: readonly RawEventRow[]): Promise<void> {
+  const sql = `INSERT INTO ${table} (${COLUMNS.join(", ")}) SELECT * FROM unnest(${TYPES.map((t, i) => `$${i + 1}::${t}[]`).join(", ")})`;
+  for (let i = 0; i < rows.length; i += BATCH) {
+    const chunk = rows.slice(i, i + BATCH);
+    await client.query("BEGIN");
+    await client.query(sql, [
+      chunk.map((r) => r.seq), chunk.map((r) => r.stream), chunk.map((r) => r.version), chunk.map((r) => r.type), chunk.map((r) => r.schemaVersion),
+      chunk.map((r) => r.time), chunk.map((r) => r.actor), chunk.map((r) => r.causedBy), chunk.map((r) => r.data), chunk.map((r) => r.prevHash), chunk.map((r) => r.hash),
+    ]);
+    await client.query("COMMIT");
+  }
+}
+
+/** Raw single-row inserts, each its own transaction (autocommit). */
+async function rawSingles(client: pg.Client, table: string, rows: readonly RawEventRow[]): Promise<void> {
+  const sql = `INSERT INTO ${table} (${COLUMNS.join(", ")}) VALUES (${COLUMNS.map((_c, i) => `$${i + 1}`).join(", ")})`;
+  for (const r of rows) await client.query({ name: `raw-single-${table}`, text: sql, values: [r.seq, r.stream, r.version, r.type, r.schemaVersion, r.time, r.actor, r.causedBy, r.data, r.prevHash, r.hash] });
+}
+
+async function rowsAfter(log: EventLog, afterSeq: number): Promise<RawEventRow[]> {
+  const out: RawEventRow[] = [];
+  for await (const page of log.rawPages({ afterSeq, pageSize: 10_000 })) out.push(...page);
+  return out;
+}
+
+/** Appends `n` events of the workload in batches of `per` (generation not timed); events per second. */
+async function appendRate(log: EventLog, workload: Workload, n: number, per: number): Promise<number> {
+  const batches = workload.batches(await log.head(), n, per);
+  const count = batches.reduce((s, b) => s + b.length, 0);
+  return count / await time(async () => { for (const b of batches) await log.append(b); });
+}
+
+/** The median of each run's ratio of x to y, in %: steadier than a ratio of medians when the load moves. */
+const ratio = (xs: readonly number[], ys: readonly number[]): number => median(xs.map((x, i) => (100 * x) / (ys[i] as number)));
+
+function printAppend(res: Record<"batched" | "rawBatched" | "single" | "rawSingle", number[]>, n: number, single: number): void {
+  console.log(`\nAppend beside raw pg inserts of the same rows (${fmt(n)} batched, ${fmt(single)} single; median of ${RUNS} runs)`);
+  console.log("| mode | log (validate, canonical JSON, hash, lock, notify) | raw pg INSERT, same rows | log / raw (median of the runs' ratios) |");
+  console.log("| --- | ---: | ---: | ---: |");
+  console.log(`| batched, 1,000 per transaction | ${fmt(median(res.batched))} events/s | ${fmt(median(res.rawBatched))} rows/s | ${fmt(ratio(res.batched, res.rawBatched), 1)} % (target ≥ 50 %) |`);
+  console.log(`| one per transaction | ${fmt(median(res.single))} events/s | ${fmt(median(res.rawSingle))} rows/s | ${fmt(ratio(res.single, res.rawSingle), 1)} % |`);
+}
+
+async function appendComparison(server: Awaited<ReturnType<typeof startPostgres>>): Promise<number> {
+  const N = 20_000;
+  const SINGLE = 1_000;
+  const res = { batched: [] as number[], rawBatched: [] as number[], single: [] as number[], rawSingle: [] as number[] };
+  for (let run = -1; run < RUNS; run++) {
+    const db = server.createDatabase(`append_${run + 1}`);
+    const log = await openPostgresLog({ url: server.urlFor(db) });
+    const client = new pg.Client({ connectionString: server.urlFor(db) });
+    await client.connect();
+    await client.query("CREATE TABLE raw_batched (LIKE events INCLUDING ALL); CREATE TABLE raw_single (LIKE events INCLUDING ALL)");
+    const workload = new Workload(PLUGINS);
+    const batched = await appendRate(log, workload, N, BATCH);
+    const rows = await rowsAfter(log, 0);
+    const rawB = rows.length / await time(() => rawBatched(client, "raw_batched", rows));
+    const head = await log.head();
+    const singles: NewEvent[] = workload.batches(head, SINGLE, 1).flat().map((e) => ({ ...e, causedBy: null }));
+    const single = SINGLE / await time(async () => { for (const e of singles) await log.append([e]); });
+    const singleRows = await rowsAfter(log, head);
+    const rawS = singleRows.length / await time(() => rawSingles(client, "raw_single", singleRows));
+    if (run >= 0) { res.batched.push(batched); res.rawBatched.push(rawB); res.single.push(single); res.rawSingle.push(rawS); }
+    await client.end();
+    await log.close();
+  }
+  printAppend(res, N, SINGLE);
+  return ratio(res.batched, res.rawBatched);
+}
+
+interface SizeFigures { size: number; append: number; pages: { wall: number; cpu: number }; lookups: Map<string, { p50: number; p95: number }> }
+
+async function lookupLatencies(log: EventLog, rounds: number): Promise<Map<string, { p50: number; p95: number }>> {
+  const head = await log.head();
+  const verdict = (await log.read({ stream: "trust", limit: 1 }))[0];
+  const digest = verdict?.type === "signature.verdict" ? verdict.data.digest : "";
+  const probes: Record<string, (p: string) => Promise<unknown>> = {
+    "last(stream)": (p) => log.last(`plugin/${p}`),
+    "last(stream, type)": (p) => log.last(`plugin/${p}`, "rollout.decided"),
+    "lastOf (2 types, before a seq)": (p) => log.lookups.lastOf(`plugin/${p}`, ["plugin.observed", "grant.observed"], head - 5_000),
+    "firstAfter": (p) => log.lookups.firstAfter(`plugin/${p}`, "workload.applied", Math.floor(head / 2)),
+    "newest (3 types, 10)": (p) => log.lookups.newest(`plugin/${p}`, ["rollout.decided", "workload.desired", "workload.applied"], 10),
+    "configVerdict": (p) => log.lookups.configVerdict(`plugin/${p}`, "registry.example/plugins/p@sha256:none", head),
+    "signatureVerdict": () => log.lookups.signatureVerdict(digest, null),
+    "seqAt": () => log.lookups.seqAt(new Date(Date.now() - 1_000)),
+    "egressCandidates (plugin, scan 200)": (p) => log.lookups.egressCandidates({ plugin: p, afterSeq: Math.floor(head / 2), scan: 200, host: "api.example.com" }),
+    "latestEgressDecisions (10)": (p) => log.lookups.latestEgressDecisions(p, head, { from: "2000-01-01T00:00:00.000Z", to: "2100-01-01T00:00:00.000Z" }, 10),
+    "streamHeads(\"plugin/\") (1,000 streams)": () => log.lookups.streamHeads("plugin/"),
+  };
+  const out = new Map<string, { p50: number; p95: number }>();
+  for (const [name, probe] of Object.entries(probes)) {
+    const xs: number[] = [];
+    for (let i = 0; i < 200; i++) {
+      const p = `p${(i * 7919) % Math.min(PLUGINS, rounds)}`;
+      xs.push(await time(() => probe(p)) * 1000);
+    }
+    out.set(name, { p50: median(xs), p95: pct(xs, 0.95) });
+  }
+  return out;
+}
+
+/** A whole read of the log by pages: events per second of wall time, and per second of this process's CPU. */
+async function pageRate(log: EventLog): Promise<{ wall: number; cpu: number }> {
+  let n = 0;
+  const c0 = process.cpuUsage();
+  const s = await time(async () => { for await (const page of log.pages({ hashes: false, pageSize: 5_000 })) n += page.length; });
+  const c = process.cpuUsage(c0);
+  return { wall: n / s, cpu: n / ((c.user + c.system) / 1e6) };
+}
+
+/** The figures by size of the log, and against the targets. */
+function report(figures: readonly SizeFigures[], batchedRatio: number): void {
+  const first = figures[0] as SizeFigures;
+  const last = figures[figures.length - 1] as SizeFigures;
+  console.log(`\nBy size of the log (append: 1,000 per transaction; pages: the whole log by pages(), no hashes)`);
+  console.log(`| figure | ${figures.map((f) => `${fmt(f.size)} events`).join(" | ")} |`);
+  console.log(`| --- |${figures.map(() => " ---: |").join("")}`);
+  console.log(`| batched append | ${figures.map((f) => `${fmt(f.append)} events/s`).join(" | ")} |`);
+  console.log(`| page read | ${figures.map((f) => `${fmt(f.pages.wall)} events/s`).join(" | ")} |`);
+  console.log(`| page read, per CPU-second of the reading process | ${figures.map((f) => `${fmt(f.pages.cpu)} events/s`).join(" | ")} |`);
+  for (const name of first.lookups.keys()) {
+    console.log(`| ${name}, ms (median / p95) | ${figures.map((f) => { const l = f.lookups.get(name); return l === undefined ? "" : `${fmt(l.p50, 2)} / ${fmt(l.p95, 2)}`; }).join(" | ")} |`);
+  }
+  const worst = Math.max(...[...last.lookups.entries()].filter(([n]) => !n.startsWith("streamHeads")).map(([, l]) => l.p50));
+  console.log(`\nAgainst the targets:`);
+  console.log(`- batched append / raw inserts: ${fmt(batchedRatio, 1)} % (median of the runs' ratios; ≥ 50 %)`);
+  console.log(`- slowest single-event lookup at ${fmt(last.size)}: ${fmt(worst, 2)} ms median (< 5 ms)`);
+  console.log(`- page read at ${fmt(last.size)}: ${fmt(last.pages.wall)} events/s (≥ 100,000); ${fmt(last.pages.cpu)} per CPU-second of the reading process`);
+  console.log(`- append at ${fmt(last.size)} / at ${fmt(first.size)}: ${fmt((100 * last.append) / first.append, 1)} % (≥ 80 %)`);
+  console.log(`(load average when done: ${loadavg().map((l) => l.toFixed(2)).join(", ")} on ${availableParallelism()} cores)`);
+}
+
+async function main(): Promise<void> {
+  const server = await startPostgres({ settings: { shared_buffers: "256MB", max_wal_size: "4GB" } });
+  try {
+    const batchedRatio = await appendComparison(server);
+    const db = server.createDatabase("grow");
+    const log = await openPostgresLog({ url: server.urlFor(db) });
+    const workload = new Workload(PLUGINS);
+    const figures: SizeFigures[] = [];
+    for (const size of SIZES) {
+      const head = await log.head();
+      // The append figure is the last events reaching the size (20,000, or all of the first size's).
+      const measured = Math.min(20_000, size - head);
+      const fill = size - head - measured;
+      if (fill > 0) {
+        const t0 = Date.now();
+        await appendRate(log, workload, fill, BATCH);
+        console.log(`(filled to ${fmt(await log.head())} events in ${fmt((Date.now() - t0) / 1000, 1)} s)`);
+      }
+      const rates: number[] = [];
+      for (let i = 0; i < 4; i++) rates.push(await appendRate(log, workload, measured / 4, BATCH));
+      figures.push({ size: await log.head(), append: median(rates), pages: await pageRate(log), lookups: await lookupLatencies(log, workload.rounds) });
+      const f = figures[figures.length - 1] as SizeFigures;
+      console.log(`at ${fmt(f.size)} events: batched append ${fmt(f.append)} events/s, pages ${fmt(f.pages.wall)} events/s (${fmt(f.pages.cpu)} per CPU-second of this process)`);
+    }
+    report(figures, batchedRatio);
+    await log.close();
+  } finally {
+    await server.stop();
+  }
+}
+
+await main();

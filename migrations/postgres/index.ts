@@ -1,0 +1,25 @@
+/**
+ * PostgreSQL's implementation of every migration, under the names of migrations/names.ts, the one
+ * list both stores follow (names.test.ts fails when this list and that one differ). A static
+ * provider, as SQLite's, so the migrations load the same way under tsx, vitest and a bundle.
+ */
+import type { Migration, MigrationProvider } from "kysely";
+import * as m0001 from "./0001_events.js";
+import * as m0002 from "./0002_projection_checkpoints.js";
+import * as m0006 from "./0006_chain_checkpoint.js";
+import * as m0007 from "./0007_modules.js";
+import * as m0008 from "./0008_stream_type_index_without_decisions.js";
+
+/** The migrations by name; kysely applies them in name order. */
+export const postgresMigrations: Readonly<Record<string, Migration>> = {
+  "0001_events": m0001,
+  "0002_projection_checkpoints": m0002,
+  "0006_chain_checkpoint": m0006,
+  "0007_modules": m0007,
+  "0008_stream_type_index_without_decisions": m0008,
+};
+
+/** A MigrationProvider over {@link postgresMigrations}. */
+export const postgresMigrationProvider: MigrationProvider = {
+  getMigrations: () => Promise.resolve({ ...postgresMigrations }),
+};

@@ -1,0 +1,18 @@
+/**
+ * The PostgreSQL log through the events door, loaded on first use: a command whose log is a
+ * SQLite file never loads `pg` (a read command's start-up is mostly what it loads, ADR 0113).
+ */
+import type { EventLog } from "./port.js";
+import type { MigrateOptions, PostgresLogOptions } from "./postgres/index.js";
+
+/** Opens the log in the PostgreSQL database `opts.url` names (see `src/events/postgres/log.ts`). */
+export async function openPostgresLog(opts: PostgresLogOptions): Promise<EventLog> {
+  const { openPostgresLog: open } = await import("./postgres/index.js");
+  return open(opts);
+}
+
+/** Brings the database's schema to the latest migration, as its owner; the names of the migrations it applied. */
+export async function migratePostgres(opts: MigrateOptions): Promise<string[]> {
+  const { migratePostgres: migrate } = await import("./postgres/index.js");
+  return migrate(opts);
+}
