@@ -10,6 +10,7 @@
 import type { EventOf, EventTypeName, KnownEvent } from "./catalog.js";
 import type { RawEventRow } from "./chain.js";
 import type { EventRegistry } from "./registry.js";
+import type { LogTables } from "./tables.js";
 import type { ChainPoint, GuardsResult, NewEvent, ReadFilter, VerifyResult } from "./types.js";
 
 /** Options of {@link EventLog.append} and {@link EventLog.observe}. */
@@ -58,6 +59,8 @@ export interface EgressCandidateQuery {
   readonly allowed?: boolean;
   /** Lower case; candidates are every decision whose host could lower-case to it (a superset: the caller compares). */
   readonly host?: string;
+  /** At most this many candidates, the first in seq order (all within the scan when omitted). */
+  readonly limit?: number;
 }
 
 /** The candidates among the next `scan` decisions after `afterSeq`, and the seq of the last looked at when there were `scan` (else null). */
@@ -101,6 +104,8 @@ export interface EventLog {
   readonly kind: "sqlite" | "postgres";
   readonly registry: EventRegistry;
   readonly lookups: EventLookups;
+  /** The tables beside the log, in its database (projections, egress counts, the decision check, modules). */
+  readonly tables: LogTables;
 
   /** Appends a batch in one transaction; all or nothing. Seqs have no gaps and readers never see one appear late. */
   append(batch: readonly NewEvent[], opts?: AppendOptions): Promise<KnownEvent[]>;
