@@ -59,7 +59,10 @@ export interface EgressCountRow {
   readonly host: string;
   readonly port: number;
   readonly allowed: number;
+  /** Refused by policy. */
   readonly refused: number;
+  /** Failed to reach (the decision's reason is one of `EGRESS_FAILURE_CODES`): nothing was refused by policy. */
+  readonly failed: number;
   readonly lastSeq: number;
 }
 
@@ -72,6 +75,8 @@ export interface EgressDecisionFacts {
   readonly host: string;
   readonly port: number;
   readonly allowed: boolean;
+  /** The decision's reason code (what tells a refusal by policy from a failure to reach). */
+  readonly reason: string;
 }
 
 /** The egress counts table and its checkpoint. */
@@ -83,7 +88,7 @@ export interface EgressCountTable {
   /** The egress decisions with seqs in (afterSeq, toSeq], in seq order. */
   decisions(afterSeq: number, toSeq: number): Promise<EgressDecisionFacts[]>;
   /**
-   * Adds `rows` to the counts (allowed and refused summed, the latest seq kept) and moves the
+   * Adds `rows` to the counts (allowed, refused and failed summed, the latest seq kept) and moves the
    * checkpoint from `from` to `to`, in one transaction; adds nothing and returns false when the
    * checkpoint is no longer `from` (another process counted those seqs meanwhile).
    */
