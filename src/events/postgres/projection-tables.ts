@@ -37,9 +37,10 @@ function invalid(message: string): StoreError {
 
 /** Refuses a spec whose table or column names are not plain identifiers, or whose version is not a whole number. */
 function checkSpec(spec: ProjectionTableSpec): void {
-  if (!NAME.test(spec.table)) throw invalid(`projection ${JSON.stringify(spec.name)}: not a table name: ${JSON.stringify(spec.table)}`);
+  // Worded as SQLite's store words it: the same spec is refused the same way by both.
+  if (!NAME.test(spec.table)) throw invalid(`not a table or column name: ${JSON.stringify(spec.table)}`);
   for (const c of spec.columns) {
-    if (!NAME.test(c.name) || c.name === "key") throw invalid(`projection ${JSON.stringify(spec.name)}: not a column name: ${JSON.stringify(c.name)}`);
+    if (!NAME.test(c.name) || c.name === "key") throw invalid(`not a table or column name: ${JSON.stringify(c.name)}`);
     if (c.type !== "TEXT" && c.type !== "INTEGER") throw invalid(`projection ${JSON.stringify(spec.name)}: column ${c.name} is neither TEXT nor INTEGER`);
   }
   if (!Number.isSafeInteger(spec.version)) throw invalid(`projection ${JSON.stringify(spec.name)}: its version is not a whole number`);
