@@ -70,6 +70,18 @@ const moduleOf = (digest: string, bytes: Uint8Array) => ({ digest, size: bytes.l
 /** The tables' part of the contract, on logs that `open` and `reopen` give (closed by the caller's suite). */
 export function describeLogTables(open: Open, reopen: Reopen): void {
   describe("the tables beside the log", () => {
+    it("refuse to be read or written once the log is closed", async (ctx) => {
+      const log = await open();
+      const t = tablesOf(log, ctx);
+      await log.close();
+      const code = async (p: Promise<unknown>): Promise<unknown> => p.then(() => "no error", (err: unknown) => (err as { code?: unknown }).code);
+      expect(await Promise.all([
+        code(t.projections.checkpoints(["t_images"])), code(t.projections.open([IMAGES])),
+        code(t.egressCounts.checkpoint()), code(t.egressCounts.add(0, 1, [])),
+        code(t.decisionCheck.load()), code(t.modules.list()), code(t.modules.install(moduleOf(DIGEST, new Uint8Array([1])), installed(DIGEST, 1))),
+      ])).toEqual(Array(7).fill("closed"));
+    });
+
     describe("projections", () => {
       it("open empty at checkpoint 0, commit rows with their checkpoint in one step, and read back in key order", async (ctx) => {
         const log = await open();
