@@ -65,4 +65,15 @@ export default tseslint.config(
         { object: "Math", property: "random", message: "src/tlog is pure: seeds are passed in." }],
     },
   },
+  {
+    // The witness service: its own modules, the tlog room's door and node built-ins; no package (the
+    // CLI hands it a logger), so what cosigns in the witness's name stays small enough to read.
+    files: ["src/witness/**/*.ts"],
+    ignores: ["src/witness/**/*.test.ts"],
+    rules: {
+      "no-restricted-imports": ["error", { patterns: [
+        { regex: "^(?!\\./|\\.\\./tlog/index\\.js$|node:)", message: "src/witness imports only its own modules, src/tlog's door and node built-ins." },
+      ] }],
+    },
+  },
 );

@@ -10,6 +10,9 @@ export const ARROWS = {
   // The transparency-log formats (signed notes, checkpoints, tiles, proofs, the witness's decision):
   // a pure leaf. A room that serves or checks the verifiable log adds "tlog" to its own list.
   tlog: [],
+  // The witness service (C2SP tlog-witness): the tlog decision, durable state, HTTP. It keeps its own
+  // small state, not the event log, so it stands beside the rooms, reached only by the CLI.
+  witness: ["tlog"],
   events: ["plugins"],
   projections: ["events", "plugins"],
   trust: ["events", "plugins"],
@@ -22,7 +25,7 @@ export const ARROWS = {
   server: ["app"],
   // The CLI still calls the rooms directly until its use cases move into src/app (issue 14). It
   // composes `openfief up`, so it hands the server (a face) to the application layer (ADR 0050).
-  cli: ["app", "server", "events", "plugins", "projections", "trust", "egress", "host", "views", "reconciler", "kube"],
+  cli: ["app", "server", "events", "plugins", "projections", "trust", "egress", "host", "views", "reconciler", "kube", "witness"],
 };
 
 const DOORLESS = new Set(["gen"]);

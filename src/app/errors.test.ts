@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { StoreError, StoreErrorCode } from "../events/index.js";
 import { APP_ERRORS, AppError, toAppError } from "./errors.js";
 
 describe("the error registry", () => {
@@ -37,5 +38,18 @@ describe("the error registry", () => {
     expect(toAppError(kept)).toBe(kept);
     expect(toAppError(new Error("boom\nstack")).toJSON()).toEqual({ code: "internal", message: "boom" });
     expect(toAppError("text").code).toBe("internal");
+  });
+
+  it.each([
+    [StoreErrorCode.Busy, "unavailable", 1],
+    [StoreErrorCode.Unavailable, "unavailable", 1],
+    [StoreErrorCode.OutcomeUnknown, "unavailable", 1],
+    [StoreErrorCode.Forbidden, "forbidden", 1],
+    [StoreErrorCode.Tampered, "log_broken", 1],
+    [StoreErrorCode.Migration, "bad_setting", 1],
+    [StoreErrorCode.InvalidData, "internal", 1],
+  ] as const)("turns the log's %s into %s (exit %i)", (code, want, exit) => {
+    const e = toAppError(new StoreError(code, "the log said no"));
+    expect([e.code, e.exitCode, e.message]).toEqual([want, exit, "the log said no"]);
   });
 });

@@ -6,6 +6,8 @@
  * Exit codes follow one rule: 2 when the command was used wrongly (a bad flag, argument or input
  * file: change the command), 1 when it ran and the answer is a refusal or a failed check.
  */
+import { StoreError } from "../events/index.js";
+import type { StoreErrorCode } from "../events/index.js";
 
 /** Every code a use case refuses with, and how each face reports it. */
 export const APP_ERRORS = {
@@ -79,5 +81,20 @@ export class AppError extends Error {
 /** Any thrown value as an {@link AppError} (unknown failures are `internal`, their message kept to one line). */
 export function toAppError(err: unknown): AppError {
   if (err instanceof AppError) return err;
+  if (err instanceof StoreError) return new AppError(STORE_CODES[err.code] ?? "internal", err.message);
   return new AppError("internal", err instanceof Error ? err.message : String(err));
 }
+
+/** What the log's refusals are to a face: a log that cannot answer now is `unavailable`, one that does not hold is `log_broken`. */
+const STORE_CODES: Partial<Record<StoreErrorCode, AppErrorCode>> = {
+  busy: "unavailable",
+  timeout: "unavailable",
+  unavailable: "unavailable",
+  outcome_unknown: "unavailable",
+  closed: "unavailable",
+  forbidden: "forbidden",
+  tampered: "log_broken",
+  conflict: "precondition_failed",
+  not_empty: "conflict",
+  migration: "bad_setting",
+};
