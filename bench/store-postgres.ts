@@ -12,10 +12,17 @@
  * - the lookups' and `last`'s latency (median and 95th percentile of 200 calls on random plugins)
  *   and batched append, at 10^4, 10^5 and 10^6 events (`BENCH_EVENTS` caps the largest).
  *
+ * - the tables beside the log: a projection's commit of 10,000 changed rows (and of 10,000 new
+ *   ones), beside a raw `pg` upsert of the same rows into a table of their own in one transaction;
+ *   and the egress counts catching up over a log of the workload (in steps of 20,000 seqs, as the
+ *   projection does: read the decisions' facts, count them, add the counts with the checkpoint),
+ *   decisions per second, beside a read of the same decisions by `pages()`.
+ *
  * Targets it reports against: batched append ≥ 50 % of raw inserts; lookups < 5 ms at 10^6; page
  * read ≥ 100k events/s; append at the largest size ≥ 80 % of its rate at 10^4.
  *
  *   BENCH_EVENTS=1000000 (largest log)   BENCH_RUNS=3 (runs per append figure)
+ *   BENCH_PART=tables (only the tables' figures)   BENCH_COUNTED=100000 (events of the log counted)
  */
 import { availableParallelism, loadavg } from "node:os";
 import pg from "pg";
@@ -23,6 +30,8 @@ import { openPostgresLog } from "../src/events/postgres/index.js";
 import type { RawEventRow } from "../src/events/chain.js";
 import type { EventLog } from "../src/events/port.js";
 import type { NewEvent } from "../src/events/types.js";
+import { EGRESS_FAILURE_CODES } from "../src/events/catalog/egress-events.js";
+import type { EgressCountRow, EgressDecisionFacts, ProjectionTableSpec } from "../src/events/tables.js";
 import { startPostgres } from "../test/support/postgres.js";
 import { Workload } from "./workload.js";
 
@@ -173,9 +182,102 @@ function report(figures: readonly SizeFigures[], batchedRatio: number): void {
   console.log(`(load average when done: ${loadavg().map((l) => l.toFixed(2)).join(", ")} on ${availableParallelism()} cores)`);
 }
 
+const SPEC: ProjectionTableSpec = { name: "bench_rows", version: 1, table: "bench_rows", columns: [{ name: "image", type: "TEXT" }, { name: "round", type: "INTEGER" }] };
+const CHANGED = 10_000;
+
+/** A projection's commit of 10,000 rows, new then changed, beside a raw upsert of the same rows: seconds per run. */
+async function projectionCommit(server: Awaited<ReturnType<typeof startPostgres>>): Promise<void> {
+  const res = { fresh: [] as number[], changed: [] as number[], raw: [] as number[] };
+  for (let run = -1; run < RUNS; run++) {
+    const db = server.createDatabase(`commit_${run + 1}`);
+    const log = await openPostgresLog({ url: server.urlFor(db) });
+    const client = new pg.Client({ connectionString: server.urlFor(db) });
+    await client.connect();
+    await client.query("CREATE TABLE raw_rows (key text COLLATE \"C\" PRIMARY KEY, image text, round bigint)");
+    const keys = Array.from({ length: CHANGED }, (_, i) => `plugin-${String(i).padStart(5, "0")}`);
+    const rows = (round: number) => keys.map((k, i) => [k, [`registry.example/plugins/p@sha256:${String(i * round).padStart(64, "0")}`, round]] as const);
+    const t = log.tables.projections;
+    await t.open([SPEC]);
+    const fresh = await time(() => t.commit([{ spec: SPEC, upserts: rows(1), deletes: [] }], 1));
+    const changed = await time(() => t.commit([{ spec: SPEC, upserts: rows(2), deletes: [] }], 2));
+    const raw = await time(async () => {
+      for (const round of [1, 2]) {
+        const r = rows(round);
+        await client.query("BEGIN");
+        await client.query("INSERT INTO raw_rows SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[]) ON CONFLICT (key) DO UPDATE SET image = excluded.image, round = excluded.round",
+          [r.map((x) => x[0]), r.map((x) => x[1][0]), r.map((x) => x[1][1])]);
+        await client.query("COMMIT");
+      }
+    }) / 2;
+    if (run >= 0) { res.fresh.push(fresh); res.changed.push(changed); res.raw.push(raw); }
+    await client.end();
+    await log.close();
+  }
+  console.log(`\nA projection's commit of ${fmt(CHANGED)} rows (median of ${RUNS} runs)`);
+  console.log("| commit | time | rows/s | raw pg upsert of the same rows (one statement, one transaction) | commit's speed / raw's |");
+  console.log("| --- | ---: | ---: | ---: | ---: |");
+  for (const [what, xs] of [["10,000 new rows", res.fresh], ["10,000 changed rows", res.changed]] as const) {
+    console.log(`| ${what} | ${fmt(median(xs) * 1000, 1)} ms | ${fmt(CHANGED / median(xs))} | ${fmt(median(res.raw) * 1000, 1)} ms | ${fmt(ratio(res.raw, xs), 1)} % |`);
+  }
+}
+
+/** Decisions counted per unit, plugin and destination (what the egress counts projection adds). */
+function tallyDecisions(facts: readonly EgressDecisionFacts[]): EgressCountRow[] {
+  const out = new Map<string, { -readonly [K in keyof EgressCountRow]: EgressCountRow[K] }>();
+  for (const f of facts) {
+    const host = f.host.toLowerCase();
+    const t = Date.parse(f.time);
+    [1_000, 60_000, 3_600_000, 86_400_000].forEach((unit, level) => {
+      const start = Math.floor(t / unit) * unit;
+      const key = `${level}\u0000${start}\u0000${f.plugin}\u0000${host}\u0000${f.port}`;
+      let row = out.get(key);
+      if (row === undefined) out.set(key, (row = { level, start, plugin: f.plugin, host, port: f.port, allowed: 0, refused: 0, failed: 0, lastSeq: 0 }));
+      if (f.allowed) row.allowed++;
+      else if (EGRESS_FAILURE_CODES.has(f.reason)) row.failed++;
+      else row.refused++;
+      row.lastSeq = f.seq;
+    });
+  }
+  return [...out.values()];
+}
+
+/** The egress counts catching up over a log of the workload, beside a read of the same decisions by pages. */
+async function egressCatchUp(server: Awaited<ReturnType<typeof startPostgres>>): Promise<void> {
+  const size = Number(process.env.BENCH_COUNTED ?? 100_000);
+  const db = server.createDatabase("counted");
+  const log = await openPostgresLog({ url: server.urlFor(db) });
+  await appendRate(log, new Workload(PLUGINS), size, BATCH);
+  const head = await log.head();
+  const counts = log.tables.egressCounts;
+  await counts.open(1);
+  const res = { counts: [] as number[], pages: [] as number[] };
+  let decisions = 0;
+  for (let run = -1; run < RUNS; run++) {
+    await counts.reset();
+    const s = await time(async () => {
+      for (let from = await counts.checkpoint(); from < head;) {
+        const to = Math.min(head, from + 20_000);
+        if (!(await counts.add(from, to, tallyDecisions(await counts.decisions(from, to))))) throw new Error("the checkpoint moved");
+        from = to;
+      }
+    });
+    decisions = 0;
+    const p = await time(async () => { for await (const page of log.pages({ types: ["egress.decision"], pageSize: 20_000, hashes: false })) decisions += page.length; });
+    if (run >= 0) { res.counts.push(decisions / s); res.pages.push(decisions / p); }
+  }
+  console.log(`\nThe egress counts catching up over ${fmt(head)} events (${fmt(decisions)} decisions; median of ${RUNS} runs)`);
+  console.log("| catch-up (facts read, counted, added with the checkpoint) | pages() of the same decisions | catch-up / pages |");
+  console.log("| ---: | ---: | ---: |");
+  console.log(`| ${fmt(median(res.counts))} decisions/s | ${fmt(median(res.pages))} decisions/s | ${fmt(ratio(res.counts, res.pages), 1)} % |`);
+  await log.close();
+}
+
 async function main(): Promise<void> {
   const server = await startPostgres({ settings: { shared_buffers: "256MB", max_wal_size: "4GB" } });
   try {
+    await projectionCommit(server);
+    await egressCatchUp(server);
+    if (process.env.BENCH_PART === "tables") return;
     const batchedRatio = await appendComparison(server);
     const db = server.createDatabase("grow");
     const log = await openPostgresLog({ url: server.urlFor(db) });

@@ -9,6 +9,7 @@ import * as m0002 from "./0002_projection_checkpoints.js";
 import * as m0006 from "./0006_chain_checkpoint.js";
 import * as m0007 from "./0007_modules.js";
 import * as m0008 from "./0008_stream_type_index_without_decisions.js";
+import * as m0009 from "./0009_tables_beside_the_log.js";
 
 /** The migrations by name; kysely applies them in name order. */
 export const postgresMigrations: Readonly<Record<string, Migration>> = {
@@ -17,6 +18,7 @@ export const postgresMigrations: Readonly<Record<string, Migration>> = {
   "0006_chain_checkpoint": m0006,
   "0007_modules": m0007,
   "0008_stream_type_index_without_decisions": m0008,
+  "0009_tables_beside_the_log": m0009,
 };
 
 /** A MigrationProvider over {@link postgresMigrations}. */

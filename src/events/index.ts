@@ -4,7 +4,6 @@ export type {
   Cell, DecisionCheckList, DecisionCheckTable, DecisionCheckTotals, EgressCountRow, EgressCountTable, EgressDecisionFacts, LogTables, ModuleTable,
   ProjectionChanges, ProjectionTables, ProjectionTableSpec, StoredModule,
 } from "./tables.js";
-export { logTables } from "./tables.js";
 /** The embedded default: the log in one SQLite file. */
 export { openStore } from "./store.js";
 export type { StoreOptions } from "./store.js";

@@ -104,12 +104,8 @@ export interface EventLog {
   readonly kind: "sqlite" | "postgres";
   readonly registry: EventRegistry;
   readonly lookups: EventLookups;
-  /**
-   * The tables beside the log, in its database (projections, egress counts, the decision check,
-   * modules; src/events/tables.ts). Optional while an adapter does not keep them yet (PostgreSQL):
-   * callers ask {@link logTables}, which refuses plainly for such a log.
-   */
-  readonly tables?: LogTables;
+  /** The tables beside the log, in its database (projections, egress counts, the decision check, modules). */
+  readonly tables: LogTables;
 
   /** Appends a batch in one transaction; all or nothing. Seqs have no gaps and readers never see one appear late. */
   append(batch: readonly NewEvent[], opts?: AppendOptions): Promise<KnownEvent[]>;

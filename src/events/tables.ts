@@ -7,8 +7,6 @@
  * that writes the rows, so a table always matches its checkpoint.
  */
 import type { KnownEvent } from "./catalog.js";
-import { StoreError, StoreErrorCode } from "./errors.js";
-import type { EventLog } from "./port.js";
 import type { NewEvent } from "./types.js";
 
 /** A value of one column of a projection's row. */
@@ -63,7 +61,7 @@ export interface EgressCountRow {
   readonly allowed: number;
   /** Refused by policy. */
   readonly refused: number;
-  /** Granted, but the destination could not be reached (the egress catalog's failure codes). */
+  /** Failed to reach (the decision's reason is one of `EGRESS_FAILURE_CODES`): nothing was refused by policy. */
   readonly failed: number;
   readonly lastSeq: number;
 }
@@ -77,7 +75,7 @@ export interface EgressDecisionFacts {
   readonly host: string;
   readonly port: number;
   readonly allowed: boolean;
-  /** Why it was decided so (a refusal's reason tells policy from a failure to reach). */
+  /** The decision's reason code (what tells a refusal by policy from a failure to reach). */
   readonly reason: string;
 }
 
@@ -90,7 +88,7 @@ export interface EgressCountTable {
   /** The egress decisions with seqs in (afterSeq, toSeq], in seq order. */
   decisions(afterSeq: number, toSeq: number): Promise<EgressDecisionFacts[]>;
   /**
-   * Adds `rows` to the counts (allowed and refused summed, the latest seq kept) and moves the
+   * Adds `rows` to the counts (allowed, refused and failed summed, the latest seq kept) and moves the
    * checkpoint from `from` to `to`, in one transaction; adds nothing and returns false when the
    * checkpoint is no longer `from` (another process counted those seqs meanwhile).
    */
@@ -164,11 +162,4 @@ export interface LogTables {
   readonly egressCounts: EgressCountTable;
   readonly decisionCheck: DecisionCheckTable;
   readonly modules: ModuleTable;
-}
-
-/** The tables beside `log`; `unavailable` for a log whose adapter does not keep them (yet). */
-export function logTables(log: EventLog): LogTables {
-  const tables = log.tables;
-  if (tables === undefined) throw new StoreError(StoreErrorCode.Unavailable, `the ${log.kind} log keeps no projections, counts or modules beside its events yet`);
-  return tables;
 }

@@ -27,7 +27,6 @@ import { resolveLimits, type Caps, type Limits } from "./limits.js";
 import { checkModule, validDigest } from "./module-check.js";
 import { PluginHostMetrics } from "./metrics.js";
 import { ModulePool } from "./module-pool.js";
-import { logTables } from "../events/index.js";
 import type { ModuleTable, StoredModule } from "../events/index.js";
 import { approvedOriginSet } from "./origins.js";
 import { checkReportedManifest } from "./reported-manifest.js";
@@ -148,7 +147,7 @@ export function createPluginHost(o: PluginHostOptions): PluginHost {
   const { limits, caps } = resolveLimits(o.limits, o.caps);
   const logger = o.logger.child({ component: "plugin-host" });
   // The log's module table, asked on use (a log without one refuses then, not at start).
-  const modulesOf = (): ModuleTable => logTables(o.store).modules;
+  const modulesOf = (): ModuleTable => o.store.tables.modules;
   const clock = o.clock ?? (() => new Date());
   const actor = o.actor ?? "plugin-host";
   const hardStopMs = o.hardStopMs ?? 1000;

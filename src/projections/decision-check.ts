@@ -8,7 +8,6 @@
  * stays the full check; a property test holds the two to the same answer.
  */
 import { canonicalize } from "json-canonicalize";
-import { logTables } from "../events/index.js";
 import type { DecisionCheckList, DecisionCheckTable, EventOf, EventLog, EventTypeName } from "../events/index.js";
 import type { Divergence } from "./check-decisions.js";
 import { EgressChecker } from "./check-egress.js";
@@ -95,7 +94,7 @@ export class DecisionCheck {
 
   /** The log's table (asked on use, so a log without one refuses then). */
   get #table(): DecisionCheckTable {
-    return logTables(this.#store).decisionCheck;
+    return this.#store.tables.decisionCheck;
   }
 
   #open(): Promise<void> {

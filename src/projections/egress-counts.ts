@@ -9,7 +9,7 @@
  * when its version changes. Counts are added, so a catch-up commits only if the checkpoint it
  * started from is still the table's: two processes catching up at once never count an event twice.
  */
-import { EGRESS_FAILURE_CODES, logTables } from "../events/index.js";
+import { EGRESS_FAILURE_CODES } from "../events/index.js";
 import type { EgressCountRow, EgressCountTable, EgressDecisionFacts, EventLog } from "../events/index.js";
 
 export type { EgressCountRow } from "../events/index.js";
@@ -85,7 +85,7 @@ export class EgressCounts {
 
   /** The log's table (asked on use, so a log without one refuses then). */
   get #table(): EgressCountTable {
-    return logTables(this.#store).egressCounts;
+    return this.#store.tables.egressCounts;
   }
 
   #open(): Promise<void> {

@@ -4,7 +4,6 @@
  * pure `evolve`, and the changed rows and the checkpoints are written in one transaction (the
  * log's {@link ProjectionTables}), so a projection's table always matches its checkpoint.
  */
-import { logTables } from "../events/index.js";
 import type { EventLog, KnownEvent, ProjectionChanges, ProjectionTables } from "../events/index.js";
 import type { Cell, Projection } from "./projection.js";
 import { PROJECTIONS } from "./projections.js";
@@ -98,7 +97,7 @@ export class Projector {
 
   /** The tables: the given ones, else the log's (asked on use, so a log without them refuses then). */
   get #tables(): ProjectionTables {
-    return this.#given ?? logTables(this.#store).projections;
+    return this.#given ?? this.#store.tables.projections;
   }
 
   #serial<T>(fn: () => Promise<T>): Promise<T> {

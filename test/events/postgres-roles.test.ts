@@ -93,6 +93,56 @@ describe("the application's role", () => {
   });
 });
 
+describe("the tables beside the log, as the application's role", () => {
+  let roles: Roles;
+  let log: EventLog;
+  const spec = { name: "t_rows", version: 1, table: "t_rows", columns: [{ name: "v", type: "TEXT" as const }] };
+  beforeAll(async () => {
+    roles = await setUpRoles();
+    log = await openPostgresLog({ url: roles.appUrl });
+  });
+  afterAll(async () => { await log?.close(); });
+
+  it("keeps projections, egress counts, the decision check and modules without creating anything", async () => {
+    const tables = dbs.server.psql("SELECT count(*) FROM pg_class WHERE relkind = 'r' AND relnamespace = 'public'::regnamespace", roles.db).trim();
+    await log.tables.projections.open([spec]);
+    await log.tables.projections.commit([{ spec, upserts: [["a", ["x"]]], deletes: [] }], 1);
+    expect(await log.tables.projections.rows(spec)).toEqual([["a", ["x"]]]);
+    await log.tables.projections.open([{ ...spec, version: 2 }]);
+    expect(await log.tables.projections.rows(spec)).toEqual([]);
+    const counts = log.tables.egressCounts;
+    await counts.open(1);
+    expect(await counts.add(0, 1, [{ level: 0, start: 0, plugin: "a", host: "h", port: 1, allowed: 1, refused: 0, failed: 0, lastSeq: 1 }])).toBe(true);
+    await counts.open(2);
+    expect(await counts.rows(0, 0, 1_000)).toEqual([]);
+    await log.tables.decisionCheck.open(1);
+    expect(await log.tables.decisionCheck.save(0, 1, { checked: 1, diverged: 0, more: 0, listsKnown: false, divergences: [] }, new Map())).toBe(true);
+    await log.tables.decisionCheck.reset();
+    const digest = "e".repeat(64);
+    const e = await log.tables.modules.install({ digest, size: 1, installedAt: "2026-01-01T00:00:00.000Z", manifest: "{}", bytes: new Uint8Array([7]) },
+      { stream: "system", type: "module.installed", actor: "owner:cli", data: { digest, size: 1 } });
+    expect(e?.type).toBe("module.installed");
+    expect(await log.tables.modules.bytes(digest)).toEqual(new Uint8Array([7]));
+    expect(dbs.server.psql("SELECT count(*) FROM pg_class WHERE relkind = 'r' AND relnamespace = 'public'::regnamespace", roles.db).trim()).toBe(tables);
+  });
+
+  it("never moves a projection's checkpoint back: a process that folded less writes nothing to that table", async () => {
+    const a = { ...spec, name: "t_ahead", table: "t_ahead" };
+    const b = { ...spec, name: "t_behind", table: "t_behind" };
+    const other = await openPostgresLog({ url: roles.appUrl });
+    try {
+      await log.tables.projections.open([a, b]);
+      await other.tables.projections.commit([{ spec: a, upserts: [["k", ["newer"]]], deletes: [] }], 30);
+      await log.tables.projections.commit([{ spec: a, upserts: [["k", ["older"]], ["j", ["older"]]], deletes: [] }, { spec: b, upserts: [["k", ["x"]]], deletes: [] }], 20);
+      expect(await log.tables.projections.checkpoints(["t_ahead", "t_behind"])).toEqual(new Map([["t_ahead", 30], ["t_behind", 20]]));
+      expect(await log.tables.projections.rows(a)).toEqual([["k", ["newer"]]]);
+      expect(await log.tables.projections.rows(b)).toEqual([["k", ["x"]]]);
+    } finally {
+      await other.close();
+    }
+  });
+});
+
 describe("opening the log", () => {
   it("as the application's role on a schema nobody migrated is refused, naming what is missing, and nothing is made", async () => {
     const roles = await setUpRoles(false);

@@ -3,7 +3,6 @@ import { openStore } from "../../src/events/store.js";
 import type { EventLog } from "../../src/events/store.js";
 import type { RolloutDecided } from "../../src/events/catalog.js";
 import type { NewEvent, StoredEvent } from "../../src/events/types.js";
-import { logTables } from "../../src/events/index.js";
 import { withFile } from "../support/sqlite-file.js";
 import { Projector } from "../../src/projections/projector.js";
 import { PROJECTIONS, pluginsProjection } from "../../src/projections/projections.js";
@@ -101,7 +100,7 @@ describe("projections and queries", () => {
     // The tables of another database (here another log's file) folded from this log.
     const fresh = await openStore({ file: `${t.dir}/fresh.db` });
     try {
-      const q = new Projector(store, { tables: logTables(fresh).projections });
+      const q = new Projector(store, { tables: fresh.tables.projections });
       await q.catchUp();
       expect(await snapshot(q)).toEqual(incremental);
     } finally {

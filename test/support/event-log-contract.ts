@@ -13,6 +13,7 @@ import type { EventLog } from "../../src/events/port.js";
 import { EventRegistry } from "../../src/events/registry.js";
 import type { KnownEvent } from "../../src/events/catalog.js";
 import type { NewEvent } from "../../src/events/types.js";
+import { describeLogTables } from "./log-tables-contract.js";
 import { configVerdict, DIGEST_A, DIGEST_B, egressDecision, grantObserved, IMAGE_A, IMAGE_B, pluginObserved, steppingClock, verdict } from "../events/helpers.js";
 
 /** How the suite opens logs of one store. */
@@ -344,6 +345,18 @@ export function describeEventLog(name: string, fixture: LogFixture): void {
         expect(seqs(await log.lookups.egressCandidates({ plugin: "a", afterSeq: 1, scan: 5, allowed: false }))).toEqual([5]);
       });
 
+      it("gives at most `limit` candidates, the first in seq order, and the scan's bound whatever the limit", async () => {
+        const log = await open();
+        await log.append([egressTo("a", "h.example", true), egressTo("b", "h.example", false), egressTo("a", "H.example", false), egressTo("a", "x.example", false), egressTo("a", "h.example", true)]);
+        const seqs = (r: { candidates: readonly KnownEvent[] }) => r.candidates.map((e) => e.seq);
+        const two = await log.lookups.egressCandidates({ afterSeq: 0, scan: 4, limit: 2 });
+        expect([seqs(two), two.bound]).toEqual([[1, 2], 4]);
+        expect(seqs(await log.lookups.egressCandidates({ afterSeq: 1, scan: 10, limit: 2, host: "h.example" }))).toEqual([2, 3]);
+        expect(seqs(await log.lookups.egressCandidates({ plugin: "a", afterSeq: 0, scan: 10, limit: 1, allowed: false }))).toEqual([3]);
+        expect(seqs(await log.lookups.egressCandidates({ plugin: "a", afterSeq: 0, scan: 10, limit: 0 }))).toEqual([]);
+        expect(seqs(await log.lookups.egressCandidates({ afterSeq: 0, scan: 10, limit: 99 }))).toEqual([1, 2, 3, 4, 5]);
+      });
+
       it("finds a plugin's latest egress decisions within a time window and up to a seq", async () => {
         const log = await open({ clock: steppingClock(Date.parse("2026-01-01T00:00:00Z")) });
         for (let i = 0; i < 4; i++) await log.append([egressTo("a", `h${i}.example`, true), egressTo("b", "x.example", true)]);
@@ -352,6 +365,8 @@ export function describeEventLog(name: string, fixture: LogFixture): void {
         expect((await log.lookups.latestEgressDecisions("a", 100, { from: "2026-01-01T00:00:00.000Z", to: "2026-01-01T00:00:10.000Z" }, 1)).map((e) => e.seq)).toEqual([7]);
       });
     });
+
+    describeLogTables(open, reopen);
 
     describe("the hash chain", () => {
       it("verifies, and verifies from its last verified point only what came after", async () => {

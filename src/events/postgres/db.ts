@@ -16,7 +16,12 @@ export const MAX_POOL = 64;
 export interface Locked {
   /** Runs statements (a simple query: several `;`-separated statements, no parameters) in the transaction. */
   simple(text: string): Promise<pg.QueryResult[]>;
+  /** Runs one statement with parameters in the transaction; its failure as a StoreError. */
+  query(text: string, values: readonly unknown[]): Promise<pg.QueryResult>;
 }
+
+/** One statement with parameters, in a transaction; its failure as a StoreError. */
+export type TxQuery = <R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, values?: readonly unknown[]) => Promise<pg.QueryResult<R>>;
 
 /** What a write transaction's body returns: the statements that finish it (before COMMIT), and its result. */
 export interface Finish<T> {
@@ -118,7 +123,16 @@ export class Db {
     const state: TxState = { lost: null, committing: false, inBody: false };
     const onError = (err: unknown): void => { state.lost ??= err; };
     client.on("error", onError);
-    const db: Locked = { simple: async (text) => toArray(await client.query(text)) };
+    const db: Locked = {
+      simple: async (text) => toArray(await client.query(text)),
+      query: async (text, values) => {
+        try {
+          return await client.query(text, values as unknown[]);
+        } catch (err) {
+          throw storeError(err, doing, this.secrets);
+        }
+      },
+    };
     let finish: Finish<T> | undefined;
     try {
       const results = await db.simple(`BEGIN; SELECT pg_advisory_xact_lock(${WRITE_LOCK_KEY}); ${first}`);
@@ -169,6 +183,41 @@ export class Db {
     }
     if (landed) return finish.result;
     throw storeError(lostErr, `${doing} (not committed: the connection was lost before the commit landed)`, this.secrets);
+  }
+
+  /**
+   * Runs `body` in a transaction on one connection, without the write lock (what the tables beside
+   * the log write with): committed when it returns, rolled back when it throws. Every failure is
+   * a StoreError; a connection lost while committing is `outcome_unknown`.
+   */
+  async transaction<T>(doing: string, body: (query: TxQuery) => Promise<T>): Promise<T> {
+    this.#open();
+    let client: pg.PoolClient;
+    try {
+      client = await this.pool.connect();
+    } catch (err) {
+      throw storeError(err, doing, this.secrets);
+    }
+    let lost: unknown = null;
+    const onError = (err: unknown): void => { lost ??= err; };
+    client.on("error", onError);
+    let committing = false;
+    try {
+      await client.query("BEGIN");
+      const result = await body(async <R extends pg.QueryResultRow>(text: string, values?: readonly unknown[]) => client.query<R>(text, values as unknown[] | undefined));
+      committing = true;
+      await client.query("COMMIT");
+      client.off("error", onError);
+      client.release();
+      return result;
+    } catch (err) {
+      client.off("error", onError);
+      // A refusal (the server's, or the body's own) leaves the connection usable; anything else drops it.
+      const usable = lost === null && (err instanceof StoreError || (sqlState(err) !== undefined && !isFatal(err)));
+      if (usable) await client.query("ROLLBACK").catch(() => undefined);
+      client.release(usable ? undefined : toError(err));
+      throw storeError(lost ?? err, doing, this.secrets, committing && !usable);
+    }
   }
 
   async close(): Promise<void> {

@@ -22,6 +22,7 @@ import type { LatestObserved, Prepared } from "../prepare.js";
 import type { EventRegistry, EventType } from "../registry.js";
 import { eventOfRow } from "../rows.js";
 import { STREAM_TYPE_INDEXED, UNINDEXED_TYPES } from "../streams.js";
+import type { LogTables } from "../tables.js";
 import type { ChainPoint, GuardsResult, NewEvent, ReadFilter, VerifyResult } from "../types.js";
 import { storeError } from "./connection.js";
 import type { PostgresTimeouts } from "./connection.js";
@@ -29,6 +30,7 @@ import { Db } from "./db.js";
 import type { Finish, Locked } from "./db.js";
 import { Follower } from "./follower.js";
 import { PostgresLookups } from "./lookups.js";
+import { postgresTables } from "./tables.js";
 import { pendingMigrations, runMigrations } from "./schema.js";
 import { ARRAY_COLUMNS, CHANNEL, GUARDS, guardDdl, INSERT_COLUMNS, integer, literal, normalizeSql, RAW_COLUMNS, REFUSE_BODY, rowOfArray, UNHASHED_ARRAY_COLUMNS } from "./sql.js";
 import type { GuardName } from "./sql.js";
@@ -189,6 +191,7 @@ class PostgresEventLog implements EventLog {
   readonly kind = "postgres" as const;
   readonly location: string;
   readonly lookups: PostgresLookups;
+  readonly tables: LogTables;
   readonly #db: Db;
   readonly #clock: () => Date;
   readonly #preparer: BatchPreparer;
@@ -205,6 +208,7 @@ class PostgresEventLog implements EventLog {
     this.#whileLocked = whileLocked;
     this.#preparer = new BatchPreparer(registry);
     this.lookups = new PostgresLookups(db, registry);
+    this.tables = postgresTables(db, (doing, event, change) => this.#append(doing, [event], undefined, change));
     this.#follower = new Follower({
       listen: (onNotify) => this.#listen(onNotify),
       head: () => this.head(),
@@ -213,12 +217,22 @@ class PostgresEventLog implements EventLog {
   }
 
   async append(batch: readonly NewEvent[], opts: AppendOptions = {}): Promise<KnownEvent[]> {
+    return this.#append("appending to the log", batch, opts.expected);
+  }
+
+  /**
+   * The one write path of events: the write lock, the head and versions, then (when given) `change`
+   * in the same transaction — a table's row written with the event that records it; the batch is
+   * appended only when `change` changed something.
+   */
+  async #append(doing: string, batch: readonly NewEvent[], expected: AppendOptions["expected"], change?: (tx: Locked) => Promise<boolean>): Promise<KnownEvent[]> {
     const prepared = this.#preparer.prepare(batch);
     if (prepared.length === 0) return [];
-    const streams = streamsOf(prepared, opts.expected, (s) => this.#preparer.validStream(s));
-    return this.#committing(this.#db.locked("appending to the log", headAndVersionsSql(streams), async (results) => {
+    const streams = streamsOf(prepared, expected, (s) => this.#preparer.validStream(s));
+    return this.#committing(this.#db.locked(doing, headAndVersionsSql(streams), async (results, tx) => {
       const versions = versionsOf(results[1]);
-      checkExpected(opts.expected, versions);
+      checkExpected(expected, versions);
+      if (change !== undefined && !(await change(tx))) return { text: "", result: [] };
       return this.#finish(prepared, headOf(results[0]), versions);
     }));
   }

@@ -113,10 +113,13 @@ export class PostgresLookups implements EventLookups {
       values.push(q.host);
       terms.push(`(lower((c.data::jsonb ->> 'host') COLLATE "C") = $${values.length} OR (c.data::jsonb ->> 'host') ~ '[^ -~]')`);
     }
+    let limit = "";
+    if (q.limit !== undefined) { values.push(Math.max(0, Math.floor(q.limit))); limit = ` ORDER BY c.seq LIMIT $${values.length}`; }
+    // Only the candidates are parsed into events: the rest of the scan stays rows the server stepped past.
     const rows = await this.#db.rows<RawEventRow & { n: number; last: number | null }>("egressCandidates", `
       WITH scope AS MATERIALIZED (${scope})
       SELECT m.n, m.last, c.* FROM (SELECT count(*)::int AS n, max(seq) AS last FROM scope) m
-      LEFT JOIN LATERAL (SELECT * FROM scope c ${terms.length === 0 ? "" : `WHERE ${terms.join(" AND ")}`}) c ON true
+      LEFT JOIN LATERAL (SELECT * FROM scope c ${terms.length === 0 ? "" : `WHERE ${terms.join(" AND ")}`}${limit}) c ON true
       ORDER BY c.seq`, values);
     const first = rows[0];
     const bound = first !== undefined && first.n === values[1] ? first.last : null;

@@ -51,7 +51,8 @@ export async function runMigrations(db: Db): Promise<void> {
 /**
  * What the application's role may do on the tables the migrations made: read and append events
  * (never change them: it does not own the table, so it can neither drop nor disable the guards),
- * keep the chain's checkpoint and the projections' checkpoints, and store modules' bytes.
+ * keep the chain's checkpoint, the projections' checkpoints and rows, the egress counts and the
+ * decision check (emptied by TRUNCATE when their version changes), and store modules' bytes.
  * Idempotent; run by {@link migratePostgres} after each migration.
  */
 export function grantsSql(app: string, schema: string): string {
@@ -63,6 +64,8 @@ export function grantsSql(app: string, schema: string): string {
     `GRANT SELECT, INSERT, UPDATE ON chain_checkpoint TO ${r}`,
     `GRANT SELECT, INSERT, UPDATE, DELETE ON projection_checkpoints TO ${r}`,
     `GRANT SELECT, INSERT, DELETE ON modules TO ${r}`,
+    `GRANT SELECT, INSERT, UPDATE, DELETE ON projection_rows TO ${r}`,
+    `GRANT SELECT, INSERT, UPDATE, DELETE, TRUNCATE ON proj_egress_counts, proj_decision_check, proj_decision_check_lists TO ${r}`,
     `GRANT EXECUTE ON FUNCTION events_version_after(text, bigint) TO ${r}`,
   ].join(";\n");
 }

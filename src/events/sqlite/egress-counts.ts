@@ -101,7 +101,7 @@ export class SqliteEgressCounts implements EgressCountTable {
   async rows(level: number, from: number, to: number, plugin?: string): Promise<EgressCountRow[]> {
     const s = this.#s();
     const rows = (plugin === undefined ? s.rows.all(level, from, to) : s.pluginRows.all(level, from, to, plugin)) as CountRow[];
-    return rows.map((r) => ({ level, plugin: r[0], host: r[1], port: r[2], allowed: r[3], refused: r[4], failed: r[5], lastSeq: r[6], start: r[7] }));
+    return rows.map((r) => ({ level, start: r[7], plugin: r[0], host: r[1], port: r[2], allowed: r[3], refused: r[4], failed: r[5], lastSeq: r[6] }));
   }
 
   #reset(version: number): void {
