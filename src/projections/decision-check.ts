@@ -92,7 +92,7 @@ export class DecisionCheck {
     });
   }
 
-  /** The log's table (asked on use, so a log without one refuses then). */
+  /** The log's table. */
   get #table(): DecisionCheckTable {
     return this.#store.tables.decisionCheck;
   }
