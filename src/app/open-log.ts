@@ -5,7 +5,7 @@
  * reads or appends (the application's role may not change the schema, docs/postgresql.md).
  */
 import { existsSync } from "node:fs";
-import { migrateLog, migratePostgres, openPostgresLog, openStore } from "../events/index.js";
+import { migrateLog, migratePostgres, openPostgresLog, openStore, postgresSetupSql } from "../events/index.js";
 import type { EventLog, MigrateResult } from "../events/index.js";
 import { privateDataFile } from "./data-dir.js";
 import { AppError } from "./errors.js";
@@ -62,4 +62,15 @@ export async function migrateStore(from: StoreLocation, to: StoreLocation): Prom
   } finally {
     await source.close();
   }
+}
+
+/** A PostgreSQL role's or database's name as the setup takes it: an identifier that needs no quoting. */
+const NAME = /^[a-z_][a-z0-9_]{0,62}$/;
+
+/** The SQL that sets a database up for the log: an owner role, the application's role, and what each may do. */
+export async function storeSetupSql(o: { readonly database: string; readonly owner?: string; readonly app?: string }): Promise<string> {
+  for (const [flag, v] of [["--database", o.database], ["--owner", o.owner], ["--app-role", o.app]] as const) {
+    if (v !== undefined && !NAME.test(v)) throw new AppError("usage", `${flag} ${JSON.stringify(v.slice(0, 64))} is not a name: lower-case letters, digits and _, at most 63, not starting with a digit`, flag.slice(2));
+  }
+  return postgresSetupSql({ database: o.database, ...(o.owner === undefined ? {} : { owner: o.owner }), ...(o.app === undefined ? {} : { app: o.app }) });
 }

@@ -100,6 +100,17 @@ describe("the CLI on a PostgreSQL log", () => {
     expect(r.stderr).not.toContain("hunter2");
   });
 
+  it("sets a database up as docs/postgresql.md says: roles by a superuser, the schema by its owner, the log used as the application's role", async () => {
+    const db = pg.createDatabase("roles");
+    pg.psql(await ok(["store", "roles", "--database", db]), db);
+    expect(await ok(["store", "init", "--store", pg.urlFor(db, "openfief_owner"), "--app-role", "openfief_app"])).toMatch(/applied 0001_events, .*; openfief_app may read and append$/m);
+    const app = pg.urlFor(db, "openfief_app");
+    await ok(["apply", "-f", join(ROOT, "examples", "plugins"), "--data", join(dir, "roles"), "--store", app]);
+    expect(await ok(["verify-log", "--store", app])).toMatch(/^the log holds: \d+ events, every hash verified$/m);
+    // The application's role may not change what it appended.
+    expect(() => pg.psql("SET ROLE openfief_app; DELETE FROM events", db)).toThrow();
+  });
+
   it("names the missing schema and the command that makes it", async () => {
     const bare = pg.urlFor(pg.createDatabase("bare"));
     const r = await spawnOpenfief(["get", "plugins", "--store", bare]);

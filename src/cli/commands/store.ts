@@ -4,7 +4,7 @@
  * row, then compares the copy with the original byte for byte.
  */
 import type { Command } from "commander";
-import { AppError, initPostgresStore, migrateStore, parseStoreLocation, storeText as where } from "../../app/index.js";
+import { AppError, initPostgresStore, migrateStore, parseStoreLocation, storeSetupSql, storeText as where } from "../../app/index.js";
 import { print, printJson, withJson } from "../context.js";
 
 /** A PostgreSQL role's name, as `store init --app-role` takes it (an identifier that needs no quoting). */
@@ -12,6 +12,15 @@ const ROLE = /^[a-z_][a-z0-9_]{0,62}$/;
 
 export function register(program: Command): void {
   const store = program.command("store").description("the event log's store: a PostgreSQL log's schema");
+  store.command("roles")
+    .description("print the SQL a superuser runs once: the schema's owner and the application's role (set their passwords with \\password)")
+    .requiredOption("--database <name>", "the database the log lives in")
+    .option("--owner <role>", "the role that owns the schema and runs the migrations", "openfief_owner")
+    .option("--app-role <role>", "the role the control plane connects as", "openfief_app")
+    .action(async (o: { database: string; owner: string; appRole: string }) => {
+      print(await storeSetupSql({ database: o.database, owner: o.owner, app: o.appRole }));
+    });
+
   withJson(store.command("init"))
     .description("make or bring up to date a PostgreSQL log's schema, connected as the schema's owner, and grant the application's role what it needs")
     .requiredOption("--store <url>", "postgres://OWNER@HOST:PORT/DATABASE (the role that owns the schema)")
