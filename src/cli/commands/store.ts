@@ -17,8 +17,8 @@ export function register(program: Command): void {
     .requiredOption("--database <name>", "the database the log lives in")
     .option("--owner <role>", "the role that owns the schema and runs the migrations", "openfief_owner")
     .option("--app-role <role>", "the role the control plane connects as", "openfief_app")
-    .action(async (o: { database: string; owner: string; appRole: string }) => {
-      print(await storeSetupSql({ database: o.database, owner: o.owner, app: o.appRole }));
+    .action(async ({ database, owner, appRole }: { database: string; owner: string; appRole: string }) => {
+      print(await storeSetupSql({ dbName: database, owner, app: appRole }));
     });
 
   withJson(store.command("init"))
