@@ -15,7 +15,7 @@ const WARNINGS_BEFORE = 45;
  * Files that turn stored rows into typed events: each row was validated against its type's schema
  * when it was appended, so narrowing it to its type there is the one cast the union needs.
  */
-const ROW_ADAPTERS = new Set(["src/events/store.ts", "src/events/rows.ts", "src/projections/projector.ts", "src/projections/lookup.ts"]);
+const ROW_ADAPTERS = new Set(["src/events/store.ts", "src/events/rows.ts", "src/events/sqlite/rows.ts", "src/events/sqlite/lookups.ts"]);
 const CAST = /\.data as\b|\bas (?:unknown as )?(?:StoredEvent|EventOf|KnownEvent)\b/g;
 
 function* sources(dir) {

@@ -75,29 +75,31 @@ export async function egressDecisions(store: EventLog, q: EgressQuery): Promise<
   checkQuery(store, q);
   const limit = q.limit ?? 100;
   const host = q.host?.toLowerCase();
-  const filter = {
-    ...(q.plugin === undefined ? {} : { plugin: q.plugin }), ...(host === undefined ? {} : { host }), ...(q.outcome === undefined ? {} : { allowed: q.outcome === "allowed" }),
-  };
+  const filter = candidateFilter(q, host);
+  // The candidates are chosen by allowed or not, the host by a test that keeps more than it: both are compared here.
+  const matches = (d: EgressDecisionRow): boolean => (host === undefined || d.host.toLowerCase() === host) && (q.outcome === undefined || d.outcome === q.outcome);
   const out: EgressDecisionRow[] = [];
   const first = await store.lookups.egressCandidates({ afterSeq: q.afterSeq ?? 0, scan: MAX_EGRESS_SCAN, limit, ...filter });
-  // The scan's end is the first read's: a later read (past candidates the comparisons below refused) stops there too.
+  // The scan's end is the first read's: a later read (past candidates that did not match) stops there too.
   const bound = first.bound;
   for (let page = first; ;) {
-    let last: number | null = null;
+    const last = page.candidates.at(-1)?.seq;
     for (const e of page.candidates) {
-      last = e.seq;
       if (bound !== null && e.seq > bound) return { decisions: out, next: bound };
       const d = row(e);
-      if (host !== undefined && d.host.toLowerCase() !== host) continue;
-      // The candidates are chosen by allowed or not: refused and failed are told apart here.
-      if (q.outcome !== undefined && d.outcome !== q.outcome) continue;
+      if (!matches(d)) continue;
       out.push(d);
       if (out.length === limit) return { decisions: out, next: d.seq };
     }
     // Fewer candidates than asked: the scan is done. Else some did not match after all: read on.
-    if (page.candidates.length < limit || last === null) return { decisions: out, next: bound };
+    if (page.candidates.length < limit || last === undefined) return { decisions: out, next: bound };
     page = await store.lookups.egressCandidates({ afterSeq: last, scan: MAX_EGRESS_SCAN, limit, ...filter });
   }
+}
+
+/** What the log's candidates are chosen by: the plugin, the host (lower case), allowed or not. */
+function candidateFilter(q: EgressQuery, host: string | undefined): { plugin?: string; host?: string; allowed?: boolean } {
+  return { ...(q.plugin === undefined ? {} : { plugin: q.plugin }), ...(host === undefined ? {} : { host }), ...(q.outcome === undefined ? {} : { allowed: q.outcome === "allowed" }) };
 }
 
 /** A destination of one plugin, with what was decided about it. */
@@ -191,7 +193,7 @@ export async function egressSummary(store: EventLog, o: EgressSummaryOptions): P
   const last = floorSecond(to);
   type Counted = { allowed: number; refused: number; failed: number };
   const add = (into: Counted, r: Counted): void => { into.allowed += r.allowed; into.refused += r.refused; into.failed += r.failed; };
-  const plugins = new Map<string, { count: number; lastSeq: number; dests: Map<string, Counted & { host: string; port: number; lastSeq: number }> }>();
+  const plugins = new Map<string, CountedPlugin>();
   const sums: Counted = { allowed: 0, refused: 0, failed: 0 };
   for (const [i, b] of buckets.entries()) {
     const lo = i === 0 ? first : ceilSecond(from + i * width);
@@ -210,6 +212,15 @@ export async function egressSummary(store: EventLog, o: EgressSummaryOptions): P
       p.dests.set(key, d);
     });
   }
+  const window = { from: new Date(first).toISOString(), to: new Date(last + SECOND).toISOString() };
+  const [summaries, recent] = [await pluginSummaries(store, plugins), await latestDecisions(store, plugins, window)];
+  return { since: o.since.toISOString(), until: o.until.toISOString(), ...sums, plugins: summaries, buckets, recent, truncated: false };
+}
+
+type CountedPlugin = { count: number; lastSeq: number; dests: Map<string, { host: string; port: number; allowed: number; refused: number; failed: number; lastSeq: number }> };
+
+/** Each plugin's destinations, the latest decision about each read back from the log. */
+async function pluginSummaries(store: EventLog, plugins: ReadonlyMap<string, CountedPlugin>): Promise<EgressPluginSummary[]> {
   const decision = async (seq: number): Promise<EgressDecisionRow> => {
     const e = await store.get(seq);
     if (e?.type !== "egress.decision") throw new Error(`the egress counts name event ${seq}, which is not an egress decision`);
@@ -223,10 +234,12 @@ export async function egressSummary(store: EventLog, o: EgressSummaryOptions): P
     const sum = (k: EgressOutcome): number => destinations.reduce((s, d) => s + d[k], 0);
     summaries.push({ plugin, allowed: sum("allowed"), refused: sum("refused"), failed: sum("failed"), destinations });
   }
-  const window = { from: new Date(first).toISOString(), to: new Date(last + SECOND).toISOString() };
-  // The latest decisions: each plugin's own, read back from its stream (no more than the window holds), merged.
+  return summaries;
+}
+
+/** The latest decisions of the window: each plugin's own, read back from its stream (no more than the window holds), merged. */
+async function latestDecisions(store: EventLog, plugins: ReadonlyMap<string, CountedPlugin>, window: { from: string; to: string }): Promise<EgressDecisionRow[]> {
   const latest: Decision[] = [];
   for (const [plugin, p] of plugins) latest.push(...(await store.lookups.latestEgressDecisions(plugin, p.lastSeq, window, Math.min(RECENT, p.count))));
-  const recent = latest.sort((a, b) => b.seq - a.seq).slice(0, RECENT).map(row);
-  return { since: o.since.toISOString(), until: o.until.toISOString(), ...sums, plugins: summaries, buckets, recent, truncated: false };
+  return latest.sort((a, b) => b.seq - a.seq).slice(0, RECENT).map(row);
 }

@@ -205,14 +205,19 @@ export async function pluginTimeline(store: EventLog, name: string, o: { afterSe
   for (const stream of streams) read.push(...(await store.read({ stream, ...range })));
   const all = [...read, ...(await pluginVerdicts(store, name, { afterSeq: range.afterSeq }, o.latest === true ? undefined : limit))].sort((a, b) => a.seq - b.seq);
   const page = o.latest === true ? all.slice(-limit) : all.slice(0, limit);
+  const full = o.latest !== true && page.length === limit;
+  return { entries: await withCauses(store, page), next: full ? (page.at(-1)?.seq ?? null) : null };
+}
+
+/** Each event worded, with the event that caused it (from the page, else read from the log). */
+async function withCauses(store: EventLog, page: readonly KnownEvent[]): Promise<TimelineEntry[]> {
   const seen = new Map(page.map((e) => [e.seq, e]));
   const entries: TimelineEntry[] = [];
   for (const event of page) {
     const c = event.causedBy === null ? null : (seen.get(event.causedBy) ?? await store.get(event.causedBy));
     entries.push({ event, text: await eventSentence(store, event), cause: c === null ? null : { seq: c.seq, type: c.type, text: await eventSentence(store, c) } });
   }
-  const full = o.latest !== true && page.length === limit;
-  return { entries, next: full ? (page.at(-1)?.seq ?? null) : null };
+  return entries;
 }
 
 /** The plugins page: every row, what waits for approval, what cannot run as asked, and when each latest decision was taken. */

@@ -146,7 +146,7 @@ function failed(error: CallError): CallResult {
 export function createPluginHost(o: PluginHostOptions): PluginHost {
   const { limits, caps } = resolveLimits(o.limits, o.caps);
   const logger = o.logger.child({ component: "plugin-host" });
-  // The log's module table, asked on use (a log without one refuses then, not at start).
+  // The log's module table (its calls refuse once the log is closed).
   const modulesOf = (): ModuleTable => o.store.tables.modules;
   const clock = o.clock ?? (() => new Date());
   const actor = o.actor ?? "plugin-host";

@@ -92,7 +92,7 @@ export class DecisionCheck {
     });
   }
 
-  /** The log's table (asked on use, so a log without one refuses then). */
+  /** The log's table. */
   get #table(): DecisionCheckTable {
     return this.#store.tables.decisionCheck;
   }
@@ -133,12 +133,7 @@ export class DecisionCheck {
       const kept = [...totals.divergences, ...found.slice(0, Math.max(0, MAX_KEPT - totals.divergences.length))];
       const diverged = totals.diverged + new Set(found.map((d) => d.seq)).size;
       const more = totals.more + found.length - (kept.length - totals.divergences.length);
-      const changed = new Map<string, DecisionCheckList>();
-      for (const [plugin, l] of next.lists) {
-        const before = lists.get(plugin);
-        if (before === undefined || before.current?.seq !== l.current?.seq || before.changed !== l.changed || before.previous?.seq !== l.previous?.seq) changed.set(plugin, l);
-      }
-      const saved = await this.#table.save(from, to, { checked: totals.checked + rollouts + r.checked, diverged, more, listsKnown: next.listsKnown, divergences: kept }, changed);
+      const saved = await this.#table.save(from, to, { checked: totals.checked + rollouts + r.checked, diverged, more, listsKnown: next.listsKnown, divergences: kept }, changedLists(lists, next.lists));
       // Not saved: another process checked these seqs meanwhile, and counting them again would count them twice.
       from = saved ? to : await this.#table.checkpoint();
     }
@@ -159,6 +154,16 @@ export class DecisionCheck {
     const t: Totals = totals === null ? NO_TOTALS : { ...totals, divergences: totals.divergences as Divergence[] };
     return { totals: t, lists: lists as Map<string, EgressListState> };
   }
+}
+
+/** The list states that differ from the ones read (only those are written back). */
+function changedLists(before: ReadonlyMap<string, EgressListState>, after: ReadonlyMap<string, EgressListState>): Map<string, DecisionCheckList> {
+  const changed = new Map<string, DecisionCheckList>();
+  for (const [plugin, l] of after) {
+    const b = before.get(plugin);
+    if (b === undefined || b.current?.seq !== l.current?.seq || b.changed !== l.changed || b.previous?.seq !== l.previous?.seq) changed.set(plugin, l);
+  }
+  return changed;
 }
 
 const opened = new WeakMap<EventLog, DecisionCheck>();

@@ -83,7 +83,7 @@ export class EgressCounts {
     }
   }
 
-  /** The log's table (asked on use, so a log without one refuses then). */
+  /** The log's table. */
   get #table(): EgressCountTable {
     return this.#store.tables.egressCounts;
   }

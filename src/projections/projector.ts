@@ -95,7 +95,7 @@ export class Projector {
     return r;
   }
 
-  /** The tables: the given ones, else the log's (asked on use, so a log without them refuses then). */
+  /** The tables: the given ones, else the log's. */
   get #tables(): ProjectionTables {
     return this.#given ?? this.#store.tables.projections;
   }
