@@ -4,6 +4,8 @@
  *
  *   BENCH_EVENTS=1000000 (size of the large log)   BENCH_RUNS=5 (runs per append figure)
  *   BENCH_ONLY=owner (only the owner writes, FULL against NORMAL)   BENCH_OWNER_WRITES=400
+ *   --store postgres: then the same figures for the log on PostgreSQL (bench/store-postgres.ts), in
+ *   the same run, beside these
  *
  * On a machine shared with other work, wall-clock rates follow the load; the CPU-time columns (the
  * appending thread's, and every thread's, including the store's checkpoint thread) do not.
@@ -255,4 +257,11 @@ try {
   }
 } finally {
   rmSync(dir, { recursive: true, force: true });
+}
+
+// `npm run bench:store -- --store postgres`: the PostgreSQL log's figures after SQLite's, in the same run.
+const storeArg = process.argv.indexOf("--store");
+if (storeArg >= 0 && process.argv[storeArg + 1] === "postgres") {
+  console.log("\nThe same log on PostgreSQL (bench/store-postgres.ts), in the same run:\n");
+  await import("./store-postgres.js");
 }

@@ -14,7 +14,9 @@ import { checkImage, ImageVerifier, loadOwnerSignersFile, loadShippedTrustedRoot
 import type { ImageSource } from "../trust/index.js";
 import { DirectoryTarget, Reconciler } from "../reconciler/index.js";
 import type { Target } from "../reconciler/index.js";
-import { openDataStore } from "./data-dir.js";
+import { openDataDir, openDataStore, tightenedText } from "./data-dir.js";
+import { openLogAt } from "./open-log.js";
+import type { StoreLocation } from "./store-location.js";
 
 /** The catalog released with the product. */
 export const SHIPPED_CATALOG = shippedFile("catalog", "plugins.json");
@@ -48,6 +50,8 @@ export function imageSources(ociLayouts: readonly string[], insecureRegistries: 
 
 export interface RuntimeOptions {
   readonly dataDir: string;
+  /** The log, when not the data folder's own file (`--store`). */
+  readonly store?: StoreLocation | null;
   readonly logger: Logger;
   /** OCI image-layout folders searched (by digest) before any registry. */
   readonly ociLayouts?: readonly string[];
@@ -90,7 +94,9 @@ export async function openRuntime(o: RuntimeOptions): Promise<Runtime> {
   const policy = newTrustPolicy(catalog.value, owner);
   const sourceFor = imageSources(o.ociLayouts ?? [], o.insecureRegistries ?? []);
 
-  const opened = await openDataStore(o.dataDir, clock, (text) => o.logger.warn(text));
+  const opened = o.store === undefined || o.store === null
+    ? await openDataStore(o.dataDir, clock, (text) => o.logger.warn(text))
+    : await openElsewhere(o.dataDir, o.store, clock, o.logger);
   const store = o.instrument === undefined ? opened : o.instrument(opened);
   killAfterAppendsForTests(store);
   const verifier = new ImageVerifier({
@@ -113,6 +119,13 @@ async function exists(path: string): Promise<boolean> {
   } catch {
     return false;
   }
+}
+
+/** The log at `store`, with the data folder (settings, keys, the cluster's objects) made beside it all the same. */
+async function openElsewhere(dataDir: string, store: StoreLocation, clock: () => Date, logger: Logger): Promise<EventLog> {
+  const tightened = openDataDir(dataDir);
+  if (tightened.length > 0) logger.warn(tightenedText(tightened));
+  return openLogAt(store, { clock });
 }
 
 /**

@@ -8,7 +8,7 @@
 import { realpathSync } from "node:fs";
 import { delimiter, isAbsolute, join, relative } from "node:path";
 import type { Command } from "commander";
-import { checkDataDir, DEFAULT_DATA_DIR, openDataDir, openDataStore, requireLog, tightenedText } from "../app/index.js";
+import { checkDataDir, DEFAULT_DATA_DIR, openDataDir, openDataStore, openLogAt, requireLog, storeLocationOf, tightenedText } from "../app/index.js";
 import type { EventLog } from "../events/index.js";
 import { isValidPluginName } from "../plugins/index.js";
 import { CliError } from "./cli-error.js";
@@ -17,12 +17,16 @@ export { DEFAULT_DATA_DIR };
 
 export interface DataOptions {
   data?: string;
+  /** `--store`: the log, when not the data folder's own file. */
+  store?: string;
   json?: boolean;
 }
 
 /** Adds `--data DIR` to a command. */
 export function withData(cmd: Command): Command {
-  return cmd.option("--data <dir>", `the data folder (default: $OPENFIEF_DATA or ${DEFAULT_DATA_DIR})`);
+  return cmd
+    .option("--data <dir>", `the data folder (default: $OPENFIEF_DATA or ${DEFAULT_DATA_DIR})`)
+    .option("--store <log>", "the event log, when not the data folder's: sqlite:PATH or postgres://USER@HOST:PORT/DATABASE (default: $OPENFIEF_STORE)");
 }
 
 /** Adds `--json` to a command. */
@@ -51,6 +55,8 @@ export function openDataFolder(dir: string): void {
 
 /** Opens the store of the data folder; `mustExist` refuses a folder with no log yet. */
 export async function openLog(o: DataOptions, mustExist = true): Promise<EventLog> {
+  const at = storeLocationOf(o);
+  if (at !== null) return openLogAt(at, { mustExist });
   const dir = dataDir(o);
   if (mustExist) requireLog(dir);
   return openDataStore(dir, undefined, sayTightened);

@@ -31,7 +31,7 @@ export { GATEWAY_GATES } from "./catalog/gateway-events.js";
 export { EGRESS_FAILURE_CODES, egressCodeOutcome, egressDecisionOutcome } from "./catalog/egress-events.js";
 export type { EgressOutcome } from "./catalog/egress-events.js";
 /** The event log on PostgreSQL (the cluster's one log), its schema's migrations and the roles it runs as. */
-export { openPostgresLog, migratePostgres } from "./postgres-door.js";
+export { openPostgresLog, migratePostgres, postgresSetupSql } from "./postgres-door.js";
 export type { PostgresLogOptions, PostgresTimeouts, MigrateOptions, RolesSpec } from "./postgres/index.js";
 /** A log copied to another store row for row, then compared byte for byte. */
 export { migrateLog } from "./migrate.js";

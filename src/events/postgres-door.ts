@@ -3,7 +3,7 @@
  * SQLite file never loads `pg` (a read command's start-up is mostly what it loads, ADR 0113).
  */
 import type { EventLog } from "./port.js";
-import type { MigrateOptions, PostgresLogOptions } from "./postgres/index.js";
+import type { MigrateOptions, PostgresLogOptions, RolesSpec } from "./postgres/index.js";
 
 /** Opens the log in the PostgreSQL database `opts.url` names (see `src/events/postgres/log.ts`). */
 export async function openPostgresLog(opts: PostgresLogOptions): Promise<EventLog> {
@@ -15,4 +15,14 @@ export async function openPostgresLog(opts: PostgresLogOptions): Promise<EventLo
 export async function migratePostgres(opts: MigrateOptions): Promise<string[]> {
   const { migratePostgres: migrate } = await import("./postgres/index.js");
   return migrate(opts);
+}
+
+/**
+ * The SQL a superuser runs once to make the owner and application roles (without passwords: set
+ * each with `\password`), then, connected to the database, the SQL that keeps the application's
+ * role from creating anything in it.
+ */
+export async function postgresSetupSql(spec: RolesSpec): Promise<string> {
+  const { rolesSql, schemaSql } = await import("./postgres/index.js");
+  return `${rolesSql(spec).trimEnd()}\n-- Then, connected to the database ${JSON.stringify(spec.database)} as a superuser:\n${schemaSql()}`;
 }

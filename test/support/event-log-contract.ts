@@ -293,6 +293,8 @@ export function describeEventLog(name: string, fixture: LogFixture): void {
         expect((await log.lookups.lastOf("plugin/echo", ["plugin.observed", "grant.observed"], 5))?.seq).toBe(4);
         expect((await log.lookups.lastOf("plugin/echo", ["grant.observed"], 5))?.seq).toBe(2);
         expect(await log.lookups.lastOf("plugin/echo", ["grant.observed"], 2)).toBeNull();
+        // The whole log, as the deciders ask: past any seq a log can reach.
+        expect((await log.lookups.lastOf("plugin/echo", ["grant.observed"], Number.MAX_SAFE_INTEGER))?.seq).toBe(5);
         expect((await log.lookups.lastOf("egress/echo", ["egress.decision"], 6))?.seq).toBe(3);
         expect((await log.lookups.firstAfter("plugin/echo", "grant.observed", 2))?.seq).toBe(5);
         expect(await log.lookups.firstAfter("plugin/echo", "grant.observed", 5)).toBeNull();

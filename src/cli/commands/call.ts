@@ -5,7 +5,7 @@
  * `openfief up` holding the data folder; with none running, HTTP fails (and is recorded).
  */
 import type { Command } from "commander";
-import { AppError, loadSettings, openRuntime, requireLog, runningEgress, startHostedPlugins } from "../../app/index.js";
+import { AppError, loadSettings, openRuntime, requireLog, runningEgress, startHostedPlugins, storeLocationOf } from "../../app/index.js";
 import { parseStrictJson } from "../../plugins/index.js";
 import { dataDir, pluginArg, print, printJson, withData, withJson } from "../context.js";
 import type { DataOptions } from "../context.js";
@@ -28,9 +28,10 @@ export function register(program: Command): void {
       const parsed = parseStrictJson(o.params, "--params");
       if (!parsed.ok) throw new AppError("usage", `--params is not JSON: ${parsed.errors[0]?.message ?? "invalid"}`);
       const dir = dataDir(o);
-      requireLog(dir);
+      const store = storeLocationOf(o);
+      if (store === null) requireLog(dir);
       const logger = cliLogger({ level: process.env["OPENFIEF_LOG_LEVEL"] ?? "warn", json: o.json === true });
-      const rt = await openRuntime({ dataDir: dir, logger, ...loadSettings(dir) });
+      const rt = await openRuntime({ dataDir: dir, logger, store, ...loadSettings(dir) });
       const hosted = startHostedPlugins(rt, { dataDir: dir, logger, egressUrl: runningEgress(dir) });
       try {
         const r = await hosted.call(name, method, parsed.value);

@@ -13,7 +13,7 @@ import { readFileSync } from "node:fs";
 import { Option, type Command } from "commander";
 import {
   AppError, applyDemoFolder, assertLogHolds, checkUserName, defaultUser, demoSettings, JWKS_PATH, listPlugins, logFile, mergeSettings, loadSettings, openRuntime, saveSettings,
-  signInLink, SIGN_IN_TTL_SECONDS, startControlPlane,
+  signInLink, SIGN_IN_TTL_SECONDS, startControlPlane, storeLocationOf,
 } from "../../app/index.js";
 import type { ControlPlane, FaceFactory, Settings } from "../../app/index.js";
 import { commandName, dataDir, openDataFolder, print, printJson, withData, withJson } from "../context.js";
@@ -129,7 +129,7 @@ export function register(program: Command): void {
       const logger = cliLogger({ level: process.env["OPENFIEF_LOG_LEVEL"] ?? "warn", json: o.json === true });
       const dir = dataDir(o);
       const settings = mergeSettings(loadSettings(dir), givenSettings(o));
-      const rt = await openRuntime({ dataDir: dir, logger, ...settings });
+      const rt = await openRuntime({ dataDir: dir, logger, store: storeLocationOf(o), ...settings });
       try {
         await assertLogHolds(rt.store);
         saveSettings(dir, settings);
@@ -172,6 +172,8 @@ export function register(program: Command): void {
       const egressPort = wholeNumber(o.egressPort ?? "4750", "--egress-port", 0, 65535);
       const server = await serverOption(o);
       const user = checkUserName(o.user ?? defaultUser());
+      // The egress proxy's writer thread commits to the data folder's own file (its log on PostgreSQL is the cluster's).
+      if (storeLocationOf(o) !== null) throw new AppError("usage", "up keeps its log in its data folder (--data): --store and $OPENFIEF_STORE are for the other commands", "store");
       const dir = dataDir(o);
       // Made (or tightened) before anything is written in it, the log file first.
       openDataFolder(dir);

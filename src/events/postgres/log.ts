@@ -78,7 +78,7 @@ export async function openPostgresLog(opts: PostgresLogOptions): Promise<EventLo
     const pending = await pendingMigrations(db);
     if (pending.length > 0) {
       if (opts.migrate === false) {
-        throw new StoreError(StoreErrorCode.Migration, `the log's schema lacks migrations ${pending.join(", ")}: run them as the schema's owner`);
+        throw new StoreError(StoreErrorCode.Migration, `the log's schema lacks migrations ${pending.join(", ")}: run them as the schema's owner (openfief store init --store postgres://OWNER@HOST/DATABASE)`);
       }
       await runMigrations(db);
     }

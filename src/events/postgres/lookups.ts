@@ -42,7 +42,7 @@ export class PostgresLookups implements EventLookups {
 
   async lastOf<T extends EventTypeName>(stream: string, types: readonly T[], beforeSeq: number): Promise<EventOf<T> | null> {
     if (types.length === 0) return null;
-    const parts = types.map((t, i) => ofType(t, `$${i + 3}`, "DESC", "version < events_version_after($1, $2 - 1)", "1"));
+    const parts = types.map((t, i) => ofType(t, `$${i + 3}`, "DESC", "version < events_version_after($1, $2::bigint - 1)", "1"));
     const [e] = await this.#events("lastOf", `SELECT * FROM (${parts.join(" UNION ALL ")}) u ORDER BY version DESC LIMIT 1`, [stream, beforeSeq, ...types]);
     return e !== undefined && isOf(e, types) ? e : null;
   }
