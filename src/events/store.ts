@@ -8,14 +8,14 @@
  */
 import Database from "better-sqlite3";
 import { MIGRATION_NAMES } from "../../migrations/names.js";
-import { canonicalForm, canonicalJson as canonicalize } from "./canonical.js";
-import type { Canonical } from "./canonical.js";
+import { canonicalJson as canonicalize } from "./canonical.js";
 import { catalog } from "./catalog.js";
 import { Checkpointer } from "./checkpointer.js";
 import type { EventOf, EventTypeName, KnownEvent } from "./catalog.js";
 import { StoreError, StoreErrorCode } from "./errors.js";
-import type { EventProblem } from "./errors.js";
 import { GENESIS_HASH, chainHash } from "./hash.js";
+import { BatchPreparer } from "./prepare.js";
+import type { Prepared } from "./prepare.js";
 import { ChainWalk } from "./chain.js";
 import type { RawEventRow } from "./chain.js";
 import type { AppendOptions, EventListener, EventLog, EventLookups, PageFilter, RawPageFilter } from "./port.js";
@@ -25,7 +25,7 @@ import { EVENT_COLUMNS, toStoredEvent } from "./sqlite/rows.js";
 import type { EventRow } from "./sqlite/rows.js";
 import { SqliteLookups } from "./sqlite/lookups.js";
 import { sqliteTables } from "./sqlite/tables.js";
-import { parseStream, STREAM_TYPE_INDEXED, UNINDEXED_TYPES } from "./streams.js";
+import { STREAM_TYPE_INDEXED, UNINDEXED_TYPES } from "./streams.js";
 import type { LogTables } from "./tables.js";
 import type { ChainPoint, GuardsResult, NewEvent, ReadFilter, VerifyResult } from "./types.js";
 
@@ -48,19 +48,6 @@ export interface StoreOptions {
   readonly durable?: boolean;
 }
 
-interface Prepared {
-  readonly stream: string;
-  readonly type: string;
-  readonly schemaVersion: number;
-  readonly actor: string;
-  readonly causedBy: number | null;
-  /** Canonical JSON text, as stored and hashed. */
-  readonly data: string;
-  /** The plain value `data` denotes (what `JSON.parse(data)` gives), returned as the event's data. */
-  readonly value: unknown;
-}
-
-const MAX_ACTOR = 200;
 /** Events per page of {@link EventLog.pages} when the caller names no size. */
 const PAGE_SIZE = 1_000;
 /** The columns a fold reads: no hashes (`prevHash`/`hash` are "" in what it gets). */
@@ -143,7 +130,8 @@ export class SqliteEventLog implements EventLog {
   readonly #listeners = new Set<EventListener>();
   readonly #stmts;
   readonly #cache = new Map<string, Database.Statement>();
-  readonly #streams = new Set<string>();
+  /** Validates and canonicalises batches, as the PostgreSQL log does (one set of rules and messages). */
+  readonly #preparer: BatchPreparer;
   /** The append transaction, made once (run with `.immediate`: the write lock is taken before the head is read). */
   readonly #appendTx: Database.Transaction<(batch: readonly Prepared[], expected: Readonly<Record<string, number>> | undefined) => KnownEvent[]>;
   /** The observe transaction, made once too (also run with `.immediate`). */
@@ -166,6 +154,7 @@ export class SqliteEventLog implements EventLog {
     alwaysDurable = false,
   ) {
     this.#clock = clock;
+    this.#preparer = new BatchPreparer(registry);
     this.#alwaysDurable = alwaysDurable;
     this.#checkpointer = new Checkpointer(location);
     this.#stmts = {
@@ -207,7 +196,7 @@ export class SqliteEventLog implements EventLog {
   /** {@link append}, answered before it returns. */
   appendNow(batch: readonly NewEvent[], opts: AppendOptions = {}): KnownEvent[] {
     this.#open();
-    const prepared = this.#prepare(batch);
+    const prepared = this.#preparer.prepare(batch);
     // The listeners are told inside a durable scope too: what they see is how the commit was made.
     return this.#durableIf(opts.durable === true, () => {
       const stored = this.#appendTx.immediate(prepared, opts.expected);
@@ -224,7 +213,7 @@ export class SqliteEventLog implements EventLog {
    */
   appendInTransaction(batch: readonly NewEvent[]): KnownEvent[] {
     this.#open();
-    return this.#appendTx(this.#prepare(batch), undefined);
+    return this.#appendTx(this.#preparer.prepare(batch), undefined);
   }
 
   /** Tells the checkpoint thread and the listeners of events a caller's transaction committed. */
@@ -252,7 +241,7 @@ export class SqliteEventLog implements EventLog {
 
   async observe(event: NewEvent, opts: Pick<AppendOptions, "durable"> = {}): Promise<KnownEvent | null> {
     this.#open();
-    const [prepared] = this.#prepare([event]) as [Prepared];
+    const [prepared] = this.#preparer.prepare([event]) as [Prepared];
     return this.#durableIf(opts.durable === true, () => {
       const stored = this.#observeTx.immediate(prepared);
       if (stored.length > 0) this.#committed(stored.length);
@@ -624,52 +613,6 @@ export class SqliteEventLog implements EventLog {
     for (const fn of this.#listeners) {
       try { fn(events); } catch { /* a listener's failure must not undo a committed append */ }
     }
-  }
-
-  /**
-   * Validates the whole batch before anything is written; throws with every problem found.
-   * The data is put in canonical form first and the schema checks that form, so what is
-   * validated is exactly what is stored (after `toJSON()`, without `undefined` members).
-   */
-  #prepare(batch: readonly NewEvent[]): Prepared[] {
-    const out: Prepared[] = [];
-    let problems: (EventProblem & { code: StoreErrorCode })[] | undefined;
-    const problem = (code: StoreErrorCode, index: number, path: string, message: string): void => { (problems ??= []).push({ code, index, path, message }); };
-    for (let index = 0; index < batch.length; index++) {
-      const e = batch[index] as NewEvent;
-      const def = this.registry.get(e.type);
-      if (def === undefined) { problem(StoreErrorCode.UnknownType, index, "type", `unknown event type ${JSON.stringify(String(e.type))}`); continue; }
-      let canonical: Canonical;
-      try { canonical = canonicalForm(e.data); } catch (err) { problem(StoreErrorCode.InvalidData, index, "data", `not JSON: ${err instanceof Error ? err.message : String(err)}`); continue; }
-      const data = canonical.value;
-      const bad = def.validate(data);
-      if (bad !== null) { for (const b of bad) problem(StoreErrorCode.InvalidData, index, b.path, `${e.type}: ${b.message}`); continue; }
-      if (!this.#validStream(e.stream)) { problem(StoreErrorCode.InvalidStream, index, "stream", `invalid stream name ${JSON.stringify(String(e.stream))}`); continue; }
-      const why = def.checkStream(e.stream, data);
-      if (why !== null) { problem(StoreErrorCode.InvalidStream, index, "stream", `${e.type} ${why}`); continue; }
-      if (typeof e.actor !== "string" || e.actor.length === 0 || e.actor.length > MAX_ACTOR) { problem(StoreErrorCode.InvalidEvent, index, "actor", `actor must be a non-empty string of at most ${MAX_ACTOR} characters`); continue; }
-      const causedBy = e.causedBy ?? null;
-      if (causedBy !== null && (!Number.isSafeInteger(causedBy) || causedBy < 1)) { problem(StoreErrorCode.InvalidCause, index, "causedBy", "causedBy must be the seq of an earlier event"); continue; }
-      out.push({ stream: e.stream, type: e.type, schemaVersion: def.version, actor: e.actor, causedBy, data: canonical.text, value: data });
-    }
-    const first = problems?.[0];
-    if (problems !== undefined && first !== undefined) {
-      const summary = problems.slice(0, 5).map((p) => `event ${p.index}: ${p.path}: ${p.message}`).join("; ");
-      throw new StoreError(first.code, `batch refused, nothing written: ${summary}${problems.length > 5 ? `; and ${problems.length - 5} more` : ""}`, {
-        problems: problems.map(({ index, path, message }) => ({ index, path, message })),
-      });
-    }
-    return out;
-  }
-
-  /** True for a valid stream name; names already seen are remembered (a log has few streams). */
-  #validStream(stream: unknown): boolean {
-    if (typeof stream !== "string") return false;
-    if (this.#streams.has(stream)) return true;
-    if (parseStream(stream) === null) return false;
-    if (this.#streams.size >= 4096) this.#streams.clear();
-    this.#streams.add(stream);
-    return true;
   }
 
   /**
