@@ -1,9 +1,13 @@
 import { defineConfig } from "vitest/config";
 
+// Soak, torture and deep-fuzz suites are named *.slow.test.ts and run only under `npm run test:slow`,
+// so that `npm test` stays well inside its time on two cores.
+const slow = process.env.OPENFIEF_SLOW === "1";
+
 export default defineConfig({
   test: {
     include: ["src/**/*.test.ts", "test/**/*.test.ts", "sdk/**/*.test.ts", "plugins/**/*.test.ts", "migrations/**/*.test.ts", "bench/**/*.test.ts"],
-    exclude: ["**/node_modules/**", "dist/**"],
+    exclude: ["**/node_modules/**", "dist/**", ...(slow ? [] : ["**/*.slow.test.ts"])],
     pool: "forks",
     testTimeout: 20_000,
     hookTimeout: 60_000,
