@@ -78,8 +78,8 @@ async function eventOf(store: EventLog, s: Exclude<Step, { kind: "check" }>): Pr
     case "egress": {
       const addresses = [...(ADDRESSES[s.addresses] as readonly string[])];
       const data = s.allowed
-        ? { plugin: name, host: HOSTS[s.host], port: 443, allowed: true, reason: "listed", addresses, ...(addresses[0] === undefined ? {} : { address: addresses[0] }) }
-        : { plugin: name, host: HOSTS[s.host], port: 443, allowed: false, reason: "not_listed" };
+        ? { plugin: name, host: HOSTS[s.host], port: 443, allowed: true, reason: "listed", rules: 1, addresses, ...(addresses[0] === undefined ? {} : { address: addresses[0] }) }
+        : { plugin: name, host: HOSTS[s.host], port: 443, allowed: false, reason: "not_listed", rules: 1 };
       return { stream: `egress/${name}`, type: "egress.decision", actor: "egress", data };
     }
   }
