@@ -76,8 +76,8 @@ function rulesLine(r: DecisionsCheck): string {
   const parts: string[] = [];
   for (const family of ["rollout", "egress"] as const) {
     const f = r.rules[family];
-    const seen = Object.entries(f.decisions).map(([v, n]) => `${n} under rules ${v}${Number(v) === f.today ? " (today's)" : ""}`);
-    parts.push(`${family} rules today: ${f.today}${seen.length === 0 ? "" : ` (${seen.join(", ")})`}`);
+    const seen = Object.entries(f.decisions).map(([v, n], i) => `${n}${i === 0 ? " decisions made" : ""} under rules ${v}`);
+    parts.push(`${family}: rules ${f.today} today${seen.length === 0 ? ", no decision" : `, ${seen.join(", ")}`}`);
   }
   return parts.join("; ");
 }

@@ -210,7 +210,7 @@ describe("check-decisions in words", () => {
     const r = await checkDecisions(store, { rules: RULES, egressAddresses: ADDRESSES });
     const lines = decisionsCheckLines({ ...r, reproduced: 1, diverged: 0, upgraded: 1 });
     expect(lines[0]).toBe("1 decisions re-checked: every one reproduces");
-    expect(lines[1]).toBe("  rollout rules today: 2 (1 under rules 1); egress rules today: 2");
+    expect(lines[1]).toBe("  rollout: rules 2 today, 1 decisions made under rules 1; egress: rules 2 today, no decision");
     expect(lines[2]).toMatch(/^1 decisions made under older rules would be decided differently under today's \(an upgrade's effect, not a fault\):$/);
     expect(lines.slice(3)).toEqual([
       expect.stringMatching(/^ {2}event \d+ \(echo\): its (plan|inputs) under rollout rules 1, another under today's 2$/),
