@@ -26,7 +26,8 @@ function chainCard(r: IntegrityReport): Markup {
   return html`<section class="card ${r.ok ? "callout ok" : "callout bad"}"><h2>Hash chain ${checkBadge(r.ok, "holds", "broken")}</h2>${text}${guards}</section>`;
 }
 
-function decisionsCard(r: IntegrityReport): Markup {
+/** The decisions card: whether re-deciding under each decision's own rules reproduces it. */
+export function decisionsCard(r: IntegrityReport): Markup {
   const d = r.decisions;
   if (d.divergences.length === 0) {
     return html`<section class="card callout ok"><h2>Decisions ${checkBadge(true, "reproduce", "differ")}</h2><p>Re-running the deciders, each decision under the rules it names, gives every one of the ${d.checked} decisions recorded up to event ${d.upTo} again.</p></section>`;
@@ -36,7 +37,7 @@ function decisionsCard(r: IntegrityReport): Markup {
 }
 
 /** Decisions under older rules that today's would make differently: shown apart, an upgrade's effect rather than a fault. */
-function upgradesCard(r: IntegrityReport): Markup {
+export function upgradesCard(r: IntegrityReport): Markup {
   const u = r.decisions.upgrades;
   if (u.length === 0) return html``;
   const seqs = new Set(u.map((x) => x.seq)).size;
