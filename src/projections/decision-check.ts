@@ -147,15 +147,8 @@ export class DecisionCheck {
       const r = egress.result();
       for (const d of r.divergences) found.push({ seq: d.seq, name: d.plugin, family: "egress", rules: d.rules, field: `egress.${d.field}`, recorded: d.recorded, expected: d.expected });
       for (const u of r.upgrades) upgraded.push({ seq: u.seq, name: u.plugin, family: "egress", rules: u.rules, today: u.today, field: `egress.${u.field}`, before: u.before, after: u.after });
-      // Stable: a decision's parts stay in the order the full check reports them.
-      found.sort((a, b) => a.seq - b.seq);
-      upgraded.sort((a, b) => a.seq - b.seq);
-      const upgrades = [...totals.upgrades, ...upgraded.slice(0, Math.max(0, MAX_KEPT - totals.upgrades.length))];
       const next = egress.state();
-      const kept = [...totals.divergences, ...found.slice(0, Math.max(0, MAX_KEPT - totals.divergences.length))];
-      const diverged = totals.diverged + new Set(found.map((d) => d.seq)).size;
-      const more = totals.more + found.length - (kept.length - totals.divergences.length);
-      const stored = [...kept, ...upgrades.map((u): KeptUpgrade => ({ ...u, upgrade: true }))];
+      const { diverged, more, stored } = keep(totals, found, upgraded);
       const saved = await this.#table.save(from, to, { checked: totals.checked + rollouts + r.checked, diverged, more, listsKnown: next.listsKnown, divergences: stored }, changedLists(lists, next.lists));
       // Not saved: another process checked these seqs meanwhile, and counting them again would count them twice.
       from = saved ? to : await this.#table.checkpoint();
@@ -175,6 +168,23 @@ export class DecisionCheck {
     const t: Totals = totals === null ? NO_TOTALS : { ...totals, divergences, upgrades };
     return { totals: t, lists: lists as Map<string, EgressListState> };
   }
+}
+
+/**
+ * The totals after a step that found `found` and `upgraded`: the first {@link MAX_KEPT} of each
+ * kept (upgrade effects marked apart in the one stored list), the rest of the differences counted.
+ */
+function keep(totals: Totals, found: Divergence[], upgraded: UpgradeEffect[]): { diverged: number; more: number; stored: (Divergence | KeptUpgrade)[] } {
+  // Stable: a decision's parts stay in the order the full check reports them.
+  found.sort((a, b) => a.seq - b.seq);
+  upgraded.sort((a, b) => a.seq - b.seq);
+  const kept = [...totals.divergences, ...found.slice(0, Math.max(0, MAX_KEPT - totals.divergences.length))];
+  const upgrades = [...totals.upgrades, ...upgraded.slice(0, Math.max(0, MAX_KEPT - totals.upgrades.length))];
+  return {
+    diverged: totals.diverged + new Set(found.map((d) => d.seq)).size,
+    more: totals.more + found.length - (kept.length - totals.divergences.length),
+    stored: [...kept, ...upgrades.map((u): KeptUpgrade => ({ ...u, upgrade: true }))],
+  };
 }
 
 /** The list states that differ from the ones read (only those are written back). */

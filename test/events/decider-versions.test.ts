@@ -54,26 +54,30 @@ const NAME = "echo";
 const LIST = ["api.example.com:443", "api.example.com:8443"];
 
 /** Appends the facts and the decision of a case; returns the decision's seq. */
-async function record(store: EventLog, c: Case): Promise<number> {
-  if (c.family === "rollout") {
-    await store.append([pluginObserved(NAME), grantObserved(NAME), configVerdict(NAME, IMAGE_A), verdict(DIGEST_A, IMAGE_A, c.verdict ?? "verified")]);
-    const { state } = await loadDeciderState(store, NAME);
-    const decider = (c.rules === 2 ? RULES.rollout.get(2) : ROLLOUT_RULES.get(1))?.decide ?? decideRolloutV1;
-    const made = decider(state);
-    // A dishonest decision claims the version ran that the facts refuse (or refuses what they allow).
-    const plan = c.honest ? made.plan : { ...made.plan, outcome: made.plan.outcome === "current" ? "none" : "current" };
-    const [e] = await store.append([{ stream: `plugin/${NAME}`, type: "rollout.decided", actor: "reconciler", data: { ...made, plan, rules: c.rules } }]);
-    return e?.seq ?? 0;
-  }
+function record(store: EventLog, c: Case): Promise<number> {
+  return c.family === "rollout" ? recordRollout(store, c) : recordEgress(store, c);
+}
+
+async function recordRollout(store: EventLog, c: Case): Promise<number> {
+  await store.append([pluginObserved(NAME), grantObserved(NAME), configVerdict(NAME, IMAGE_A), verdict(DIGEST_A, IMAGE_A, c.verdict ?? "verified")]);
+  const { state } = await loadDeciderState(store, NAME);
+  const decider = RULES.rollout.get(c.rules)?.decide ?? decideRolloutV1;
+  const made = decider(state);
+  // A dishonest decision claims the version ran that the facts refuse (or refuses what they allow).
+  const plan = c.honest ? made.plan : { ...made.plan, outcome: made.plan.outcome === "current" ? "none" : "current" };
+  const [e] = await store.append([{ stream: `plugin/${NAME}`, type: "rollout.decided", actor: "reconciler", data: { ...made, plan, rules: c.rules } }]);
+  return e?.seq ?? 0;
+}
+
+async function recordEgress(store: EventLog, c: Case): Promise<number> {
   await store.append([{ stream: `plugin/${NAME}`, type: "workload.desired", actor: "reconciler", data: { name: NAME, running: true, image: IMAGE_A, objects: [], allowList: LIST } }]);
   const port = c.port ?? 443;
   // Both ports are on the list: rules 1 allow either, rules 2 only 443.
   const listed = c.rules === 2 ? port === 443 : true;
-  const allowed = c.honest ? listed : !listed;
-  const data = allowed
-    ? { ...decisionRecord(NAME, "api.example.com", port, { allowed: true, reason: "listed", dial: { address: "93.184.215.14", family: 4, port }, addresses: ["93.184.215.14"] }), rules: c.rules }
-    : { ...decisionRecord(NAME, "api.example.com", port, { allowed: false, reason: "not_listed" }), rules: c.rules };
-  const [e] = await store.append([{ stream: `egress/${NAME}`, type: "egress.decision", actor: "egress", data }]);
+  const decision = (c.honest ? listed : !listed)
+    ? decisionRecord(NAME, "api.example.com", port, { allowed: true, reason: "listed", dial: { address: "93.184.215.14", family: 4, port }, addresses: ["93.184.215.14"] })
+    : decisionRecord(NAME, "api.example.com", port, { allowed: false, reason: "not_listed" });
+  const [e] = await store.append([{ stream: `egress/${NAME}`, type: "egress.decision", actor: "egress", data: { ...decision, rules: c.rules } }]);
   return e?.seq ?? 0;
 }
 
