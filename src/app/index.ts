@@ -49,8 +49,8 @@ export type { OpenLogOptions } from "./open-log.js";
 export { loadSettings, mergeSettings, saveSettings } from "./settings.js";
 export type { Settings } from "./settings.js";
 /** The log's integrity: the chain, its guards, re-checked decisions. */
-export { assertLogHolds, chainHead, checkLogDecisions, integrityReport, verifyLog } from "./integrity.js";
-export type { ChainHead, IntegrityReport, LogIntegrity } from "./integrity.js";
+export { assertLogHolds, chainHead, checkLogDecisions, decisionsCheckLines, integrityReport, verifyLog } from "./integrity.js";
+export type { ChainHead, DecisionsCheck, IntegrityReport, LogIntegrity } from "./integrity.js";
 /** `openfief up` as one value: lock, runtime, egress, the reconcile loop; an ordered stop. */
 export { startControlPlane } from "./control-plane.js";
 export type { ControlPlane, ControlPlaneOptions } from "./control-plane.js";

@@ -315,7 +315,7 @@ describe("the live log", () => {
             const data = /^data: (.*)$/m.exec(block)?.[1];
             if (id === undefined || data === undefined) continue;
             got.push({ id, seq: (JSON.parse(data) as { seq: number }).seq });
-            if (got.length === 2) void demo.cp.runtime.store.append([{ stream: "egress/nbp-fx", type: "egress.decision", actor: "egress", data: { plugin: "nbp-fx", host: "api.nbp.pl", port: 443, allowed: true, reason: "listed" } }]);
+            if (got.length === 2) void demo.cp.runtime.store.append([{ stream: "egress/nbp-fx", type: "egress.decision", actor: "egress", data: { plugin: "nbp-fx", host: "api.nbp.pl", port: 443, allowed: true, reason: "listed", rules: 1 } }]);
             if (got.length === 3) {
               req.destroy();
               resolve();

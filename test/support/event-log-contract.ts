@@ -73,7 +73,7 @@ export function noteRegistry(version: 1 | 2): EventRegistry {
 }
 
 const egressTo = (plugin: string, host: string, allowed: boolean): NewEvent => ({
-  stream: `egress/${plugin}`, type: "egress.decision", actor: "egress", data: { plugin, host, port: 443, allowed, reason: allowed ? "listed" : "not_listed" },
+  stream: `egress/${plugin}`, type: "egress.decision", actor: "egress", data: { plugin, host, port: 443, allowed, reason: allowed ? "listed" : "not_listed", rules: 1 },
 });
 
 /** The contract suite, against the store `fixture` opens. */

@@ -26,13 +26,23 @@ function chainCard(r: IntegrityReport): Markup {
   return html`<section class="card ${r.ok ? "callout ok" : "callout bad"}"><h2>Hash chain ${checkBadge(r.ok, "holds", "broken")}</h2>${text}${guards}</section>`;
 }
 
-function decisionsCard(r: IntegrityReport): Markup {
+/** The decisions card: whether re-deciding under each decision's own rules reproduces it. */
+export function decisionsCard(r: IntegrityReport): Markup {
   const d = r.decisions;
   if (d.divergences.length === 0) {
-    return html`<section class="card callout ok"><h2>Decisions ${checkBadge(true, "reproduce", "differ")}</h2><p>Re-running the deciders gives every one of the ${d.checked} decisions recorded up to event ${d.upTo} again.</p></section>`;
+    return html`<section class="card callout ok"><h2>Decisions ${checkBadge(true, "reproduce", "differ")}</h2><p>Re-running the deciders, each decision under the rules it names, gives every one of the ${d.checked} decisions recorded up to event ${d.upTo} again.</p></section>`;
   }
-  return html`<section class="card callout bad"><h2>Decisions ${checkBadge(false, "reproduce", "differ")}</h2><p>${d.diverged} of the ${d.checked} decisions recorded up to event ${d.upTo} are not what the log decides:</p>
-<ul>${d.divergences.map((x) => html`<li>event ${x.seq} (<a href="/plugins/${x.name}">${x.name}</a>): the recorded ${x.field} differ</li>`)}</ul>${d.more === 0 ? "" : html`<p>And ${d.more} more differences: <code>openfief check-decisions</code> lists them all.</p>`}</section>`;
+  return html`<section class="card callout bad"><h2>Decisions ${checkBadge(false, "reproduce", "differ")}</h2><p>${d.diverged} of the ${d.checked} decisions recorded up to event ${d.upTo} are not what the rules they name decide (a bug or tampering):</p>
+<ul>${d.divergences.map((x) => html`<li>event ${x.seq} (<a href="/plugins/${x.name}">${x.name}</a>): the recorded ${x.field} differ from what ${x.family} rules ${x.rules} decide</li>`)}</ul>${d.more === 0 ? "" : html`<p>And ${d.more} more differences: <code>openfief check-decisions</code> lists them all.</p>`}</section>`;
+}
+
+/** Decisions under older rules that today's would make differently: shown apart, an upgrade's effect rather than a fault. */
+export function upgradesCard(r: IntegrityReport): Markup {
+  const u = r.decisions.upgrades;
+  if (u.length === 0) return html``;
+  const seqs = new Set(u.map((x) => x.seq)).size;
+  return html`<section class="card" id="upgrade-effects"><h2>Under today's rules</h2><p>${r.decisions.upgradesCapped ? "At least " : ""}${seqs} decisions made under older rules would be decided differently today: what the upgrade changed, not a fault.</p>
+<ul>${u.map((x) => html`<li>event ${x.seq} (<a href="/plugins/${x.name}">${x.name}</a>): its ${x.field} under ${x.family} rules ${x.rules}, another under today's ${x.today}</li>`)}</ul>${r.decisions.upgradesCapped ? html`<p><code>openfief check-decisions</code> lists them all.</p>` : ""}</section>`;
 }
 
 /** `GET /integrity`. */
@@ -41,7 +51,7 @@ export async function integrityPage(ctx: RequestContext): Promise<string> {
   const now = app.clock();
   const r = await integrityReport(app.store);
   const body = html`<div class="page-head"><h1>Integrity</h1><p>Checked just now, as far as it was not already: the chain from the last verified event to the last event, each decision once, after it was recorded. <code>openfief verify-log</code> and <code>openfief check-decisions</code> go over the whole log again. <a href="/integrity">Check again</a></p></div>
-<div class="grid">${chainCard(r)}${decisionsCard(r)}</div>
+<div class="grid">${chainCard(r)}${decisionsCard(r)}</div>${upgradesCard(r)}
 <section class="card"><h2>Chain head</h2><dl class="facts">
 <dt>Last event</dt><dd>${r.head.seq === 0 ? html`<span class="muted">the log is empty</span>` : html`<a href="/replay?at=${r.head.seq}">event ${r.head.seq}</a>`}</dd>
 <dt>Appended</dt><dd>${when(r.head.time, now)}</dd>
