@@ -134,6 +134,8 @@ export interface ControlPlane {
   readonly views: RunningViews | null;
   /** The checkpoints' schedule, when the log signs them. */
   readonly checkpoints: CheckpointSchedule | null;
+  /** The log's public key and origin, when it signs checkpoints. */
+  readonly logKey: { readonly origin: string; readonly verifierKey: string } | null;
   readiness(): Readiness;
   /** Runs a reconcile pass now (after the one under way, if any) and resolves with its results. */
   pass(): Promise<PluginResult[]>;
@@ -203,6 +205,7 @@ async function compose(o: ControlPlaneOptions, lock: DataLock, metrics: ControlP
   saveSettings(o.dataDir, settings);
   const signing = startCheckpoints(o, rt.store);
   opened.checkpoints = signing?.schedule ?? null;
+  const logKey = signing === null ? null : { origin: signing.key.origin, verifierKey: signing.key.verifierKey };
   const projector = new Projector(rt.store);
   const allowLists = new MemoryAllowListSource(null, o.logger);
   const feedAllowLists = async (): Promise<void> => {
@@ -223,10 +226,10 @@ async function compose(o: ControlPlaneOptions, lock: DataLock, metrics: ControlP
   const views = await openViews(o, settings, rt, metrics, sessions);
   opened.views = views;
   const state: LoopState = { firstPass: false, failure: null, stopping: false };
-  const face = o.server === undefined ? null : await startFace(o, o.server, { store: rt.store, sessions, metrics, state, views, consoleOrigin: consoleOriginOf(settings), logKey: signing === null ? null : { origin: signing.key.origin, verifierKey: signing.key.verifierKey } });
+  const face = o.server === undefined ? null : await startFace(o, o.server, { store: rt.store, sessions, metrics, state, views, consoleOrigin: consoleOriginOf(settings), logKey });
   opened.face = face;
   lock.update([...serving, ...serveViews(views, settings, face), ...(face === null ? [] : [`console ${face.origin}`])]);
-  return new Loop(o, { lock, runtime: rt, proxy: opened.proxy, egress, hosted: opened.hosted, face, views, sessions, metrics, state, feedAllowLists, stopProjections, checkpoints: opened.checkpoints });
+  return new Loop(o, { lock, runtime: rt, proxy: opened.proxy, egress, hosted: opened.hosted, face, views, sessions, metrics, state, feedAllowLists, stopProjections, checkpoints: opened.checkpoints, logKey });
 }
 
 /**
@@ -354,6 +357,7 @@ interface Parts {
   /** Stops keeping the console's projections current (before the store closes). */
   readonly stopProjections: () => void;
   readonly checkpoints: CheckpointSchedule | null;
+  readonly logKey: { readonly origin: string; readonly verifierKey: string } | null;
 }
 
 class Loop implements ControlPlane {
@@ -366,6 +370,7 @@ class Loop implements ControlPlane {
   readonly sessions: Sessions;
   readonly metrics: ControlPlaneMetrics;
   readonly checkpoints: CheckpointSchedule | null;
+  readonly logKey: { readonly origin: string; readonly verifierKey: string } | null;
   readonly #p: Parts;
   readonly #unwatch: () => void;
   #chain: Promise<PluginResult[]> = Promise.resolve([]);
@@ -388,6 +393,7 @@ class Loop implements ControlPlane {
     this.sessions = parts.sessions;
     this.metrics = parts.metrics;
     this.checkpoints = parts.checkpoints;
+    this.logKey = parts.logKey;
     this.#unwatch = parts.metrics.watch(parts.runtime.store);
     const interval = o.intervalMs ?? DEFAULT_INTERVAL_MS;
     const tick = () => {
