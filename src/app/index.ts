@@ -101,3 +101,10 @@ export type { Blocker, HardBlocker, WhyAnswer } from "../projections/index.js";
 export { consoleUserRoles, CONSOLE_USER_RULES, VIEW_DEFAULTS, VIEW_KEYS_FILE, JWKS_PATH, KEY_MAX_AGE_SECONDS } from "./view-settings.js";
 export type { ViewSettings } from "./view-settings.js";
 export type { RunningViews, ViewFrame, ViewsFace, ViewsOptions } from "./views.js";
+
+/** The log's signing key: read from a file or the data folder (made there on first use), its verifier key and origin (docs/adr/0142). */
+export { defaultLogName, loadLogKey, LOG_KEY_ENV, LOG_KEY_FILE, newLogSignerKey, readLogKey, writeNewLogKey } from "./log-key.js";
+export type { LogKey, LogKeySource } from "./log-key.js";
+/** The verifiable log as static files: `/tlog/<path>` and `export-tiles` (docs/adr/0143). */
+export { CHECKPOINT_CACHE, CHECKPOINT_TYPE, checkExportDir, exportTiles, latestCheckpoint, publishedPaths, signCheckpointNow, TILE_CACHE, TILE_TYPE, tlogFile } from "./tlog.js";
+export type { ExportedTiles, TlogFile } from "./tlog.js";
