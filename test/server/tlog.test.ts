@@ -21,7 +21,7 @@ let out: string;
 let cp: ControlPlane;
 let base: string;
 
-const egress = (i: number) => ({ stream: "egress/echo", type: "egress.decision", actor: "egress", data: { plugin: "echo", host: `h${i}.example`, port: 443, allowed: i % 3 !== 0, reason: i % 3 === 0 ? "not_listed" : "listed" } });
+const egress = (i: number) => ({ stream: "egress/echo", type: "egress.decision", actor: "egress", data: { plugin: "echo", host: `h${i}.example`, port: 443, allowed: i % 3 !== 0, reason: i % 3 === 0 ? "not_listed" : "listed", rules: 1 } });
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "openfief-tlog-"));

@@ -14,7 +14,7 @@ async function main(): Promise<void> {
     const size = 1 + ((n * 37) % 120);
     await log.append(Array.from({ length: size }, (_, i) => ({
       stream: `egress/w${n % 7}`, type: "egress.decision", actor: "egress",
-      data: { plugin: `w${n % 7}`, host: `h${n}-${i}.example`, port: 443, allowed: i % 2 === 0, reason: i % 2 === 0 ? "listed" : "not_listed" },
+      data: { plugin: `w${n % 7}`, host: `h${n}-${i}.example`, port: 443, allowed: i % 2 === 0, reason: i % 2 === 0 ? "listed" : "not_listed", rules: 1 },
     })));
     // The tree follows in steps of its own, sometimes behind by several appends.
     if (n % 3 === 0) await log.tree.catchUp();
