@@ -65,7 +65,7 @@ describe("tlog-proof files", () => {
   it("fail when any bit of the proof, the root, a signature, the entry or the index changes", () => {
     fc.assert(fc.property(fc.integer({ min: 2, max: N }).chain((n) => fc.tuple(fc.integer({ min: 0, max: n - 1 }), fc.constant(n))), fc.nat(), fc.constantFrom("proof", "root", "log signature", "witness signature", "entry", "index"), ([i, n], bit, what) => {
       const p = proofFile(i, n);
-      let bad: ProofFile = p;
+      let bad: ProofFile;
       if (what === "proof") {
         if (p.proof.length === 0) return;
         const k = bit % p.proof.length;
