@@ -101,3 +101,13 @@ export type { Blocker, HardBlocker, WhyAnswer } from "../projections/index.js";
 export { consoleUserRoles, CONSOLE_USER_RULES, VIEW_DEFAULTS, VIEW_KEYS_FILE, JWKS_PATH, KEY_MAX_AGE_SECONDS } from "./view-settings.js";
 export type { ViewSettings } from "./view-settings.js";
 export type { RunningViews, ViewFrame, ViewsFace, ViewsOptions } from "./views.js";
+
+/** Proofs an auditor takes away: prove, export, their offline checks, and the log against kept checkpoints (docs/adr/0153, 0154). */
+export {
+  ExportCheck, exportLog, leafEvent, LOG_KEY_TYPES, logVerifier, proveEvent, readCheckpointFile, readInputFile, readVerifierKey, requireFile,
+  verifyLogAgainst, verifyProofFile, WITNESS_KEY_TYPES,
+} from "./proofs.js";
+export type { CheckpointFinding, EventProof, ExportSummary, ExportVerdict, LeafEvent, LineSink, LogAgainstCheckpoints, ProofVerdict } from "./proofs.js";
+/** Witnesses on up: checkpoints submitted with C2SP tlog-witness, their cosignatures kept beside the log (docs/adr/0155). */
+export { cosignedCheckpoints, parseWitnessTarget, Witnesses, witnessStates, WITNESS_TABLE } from "./witnesses.js";
+export type { CosignedCheckpoints, WitnessState, WitnessStatus, WitnessTarget, WitnessesOptions } from "./witnesses.js";

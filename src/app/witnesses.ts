@@ -1,0 +1,304 @@
+/**
+ * Witnesses on up (docs/adr/0155): after each signed checkpoint, the log submits it to each
+ * witness with C2SP tlog-witness `add-checkpoint` — the size that witness last cosigned and the
+ * consistency proof from it — and keeps the cosignature it answers, so that the published
+ * checkpoint, `prove` and `export` carry it. A 409 says the size the witness holds: the request is
+ * made again from it. A 422 (the witness finds the checkpoint inconsistent with what it cosigned:
+ * a fork, or a log rewritten) is recorded and logged as an error, and shown on the integrity page.
+ * Every call has a deadline, one request per witness at a time, and only the newest checkpoint
+ * waits: a witness that is down never holds back an append or another witness.
+ *
+ * What each witness last did is kept in a table beside the log (a projection table, on both
+ * stores), so that other commands (`prove`, `export`) read the cosignatures too.
+ */
+import { Buffer } from "node:buffer";
+import type { Logger } from "pino";
+import { Counter } from "prom-client";
+import type { Registry } from "prom-client";
+import type { Cell, EventLog, ProjectionTableSpec, StoredCheckpoint } from "../events/index.js";
+import { formatHash, formatKeyId, openCheckpoint, parseDecimalSize, parseVerifierKey, proveConsistency } from "../tlog/index.js";
+import type { NoteVerifier } from "../tlog/index.js";
+import { AppError } from "./errors.js";
+
+/** The table of what each witness last did, keyed by its URL. */
+export const WITNESS_TABLE: ProjectionTableSpec = {
+  name: "tlog-witnesses",
+  version: 1,
+  table: "tlog_witnesses",
+  columns: [
+    { name: "size", type: "INTEGER" },
+    { name: "cosignature", type: "TEXT" },
+    { name: "witness", type: "TEXT" },
+    { name: "status", type: "TEXT" },
+    { name: "detail", type: "TEXT" },
+    { name: "at", type: "TEXT" },
+  ],
+};
+
+/** What a witness last did. `size` and `cosignature` are the newest checkpoint it cosigned. */
+export interface WitnessState {
+  readonly url: string;
+  /** The newest size it cosigned (0: none yet). */
+  readonly size: number;
+  /** Its signature lines on the checkpoint of {@link size} (`— <name> <base64>\n`…), "" when none. */
+  readonly cosignature: string;
+  /** `<name>+<key ID>` of the cosigner, when known. */
+  readonly witness: string;
+  /** `cosigned`, `behind` (busy or not yet asked), `refused` (422: inconsistent), `rejected` (it does not take this log), `unreachable`. */
+  readonly status: WitnessStatus;
+  /** The last answer's one line, when it was not a cosignature. */
+  readonly detail: string;
+  /** When it last answered or failed (ISO-8601). */
+  readonly at: string;
+}
+export type WitnessStatus = "cosigned" | "behind" | "refused" | "rejected" | "unreachable";
+
+/** The witness states kept beside the log (none when the table was never written). */
+export async function witnessStates(store: EventLog): Promise<WitnessState[]> {
+  let rows: (readonly [string, Cell[]])[];
+  try {
+    await store.tables.projections.open([WITNESS_TABLE]);
+    rows = await store.tables.projections.rows(WITNESS_TABLE);
+  } catch {
+    return [];
+  }
+  return rows.map(([url, c]) => ({
+    url, size: Number(c[0] ?? 0), cosignature: String(c[1] ?? ""), witness: String(c[2] ?? ""),
+    status: String(c[3] ?? "behind") as WitnessStatus, detail: String(c[4] ?? ""), at: String(c[5] ?? ""),
+  }));
+}
+
+/** The cosignatures kept, by checkpoint size. */
+export interface CosignedCheckpoints {
+  /** Sizes some witness cosigned. */
+  sizes(): number[];
+  /** How many witnesses cosigned the checkpoint of `size`. */
+  countFor(size: number): number;
+  /** The checkpoint's signed note with every kept cosignature of its size appended. */
+  noteFor(c: StoredCheckpoint): string;
+}
+
+/** Reads the cosignatures kept beside the log. */
+export async function cosignedCheckpoints(store: EventLog): Promise<CosignedCheckpoints> {
+  const states = (await witnessStates(store)).filter((s) => s.size > 0 && s.cosignature !== "");
+  return {
+    sizes: () => [...new Set(states.map((s) => s.size))],
+    countFor: (size) => states.filter((s) => s.size === size).length,
+    noteFor: (c) => c.note + states.filter((s) => s.size === c.size).map((s) => s.cosignature).join(""),
+  };
+}
+
+/** A witness as `--witness` names it: its submission URL, and optionally its verifier key. */
+export interface WitnessTarget {
+  readonly url: URL;
+  /** Checks its cosignatures before they are kept; without it they are kept as answered. */
+  readonly key: NoteVerifier | null;
+}
+
+/** Parses `--witness "<url>[ <verifier key>]"`: an http(s) URL, optionally a space and the witness's key. Refuses in one line. */
+export function parseWitnessTarget(text: string): WitnessTarget {
+  const trimmed = text.trim();
+  const space = trimmed.indexOf(" ");
+  const urlText = space < 0 ? trimmed : trimmed.slice(0, space);
+  const keyText = space < 0 ? "" : trimmed.slice(space + 1).trim();
+  let url: URL;
+  try {
+    url = new URL(urlText);
+  } catch {
+    throw new AppError("usage", `--witness is "<http(s) URL>[ <verifier key>]", not ${JSON.stringify(text.slice(0, 80))}`, "witness");
+  }
+  if ((url.protocol !== "http:" && url.protocol !== "https:") || url.username !== "" || url.password !== "" || url.search !== "" || url.hash !== "") {
+    throw new AppError("usage", `--witness takes an http(s) URL without credentials, query or fragment, not ${JSON.stringify(urlText.slice(0, 80))}`, "witness");
+  }
+  if (!url.pathname.endsWith("/add-checkpoint")) url.pathname = `${url.pathname.replace(/\/$/, "")}/add-checkpoint`;
+  let key: NoteVerifier | null = null;
+  if (keyText !== "") {
+    const v = parseVerifierKey(keyText);
+    if (!v.ok) throw new AppError("usage", `--witness ${urlText}: the key after the URL is not a verifier key: ${v.error.message}`, "witness");
+    key = v.value;
+  }
+  return { url, key };
+}
+
+/** Options of {@link Witnesses}. */
+export interface WitnessesOptions {
+  readonly logger: Logger;
+  /** Each request's deadline, answer read included (default 5 s). */
+  readonly timeoutMs?: number;
+  /** The metrics registry to count submissions in (by result). */
+  readonly registry?: Registry;
+  readonly clock?: () => Date;
+}
+
+/** The largest answer read from a witness: a few cosignature lines. */
+const MAX_ANSWER = 16 * 1024;
+
+/** Reads at most `cap` bytes of a response body; longer is a failure. */
+async function cappedText(res: Response, cap: number): Promise<string> {
+  if (res.body === null) return "";
+  const chunks: Buffer[] = [];
+  let n = 0;
+  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+    n += chunk.length;
+    if (n > cap) throw new Error(`the answer is over ${cap} bytes`);
+    chunks.push(Buffer.from(chunk));
+  }
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+/** One line of an answer, safe to log and show (no control characters, capped). */
+const oneLine = (s: string) => s.replace(/[\u0000-\u001f\u007f]+/g, " ").trim().slice(0, 200);
+
+/** One witness: its state, and the newest checkpoint waiting for it. */
+class OneWitness {
+  state: WitnessState;
+  pending: StoredCheckpoint | null = null;
+  running: Promise<void> | null = null;
+  constructor(readonly target: WitnessTarget, state: WitnessState | undefined, readonly controller: AbortController) {
+    this.state = state ?? { url: target.url.href, size: 0, cosignature: "", witness: "", status: "behind", detail: "", at: "" };
+  }
+}
+
+/** The witnesses of a running log; see the module comment. */
+export class Witnesses {
+  readonly #store: EventLog;
+  readonly #opts: WitnessesOptions;
+  readonly #all: OneWitness[] = [];
+  readonly #counter: Counter<"result"> | null;
+  #stopped = false;
+
+  private constructor(store: EventLog, opts: WitnessesOptions) {
+    this.#store = store;
+    this.#opts = opts;
+    this.#counter = opts.registry === undefined ? null : new Counter({
+      name: "openfief_witness_submissions_total", help: "checkpoints submitted to witnesses, by result (cosigned, conflict, refused, rejected, unreachable)",
+      labelNames: ["result"], registers: [opts.registry],
+    });
+  }
+
+  /** The witnesses of `targets`, their states read back from beside the log. */
+  static async start(store: EventLog, targets: readonly WitnessTarget[], opts: WitnessesOptions): Promise<Witnesses> {
+    const w = new Witnesses(store, opts);
+    const states = new Map((await witnessStates(store)).map((s) => [s.url, s]));
+    for (const t of targets) w.#all.push(new OneWitness(t, states.get(t.url.href), new AbortController()));
+    return w;
+  }
+
+  /** What each witness last did. */
+  states(): WitnessState[] {
+    return this.#all.map((w) => w.state);
+  }
+
+  /** Hands a new checkpoint to every witness; returns at once. */
+  submit(c: StoredCheckpoint): void {
+    if (this.#stopped) return;
+    for (const w of this.#all) {
+      if (c.size <= w.state.size) continue;
+      if (w.pending === null || w.pending.size < c.size) w.pending = c;
+      if (w.running === null) w.running = this.#drain(w).finally(() => { w.running = null; });
+    }
+  }
+
+  /** Waits for every submission under way (for tests and an orderly stop). */
+  async settled(): Promise<void> {
+    while (this.#all.some((w) => w.running !== null)) await Promise.all(this.#all.map((w) => w.running));
+  }
+
+  /** Cuts every request under way and waits for them to end. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    for (const w of this.#all) {
+      w.pending = null;
+      w.controller.abort();
+    }
+    await Promise.all(this.#all.map((w) => w.running));
+  }
+
+  async #drain(w: OneWitness): Promise<void> {
+    while (w.pending !== null && !this.#stopped) {
+      const c = w.pending;
+      w.pending = null;
+      try {
+        await this.#submit(w, c);
+      } catch (err) {
+        if (this.#stopped) return;
+        await this.#record(w, { status: "unreachable", detail: oneLine(err instanceof Error ? err.message : String(err)) }, c.seq);
+        this.#opts.logger.warn({ witness: w.target.url.origin, size: c.size }, `witness ${w.target.url.origin} could not be reached: ${w.state.detail}`);
+        this.#counter?.inc({ result: "unreachable" });
+      }
+    }
+  }
+
+  /** One checkpoint to one witness: at most a few requests (each 409 moves the old size once). */
+  async #submit(w: OneWitness, c: StoredCheckpoint): Promise<void> {
+    let old = w.state.size;
+    for (let attempt = 0; attempt < 3; attempt++) {
+      if (old >= c.size) return;
+      let proofLines = "";
+      if (old > 0) {
+        const proof = await proveConsistency(old, c.size, this.#store.tree.hashes);
+        if (!proof.ok) throw new Error(`no consistency proof from ${old} to ${c.size}: ${proof.error.message}`);
+        proofLines = proof.value.map((h) => `${formatHash(h)}\n`).join("");
+      }
+      const signal = AbortSignal.any([w.controller.signal, AbortSignal.timeout(this.#opts.timeoutMs ?? 5_000)]);
+      const res = await fetch(w.target.url, { method: "POST", body: `old ${old}\n${proofLines}\n${c.note}`, headers: { "content-type": "text/plain; charset=utf-8" }, signal, redirect: "error" });
+      const text = await cappedText(res, MAX_ANSWER);
+      if (res.status === 200) return this.#cosigned(w, c, text);
+      if (res.status === 409) {
+        const size = parseDecimalSize(text.replace(/\n$/, ""));
+        if (size === null) throw new Error(`the witness answered 409 without a size`);
+        this.#counter?.inc({ result: "conflict" });
+        if (size > c.size) {
+          await this.#record(w, { status: "refused", detail: `the witness has cosigned ${size} events of this log, more than its checkpoint of ${c.size}: events were removed, or the log signed another history` }, c.seq);
+          this.#opts.logger.error({ witness: w.target.url.origin, size: c.size, witnessed: size }, `witness ${w.target.url.origin} holds a larger checkpoint of this log (${size}) than the newest one (${c.size})`);
+          return;
+        }
+        if (size === old) throw new Error(`the witness answered 409 with the size it was sent (${old})`);
+        old = size;
+        continue;
+      }
+      const detail = `HTTP ${res.status}: ${oneLine(text) || res.statusText}`;
+      if (res.status === 422) {
+        await this.#record(w, { status: "refused", detail: `the witness refuses the checkpoint of ${c.size} events as inconsistent with what it cosigned (${detail})` }, c.seq);
+        this.#opts.logger.error({ witness: w.target.url.origin, size: c.size, old }, `witness ${w.target.url.origin} refused the checkpoint of ${c.size} events as inconsistent with the ${old} it cosigned: the log may have been rewritten`);
+        this.#counter?.inc({ result: "refused" });
+        return;
+      }
+      if (res.status >= 400 && res.status < 500 && res.status !== 429) {
+        await this.#record(w, { status: "rejected", detail }, c.seq);
+        this.#opts.logger.warn({ witness: w.target.url.origin, status: res.status }, `witness ${w.target.url.origin} does not take this log's checkpoints (${detail}); it needs this log's origin and key`);
+        this.#counter?.inc({ result: "rejected" });
+        return;
+      }
+      throw new Error(detail);
+    }
+    throw new Error("the witness kept answering 409");
+  }
+
+  async #cosigned(w: OneWitness, c: StoredCheckpoint, answer: string): Promise<void> {
+    const lines = answer.split("\n").filter((l) => l !== "");
+    if (lines.length === 0 || lines.length > 8 || !lines.every((l) => l.startsWith("— ") && l.split(" ").length === 3)) {
+      throw new Error("the witness answered 200 without cosignature lines");
+    }
+    const cosignature = lines.map((l) => `${l}\n`).join("");
+    let witness = lines[0]?.split(" ")[1] ?? "";
+    if (w.target.key !== null) {
+      const opened = openCheckpoint(c.note + cosignature, [w.target.key]);
+      if (!opened.ok) throw new Error(`its cosignature does not verify with the key given for it (${opened.error.code})`);
+      witness = `${w.target.key.name}+${formatKeyId(w.target.key.keyId)}`;
+    }
+    await this.#record(w, { size: c.size, cosignature, witness, status: "cosigned", detail: "" }, c.seq);
+    this.#counter?.inc({ result: "cosigned" });
+  }
+
+  async #record(w: OneWitness, change: Partial<WitnessState>, seq: number): Promise<void> {
+    w.state = { ...w.state, ...change, at: (this.#opts.clock?.() ?? new Date()).toISOString() };
+    const s = w.state;
+    try {
+      await this.#store.tables.projections.open([WITNESS_TABLE]);
+      await this.#store.tables.projections.commit([{ spec: WITNESS_TABLE, upserts: [[s.url, [s.size, s.cosignature, s.witness, s.status, s.detail, s.at]]], deletes: [] }], seq);
+    } catch (err) {
+      this.#opts.logger.warn({ witness: w.target.url.origin }, `cannot keep witness ${w.target.url.origin}'s state beside the log: ${err instanceof Error ? err.message : String(err)}`);
+    }
+  }
+}
