@@ -12,7 +12,7 @@ import { chainBytes } from "../events/index.js";
 import type { EventLog, StoredCheckpoint } from "../events/index.js";
 import {
   ExportReader, exportEntryLine, exportHeadLines, exportTail, formatHash, formatKeyId, formatProof, hashEquals, KeyType, leafHash,
-  MAX_PROOF_FILE_BYTES, MerkleTree, NOTE_CAPS, openCheckpoint, parseCheckpoint, parseProof, parseVerifierKey, proveConsistency,
+  MerkleTree, NOTE_CAPS, openCheckpoint, parseCheckpoint, parseProof, parseVerifierKey, proveConsistency,
   proveInclusion, rightEdge, signatureProblem, verifyProof,
 } from "../tlog/index.js";
 import type { Checkpoint, ExportReport, Hash, NoteVerifier, ProofReport } from "../tlog/index.js";

@@ -147,7 +147,7 @@ async function cappedText(res: Response, cap: number): Promise<string> {
 }
 
 /** One line of an answer, safe to log and show (no control characters, capped). */
-const oneLine = (s: string) => s.replace(/[\u0000-\u001f\u007f]+/g, " ").trim().slice(0, 200);
+const oneLine = (s: string) => [...s].map((c) => (c < " " || c === "\u007f" ? " " : c)).join("").replace(/ +/g, " ").trim().slice(0, 200);
 
 /** One witness: its state, and the newest checkpoint waiting for it. */
 class OneWitness {
@@ -233,7 +233,8 @@ export class Witnesses {
   async #submit(w: OneWitness, c: StoredCheckpoint): Promise<void> {
     let old = w.state.size;
     for (let attempt = 0; attempt < 3; attempt++) {
-      if (old >= c.size) return;
+      // Equal sizes after a 409 are still sent (no proof): the witness then compares the roots.
+      if (old > c.size) return;
       let proofLines = "";
       if (old > 0) {
         const proof = await proveConsistency(old, c.size, this.#store.tree.hashes);

@@ -35,7 +35,8 @@ function proofFile(index: number, size: number): ProofFile {
 
 const flip = (b: Uint8Array, bit: number): Uint8Array => {
   const c = Uint8Array.from(b);
-  c[Math.floor(bit / 8) % c.length] ^= 1 << (bit % 8);
+  const at = Math.floor(bit / 8) % c.length;
+  c[at] = (c[at] as number) ^ (1 << (bit % 8));
   return c;
 };
 
