@@ -34,6 +34,8 @@ import { startHostedPlugins } from "./hosted-plugins.js";
 import type { HostedPlugins } from "./hosted-plugins.js";
 import type { Settings } from "./settings.js";
 import { VIEW_DEFAULTS } from "./view-settings.js";
+import { Witnesses } from "./witnesses.js";
+import type { WitnessTarget } from "./witnesses.js";
 import type { RunningViews, ViewsFace, ViewsOptions } from "./views.js";
 
 /** Options of {@link startControlPlane}. */
@@ -65,6 +67,8 @@ export interface ControlPlaneOptions {
    * lifetime for tests. The origins and the cluster ID are settings.
    */
   readonly views?: Partial<Pick<ViewsOptions, "host" | "sessions" | "roles" | "ttlSeconds" | "upstream">> | null;
+  /** Witnesses each signed checkpoint is submitted to, their cosignatures kept beside the log (docs/adr/0155). */
+  readonly witnesses?: readonly WitnessTarget[];
 }
 
 /** Whether the control plane can serve: the log checked and a first reconcile pass done. */
@@ -135,10 +139,11 @@ const DEFAULT_FULL_PASS_MS = 60_000;
 /** Starts a control plane on a data folder; refuses (`conflict`) a folder another `up` holds and (`log_broken`) a log that does not hold. */
 export async function startControlPlane(o: ControlPlaneOptions): Promise<ControlPlane> {
   const lock = lockDataDir(o.dataDir, o.clock);
-  const opened: Opened = { rt: null, stopProjections: null, proxy: null, hosted: null, face: null, views: null };
+  const opened: Opened = { rt: null, stopProjections: null, proxy: null, hosted: null, face: null, views: null, witnesses: null };
   try {
     return await compose(o, lock, o.metrics ?? new ControlPlaneMetrics(), opened);
   } catch (err) {
+    await opened.witnesses?.stop();
     await opened.face?.close();
     await opened.views?.close();
     await opened.hosted?.close();
@@ -159,6 +164,7 @@ interface Opened {
   hosted: HostedPlugins | null;
   face: Face | null;
   views: RunningViews | null;
+  witnesses: Witnesses | null;
 }
 
 async function compose(o: ControlPlaneOptions, lock: DataLock, metrics: ControlPlaneMetrics, opened: Opened): Promise<ControlPlane> {
@@ -193,7 +199,11 @@ async function compose(o: ControlPlaneOptions, lock: DataLock, metrics: ControlP
   const face = o.server === undefined ? null : await startFace(o, o.server, { store: rt.store, sessions, metrics, state, views, consoleOrigin: consoleOriginOf(settings) });
   opened.face = face;
   lock.update([...serving, ...serveViews(views, settings, face), ...(face === null ? [] : [`console ${face.origin}`])]);
-  return new Loop(o, { lock, runtime: rt, proxy: opened.proxy, egress, hosted: opened.hosted, face, views, sessions, metrics, state, feedAllowLists, stopProjections });
+  // Never in the append path: each witness is asked on its own, with a deadline (docs/adr/0155).
+  const witnesses = (o.witnesses ?? []).length === 0 ? null : await Witnesses.start(rt.store, o.witnesses ?? [], { logger: o.logger, registry: metrics.registry, ...(o.clock === undefined ? {} : { clock: o.clock }) });
+  opened.witnesses = witnesses;
+  witnesses?.follow();
+  return new Loop(o, { lock, runtime: rt, proxy: opened.proxy, egress, hosted: opened.hosted, face, views, sessions, metrics, state, feedAllowLists, stopProjections, witnesses });
 }
 
 /**
@@ -319,6 +329,8 @@ interface Parts {
   readonly feedAllowLists: () => Promise<void>;
   /** Stops keeping the console's projections current (before the store closes). */
   readonly stopProjections: () => void;
+  /** The witnesses checkpoints are submitted to, when any (stopped before the store closes). */
+  readonly witnesses: Witnesses | null;
 }
 
 class Loop implements ControlPlane {
@@ -413,6 +425,7 @@ class Loop implements ControlPlane {
     if (this.#full !== null) clearInterval(this.#full);
     await this.#chain.catch(() => undefined);
     try {
+      await this.#p.witnesses?.stop();
       await this.#p.face?.close();
       await this.views?.close();
       await this.hosted?.close();

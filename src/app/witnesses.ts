@@ -166,6 +166,7 @@ export class Witnesses {
   readonly #all: OneWitness[] = [];
   readonly #counter: Counter<"result"> | null;
   #stopped = false;
+  #unsubscribe: (() => void) | null = null;
 
   private constructor(store: EventLog, opts: WitnessesOptions) {
     this.#store = store;
@@ -189,6 +190,20 @@ export class Witnesses {
     return this.#all.map((w) => w.state);
   }
 
+  /**
+   * Submits each checkpoint the log records from now on (its `log.checkpoint` events, whoever
+   * appends them), and the newest one now. Returns at once; {@link stop} ends it.
+   */
+  follow(): void {
+    if (this.#unsubscribe !== null || this.#stopped) return;
+    this.#unsubscribe = this.#store.subscribe((events) => {
+      for (const e of events) if (e.type === "log.checkpoint") this.submit({ size: e.data.size, root: e.data.root, note: e.data.note, seq: e.seq });
+    });
+    void this.#store.tree.latestCheckpoint().then((c) => { if (c !== null) this.submit(c); }, (err: unknown) => {
+      this.#opts.logger.warn({}, `cannot read the newest checkpoint for the witnesses: ${err instanceof Error ? err.message : String(err)}`);
+    });
+  }
+
   /** Hands a new checkpoint to every witness; returns at once. */
   submit(c: StoredCheckpoint): void {
     if (this.#stopped) return;
@@ -207,6 +222,7 @@ export class Witnesses {
   /** Cuts every request under way and waits for them to end. */
   async stop(): Promise<void> {
     this.#stopped = true;
+    this.#unsubscribe?.();
     for (const w of this.#all) {
       w.pending = null;
       w.controller.abort();

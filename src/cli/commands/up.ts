@@ -13,7 +13,7 @@ import { readFileSync } from "node:fs";
 import { Option, type Command } from "commander";
 import {
   AppError, applyDemoFolder, assertLogHolds, checkUserName, defaultUser, demoSettings, JWKS_PATH, listPlugins, logFile, mergeSettings, loadSettings, openRuntime, saveSettings,
-  signInLink, SIGN_IN_TTL_SECONDS, startControlPlane, storeLocationOf,
+  parseWitnessTarget, signInLink, SIGN_IN_TTL_SECONDS, startControlPlane, storeLocationOf,
 } from "../../app/index.js";
 import type { ControlPlane, FaceFactory, Settings } from "../../app/index.js";
 import { commandName, dataDir, openDataFolder, print, printJson, withData, withJson } from "../context.js";
@@ -33,6 +33,7 @@ interface RuntimeFlags extends DataOptions {
 
 interface UpOptions extends RuntimeFlags {
   views?: boolean;
+  witness?: string[];
   clusterId?: string;
   consoleOrigin?: string;
   pluginProxyOrigin?: string;
@@ -166,11 +167,13 @@ export function register(program: Command): void {
     .option("--console-origin <origin>", "the console's origin, the only page that may frame a view (default: the console's own address)")
     .option("--plugin-proxy-origin <origin>", "the plugin proxy's origin, a different site from the console's (default: http://localhost:4781)")
     .option("--gateway-origin <origin>", "the gateway's origin (default: http://localhost:4782)")
+    .option("--witness <url>", "a C2SP tlog-witness each signed checkpoint is submitted to, optionally followed by a space and its verifier key (repeatable)", repeatable)
     .addOption(new Option("--log-format <format>", "text: warnings and errors on stderr for people, the JSON log only in <data>/openfief.log; json: every JSON log line on stdout too, for a log collector").choices(["text", "json"]).default("text"))
     .action(async (o: UpOptions) => {
       const interval = wholeNumber(o.interval ?? "300", "--interval", 50, 3_600_000);
       const egressPort = wholeNumber(o.egressPort ?? "4750", "--egress-port", 0, 65535);
       const server = await serverOption(o);
+      const witnesses = (o.witness ?? []).map(parseWitnessTarget);
       const user = checkUserName(o.user ?? defaultUser());
       // The egress proxy's writer thread commits to the data folder's own file (its log on PostgreSQL is the cluster's).
       if (storeLocationOf(o) !== null) throw new AppError("usage", "up keeps its log in its data folder (--data): --store and $OPENFIEF_STORE are for the other commands", "store");
@@ -189,6 +192,7 @@ export function register(program: Command): void {
         views: o.views === false ? null : {},
         reset: o.reset === true,
         ...(server === undefined ? {} : { server }),
+        ...(witnesses.length === 0 ? {} : { witnesses }),
       }).catch((err: unknown) => {
         logger.flush();
         throw withFlag(err);
