@@ -102,6 +102,9 @@ export { consoleUserRoles, CONSOLE_USER_RULES, VIEW_DEFAULTS, VIEW_KEYS_FILE, JW
 export type { ViewSettings } from "./view-settings.js";
 export type { RunningViews, ViewFrame, ViewsFace, ViewsOptions } from "./views.js";
 
+/** The log's signing key: read from a file or the data folder (made there on first use), its verifier key and origin (docs/adr/0142). */
+export { defaultLogName, loadLogKey, LOG_KEY_ENV, LOG_KEY_FILE, newLogSignerKey, readLogKey, writeNewLogKey } from "./log-key.js";
+export type { LogKey, LogKeySource } from "./log-key.js";
 /** Proofs an auditor takes away: prove, export, their offline checks, and the log against kept checkpoints (docs/adr/0153, 0154). */
 export {
   ExportCheck, exportLog, leafEvent, LOG_KEY_TYPES, logVerifier, proveEvent, readCheckpointFile, readInputFile, readVerifierKey, requireFile,
