@@ -82,11 +82,12 @@ export function register(program: Command): void {
     .description("write a self-contained proof (C2SP tlog-proof) that an event is in the log: the event, its inclusion proof, and a signed checkpoint with its witnesses' cosignatures")
     .argument("<seq>", "the event's sequence number")
     .option("--out <file>", "write the proof to this file (default: standard output)")
-    .action(async (seqText: string, o: DataOptions & { out?: string }) => {
+    .option("--key <key>", "the log's verifier key the proof is checked with before it is written, or a file holding it (default: the data folder's log key, or $OPENFIEF_LOG_KEY_FILE's)")
+    .action(async (seqText: string, o: DataOptions & { out?: string; key?: string }) => {
       const seq = parseCount(seqText, "SEQ");
+      const key = o.key !== undefined ? readVerifierKey(o.key, "--key", LOG_KEY_TYPES) : logVerifier(o.store === undefined ? dataDir(o) : null, process.env);
       const store = await openLog(o);
       try {
-        const key = logVerifier(o.store === undefined ? dataDir(o) : null, process.env);
         const proof = await proveEvent(store, seq, key);
         if (o.out === undefined) {
           process.stdout.write(proof.text);
