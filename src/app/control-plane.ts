@@ -13,7 +13,7 @@
 import type { Logger } from "pino";
 import { ANONYMOUS_LIMITS, MemoryAllowListSource, startEmbeddedEgress } from "../egress/index.js";
 import type { ConnectFn, EgressProxy } from "../egress/index.js";
-import { refusalBudgetProblem } from "../events/index.js";
+import { CheckpointSchedule, refusalBudgetProblem } from "../events/index.js";
 import type { EventLog } from "../events/index.js";
 import type { PluginResult } from "../reconciler/index.js";
 import { allowListConfigData, Projector } from "../projections/index.js";
@@ -23,6 +23,8 @@ import { AppError } from "./errors.js";
 import { resetDataDir } from "./demo.js";
 import { assertLogHolds } from "./integrity.js";
 import { isListenError, listenRefused } from "./listeners.js";
+import { loadLogKey } from "./log-key.js";
+import type { LogKey } from "./log-key.js";
 import { keepProjections } from "./kept-projections.js";
 import { ControlPlaneMetrics } from "./metrics.js";
 import { openRuntime } from "./runtime.js";
@@ -69,6 +71,12 @@ export interface ControlPlaneOptions {
   readonly views?: Partial<Pick<ViewsOptions, "host" | "sessions" | "roles" | "ttlSeconds" | "upstream">> | null;
   /** Witnesses each signed checkpoint is submitted to, their cosignatures kept beside the log (docs/adr/0155). */
   readonly witnesses?: readonly WitnessTarget[];
+  /**
+   * Signed checkpoints of the tree over the log (on by default; null turns them off): every
+   * `every` events and every `intervalMs` ms, signed with the key of `keyFile`, else of
+   * `OPENFIEF_LOG_KEY_FILE`, else the data folder's `log-key` (made on first use; docs/adr/0141, 0142).
+   */
+  readonly checkpoints?: { readonly every?: number; readonly intervalMs?: number; readonly keyFile?: string } | null;
 }
 
 /** Whether the control plane can serve: the log checked and a first reconcile pass done. */
@@ -91,6 +99,8 @@ export interface FaceContext {
   readonly logger: Logger;
   readonly clock: () => Date;
   readiness(): Readiness;
+  /** The log's public key and origin, when it signs checkpoints (`/api/v1/log/key`, the integrity page). */
+  readonly logKey?: { readonly origin: string; readonly verifierKey: string } | null;
 }
 
 /** A started HTTP face. */
@@ -126,6 +136,8 @@ export interface ControlPlane {
   readonly metrics: ControlPlaneMetrics;
   /** The views part, when it runs: its origins and the mint the faces mount. */
   readonly views: RunningViews | null;
+  /** The checkpoints' schedule, when the log signs them. */
+  readonly checkpoints: CheckpointSchedule | null;
   readiness(): Readiness;
   /** Runs a reconcile pass now (after the one under way, if any) and resolves with its results. */
   pass(): Promise<PluginResult[]>;
@@ -139,7 +151,7 @@ const DEFAULT_FULL_PASS_MS = 60_000;
 /** Starts a control plane on a data folder; refuses (`conflict`) a folder another `up` holds and (`log_broken`) a log that does not hold. */
 export async function startControlPlane(o: ControlPlaneOptions): Promise<ControlPlane> {
   const lock = lockDataDir(o.dataDir, o.clock);
-  const opened: Opened = { rt: null, stopProjections: null, proxy: null, hosted: null, face: null, views: null, witnesses: null };
+  const opened: Opened = { rt: null, stopProjections: null, proxy: null, hosted: null, face: null, views: null, checkpoints: null, witnesses: null };
   try {
     return await compose(o, lock, o.metrics ?? new ControlPlaneMetrics(), opened);
   } catch (err) {
@@ -149,6 +161,7 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
     await opened.hosted?.close();
     await opened.proxy?.close();
     opened.stopProjections?.();
+    await opened.checkpoints?.stop();
     await opened.rt?.close();
     lock.release();
     if (err instanceof AppError) throw err;
@@ -165,6 +178,24 @@ interface Opened {
   face: Face | null;
   views: RunningViews | null;
   witnesses: Witnesses | null;
+  checkpoints: CheckpointSchedule | null;
+}
+
+/** The log's key and the schedule that signs its checkpoints, unless turned off. */
+function startCheckpoints(o: ControlPlaneOptions, store: EventLog): { key: LogKey; schedule: CheckpointSchedule } | null {
+  if (o.checkpoints === null) return null;
+  const c = o.checkpoints ?? {};
+  const key = loadLogKey({ ...(c.keyFile === undefined ? {} : { file: c.keyFile }), env: process.env, dataDir: o.dataDir });
+  if (key.created) o.logger.info({ path: key.path, key: key.verifierKey }, "made the log's signing key");
+  const log = o.logger.child({ component: "checkpoints" });
+  const schedule = new CheckpointSchedule(store, key.signer, {
+    ...(c.every === undefined ? {} : { every: c.every }),
+    ...(c.intervalMs === undefined ? {} : { intervalMs: c.intervalMs }),
+    onCheckpoint: (cp) => { log.debug({ size: cp.size, seq: cp.seq }, "signed a checkpoint"); },
+    onError: (err) => { log.error({ err: err instanceof Error ? err.message : String(err) }, "signing a checkpoint failed; trying again"); },
+  });
+  schedule.trigger();
+  return { key, schedule };
 }
 
 async function compose(o: ControlPlaneOptions, lock: DataLock, metrics: ControlPlaneMetrics, opened: Opened): Promise<ControlPlane> {
@@ -176,6 +207,8 @@ async function compose(o: ControlPlaneOptions, lock: DataLock, metrics: ControlP
   // The whole chain once at start; each pass then walks what was appended since.
   await assertLogHolds(rt.store, { full: true });
   saveSettings(o.dataDir, settings);
+  const signing = startCheckpoints(o, rt.store);
+  opened.checkpoints = signing?.schedule ?? null;
   const projector = new Projector(rt.store);
   const allowLists = new MemoryAllowListSource(null, o.logger);
   const feedAllowLists = async (): Promise<void> => {
@@ -196,14 +229,14 @@ async function compose(o: ControlPlaneOptions, lock: DataLock, metrics: ControlP
   const views = await openViews(o, settings, rt, metrics, sessions);
   opened.views = views;
   const state: LoopState = { firstPass: false, failure: null, stopping: false };
-  const face = o.server === undefined ? null : await startFace(o, o.server, { store: rt.store, sessions, metrics, state, views, consoleOrigin: consoleOriginOf(settings) });
+  const face = o.server === undefined ? null : await startFace(o, o.server, { store: rt.store, sessions, metrics, state, views, consoleOrigin: consoleOriginOf(settings), logKey: signing === null ? null : { origin: signing.key.origin, verifierKey: signing.key.verifierKey } });
   opened.face = face;
   lock.update([...serving, ...serveViews(views, settings, face), ...(face === null ? [] : [`console ${face.origin}`])]);
   // Never in the append path: each witness is asked on its own, with a deadline (docs/adr/0155).
   const witnesses = (o.witnesses ?? []).length === 0 ? null : await Witnesses.start(rt.store, o.witnesses ?? [], { logger: o.logger, registry: metrics.registry, ...(o.clock === undefined ? {} : { clock: o.clock }) });
   opened.witnesses = witnesses;
   witnesses?.follow();
-  return new Loop(o, { lock, runtime: rt, proxy: opened.proxy, egress, hosted: opened.hosted, face, views, sessions, metrics, state, feedAllowLists, stopProjections, witnesses });
+  return new Loop(o, { lock, runtime: rt, proxy: opened.proxy, egress, hosted: opened.hosted, face, views, sessions, metrics, state, feedAllowLists, stopProjections, witnesses, checkpoints: opened.checkpoints });
 }
 
 /**
@@ -293,8 +326,9 @@ function startHost(o: ControlPlaneOptions, rt: Runtime, settings: Settings, egre
 }
 
 /** The HTTP face, handed what it serves. */
-function startFace(o: ControlPlaneOptions, factory: FaceFactory, p: { store: EventLog; sessions: Sessions; metrics: ControlPlaneMetrics; state: LoopState; views: ViewsFace | null; consoleOrigin: string | undefined }): Promise<Face> {
+function startFace(o: ControlPlaneOptions, factory: FaceFactory, p: { store: EventLog; sessions: Sessions; metrics: ControlPlaneMetrics; state: LoopState; views: ViewsFace | null; consoleOrigin: string | undefined; logKey: { readonly origin: string; readonly verifierKey: string } | null }): Promise<Face> {
   return factory({
+    logKey: p.logKey,
     dataDir: o.dataDir, store: p.store, sessions: p.sessions, views: p.views, ...(p.consoleOrigin === undefined ? {} : { consoleOrigin: p.consoleOrigin }), metrics: p.metrics, logger: o.logger.child({ component: "server" }),
     clock: o.clock ?? (() => new Date()), readiness: () => readinessOf(p.state),
   });
@@ -331,6 +365,7 @@ interface Parts {
   readonly stopProjections: () => void;
   /** The witnesses checkpoints are submitted to, when any (stopped before the store closes). */
   readonly witnesses: Witnesses | null;
+  readonly checkpoints: CheckpointSchedule | null;
 }
 
 class Loop implements ControlPlane {
@@ -342,6 +377,7 @@ class Loop implements ControlPlane {
   readonly views: RunningViews | null;
   readonly sessions: Sessions;
   readonly metrics: ControlPlaneMetrics;
+  readonly checkpoints: CheckpointSchedule | null;
   readonly #p: Parts;
   readonly #unwatch: () => void;
   #chain: Promise<PluginResult[]> = Promise.resolve([]);
@@ -363,6 +399,7 @@ class Loop implements ControlPlane {
     this.views = parts.views;
     this.sessions = parts.sessions;
     this.metrics = parts.metrics;
+    this.checkpoints = parts.checkpoints;
     this.#unwatch = parts.metrics.watch(parts.runtime.store);
     const interval = o.intervalMs ?? DEFAULT_INTERVAL_MS;
     const tick = () => {
@@ -435,6 +472,7 @@ class Loop implements ControlPlane {
       } finally {
         this.#unwatch();
         this.#p.stopProjections();
+        await this.checkpoints?.stop();
         await this.runtime.close();
         this.#p.lock.release();
       }

@@ -111,6 +111,7 @@ const paths: Record<string, Record<string, Json>> = {
       security: SECURED,
     },
   },
+  "/api/v1/log/key": { get: get("the log's verifier key (signed-note, <name>+<key ID>+<base64>) and its checkpoints' origin; needs no session", { ...ok("the key", obj({ origin: { type: "string" }, key: { type: "string" } }, ["origin", "key"])), ...errors(404, ...BASE) }, [], []) },
   "/api/v1/openapi.json": { get: get("this document", { ...ok("the document", { type: "object" }), ...errors(...BASE) }, [], []) },
   "/healthz": { get: get("liveness", { ...ok("the process answers", obj({ ok: { type: "boolean" } })), ...errors(...BASE) }, [], []) },
   "/readyz": { get: get("readiness (503 with reasons when not ready)", { ...ok("ready", obj({ ready: { type: "boolean" }, reasons: { type: "array", items: { type: "string" } } })), ...errors(...BASE) }, [], []) },

@@ -407,6 +407,18 @@ describe("the operator's routes", () => {
   });
 });
 
+describe("the verifiable log", () => {
+  it("publishes the log's verifier key and origin to anyone, with no session", async () => {
+    const r = await call(base, "/api/v1/log/key");
+    expect(r.status, r.text).toBe(200);
+    const { origin, key } = r.json<{ origin: string; key: string }>();
+    expect(origin).toMatch(/^openfief\/log\/[0-9a-f]{16}$/);
+    expect(key.startsWith(`${origin}+`)).toBe(true);
+    expect(key).toMatch(/^[^+]+\+[0-9a-f]{8}\+[A-Za-z0-9+/]{44}$/);
+    expect(r.text).not.toContain("PRIVATE");
+  });
+});
+
 describe("this file", () => {
   // Last in the file, so it sees every request before it (skipped when tests are picked with -t).
   it("reached every API and operator route, and saw only statuses each declares", () => {

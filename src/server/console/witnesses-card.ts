@@ -4,6 +4,7 @@
  * docs/adr/0153) as a download, to hand to an auditor.
  */
 import { logVerifier, parseCount, proveEvent, witnessStates } from "../../app/index.js";
+import { parseVerifierKey } from "../../tlog/index.js";
 import type { WitnessState } from "../../app/index.js";
 import type { RequestContext } from "../routes.js";
 import { checkBadge, when } from "./format.js";
@@ -44,7 +45,9 @@ ${proofForm}</section>`;
 /** `GET /integrity/proof?seq=N`: the event's proof, as a file to save. */
 export async function proofDownload(ctx: RequestContext): Promise<void> {
   const seq = parseCount(ctx.query.get("seq") ?? "", "seq");
-  const proof = await proveEvent(ctx.app.store, seq, logVerifier(ctx.app.dataDir, process.env));
+  const published = ctx.app.logKey?.verifierKey;
+  const key = published === undefined ? null : parseVerifierKey(published);
+  const proof = await proveEvent(ctx.app.store, seq, key?.ok === true ? key.value : logVerifier(ctx.app.dataDir, process.env));
   const body = Buffer.from(proof.text, "utf8");
   ctx.res.writeHead(200, {
     "Content-Type": "text/plain; charset=utf-8", "Content-Disposition": `attachment; filename="event-${seq}.tlog-proof"`, "Cache-Control": "no-store",
