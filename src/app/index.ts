@@ -115,5 +115,7 @@ export {
 } from "./proofs.js";
 export type { CheckpointFinding, EventProof, ExportSummary, ExportVerdict, LeafEvent, LineSink, LogAgainstCheckpoints, ProofVerdict } from "./proofs.js";
 /** Witnesses on up: checkpoints submitted with C2SP tlog-witness, their cosignatures kept beside the log (docs/adr/0155). */
-export { cosignedCheckpoints, parseWitnessTarget, Witnesses, witnessStates, WITNESS_TABLE } from "./witnesses.js";
-export type { CosignedCheckpoints, WitnessState, WitnessStatus, WitnessTarget, WitnessesOptions } from "./witnesses.js";
+export { parseWitnessTarget, Witnesses } from "./witnesses.js";
+export type { WitnessTarget, WitnessesOptions } from "./witnesses.js";
+export { cosignedCheckpoints, witnessStates, WITNESS_TABLE } from "./witness-states.js";
+export type { CosignedCheckpoints, WitnessState, WitnessStatus } from "./witness-states.js";

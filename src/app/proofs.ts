@@ -18,7 +18,7 @@ import {
 import type { Checkpoint, ExportReport, Hash, NoteVerifier, ProofReport } from "../tlog/index.js";
 import { AppError } from "./errors.js";
 import { LOG_KEY_ENV, LOG_KEY_FILE, readLogKey } from "./log-key.js";
-import { cosignedCheckpoints } from "./witnesses.js";
+import { cosignedCheckpoints } from "./witness-states.js";
 
 /** The key types a log's key may have: Ed25519 note signatures. */
 export const LOG_KEY_TYPES: readonly KeyType[] = [KeyType.Ed25519];

@@ -10,7 +10,7 @@ import type { EventLog, StoredCheckpoint } from "../events/index.js";
 import { entriesPath, parseTilePath, tilePath, tilesToPublish, tileWidth } from "../tlog/index.js";
 import type { TileId } from "../tlog/index.js";
 import { AppError } from "./errors.js";
-import { cosignedCheckpoints } from "./witnesses.js";
+import { cosignedCheckpoints } from "./witness-states.js";
 
 /** The checkpoint changes: served for a couple of seconds at most. */
 export const CHECKPOINT_CACHE = "public, max-age=2";
