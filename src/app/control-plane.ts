@@ -138,6 +138,8 @@ export interface ControlPlane {
   readonly views: RunningViews | null;
   /** The checkpoints' schedule, when the log signs them. */
   readonly checkpoints: CheckpointSchedule | null;
+  /** The log's public key and origin, when it signs checkpoints. */
+  readonly logKey: { readonly origin: string; readonly verifierKey: string } | null;
   readiness(): Readiness;
   /** Runs a reconcile pass now (after the one under way, if any) and resolves with its results. */
   pass(): Promise<PluginResult[]>;
@@ -209,6 +211,7 @@ async function compose(o: ControlPlaneOptions, lock: DataLock, metrics: ControlP
   saveSettings(o.dataDir, settings);
   const signing = startCheckpoints(o, rt.store);
   opened.checkpoints = signing?.schedule ?? null;
+  const logKey = signing === null ? null : { origin: signing.key.origin, verifierKey: signing.key.verifierKey };
   const projector = new Projector(rt.store);
   const allowLists = new MemoryAllowListSource(null, o.logger);
   const feedAllowLists = async (): Promise<void> => {
@@ -229,14 +232,14 @@ async function compose(o: ControlPlaneOptions, lock: DataLock, metrics: ControlP
   const views = await openViews(o, settings, rt, metrics, sessions);
   opened.views = views;
   const state: LoopState = { firstPass: false, failure: null, stopping: false };
-  const face = o.server === undefined ? null : await startFace(o, o.server, { store: rt.store, sessions, metrics, state, views, consoleOrigin: consoleOriginOf(settings), logKey: signing === null ? null : { origin: signing.key.origin, verifierKey: signing.key.verifierKey } });
+  const face = o.server === undefined ? null : await startFace(o, o.server, { store: rt.store, sessions, metrics, state, views, consoleOrigin: consoleOriginOf(settings), logKey });
   opened.face = face;
   lock.update([...serving, ...serveViews(views, settings, face), ...(face === null ? [] : [`console ${face.origin}`])]);
   // Never in the append path: each witness is asked on its own, with a deadline (docs/adr/0155).
   const witnesses = (o.witnesses ?? []).length === 0 ? null : await Witnesses.start(rt.store, o.witnesses ?? [], { logger: o.logger, registry: metrics.registry, ...(o.clock === undefined ? {} : { clock: o.clock }) });
   opened.witnesses = witnesses;
   witnesses?.follow();
-  return new Loop(o, { lock, runtime: rt, proxy: opened.proxy, egress, hosted: opened.hosted, face, views, sessions, metrics, state, feedAllowLists, stopProjections, witnesses, checkpoints: opened.checkpoints });
+  return new Loop(o, { lock, runtime: rt, proxy: opened.proxy, egress, hosted: opened.hosted, face, views, sessions, metrics, state, feedAllowLists, stopProjections, witnesses, checkpoints: opened.checkpoints, logKey });
 }
 
 /**
@@ -366,6 +369,7 @@ interface Parts {
   /** The witnesses checkpoints are submitted to, when any (stopped before the store closes). */
   readonly witnesses: Witnesses | null;
   readonly checkpoints: CheckpointSchedule | null;
+  readonly logKey: { readonly origin: string; readonly verifierKey: string } | null;
 }
 
 class Loop implements ControlPlane {
@@ -378,6 +382,7 @@ class Loop implements ControlPlane {
   readonly sessions: Sessions;
   readonly metrics: ControlPlaneMetrics;
   readonly checkpoints: CheckpointSchedule | null;
+  readonly logKey: { readonly origin: string; readonly verifierKey: string } | null;
   readonly #p: Parts;
   readonly #unwatch: () => void;
   #chain: Promise<PluginResult[]> = Promise.resolve([]);
@@ -400,6 +405,7 @@ class Loop implements ControlPlane {
     this.sessions = parts.sessions;
     this.metrics = parts.metrics;
     this.checkpoints = parts.checkpoints;
+    this.logKey = parts.logKey;
     this.#unwatch = parts.metrics.watch(parts.runtime.store);
     const interval = o.intervalMs ?? DEFAULT_INTERVAL_MS;
     const tick = () => {

@@ -106,7 +106,7 @@ export type { RunningViews, ViewFrame, ViewsFace, ViewsOptions } from "./views.j
 export { defaultLogName, loadLogKey, LOG_KEY_ENV, LOG_KEY_FILE, newLogSignerKey, readLogKey, writeNewLogKey } from "./log-key.js";
 export type { LogKey, LogKeySource } from "./log-key.js";
 /** The verifiable log as static files: `/tlog/<path>` and `export-tiles` (docs/adr/0143). */
-export { CHECKPOINT_CACHE, CHECKPOINT_TYPE, checkExportDir, exportTiles, latestCheckpoint, publishedPaths, TILE_CACHE, TILE_TYPE, tlogFile } from "./tlog.js";
+export { CHECKPOINT_CACHE, CHECKPOINT_TYPE, checkExportDir, exportTiles, latestCheckpoint, publishedPaths, signCheckpointNow, TILE_CACHE, TILE_TYPE, tlogFile } from "./tlog.js";
 export type { ExportedTiles, TlogFile } from "./tlog.js";
 /** Proofs an auditor takes away: prove, export, their offline checks, and the log against kept checkpoints (docs/adr/0153, 0154). */
 export {

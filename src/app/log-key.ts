@@ -101,6 +101,8 @@ export interface LogKeySource {
   readonly env?: Readonly<Record<string, string | undefined>>;
   /** The data folder, where a key is made on first use when no file is named. */
   readonly dataDir?: string;
+  /** Whether to make the data folder's key when it is missing (default true); false refuses (`not_found`). */
+  readonly create?: boolean;
 }
 
 /** The log's key: the named file, else the environment's, else the data folder's (made when missing). */
@@ -109,6 +111,7 @@ export function loadLogKey(source: LogKeySource): LogKey {
   if (named !== undefined && named !== "") return readLogKey(named);
   if (source.dataDir === undefined) throw new AppError("bad_setting", `no log key: name one with --log-key or ${LOG_KEY_ENV}`);
   const path = join(source.dataDir, LOG_KEY_FILE);
-  const created = writeNewLogKey(path);
+  if (source.create === false && !existsSync(path)) throw new AppError("not_found", `no log key in ${source.dataDir} (openfief up makes one): name one with --log-key or ${LOG_KEY_ENV}`);
+  const created = source.create === false ? false : writeNewLogKey(path);
   return { ...readLogKey(path), created };
 }

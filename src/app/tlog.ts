@@ -6,7 +6,9 @@
  */
 import { closeSync, fsyncSync, lstatSync, mkdirSync, openSync, renameSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
+import { writeCheckpoint } from "../events/index.js";
 import type { EventLog, StoredCheckpoint } from "../events/index.js";
+import type { LogKey } from "./log-key.js";
 import { entriesPath, parseTilePath, tilePath, tilesToPublish, tileWidth } from "../tlog/index.js";
 import type { TileId } from "../tlog/index.js";
 import { AppError } from "./errors.js";
@@ -145,4 +147,9 @@ export async function exportTiles(store: EventLog, dir: string): Promise<Exporte
 export function publishedPaths(size: number): string[] {
   const tiles: TileId[] = tilesToPublish(0, size);
   return ["checkpoint", ...tiles.map(tilePath), ...tiles.filter((t) => t.level === 0).map((t) => entriesPath({ index: t.index, width: t.width }))];
+}
+
+/** Signs a checkpoint of the whole log now with the log's key (none when nothing is new); the newest checkpoint. */
+export function signCheckpointNow(store: EventLog, key: LogKey): Promise<StoredCheckpoint | null> {
+  return writeCheckpoint(store, key.signer);
 }
