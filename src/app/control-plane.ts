@@ -183,6 +183,19 @@ interface Opened {
   checkpoints: CheckpointSchedule | null;
 }
 
+/**
+ * The witnesses each recorded checkpoint is submitted to, when any: never in the append path, each
+ * asked on its own with a deadline (docs/adr/0155). Kept in `opened` so a later failure stops them.
+ */
+async function startWitnesses(o: ControlPlaneOptions, store: EventLog, metrics: ControlPlaneMetrics, opened: Opened): Promise<Witnesses | null> {
+  const targets = o.witnesses ?? [];
+  if (targets.length === 0) return null;
+  const witnesses = await Witnesses.start(store, targets, { logger: o.logger, registry: metrics.registry, ...(o.clock === undefined ? {} : { clock: o.clock }) });
+  opened.witnesses = witnesses;
+  witnesses.follow();
+  return witnesses;
+}
+
 /** The log's key and the schedule that signs its checkpoints, unless turned off. */
 function startCheckpoints(o: ControlPlaneOptions, store: EventLog): { key: LogKey; schedule: CheckpointSchedule } | null {
   if (o.checkpoints === null) return null;
@@ -235,11 +248,10 @@ async function compose(o: ControlPlaneOptions, lock: DataLock, metrics: ControlP
   const face = o.server === undefined ? null : await startFace(o, o.server, { store: rt.store, sessions, metrics, state, views, consoleOrigin: consoleOriginOf(settings), logKey });
   opened.face = face;
   lock.update([...serving, ...serveViews(views, settings, face), ...(face === null ? [] : [`console ${face.origin}`])]);
-  // Never in the append path: each witness is asked on its own, with a deadline (docs/adr/0155).
-  const witnesses = (o.witnesses ?? []).length === 0 ? null : await Witnesses.start(rt.store, o.witnesses ?? [], { logger: o.logger, registry: metrics.registry, ...(o.clock === undefined ? {} : { clock: o.clock }) });
-  opened.witnesses = witnesses;
-  witnesses?.follow();
-  return new Loop(o, { lock, runtime: rt, proxy: opened.proxy, egress, hosted: opened.hosted, face, views, sessions, metrics, state, feedAllowLists, stopProjections, witnesses, checkpoints: opened.checkpoints, logKey });
+  return new Loop(o, {
+    lock, runtime: rt, proxy: opened.proxy, egress, hosted: opened.hosted, face, views, sessions, metrics, state, feedAllowLists, stopProjections,
+    witnesses: await startWitnesses(o, rt.store, metrics, opened), checkpoints: opened.checkpoints, logKey,
+  });
 }
 
 /**

@@ -198,41 +198,52 @@ export interface ExportSummary {
   readonly cosigners: number;
 }
 
-/**
- * Writes events `since` to `until` (default: the newest checkpoint's size) with what proves them:
- * the hashes left of the run, each event's bytes, the consistency proof from the run's end to a
- * signed checkpoint, and that checkpoint with its cosignatures (docs/adr/0154).
- */
-export async function exportLog(store: EventLog, since: number, until: number | null, sink: LineSink): Promise<ExportSummary> {
+/** The newest checkpoint and the run `since`..`until` it covers, or a refusal saying why not. */
+async function exportRange(store: EventLog, since: number, until: number | null): Promise<number> {
   const latest = await store.tree.latestCheckpoint();
   if (latest === null) throw new AppError("not_found", "the log has no signed checkpoint yet: `openfief up` signs one within seconds of the first event");
   const to = until ?? latest.size;
   if (since < 1) throw new AppError("usage", "--since is a sequence number from 1", "since");
   if (to > latest.size) throw new AppError("not_found", `event ${to} is not covered by a signed checkpoint yet (the newest covers events 1 to ${latest.size})`, "until");
   if (since > to) throw new AppError("usage", `--since ${since} is after the last event exported (${to})`, "since");
+  return to;
+}
+
+/** The stored hash of a node, or a refusal (`log_broken`). */
+async function nodeOf(store: EventLog, level: number, index: number): Promise<Hash> {
+  const h = await store.tree.hashes(level, index);
+  if (h instanceof Uint8Array) return h;
+  if (!h.ok) throw new AppError("log_broken", `the tree over the log has no node (${level}, ${index}): ${h.error.message}`);
+  return h.value;
+}
+
+/** The consistency proof from `size` to `to` (none for equal sizes), or a refusal (`log_broken`). */
+async function consistency(store: EventLog, size: number, to: number): Promise<readonly Hash[]> {
+  if (size === to) return [];
+  const p = await proveConsistency(size, to, store.tree.hashes);
+  if (!p.ok) throw new AppError("log_broken", `the tree over the log cannot prove events up to ${size}: ${p.error.message}`);
+  return p.value;
+}
+
+/**
+ * Writes events `since` to `until` (default: the newest checkpoint's size) with what proves them:
+ * the hashes left of the run, each event's bytes, the consistency proof from the run's end to a
+ * signed checkpoint, and that checkpoint with its cosignatures (docs/adr/0154).
+ */
+export async function exportLog(store: EventLog, since: number, until: number | null, sink: LineSink): Promise<ExportSummary> {
+  const to = await exportRange(store, since, until);
   const { checkpoint, note } = await checkpointFor(store, to);
   const left: Hash[] = [];
-  for (const n of rightEdge(since - 1)) {
-    const h = await store.tree.hashes(n.level, n.index);
-    const hash = h instanceof Uint8Array ? h : h.ok ? h.value : null;
-    if (hash === null) throw new AppError("log_broken", `the tree over the log has no node (${n.level}, ${n.index})`);
-    left.push(hash);
-  }
+  for (const n of rightEdge(since - 1)) left.push(await nodeOf(store, n.level, n.index));
   for (const l of exportHeadLines({ start: since - 1, left })) await sink(l);
   for await (const page of store.rawPages({ afterSeq: since - 1, toSeq: to, pageSize: 512 })) {
     for (const row of page) {
       const line = exportEntryLine(chainBytes(row));
-      if (!line.ok) throw new AppError("internal", `event ${row.seq} is over ${65_535} bytes, more than an export holds`);
+      if (!line.ok) throw new AppError("internal", `event ${row.seq} is over 65,535 bytes, more than an export holds`);
       await sink(line.value);
     }
   }
-  let proof: readonly Hash[] = [];
-  if (to < checkpoint.size) {
-    const p = await proveConsistency(to, checkpoint.size, store.tree.hashes);
-    if (!p.ok) throw new AppError("log_broken", `the tree over the log cannot prove events up to ${to}: ${p.error.message}`);
-    proof = p.value;
-  }
-  const tail = exportTail(proof, note).split("\n");
+  const tail = exportTail(await consistency(store, to, checkpoint.size), note).split("\n");
   for (const l of tail.slice(0, -1)) await sink(l);
   const cosigners = (note.match(/\n— /g)?.length ?? 1) - 1;
   return { from: since, to, size: checkpoint.size, cosigners };
@@ -310,6 +321,52 @@ export function readCheckpointFile(path: string, flag: string, logKey: NoteVerif
   return { checkpoint: parsed.value, signed: false, problem: `${flag} ${path}: ${signatureProblem(opened.error, logKey)}` };
 }
 
+/** A checkpoint file given to `verify-log`, opened. */
+type GivenCheckpoint = { which: "checkpoint" | "previous"; path: string } & ReturnType<typeof readCheckpointFile>;
+
+/** The roots of the tree computed afresh from the events themselves, at each of `sizes` the log reaches. */
+async function computedRoots(store: EventLog, sizes: ReadonlySet<number>): Promise<Map<number, Hash>> {
+  const roots = new Map<number, Hash>();
+  if (sizes.size === 0) return roots;
+  const tree = new MerkleTree();
+  for await (const page of store.rawPages({ afterSeq: 0, toSeq: Math.max(...sizes), pageSize: 4096 })) {
+    for (const row of page) {
+      tree.append(leafHash(chainBytes(row)));
+      if (sizes.has(tree.size)) roots.set(tree.size, tree.root());
+    }
+  }
+  return roots;
+}
+
+/** What does not hold of one checkpoint against the log now, one line each. */
+async function checkpointProblems(store: EventLog, f: GivenCheckpoint, head: number, computed: Hash | undefined, logKey: NoteVerifier): Promise<string[]> {
+  const problems: string[] = f.problem === null ? [] : [f.problem];
+  const flag = f.which === "checkpoint" ? "--checkpoint" : "--previous";
+  const { size, root, origin } = f.checkpoint;
+  if (origin !== logKey.name) problems.push(`${flag}: the checkpoint is of the log ${JSON.stringify(origin)}, not of ${JSON.stringify(logKey.name)}`);
+  if (size > head) return [...problems, `${flag}: the checkpoint covers ${size} events but the log holds ${head}: the newest ${size - head} were deleted (or this is another log)`];
+  if (computed === undefined) return problems;
+  if (!hashEquals(computed, root)) {
+    problems.push(`${flag}: the log's first ${size} events do not have the checkpoint's root: the log was rewritten (events changed, removed or inserted before event ${size + 1}), even if its hash chain holds`);
+  }
+  const stored = (await store.tree.size()) >= size ? await store.tree.root(size).catch(() => null) : null;
+  if (stored !== null && !hashEquals(stored, computed)) problems.push(`${flag}: the tree stored beside the log does not match its events at size ${size}`);
+  return problems;
+}
+
+/** What the two checkpoints say of each other: a fork, an order mixed up, a log that does not extend the older. */
+function pairLines(files: readonly GivenCheckpoint[], findings: readonly CheckpointFinding[], logKey: NoteVerifier): { fork: boolean; first: string[]; last: string[] } {
+  const [a, b] = files;
+  if (a === undefined || b === undefined) return { fork: false, first: [], last: [] };
+  if (a.signed && b.signed && a.checkpoint.size === b.checkpoint.size && !hashEquals(a.checkpoint.root, b.checkpoint.root)) {
+    return { fork: true, first: [`fork: two checkpoints of size ${a.checkpoint.size} signed by ${keyLabel(logKey)} with different roots (${formatHash(a.checkpoint.root)} and ${formatHash(b.checkpoint.root)}): the log showed two histories`], last: [] };
+  }
+  if (b.checkpoint.size > a.checkpoint.size) return { fork: false, first: [], last: [`--previous covers ${b.checkpoint.size} events, more than --checkpoint's ${a.checkpoint.size}: give the older checkpoint as --previous`] };
+  const [now, prev] = findings;
+  const extends_ = prev === undefined || prev.ok || now?.ok !== true;
+  return { fork: false, first: [], last: extends_ ? [] : [`the current log does not extend the previous checkpoint of size ${prev.size}`] };
+}
+
 /**
  * The log as it is now against checkpoints kept elsewhere: the tree is computed afresh from the
  * events themselves (not from the stored tiles, which whoever rewrote the log could rebuild too),
@@ -317,49 +374,15 @@ export function readCheckpointFile(path: string, flag: string, logKey: NoteVerif
  * with it as well.
  */
 export async function verifyLogAgainst(store: EventLog, given: readonly { which: "checkpoint" | "previous"; path: string }[], logKey: NoteVerifier): Promise<LogAgainstCheckpoints> {
-  const files = given.map((g) => ({ ...g, ...readCheckpointFile(g.path, g.which === "checkpoint" ? "--checkpoint" : "--previous", logKey) }));
+  const files: GivenCheckpoint[] = given.map((g) => ({ ...g, ...readCheckpointFile(g.path, g.which === "checkpoint" ? "--checkpoint" : "--previous", logKey) }));
   const head = await store.head();
-  const wanted = new Set(files.map((f) => f.checkpoint.size).filter((s) => s <= head));
-  const roots = new Map<number, Hash>();
-  const tree = new MerkleTree();
-  if (wanted.size > 0) {
-    const last = Math.max(...wanted);
-    for await (const page of store.rawPages({ afterSeq: 0, toSeq: last, pageSize: 4096 })) {
-      for (const row of page) {
-        tree.append(leafHash(chainBytes(row)));
-        if (wanted.has(tree.size)) roots.set(tree.size, tree.root());
-      }
-    }
-  }
+  const roots = await computedRoots(store, new Set(files.map((f) => f.checkpoint.size).filter((s) => s <= head)));
   const findings: CheckpointFinding[] = [];
-  const lines: string[] = [];
   for (const f of files) {
-    const problems: string[] = [];
-    const flag = f.which === "checkpoint" ? "--checkpoint" : "--previous";
-    if (f.problem !== null) problems.push(f.problem);
-    const { size, root, origin } = f.checkpoint;
-    if (origin !== logKey.name) problems.push(`${flag}: the checkpoint is of the log ${JSON.stringify(origin)}, not of ${JSON.stringify(logKey.name)}`);
-    if (size > head) problems.push(`${flag}: the checkpoint covers ${size} events but the log holds ${head}: the newest ${size - head} were deleted (or this is another log)`);
-    else {
-      const computed = roots.get(size);
-      if (computed !== undefined && !hashEquals(computed, root)) {
-        problems.push(`${flag}: the log's first ${size} events do not have the checkpoint's root: the log was rewritten (events changed, removed or inserted before event ${size + 1}), even if its hash chain holds`);
-      }
-      if (computed !== undefined && (await store.tree.size()) >= size) {
-        const stored = await store.tree.root(size).catch(() => null);
-        if (stored !== null && !hashEquals(stored, computed)) problems.push(`${flag}: the tree stored beside the log does not match its events at size ${size}`);
-      }
-    }
-    findings.push({ which: f.which, size, ok: problems.length === 0, problems });
-    lines.push(...problems);
+    const problems = await checkpointProblems(store, f, head, roots.get(f.checkpoint.size), logKey);
+    findings.push({ which: f.which, size: f.checkpoint.size, ok: problems.length === 0, problems });
   }
-  const [a, b] = files;
-  const fork = a !== undefined && b !== undefined && a.signed && b.signed && a.checkpoint.size === b.checkpoint.size && !hashEquals(a.checkpoint.root, b.checkpoint.root);
-  if (fork) lines.unshift(`fork: two checkpoints of size ${a.checkpoint.size} signed by ${keyLabel(logKey)} with different roots (${formatHash(a.checkpoint.root)} and ${formatHash(b.checkpoint.root)}): the log showed two histories`);
-  else if (a !== undefined && b !== undefined && b.checkpoint.size > a.checkpoint.size) lines.push(`--previous covers ${b.checkpoint.size} events, more than --checkpoint's ${a.checkpoint.size}: give the older checkpoint as --previous`);
-  else {
-    const prev = findings.find((f) => f.which === "previous");
-    if (prev !== undefined && !prev.ok && findings.find((f) => f.which === "checkpoint")?.ok === true) lines.push(`the current log does not extend the previous checkpoint of size ${prev.size}`);
-  }
-  return { ok: lines.length === 0, head, findings, fork, lines };
+  const pair = pairLines(files, findings, logKey);
+  const lines = [...pair.first, ...findings.flatMap((f) => f.problems), ...pair.last];
+  return { ok: lines.length === 0, head, findings, fork: pair.fork, lines };
 }

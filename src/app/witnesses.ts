@@ -179,51 +179,62 @@ export class Witnesses {
     }
   }
 
+  /** One add-checkpoint request from `old`: the answer's status and text (read within the deadline, capped). */
+  async #post(w: OneWitness, c: StoredCheckpoint, old: number): Promise<{ status: number; text: string; statusText: string }> {
+    let proofLines = "";
+    if (old > 0) {
+      const proof = await proveConsistency(old, c.size, this.#store.tree.hashes);
+      if (!proof.ok) throw new Error(`no consistency proof from ${old} to ${c.size}: ${proof.error.message}`);
+      proofLines = proof.value.map((h) => `${formatHash(h)}\n`).join("");
+    }
+    const signal = AbortSignal.any([w.controller.signal, AbortSignal.timeout(this.#opts.timeoutMs ?? 5_000)]);
+    const res = await fetch(w.target.url, { method: "POST", body: `old ${old}\n${proofLines}\n${c.note}`, headers: { "content-type": "text/plain; charset=utf-8" }, signal, redirect: "error" });
+    return { status: res.status, text: await cappedText(res, MAX_ANSWER), statusText: res.statusText };
+  }
+
   /** One checkpoint to one witness: at most a few requests (each 409 moves the old size once). */
   async #submit(w: OneWitness, c: StoredCheckpoint): Promise<void> {
     let old = w.state.size;
     for (let attempt = 0; attempt < 3; attempt++) {
       // Equal sizes after a 409 are still sent (no proof): the witness then compares the roots.
       if (old > c.size) return;
-      let proofLines = "";
-      if (old > 0) {
-        const proof = await proveConsistency(old, c.size, this.#store.tree.hashes);
-        if (!proof.ok) throw new Error(`no consistency proof from ${old} to ${c.size}: ${proof.error.message}`);
-        proofLines = proof.value.map((h) => `${formatHash(h)}\n`).join("");
-      }
-      const signal = AbortSignal.any([w.controller.signal, AbortSignal.timeout(this.#opts.timeoutMs ?? 5_000)]);
-      const res = await fetch(w.target.url, { method: "POST", body: `old ${old}\n${proofLines}\n${c.note}`, headers: { "content-type": "text/plain; charset=utf-8" }, signal, redirect: "error" });
-      const text = await cappedText(res, MAX_ANSWER);
-      if (res.status === 200) return this.#cosigned(w, c, text);
-      if (res.status === 409) {
-        const size = parseDecimalSize(text.replace(/\n$/, ""));
-        if (size === null) throw new Error(`the witness answered 409 without a size`);
-        this.#counter?.inc({ result: "conflict" });
-        if (size > c.size) {
-          await this.#record(w, { status: "refused", detail: `the witness has cosigned ${size} events of this log, more than its checkpoint of ${c.size}: events were removed, or the log signed another history` }, c.seq);
-          this.#opts.logger.error({ witness: w.target.url.origin, size: c.size, witnessed: size }, `witness ${w.target.url.origin} holds a larger checkpoint of this log (${size}) than the newest one (${c.size})`);
-          return;
-        }
-        if (size === old) throw new Error(`the witness answered 409 with the size it was sent (${old})`);
-        old = size;
-        continue;
-      }
-      const detail = `HTTP ${res.status}: ${oneLine(text) || res.statusText}`;
-      if (res.status === 422) {
-        await this.#record(w, { status: "refused", detail: `the witness refuses the checkpoint of ${c.size} events as inconsistent with what it cosigned (${detail})` }, c.seq);
-        this.#opts.logger.error({ witness: w.target.url.origin, size: c.size, old }, `witness ${w.target.url.origin} refused the checkpoint of ${c.size} events as inconsistent with the ${old} it cosigned: the log may have been rewritten`);
-        this.#counter?.inc({ result: "refused" });
-        return;
-      }
-      if (res.status >= 400 && res.status < 500 && res.status !== 429) {
-        await this.#record(w, { status: "rejected", detail }, c.seq);
-        this.#opts.logger.warn({ witness: w.target.url.origin, status: res.status }, `witness ${w.target.url.origin} does not take this log's checkpoints (${detail}); it needs this log's origin and key`);
-        this.#counter?.inc({ result: "rejected" });
-        return;
-      }
-      throw new Error(detail);
+      const res = await this.#post(w, c, old);
+      if (res.status === 200) return this.#cosigned(w, c, res.text);
+      if (res.status !== 409) return this.#refused(w, c, old, res);
+      const size = await this.#conflict(w, c, old, res.text);
+      if (size === null) return;
+      old = size;
     }
     throw new Error("the witness kept answering 409");
+  }
+
+  /** A 409: the size to try again from, or null when the witness holds more of the log than the checkpoint (recorded). */
+  async #conflict(w: OneWitness, c: StoredCheckpoint, old: number, text: string): Promise<number | null> {
+    const size = parseDecimalSize(text.replace(/\n$/, ""));
+    if (size === null) throw new Error("the witness answered 409 without a size");
+    this.#counter?.inc({ result: "conflict" });
+    if (size > c.size) {
+      await this.#record(w, { status: "refused", detail: `the witness has cosigned ${size} events of this log, more than its checkpoint of ${c.size}: events were removed, or the log signed another history` }, c.seq);
+      this.#opts.logger.error({ witness: w.target.url.origin, size: c.size, witnessed: size }, `witness ${w.target.url.origin} holds a larger checkpoint of this log (${size}) than the newest one (${c.size})`);
+      return null;
+    }
+    if (size === old) throw new Error(`the witness answered 409 with the size it was sent (${old})`);
+    return size;
+  }
+
+  /** Any answer but 200 and 409: a 422 refused (an alert), another 4xx rejected, the rest thrown (unreachable, tried again later). */
+  async #refused(w: OneWitness, c: StoredCheckpoint, old: number, res: { status: number; text: string; statusText: string }): Promise<void> {
+    const detail = `HTTP ${res.status}: ${oneLine(res.text) || res.statusText}`;
+    if (res.status === 422) {
+      await this.#record(w, { status: "refused", detail: `the witness refuses the checkpoint of ${c.size} events as inconsistent with what it cosigned (${detail})` }, c.seq);
+      this.#opts.logger.error({ witness: w.target.url.origin, size: c.size, old }, `witness ${w.target.url.origin} refused the checkpoint of ${c.size} events as inconsistent with the ${old} it cosigned: the log may have been rewritten`);
+      this.#counter?.inc({ result: "refused" });
+      return;
+    }
+    if (res.status < 400 || res.status >= 500 || res.status === 429) throw new Error(detail);
+    await this.#record(w, { status: "rejected", detail }, c.seq);
+    this.#opts.logger.warn({ witness: w.target.url.origin, status: res.status }, `witness ${w.target.url.origin} does not take this log's checkpoints (${detail}); it needs this log's origin and key`);
+    this.#counter?.inc({ result: "rejected" });
   }
 
   async #cosigned(w: OneWitness, c: StoredCheckpoint, answer: string): Promise<void> {

@@ -95,44 +95,59 @@ export class ExportReader {
   /** Takes the next line; answers an entry's bytes for an `entry` line, `null` for any other. */
   line(text: string): Result<Uint8Array | null> {
     const path = `export.lines[${this.#lineNo++}]`;
-    if (this.#stage === "checkpoint") {
-      this.#noteBytes += Buffer.byteLength(text, "utf8") + 1;
-      if (this.#noteBytes > NOTE_CAPS.maxBytes) return fail(TlogErrorCode.NoteTooLarge, path, `the checkpoint is at most ${NOTE_CAPS.maxBytes} bytes`);
-      this.#note.push(text);
-      return ok(null);
-    }
+    if (this.#stage === "checkpoint") return this.#noteLine(text, path);
     if (text.length > MAX_EXPORT_LINE) return malformed(path, `a line before the checkpoint is at most ${MAX_EXPORT_LINE} characters`);
+    if (this.#stage === "header" || this.#stage === "start") return this.#headLine(text, path);
+    return this.#bodyLine(text, path);
+  }
+
+  /** A line of the checkpoint note, the note's size capped as it grows. */
+  #noteLine(text: string, path: string): Result<null> {
+    this.#noteBytes += Buffer.byteLength(text, "utf8") + 1;
+    if (this.#noteBytes > NOTE_CAPS.maxBytes) return fail(TlogErrorCode.NoteTooLarge, path, `the checkpoint is at most ${NOTE_CAPS.maxBytes} bytes`);
+    this.#note.push(text);
+    return ok(null);
+  }
+
+  /** The header line, then the `start` line. */
+  #headLine(text: string, path: string): Result<null> {
     if (this.#stage === "header") {
       if (text !== EXPORT_HEADER) return malformed(path, `the first line is ${EXPORT_HEADER}`);
       this.#stage = "start";
       return ok(null);
     }
-    if (this.#stage === "start") {
-      const start = text.startsWith("start ") ? parseDecimalSize(text.slice(6)) : null;
-      if (start === null) return malformed(path, "the second line is `start <N>`, N in decimal without leading zeros");
-      this.#start = start;
-      this.#stage = "left";
-      return ok(null);
-    }
+    const start = text.startsWith("start ") ? parseDecimalSize(text.slice(6)) : null;
+    if (start === null) return malformed(path, "the second line is `start <N>`, N in decimal without leading zeros");
+    this.#start = start;
+    this.#stage = "left";
+    return ok(null);
+  }
+
+  /** `left`, `entry` and `proof` lines in that order, then the empty line before the checkpoint. */
+  #bodyLine(text: string, path: string): Result<Uint8Array | null> {
     const space = text.indexOf(" ");
     const word = space < 0 ? text : text.slice(0, space);
     const value = space < 0 ? "" : text.slice(space + 1);
     if (word === "left" && this.#stage === "left") return this.#hash(value, path, this.#left);
     if (word === "entry" && (this.#stage === "left" || this.#stage === "entries")) return this.#entry(value, path);
-    if (word === "proof") {
-      const opened = this.#openTree(path);
-      if (!opened.ok) return opened;
-      this.#stage = "proof";
-      if (this.#proof.length === MAX_PROOF_LINES) return malformed(path, `a consistency proof has at most ${MAX_PROOF_LINES} hashes`);
-      return this.#hash(value, path, this.#proof);
-    }
-    if (text === "") {
-      const opened = this.#openTree(path);
-      if (!opened.ok) return opened;
-      this.#stage = "checkpoint";
-      return ok(null);
-    }
+    if (word === "proof") return this.#proofLine(value, path);
+    if (text === "") return this.#blank(path);
     return malformed(path, "expected `left`, `entry` or `proof` lines in that order, then an empty line and the checkpoint");
+  }
+
+  #proofLine(value: string, path: string): Result<null> {
+    const opened = this.#openTree(path);
+    if (!opened.ok) return opened;
+    this.#stage = "proof";
+    if (this.#proof.length === MAX_PROOF_LINES) return malformed(path, `a consistency proof has at most ${MAX_PROOF_LINES} hashes`);
+    return this.#hash(value, path, this.#proof);
+  }
+
+  #blank(path: string): Result<null> {
+    const opened = this.#openTree(path);
+    if (!opened.ok) return opened;
+    this.#stage = "checkpoint";
+    return ok(null);
   }
 
   #hash(value: string, path: string, into: Hash[]): Result<null> {

@@ -58,40 +58,54 @@ export function formatProof(p: ProofFile): Result<string> {
   return Buffer.byteLength(text, "utf8") > MAX_PROOF_FILE_BYTES ? fail(TlogErrorCode.ProofFileTooLarge, "proof", `a proof file is at most ${MAX_PROOF_FILE_BYTES} bytes`) : ok(text);
 }
 
-/** Reads a tlog-proof strictly: its size capped first, then its lines in the specification's order. */
-export function parseProof(input: Uint8Array | string): Result<ProofFile> {
+/** The `extra` line's bytes (its length capped before it is decoded); `null` when the line is absent. */
+function parseExtra(line: string | undefined): Result<Uint8Array | null> {
+  if (line?.startsWith("extra ") !== true) return ok(null);
+  const b64 = line.slice("extra ".length);
+  if (b64.length > Math.ceil(MAX_ENTRY_SIZE / 3) * 4) return fail(TlogErrorCode.EntryTooLarge, "proof.extra", `an entry is at most ${MAX_ENTRY_SIZE} bytes`);
+  const extra = decodeBase64(b64, "canonical");
+  return extra === null ? malformed("proof.extra", "the extra data is canonical standard base64") : ok(extra);
+}
+
+/** The inclusion proof's lines, at most {@link MAX_PROOF_LINES}. */
+function parseProofLines(lines: readonly string[]): Result<Hash[]> {
+  if (lines.length > MAX_PROOF_LINES) return malformed("proof.proof", `an inclusion proof has at most ${MAX_PROOF_LINES} hashes`);
+  const proof: Hash[] = [];
+  for (const [i, line] of lines.entries()) {
+    const h = parseHash(line, `proof.proof[${i}]`);
+    if (!h.ok) return h;
+    proof.push(h.value);
+  }
+  return ok(proof);
+}
+
+/** The file's text split at its first empty line, after the size cap and the encoding check. */
+function splitProof(input: Uint8Array | string): Result<{ head: string[]; checkpoint: string }> {
   const bytes = typeof input === "string" ? Buffer.from(input, "utf8") : Buffer.from(input.buffer, input.byteOffset, input.byteLength);
   if (bytes.length > MAX_PROOF_FILE_BYTES) return fail(TlogErrorCode.ProofFileTooLarge, "proof", `a proof file is at most ${MAX_PROOF_FILE_BYTES} bytes`);
   if (!isUtf8(bytes)) return malformed("proof", "the file is not UTF-8 text");
   const text = bytes.toString("utf8");
   const blank = text.indexOf("\n\n");
   if (blank < 0) return malformed("proof", "no empty line before the checkpoint");
-  const head = text.slice(0, blank).split("\n");
   const checkpoint = text.slice(blank + 2);
+  if (checkpoint.length === 0) return malformed("proof.checkpoint", "the signed checkpoint follows the empty line");
+  return ok({ head: text.slice(0, blank).split("\n"), checkpoint });
+}
+
+/** Reads a tlog-proof strictly: its size capped first, then its lines in the specification's order. */
+export function parseProof(input: Uint8Array | string): Result<ProofFile> {
+  const parts = splitProof(input);
+  if (!parts.ok) return parts;
+  const { head, checkpoint } = parts.value;
   if (head[0] !== PROOF_HEADER) return malformed("proof.header", `the first line is ${PROOF_HEADER}`);
-  let at = 1;
-  let extra: Uint8Array | null = null;
-  if (head[at]?.startsWith("extra ") === true) {
-    const b64 = (head[at] as string).slice("extra ".length);
-    if (b64.length > Math.ceil(MAX_ENTRY_SIZE / 3) * 4) return fail(TlogErrorCode.EntryTooLarge, "proof.extra", `an entry is at most ${MAX_ENTRY_SIZE} bytes`);
-    extra = decodeBase64(b64, "canonical");
-    if (extra === null) return malformed("proof.extra", "the extra data is canonical standard base64");
-    at++;
-  }
+  const extra = parseExtra(head[1]);
+  if (!extra.ok) return extra;
+  const at = extra.value === null ? 1 : 2;
   const indexLine = head[at] ?? "";
   const index = indexLine.startsWith("index ") ? parseDecimalSize(indexLine.slice("index ".length)) : null;
   if (index === null) return malformed("proof.index", "an `index <N>` line follows, N in decimal without leading zeros");
-  at++;
-  const hashLines = head.slice(at);
-  if (hashLines.length > MAX_PROOF_LINES) return malformed("proof.proof", `an inclusion proof has at most ${MAX_PROOF_LINES} hashes`);
-  const proof: Hash[] = [];
-  for (const [i, line] of hashLines.entries()) {
-    const h = parseHash(line, `proof.proof[${i}]`);
-    if (!h.ok) return h;
-    proof.push(h.value);
-  }
-  if (checkpoint.length === 0) return malformed("proof.checkpoint", "the signed checkpoint follows the empty line");
-  return ok({ extra, index, proof, checkpoint });
+  const proof = parseProofLines(head.slice(at + 1));
+  return proof.ok ? ok({ extra: extra.value, index, proof: proof.value, checkpoint }) : proof;
 }
 
 /** A cosigner the verifier asked for, and whether its cosignature holds. */

@@ -15,7 +15,7 @@ import {
   AppError, applyDemoFolder, assertLogHolds, checkUserName, defaultUser, demoSettings, JWKS_PATH, listPlugins, logFile, mergeSettings, loadSettings, openRuntime, saveSettings,
   parseWitnessTarget, signInLink, SIGN_IN_TTL_SECONDS, startControlPlane, storeLocationOf,
 } from "../../app/index.js";
-import type { ControlPlane, FaceFactory, Settings } from "../../app/index.js";
+import type { ControlPlane, FaceFactory, Settings, WitnessTarget } from "../../app/index.js";
 import { commandName, dataDir, openDataFolder, print, printJson, withData, withJson } from "../context.js";
 import type { DataOptions } from "../context.js";
 import { cliLogger } from "../logger.js";
@@ -134,6 +134,12 @@ function readPem(path: string, flag: string): string {
   }
 }
 
+/** `--witness` (repeatable), each parsed (exit 2 for a bad one), as the control plane's option. */
+function witnessesOption(o: UpOptions): { witnesses?: WitnessTarget[] } {
+  const witnesses = (o.witness ?? []).map(parseWitnessTarget);
+  return witnesses.length === 0 ? {} : { witnesses };
+}
+
 /** The API and console the flags ask for, or none with --no-server. The server is loaded only by `up`. */
 async function serverOption(o: UpOptions): Promise<FaceFactory | undefined> {
   if (o.server === false) return undefined;
@@ -199,7 +205,7 @@ export function register(program: Command): void {
       const egressPort = wholeNumber(o.egressPort ?? "4750", "--egress-port", 0, 65535);
       const checkpoints = checkpointOption(o);
       const server = await serverOption(o);
-      const witnesses = (o.witness ?? []).map(parseWitnessTarget);
+      const witnesses = witnessesOption(o);
       const user = checkUserName(o.user ?? defaultUser());
       // The egress proxy's writer thread commits to the data folder's own file (its log on PostgreSQL is the cluster's).
       if (storeLocationOf(o) !== null) throw new AppError("usage", "up keeps its log in its data folder (--data): --store and $OPENFIEF_STORE are for the other commands", "store");
@@ -219,7 +225,7 @@ export function register(program: Command): void {
         reset: o.reset === true,
         checkpoints,
         ...(server === undefined ? {} : { server }),
-        ...(witnesses.length === 0 ? {} : { witnesses }),
+        ...witnesses,
       }).catch((err: unknown) => {
         logger.flush();
         throw withFlag(err);
