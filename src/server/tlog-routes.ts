@@ -21,6 +21,7 @@ async function serve(ctx: RequestContext): Promise<void> {
     "Content-Length": file.body.byteLength,
     // Any site may fetch the log's files (they are public), with no credentials.
     "Access-Control-Allow-Origin": "*",
+    "Cross-Origin-Resource-Policy": "cross-origin",
   });
   ctx.res.end(file.body);
 }

@@ -65,6 +65,8 @@ describe("the /tlog files", () => {
         expect(r.headers.get("content-type")).toBe("application/octet-stream");
         expect(r.headers.get("cache-control")).toBe("public, max-age=31536000, immutable");
       }
+      expect(r.headers.get("access-control-allow-origin")).toBe("*");
+      expect(r.headers.get("cross-origin-resource-policy")).toBe("cross-origin");
     }
   });
 
