@@ -36,6 +36,8 @@ import { startHostedPlugins } from "./hosted-plugins.js";
 import type { HostedPlugins } from "./hosted-plugins.js";
 import type { Settings } from "./settings.js";
 import { VIEW_DEFAULTS } from "./view-settings.js";
+import { Witnesses } from "./witnesses.js";
+import type { WitnessTarget } from "./witnesses.js";
 import type { RunningViews, ViewsFace, ViewsOptions } from "./views.js";
 
 /** Options of {@link startControlPlane}. */
@@ -67,6 +69,8 @@ export interface ControlPlaneOptions {
    * lifetime for tests. The origins and the cluster ID are settings.
    */
   readonly views?: Partial<Pick<ViewsOptions, "host" | "sessions" | "roles" | "ttlSeconds" | "upstream">> | null;
+  /** Witnesses each signed checkpoint is submitted to, their cosignatures kept beside the log (docs/adr/0155). */
+  readonly witnesses?: readonly WitnessTarget[];
   /**
    * Signed checkpoints of the tree over the log (on by default; null turns them off): every
    * `every` events and every `intervalMs` ms, signed with the key of `keyFile`, else of
@@ -149,10 +153,11 @@ const DEFAULT_FULL_PASS_MS = 60_000;
 /** Starts a control plane on a data folder; refuses (`conflict`) a folder another `up` holds and (`log_broken`) a log that does not hold. */
 export async function startControlPlane(o: ControlPlaneOptions): Promise<ControlPlane> {
   const lock = lockDataDir(o.dataDir, o.clock);
-  const opened: Opened = { rt: null, stopProjections: null, proxy: null, hosted: null, face: null, views: null, checkpoints: null };
+  const opened: Opened = { rt: null, stopProjections: null, proxy: null, hosted: null, face: null, views: null, checkpoints: null, witnesses: null };
   try {
     return await compose(o, lock, o.metrics ?? new ControlPlaneMetrics(), opened);
   } catch (err) {
+    await opened.witnesses?.stop();
     await opened.face?.close();
     await opened.views?.close();
     await opened.hosted?.close();
@@ -174,7 +179,21 @@ interface Opened {
   hosted: HostedPlugins | null;
   face: Face | null;
   views: RunningViews | null;
+  witnesses: Witnesses | null;
   checkpoints: CheckpointSchedule | null;
+}
+
+/**
+ * The witnesses each recorded checkpoint is submitted to, when any: never in the append path, each
+ * asked on its own with a deadline (docs/adr/0155). Kept in `opened` so a later failure stops them.
+ */
+async function startWitnesses(o: ControlPlaneOptions, store: EventLog, metrics: ControlPlaneMetrics, opened: Opened): Promise<Witnesses | null> {
+  const targets = o.witnesses ?? [];
+  if (targets.length === 0) return null;
+  const witnesses = await Witnesses.start(store, targets, { logger: o.logger, registry: metrics.registry, ...(o.clock === undefined ? {} : { clock: o.clock }) });
+  opened.witnesses = witnesses;
+  witnesses.follow();
+  return witnesses;
 }
 
 /** The log's key and the schedule that signs its checkpoints, unless turned off. */
@@ -229,7 +248,10 @@ async function compose(o: ControlPlaneOptions, lock: DataLock, metrics: ControlP
   const face = o.server === undefined ? null : await startFace(o, o.server, { store: rt.store, sessions, metrics, state, views, consoleOrigin: consoleOriginOf(settings), logKey });
   opened.face = face;
   lock.update([...serving, ...serveViews(views, settings, face), ...(face === null ? [] : [`console ${face.origin}`])]);
-  return new Loop(o, { lock, runtime: rt, proxy: opened.proxy, egress, hosted: opened.hosted, face, views, sessions, metrics, state, feedAllowLists, stopProjections, checkpoints: opened.checkpoints, logKey });
+  return new Loop(o, {
+    lock, runtime: rt, proxy: opened.proxy, egress, hosted: opened.hosted, face, views, sessions, metrics, state, feedAllowLists, stopProjections,
+    witnesses: await startWitnesses(o, rt.store, metrics, opened), checkpoints: opened.checkpoints, logKey,
+  });
 }
 
 /**
@@ -356,6 +378,8 @@ interface Parts {
   readonly feedAllowLists: () => Promise<void>;
   /** Stops keeping the console's projections current (before the store closes). */
   readonly stopProjections: () => void;
+  /** The witnesses checkpoints are submitted to, when any (stopped before the store closes). */
+  readonly witnesses: Witnesses | null;
   readonly checkpoints: CheckpointSchedule | null;
   readonly logKey: { readonly origin: string; readonly verifierKey: string } | null;
 }
@@ -456,6 +480,7 @@ class Loop implements ControlPlane {
     if (this.#full !== null) clearInterval(this.#full);
     await this.#chain.catch(() => undefined);
     try {
+      await this.#p.witnesses?.stop();
       await this.#p.face?.close();
       await this.views?.close();
       await this.hosted?.close();

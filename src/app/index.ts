@@ -108,3 +108,14 @@ export type { LogKey, LogKeySource } from "./log-key.js";
 /** The verifiable log as static files: `/tlog/<path>` and `export-tiles` (docs/adr/0143). */
 export { CHECKPOINT_CACHE, CHECKPOINT_TYPE, checkExportDir, exportTiles, latestCheckpoint, publishedPaths, signCheckpointNow, TILE_CACHE, TILE_TYPE, tlogFile } from "./tlog.js";
 export type { ExportedTiles, TlogFile } from "./tlog.js";
+/** Proofs an auditor takes away: prove, export, their offline checks, and the log against kept checkpoints (docs/adr/0153, 0154). */
+export {
+  ExportCheck, exportLog, leafEvent, LOG_KEY_TYPES, logVerifier, proveEvent, readCheckpointFile, readInputFile, readVerifierKey, requireFile,
+  verifyLogAgainst, verifyProofFile, WITNESS_KEY_TYPES,
+} from "./proofs.js";
+export type { CheckpointFinding, EventProof, ExportSummary, ExportVerdict, LeafEvent, LineSink, LogAgainstCheckpoints, ProofVerdict } from "./proofs.js";
+/** Witnesses on up: checkpoints submitted with C2SP tlog-witness, their cosignatures kept beside the log (docs/adr/0155). */
+export { parseWitnessTarget, Witnesses } from "./witnesses.js";
+export type { WitnessTarget, WitnessesOptions } from "./witnesses.js";
+export { cosignedCheckpoints, witnessStates, WITNESS_TABLE } from "./witness-states.js";
+export type { CosignedCheckpoints, WitnessState, WitnessStatus } from "./witness-states.js";

@@ -51,3 +51,15 @@ export function chainHash(
 ): string {
   return hash("sha256", JSON.stringify([prevHash, seq, stream, version, type, schemaVersion, time, actor, causedBy]) + "\n" + data, "hex");
 }
+
+/**
+ * {@link chainHash} and, with it, the row's leaf hash in the Merkle tree over the log:
+ * SHA-256(0x00 ‖ the same bytes) (docs/adr/0141). For an append that feeds the tree as it goes.
+ */
+export function chainAndLeafHash(
+  prevHash: string, seq: number, stream: string, version: number, type: string,
+  schemaVersion: number, time: string, actor: string, causedBy: number | null, data: string,
+): [hash: string, leaf: Buffer] {
+  const text = JSON.stringify([prevHash, seq, stream, version, type, schemaVersion, time, actor, causedBy]) + "\n" + data;
+  return [hash("sha256", text, "hex"), hash("sha256", "\u0000" + text, "buffer")];
+}

@@ -13,13 +13,15 @@ import { catalog } from "./catalog.js";
 import { Checkpointer } from "./checkpointer.js";
 import type { EventOf, EventTypeName, KnownEvent } from "./catalog.js";
 import { StoreError, StoreErrorCode } from "./errors.js";
-import { GENESIS_HASH, chainHash } from "./hash.js";
+import { GENESIS_HASH, chainAndLeafHash, chainHash } from "./hash.js";
 import { BatchPreparer } from "./prepare.js";
 import type { Prepared } from "./prepare.js";
 import { ChainWalk } from "./chain.js";
 import type { RawEventRow } from "./chain.js";
 import type { AppendOptions, EventListener, EventLog, EventLookups, LogTree, PageFilter, RawPageFilter } from "./port.js";
 import { StoredTree } from "./tree.js";
+import type { LeafSink } from "./tree.js";
+import type { Hash } from "../tlog/index.js";
 import type { EventRegistry, EventType } from "./registry.js";
 import { eventOfRow } from "./rows.js";
 import { EVENT_COLUMNS, toStoredEvent } from "./sqlite/rows.js";
@@ -142,6 +144,10 @@ export class SqliteEventLog implements EventLog {
   readonly #alwaysDurable: boolean;
   #tables: LogTables | null = null;
   #tree: LogTree | null = null;
+  /** Told the leaf hashes of each committed append made here, once the tree asked (docs/adr/0141). */
+  #leafSink: LeafSink | null = null;
+  /** The leaves and chain hashes of the rows the last {@link #write} made, until its commit is known. */
+  #written: { first: number; leaves: Buffer[]; hashes: string[] } | null = null;
   /** Whether SQLite checkpoints inside commits again (no checkpoint thread could run). */
   #inlineCheckpoints = false;
   #closed = false;
@@ -193,7 +199,7 @@ export class SqliteEventLog implements EventLog {
 
   get tree(): LogTree {
     this.#open();
-    this.#tree ??= new StoredTree(this, () => this.tables.tree);
+    this.#tree ??= new StoredTree(this, () => this.tables.tree, (sink) => { this.#leafSink = sink; });
     return this.#tree;
   }
 
@@ -208,6 +214,7 @@ export class SqliteEventLog implements EventLog {
     // The listeners are told inside a durable scope too: what they see is how the commit was made.
     return this.#durableIf(opts.durable === true, () => {
       const stored = this.#appendTx.immediate(prepared, opts.expected);
+      this.#feedLeaves();
       this.#committed(stored.length);
       this.#notify(stored);
       return stored;
@@ -221,7 +228,10 @@ export class SqliteEventLog implements EventLog {
    */
   appendInTransaction(batch: readonly NewEvent[]): KnownEvent[] {
     this.#open();
-    return this.#appendTx(this.#preparer.prepare(batch), undefined);
+    const events = this.#appendTx(this.#preparer.prepare(batch), undefined);
+    // Its commit is the caller's: the tree reads these rows back instead.
+    this.#written = null;
+    return events;
   }
 
   /** Tells the checkpoint thread and the listeners of events a caller's transaction committed. */
@@ -252,6 +262,7 @@ export class SqliteEventLog implements EventLog {
     const [prepared] = this.#preparer.prepare([event]) as [Prepared];
     return this.#durableIf(opts.durable === true, () => {
       const stored = this.#observeTx.immediate(prepared);
+      if (stored.length > 0) this.#feedLeaves();
       if (stored.length > 0) this.#committed(stored.length);
       this.#notify(stored);
       return stored[0] ?? null;
@@ -616,6 +627,13 @@ export class SqliteEventLog implements EventLog {
     this.database.pragma("wal_autocheckpoint = 1000");
   }
 
+  /** Hands the tree the leaves of the append just committed. */
+  #feedLeaves(): void {
+    const w = this.#written;
+    this.#written = null;
+    if (w !== null && this.#leafSink !== null && w.leaves.length > 0) this.#leafSink(w.first, w.leaves as unknown as Hash[], w.hashes);
+  }
+
   #notify(events: readonly KnownEvent[]): void {
     if (events.length === 0) return;
     for (const fn of this.#listeners) {
@@ -646,6 +664,9 @@ export class SqliteEventLog implements EventLog {
     const time = this.#clock().toISOString();
     const insert = this.#stmts.insert;
     const out: KnownEvent[] = new Array<KnownEvent>(batch.length);
+    const leaves: Buffer[] | null = this.#leafSink === null ? null : [];
+    const hashes: string[] = [];
+    this.#written = null;
     for (let i = 0; i < batch.length; i++) {
       const e = batch[i] as Prepared;
       seq++;
@@ -654,7 +675,14 @@ export class SqliteEventLog implements EventLog {
       if (e.causedBy !== null && e.causedBy >= seq) {
         throw new StoreError(StoreErrorCode.InvalidCause, `causedBy ${e.causedBy} is not an earlier event than seq ${seq}`);
       }
-      const hash = chainHash(prev, seq, e.stream, version, e.type, e.schemaVersion, time, e.actor, e.causedBy, e.data);
+      let hash: string;
+      if (leaves === null) hash = chainHash(prev, seq, e.stream, version, e.type, e.schemaVersion, time, e.actor, e.causedBy, e.data);
+      else {
+        const [h, leaf] = chainAndLeafHash(prev, seq, e.stream, version, e.type, e.schemaVersion, time, e.actor, e.causedBy, e.data);
+        hash = h;
+        leaves.push(leaf);
+        hashes.push(h);
+      }
       try {
         insert.run(seq, e.stream, version, e.type, e.schemaVersion, time, e.actor, e.causedBy, e.data, prev, hash);
       } catch (err) {
@@ -667,6 +695,7 @@ export class SqliteEventLog implements EventLog {
       out[i] = { seq, stream: e.stream, version, type: e.type, schemaVersion: e.schemaVersion, time, actor: e.actor, causedBy: e.causedBy, data: e.value, prevHash: prev, hash } as KnownEvent;
       prev = hash;
     }
+    if (leaves !== null) this.#written = { first: seq - batch.length + 1, leaves, hashes };
     return out;
   }
 

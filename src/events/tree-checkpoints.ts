@@ -24,6 +24,10 @@ export async function writeCheckpoint(log: EventLog, signer: NoteSigner): Promis
   const size = await log.tree.catchUp();
   const latest = await log.tree.latestCheckpoint();
   if (size === 0) return latest;
+  // The tree that grew from the stored tiles must still give the newest signed root: never sign a different tree.
+  if (latest !== null && latest.size <= size && formatHash(await log.tree.root(latest.size)) !== latest.root) {
+    throw new StoreError(StoreErrorCode.Tampered, `the tree's root at ${latest.size} is not the one signed in its checkpoint: the tiles or the log were changed; nothing is signed`);
+  }
   if (latest !== null && (size <= latest.size || (size === latest.seq && latest.seq === latest.size + 1))) return latest;
   const root = await log.tree.root(size);
   const note = signCheckpoint({ origin: signer.name, size, root, extensions: [] }, [signer]);

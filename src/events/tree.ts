@@ -22,7 +22,7 @@ import type { StoredCheckpoint, StoredTile, TreeTable } from "./tables.js";
 
 /** Events read per page while catching up, and leaves per transaction that stores tiles. */
 const PAGE = 4_096;
-const BATCH = 16_384;
+const BATCH = 8_192;
 /** Full tiles kept in memory (32 bytes × 256 each: 8 MiB at most). */
 const CACHE_TILES = 1_024;
 
@@ -39,9 +39,24 @@ interface Resumed {
 
 type OpenTile = { level: number; index: number; hashes: Hash[] };
 
+/**
+ * Told, by a store that computes them as it appends, the leaf hashes (and chain hashes) of the
+ * rows an append of this process committed, from seq `first`: the tree then need not read them back.
+ */
+export type LeafSink = (first: number, leaves: readonly Hash[], hashes: readonly string[]) => void;
+
+/** Leaves kept from this process's appends at most (32 bytes and a 64-character hash each). */
+const MAX_PENDING = 262_144;
+
 /** Appends a row's leaf to the resumed tree; `touched` gets the tiles it changes. */
 function appendRow(resumed: Resumed, row: RawEventRow, touched: Map<string, OpenTile>): void {
-  const appended = resumed.tree.append(leafHash(chainBytes(row)));
+  appendLeaf(resumed, leafHash(chainBytes(row)), touched);
+  resumed.lastHash = row.hash;
+}
+
+/** Appends a leaf to the resumed tree; `touched` gets the tiles it changes. */
+function appendLeaf(resumed: Resumed, leaf: Hash, touched: Map<string, OpenTile>): void {
+  const appended = resumed.tree.append(leaf);
   for (const e of appended.tileEntries) {
     const k = key(e.tile.level, e.tile.index);
     let t = resumed.open.get(k);
@@ -50,7 +65,6 @@ function appendRow(resumed: Resumed, row: RawEventRow, touched: Map<string, Open
     touched.set(k, t);
     if (e.completesTile) resumed.open.delete(k);
   }
-  resumed.lastHash = row.hash;
 }
 
 /** {@link LogTree} over a log's port and its tree table. */
@@ -59,14 +73,42 @@ export class StoredTree implements LogTree {
   readonly #table: () => TreeTable;
   readonly #full = new Map<string, Uint8Array>();
   #resumed: Resumed | null = null;
+  /** Leaves of this process's own appends, contiguous from seq `first`, not yet in the stored tree. */
+  #pending: { first: number; leaves: Hash[]; hashes: string[] } | null = null;
   /** Catch-ups run one at a time. */
   #running: Promise<unknown> = Promise.resolve();
   readonly hashes: HashReader;
 
-  constructor(log: EventLog, table: () => TreeTable) {
+  constructor(log: EventLog, table: () => TreeTable, feed?: (sink: LeafSink) => void) {
     this.#log = log;
     this.#table = table;
     this.hashes = (level, index) => this.#hash(level, index);
+    feed?.((first, leaves, hashes) => this.#took(first, leaves, hashes));
+  }
+
+  /** Keeps the leaves of an append of this process; a gap (another process appended) starts over from it. */
+  #took(first: number, leaves: readonly Hash[], hashes: readonly string[]): void {
+    const p = this.#pending;
+    if (p !== null && p.first + p.leaves.length === first && p.leaves.length + leaves.length <= MAX_PENDING) {
+      p.leaves.push(...leaves);
+      p.hashes.push(...hashes);
+    } else {
+      this.#pending = leaves.length <= MAX_PENDING ? { first, leaves: [...leaves], hashes: [...hashes] } : null;
+    }
+  }
+
+  /** The kept leaves of seqs (size, to], when every one of them is kept; drops those up to `size`. */
+  #kept(size: number, to: number): { leaves: Hash[]; last: string } | null {
+    const p = this.#pending;
+    if (p === null) return null;
+    if (p.first <= size) {
+      const drop = Math.min(p.leaves.length, size + 1 - p.first);
+      p.leaves.splice(0, drop);
+      p.hashes.splice(0, drop);
+      p.first += drop;
+    }
+    if (p.leaves.length === 0 || p.first !== size + 1 || p.first + p.leaves.length - 1 < to) return null;
+    return { leaves: p.leaves.slice(0, to - size), last: p.hashes[to - size - 1] as string };
   }
 
   async size(): Promise<number> {
@@ -160,6 +202,8 @@ export class StoredTree implements LogTree {
       const touched = new Map<string, OpenTile>();
       await this.#extend(resumed, size, to, touched);
       const tiles: StoredTile[] = [...touched.values()].map((t) => ({ level: t.level, index: t.index, width: t.hashes.length, hashes: Buffer.concat(t.hashes) }));
+      // SQLite answers synchronously: between batches, the process's other work gets its turn.
+      await new Promise((r) => setImmediate(r));
       if (await table.advance(size, to, tiles)) {
         for (const t of tiles) if (t.width === TILE_WIDTH) this.#remember(key(t.level, t.index), t.hashes);
       } else {
@@ -171,6 +215,19 @@ export class StoredTree implements LogTree {
 
   /** Appends the leaves of seqs (size, to] to the resumed tree; `touched` gets every tile they change. */
   async #extend(resumed: Resumed, size: number, to: number, touched: Map<string, OpenTile>): Promise<void> {
+    const kept = this.#kept(size, to);
+    if (kept !== null) {
+      // This process's own appends, hashed as they were written: nothing to read back.
+      for (const leaf of kept.leaves) appendLeaf(resumed, leaf, touched);
+      resumed.lastHash = kept.last;
+    } else {
+      await this.#extendFromRows(resumed, size, to, touched);
+    }
+    // Tiles written now are copies: a partial tile keeps growing in memory.
+    for (const [k, t] of touched) touched.set(k, { ...t, hashes: [...t.hashes] });
+  }
+
+  async #extendFromRows(resumed: Resumed, size: number, to: number, touched: Map<string, OpenTile>): Promise<void> {
     let expected = size + 1;
     try {
       for await (const page of this.#log.rawPages({ afterSeq: size, toSeq: to, pageSize: PAGE })) {
@@ -187,8 +244,6 @@ export class StoredTree implements LogTree {
       this.#resumed = null;
       throw err;
     }
-    // Tiles written now are copies: a partial tile keeps growing in memory.
-    for (const [k, t] of touched) touched.set(k, { ...t, hashes: [...t.hashes] });
   }
 
   /** The hashes of the partial tiles of a tree of `size` leaves, read from the stored tiles. */

@@ -53,6 +53,12 @@ export const TlogErrorCode = {
   OldSizeMismatch: "old_size_mismatch",
   /** A checkpoint that is not consistent with what the witness cosigned (HTTP 422). */
   Inconsistent: "inconsistent",
+  /** A proof file (C2SP tlog-proof) that does not parse. */
+  MalformedProofFile: "malformed_proof_file",
+  /** A proof file over its byte cap, refused before it is parsed. */
+  ProofFileTooLarge: "proof_file_too_large",
+  /** A log export that does not parse, or a line of it over its cap. */
+  MalformedExport: "malformed_export",
 } as const;
 export type TlogErrorCode = (typeof TlogErrorCode)[keyof typeof TlogErrorCode];
 

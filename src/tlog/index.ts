@@ -104,3 +104,11 @@ export type { Cosignature, CosignatureSigner } from "./cosignature.js";
 /** C2SP tlog-witness add-checkpoint: the request, the stored state, and the decision. */
 export { MAX_PROOF_LINES, WITNESS_CAPS, parseAddCheckpointRequest, decideAddCheckpoint, addCheckpoint } from "./witness.js";
 export type { WitnessCaps, AddCheckpointRequest, WitnessedLog, Cosigned, AddCheckpointAnswer, Witness } from "./witness.js";
+
+/** C2SP tlog-proof files (the entry in the `extra` line) and their offline verification. */
+export { PROOF_HEADER, MAX_PROOF_FILE_BYTES, formatProof, parseProof, verifyProof, verifyWitnesses, signatureProblem } from "./proof-file.js";
+export type { ProofFile, ProofReport, WitnessFinding } from "./proof-file.js";
+
+/** Log exports: a run of entries with what ties them to a signed checkpoint, read in one pass. */
+export { EXPORT_HEADER, MAX_EXPORT_LINE, exportHeadLines, exportEntryLine, exportTail, ExportReader } from "./export-file.js";
+export type { ExportHead, ExportReport } from "./export-file.js";

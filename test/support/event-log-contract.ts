@@ -370,7 +370,7 @@ export function describeEventLog(name: string, fixture: LogFixture): void {
     });
 
     describeLogTables(open, reopen);
-    describeLogTree(() => open(), (log) => reopen(log));
+    describeLogTree(() => open(), (log) => reopen(log), (log, sql) => fixture.asOwner(log, sql));
 
     describe("the hash chain", () => {
       it("verifies, and verifies from its last verified point only what came after", async () => {

@@ -66,7 +66,7 @@ async function appendMany(log: EventLog, n: number): Promise<void> {
 const codeOf = async (p: Promise<unknown>): Promise<unknown> => p.then(() => "no error", (err: unknown) => (err as { code?: unknown }).code);
 
 /** The tree's part of the contract, on logs that `open` and `reopen` give (closed by the caller's suite). */
-export function describeLogTree(open: Open, reopen: Reopen): void {
+export function describeLogTree(open: Open, reopen: Reopen, asOwner: (log: EventLog, sql: string) => Promise<void>): void {
   describe("the Merkle tree over the log", () => {
     it("is empty for an empty log, and covers every event once caught up", async (ctx) => {
       const log = await open();
@@ -181,6 +181,19 @@ export function describeLogTree(open: Open, reopen: Reopen): void {
       })).toBeNull();
       expect(await tree.checkpointAt(10)).toEqual(first);
       expect(await log.head()).toBe(13);
+    });
+
+    it("refuses to sign over tiles changed behind its back", async (ctx) => {
+      const log = await open();
+      treeOf(log, ctx);
+      await appendMany(log, 600);
+      expect(await writeCheckpoint(log, TEST_LOG_SIGNER)).toMatchObject({ size: 600 });
+      // The level-1 tile's two hashes replaced by two leaf hashes, as someone holding the database could.
+      await asOwner(log, "UPDATE tlog_tiles SET hashes = (SELECT substr(t.hashes, 1, 64) FROM tlog_tiles t WHERE t.level = 0 AND t.idx = 1) WHERE level = 1 AND idx = 0");
+      const other = await reopen(log);
+      await other.append([pluginObserved("after")]);
+      expect(await codeOf(writeCheckpoint(other, TEST_LOG_SIGNER))).toBe("tampered");
+      expect(await other.tree.latestCheckpoint()).toMatchObject({ size: 600 });
     });
 
     it("signs the same checkpoint from two handles at once, storing it once", async (ctx) => {

@@ -4,9 +4,9 @@
  * `check-decisions` (re-run the deciders over the log and compare with every recorded decision).
  */
 import type { Command } from "commander";
-import { checkLogDecisions, decisionsCheckLines, describePending, eventSentence, followLog, outcomeText, parseCount, parseReplayPoint, parseTime, readLog, replay, requireKnownPlugin, requireWithinLog, shortImage, shortRefs, verifyLog } from "../../app/index.js";
-import type { EventLog, KnownEvent, LogQuery } from "../../app/index.js";
-import { openLog, pluginArg, print, printJson, table, withData, withJson, withLog } from "../context.js";
+import { AppError, checkLogDecisions, decisionsCheckLines, describePending, LOG_KEY_TYPES, logVerifier, readVerifierKey, requireFile, verifyLogAgainst, eventSentence, followLog, outcomeText, parseCount, parseReplayPoint, parseTime, readLog, replay, requireKnownPlugin, requireWithinLog, shortImage, shortRefs, verifyLog } from "../../app/index.js";
+import type { EventLog, KnownEvent, LogAgainstCheckpoints, LogIntegrity, LogQuery } from "../../app/index.js";
+import { dataDir, openLog, pluginArg, print, printJson, table, withData, withJson, withLog } from "../context.js";
 import type { DataOptions } from "../context.js";
 
 interface LogOptions extends DataOptions {
@@ -40,6 +40,48 @@ async function emit(store: EventLog, events: readonly KnownEvent[], json: boolea
     if (json) process.stdout.write(`${JSON.stringify(e)}\n`);
     else print(line(await eventSentence(store, e), e));
   }
+}
+
+interface VerifyLogOptions extends DataOptions {
+  restoreGuards?: boolean;
+  checkpoint?: string;
+  previous?: string;
+  key?: string;
+}
+
+/** The checkpoint files `verify-log` was given, each checked to be a file (exit 2 otherwise). */
+function checkpointFiles(o: VerifyLogOptions): { which: "checkpoint" | "previous"; path: string }[] {
+  if (o.previous !== undefined && o.checkpoint === undefined) throw new AppError("usage", "--previous goes with --checkpoint", "previous");
+  const given = [
+    ...(o.checkpoint === undefined ? [] : [{ which: "checkpoint" as const, path: o.checkpoint }]),
+    ...(o.previous === undefined ? [] : [{ which: "previous" as const, path: o.previous }]),
+  ];
+  for (const g of given) requireFile(g.path, g.which === "checkpoint" ? "--checkpoint" : "--previous");
+  return given;
+}
+
+/** What `verify-log` says, in words. */
+function printVerifyLog(r: LogIntegrity, against: LogAgainstCheckpoints | null): void {
+  if (r.chain.ok) print(`the log holds: ${r.chain.count} events, every hash verified`);
+  else print(`the log does NOT hold at event ${r.chain.seq}: ${r.chain.reason}`);
+  if (r.restored.length > 0) print(`the guards ${r.restored.join(", ")} were missing and are restored`);
+  else if (!r.guards.ok) print(`the guards that keep the log append-only are missing: ${r.guards.missing.join(", ")} (someone changed the database by hand; --restore-guards re-creates them)`);
+  if (against === null) return;
+  if (!against.ok) for (const l of against.lines) print(l);
+  else for (const f of against.findings) print(`the log has the root of the ${f.which === "checkpoint" ? "" : "previous "}checkpoint of ${f.size} events${f.which === "previous" ? ": it extends it" : ""}`);
+}
+
+/** `verify-log`: the chain and the guards, and with --checkpoint/--previous the log against checkpoints kept elsewhere. */
+async function verifyLogCommand(o: VerifyLogOptions): Promise<void> {
+  const given = checkpointFiles(o);
+  const key = given.length === 0 ? null : o.key !== undefined ? readVerifierKey(o.key, "--key", LOG_KEY_TYPES) : logVerifier(o.store === undefined ? dataDir(o) : null, process.env);
+  const { r, against } = await withLog(o, async (store) => ({
+    r: await verifyLog(store, { restoreGuards: o.restoreGuards === true }),
+    against: key === null ? null : await verifyLogAgainst(store, given, key),
+  }));
+  if (o.json === true) printJson(against === null ? r : { ...r, ok: r.ok && against.ok, checkpoints: against });
+  else printVerifyLog(r, against);
+  if (!r.ok || (against !== null && !against.ok)) process.exitCode = 1;
 }
 
 export function register(program: Command): void {
@@ -101,19 +143,12 @@ export function register(program: Command): void {
     });
 
   withJson(withData(program.command("verify-log")))
-    .description("walk the hash chain, naming the first event whose hash does not hold, and check the guards that keep the log append-only")
+    .description("walk the hash chain, naming the first event whose hash does not hold, and check the guards that keep the log append-only; with --checkpoint, check that the log still has the root a signed checkpoint kept elsewhere says (a log rebuilt wholesale, or its newest events deleted, is caught), and with --previous that it extends an older one (a fork is caught)")
     .option("--restore-guards", "re-create missing guards once the chain is seen to hold")
-    .action(async (o: DataOptions & { restoreGuards?: boolean }) => {
-      const r = await withLog(o, (store) => verifyLog(store, { restoreGuards: o.restoreGuards === true }));
-      if (o.json === true) printJson(r);
-      else {
-        if (r.chain.ok) print(`the log holds: ${r.chain.count} events, every hash verified`);
-        else print(`the log does NOT hold at event ${r.chain.seq}: ${r.chain.reason}`);
-        if (r.restored.length > 0) print(`the guards ${r.restored.join(", ")} were missing and are restored`);
-        else if (!r.guards.ok) print(`the guards that keep the log append-only are missing: ${r.guards.missing.join(", ")} (someone changed the database by hand; --restore-guards re-creates them)`);
-      }
-      if (!r.ok) process.exitCode = 1;
-    });
+    .option("--checkpoint <file>", "a signed checkpoint of this log kept elsewhere (from /tlog/checkpoint, a witness, a proof)")
+    .option("--previous <file>", "an older signed checkpoint the log must extend (with --checkpoint)")
+    .option("--key <key>", "the log's verifier key, or a file holding it (default: the data folder's log key)")
+    .action(verifyLogCommand);
 
   withJson(withData(program.command("check-decisions")))
     .description("re-run the deciders over the log, each decision under the rules it names: report every one they do not reproduce (exit 1), and apart those today's rules would decide differently")

@@ -13,9 +13,9 @@ import { readFileSync } from "node:fs";
 import { Option, type Command } from "commander";
 import {
   AppError, applyDemoFolder, assertLogHolds, checkUserName, defaultUser, demoSettings, JWKS_PATH, listPlugins, logFile, mergeSettings, loadSettings, openRuntime, saveSettings,
-  signInLink, SIGN_IN_TTL_SECONDS, startControlPlane, storeLocationOf,
+  parseWitnessTarget, signInLink, SIGN_IN_TTL_SECONDS, startControlPlane, storeLocationOf,
 } from "../../app/index.js";
-import type { ControlPlane, FaceFactory, Settings } from "../../app/index.js";
+import type { ControlPlane, FaceFactory, Settings, WitnessTarget } from "../../app/index.js";
 import { commandName, dataDir, openDataFolder, print, printJson, withData, withJson } from "../context.js";
 import type { DataOptions } from "../context.js";
 import { cliLogger } from "../logger.js";
@@ -33,6 +33,7 @@ interface RuntimeFlags extends DataOptions {
 
 interface UpOptions extends RuntimeFlags {
   views?: boolean;
+  witness?: string[];
   clusterId?: string;
   consoleOrigin?: string;
   pluginProxyOrigin?: string;
@@ -133,6 +134,12 @@ function readPem(path: string, flag: string): string {
   }
 }
 
+/** `--witness` (repeatable), each parsed (exit 2 for a bad one), as the control plane's option. */
+function witnessesOption(o: UpOptions): { witnesses?: WitnessTarget[] } {
+  const witnesses = (o.witness ?? []).map(parseWitnessTarget);
+  return witnesses.length === 0 ? {} : { witnesses };
+}
+
 /** The API and console the flags ask for, or none with --no-server. The server is loaded only by `up`. */
 async function serverOption(o: UpOptions): Promise<FaceFactory | undefined> {
   if (o.server === false) return undefined;
@@ -191,12 +198,14 @@ export function register(program: Command): void {
     .option("--checkpoint-interval <seconds>", "and every so many seconds while events come", "1")
     .option("--log-key <file>", "the log's signing key (PRIVATE+KEY+<name>+…; default: $OPENFIEF_LOG_KEY_FILE, else <data>/log-key, made on first use)")
     .option("--no-checkpoints", "sign no checkpoints (the log's tree and /tlog files stay without one)")
+    .option("--witness <url>", "a C2SP tlog-witness each signed checkpoint is submitted to, optionally followed by a space and its verifier key (repeatable)", repeatable)
     .addOption(new Option("--log-format <format>", "text: warnings and errors on stderr for people, the JSON log only in <data>/openfief.log; json: every JSON log line on stdout too, for a log collector").choices(["text", "json"]).default("text"))
     .action(async (o: UpOptions) => {
       const interval = wholeNumber(o.interval ?? "300", "--interval", 50, 3_600_000);
       const egressPort = wholeNumber(o.egressPort ?? "4750", "--egress-port", 0, 65535);
       const checkpoints = checkpointOption(o);
       const server = await serverOption(o);
+      const witnesses = witnessesOption(o);
       const user = checkUserName(o.user ?? defaultUser());
       // The egress proxy's writer thread commits to the data folder's own file (its log on PostgreSQL is the cluster's).
       if (storeLocationOf(o) !== null) throw new AppError("usage", "up keeps its log in its data folder (--data): --store and $OPENFIEF_STORE are for the other commands", "store");
@@ -216,6 +225,7 @@ export function register(program: Command): void {
         reset: o.reset === true,
         checkpoints,
         ...(server === undefined ? {} : { server }),
+        ...witnesses,
       }).catch((err: unknown) => {
         logger.flush();
         throw withFlag(err);

@@ -11,6 +11,7 @@ import { checkBadge, hash, when } from "./format.js";
 import { html } from "./html.js";
 import type { Markup } from "./html.js";
 import { page } from "./layout.js";
+import { witnessesCard } from "./witnesses-card.js";
 
 function chainCard(r: IntegrityReport): Markup {
   const c = r.chain.result;
@@ -74,6 +75,7 @@ export async function integrityPage(ctx: RequestContext): Promise<string> {
 <dt>Appended</dt><dd>${when(r.head.time, now)}</dd>
 <dt>Its hash</dt><dd>${hash(r.head.hash)}</dd>
 </dl><p class="small muted">Keep the head's hash somewhere else: a log that still ends in it was not rewritten.</p></section>
-${transparency}`;
+${transparency}
+${await witnessesCard(ctx)}`;
   return page({ title: "Integrity", section: "integrity", session, body });
 }

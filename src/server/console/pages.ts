@@ -11,6 +11,7 @@ import type { Access, RequestContext, Route } from "../routes.js";
 import { egressPage } from "./egress-page.js";
 import { html } from "./html.js";
 import { integrityPage } from "./integrity-page.js";
+import { proofDownload } from "./witnesses-card.js";
 import { page } from "./layout.js";
 import { logPage, logRows } from "./log-page.js";
 import { approveForm, pluginPageWithView } from "./plugin-page.js";
@@ -81,6 +82,7 @@ export function consolePageRoutes(): Route[] {
     pageRoute("/log/rows", "the log's newer rows (htmx)", ["plugin", "type", "since", "until", "after"], logRows),
     pageRoute("/egress", "egress decisions", ["plugin", "window"], egressPage),
     pageRoute("/integrity", "the log's integrity", [], integrityPage),
+    { method: "GET", path: "/integrity/proof", kind: "page", access: "viewer", summary: "an event's proof (C2SP tlog-proof) as a download", query: ["seq"], headers: [], statuses: PAGE_STATUSES, handle: proofDownload },
     pageRoute("/replay", "the state as of an event", ["at"], replayPage),
     { method: "GET", path: "/signin", kind: "page", access: "public", summary: "sign in with a one-time link", query: ["code"], headers: [], statuses: [200, 303, 400, 401, 403, 500, 503], handle: signIn },
     { method: "POST", path: "/signout", kind: "page", access: "public", summary: "sign out", query: [], headers: [], statuses: [303, 400, 403, 500, 503], handle: signOut },

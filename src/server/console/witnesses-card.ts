@@ -1,0 +1,57 @@
+/**
+ * The integrity page's witnesses (docs/adr/0155): each witness the log submits its checkpoints to,
+ * the newest size it cosigned and how it last answered; and an event's proof (C2SP tlog-proof,
+ * docs/adr/0153) as a download, to hand to an auditor.
+ */
+import { logVerifier, parseCount, proveEvent, witnessStates } from "../../app/index.js";
+import { parseVerifierKey } from "../../tlog/index.js";
+import type { WitnessState } from "../../app/index.js";
+import type { RequestContext } from "../routes.js";
+import { checkBadge, when } from "./format.js";
+import { html } from "./html.js";
+import type { Markup } from "./html.js";
+
+const STATUS: Record<WitnessState["status"], string> = {
+  cosigned: "cosigned the newest checkpoint it was sent",
+  behind: "not asked yet",
+  refused: "refused a checkpoint",
+  rejected: "does not take this log",
+  unreachable: "could not be reached",
+};
+
+function row(s: WitnessState, now: Date): Markup {
+  return html`<tr><td><code>${s.witness === "" ? s.url : s.witness}</code><br><span class="small muted">${s.url}</span></td>
+<td>${s.size === 0 ? html`<span class="muted">none yet</span>` : String(s.size)}</td>
+<td>${s.status === "refused" ? html`<strong>${STATUS[s.status]}</strong>` : STATUS[s.status]}${s.detail === "" ? "" : html`<br><span class="small">${s.detail}</span>`}</td>
+<td>${when(s.at === "" ? null : s.at, now)}</td></tr>`;
+}
+
+/** The witnesses' card, read from what the log keeps beside it (whichever process submitted). */
+export async function witnessesCard(ctx: RequestContext): Promise<Markup> {
+  const states = await witnessStates(ctx.app.store);
+  const now = ctx.app.clock();
+  const refused = states.some((s) => s.status === "refused");
+  const proofForm = html`<form method="get" action="/integrity/proof" class="inline"><label>Proof of event <input type="number" name="seq" min="1" required></label> <button type="submit">Download</button></form>
+<p class="small muted">A proof file holds the event, its inclusion proof and a signed checkpoint with its witnesses' cosignatures: <code>openfief verify-proof FILE --key KEY</code> checks it anywhere, offline.</p>`;
+  if (states.length === 0) {
+    return html`<section class="card"><h2>Witnesses</h2><p>No witness cosigns this log's checkpoints yet. With <code>openfief up --witness URL</code> each checkpoint is sent to a witness that refuses to cosign a history other than the one it saw: then nobody, not even whoever holds the database, can show two histories unnoticed.</p>${proofForm}</section>`;
+  }
+  return html`<section class="card ${refused ? "callout bad" : ""}"><h2>Witnesses ${checkBadge(!refused, "agree", "refused")}</h2>
+${refused ? html`<p><strong>A witness refused a checkpoint of this log</strong> as inconsistent with one it cosigned before: the log may have been rewritten, or shown another history. Check it with <code>openfief verify-log --checkpoint</code> against a checkpoint kept elsewhere.</p>` : ""}
+<table><thead><tr><th>Witness</th><th>Newest size cosigned</th><th>Last answer</th><th>When</th></tr></thead><tbody>${states.map((s) => row(s, now))}</tbody></table>
+${proofForm}</section>`;
+}
+
+/** `GET /integrity/proof?seq=N`: the event's proof, as a file to save. */
+export async function proofDownload(ctx: RequestContext): Promise<void> {
+  const seq = parseCount(ctx.query.get("seq") ?? "", "seq");
+  const published = ctx.app.logKey?.verifierKey;
+  const key = published === undefined ? null : parseVerifierKey(published);
+  const proof = await proveEvent(ctx.app.store, seq, key?.ok === true ? key.value : logVerifier(ctx.app.dataDir, process.env));
+  const body = Buffer.from(proof.text, "utf8");
+  ctx.res.writeHead(200, {
+    "Content-Type": "text/plain; charset=utf-8", "Content-Disposition": `attachment; filename="event-${seq}.tlog-proof"`, "Cache-Control": "no-store",
+    "Content-Length": body.length,
+  });
+  ctx.res.end(body);
+}
