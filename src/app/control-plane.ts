@@ -19,6 +19,7 @@ import type { PluginResult } from "../reconciler/index.js";
 import { allowListConfigData, Projector } from "../projections/index.js";
 import { lockDataDir } from "./data-dir.js";
 import type { DataLock } from "./data-dir.js";
+import type { ClusterAccess } from "./cluster-access.js";
 import { AppError } from "./errors.js";
 import { resetDataDir } from "./demo.js";
 import { assertLogHolds } from "./integrity.js";
@@ -86,6 +87,12 @@ export interface FaceContext {
   readonly metrics: ControlPlaneMetrics;
   readonly logger: Logger;
   readonly clock: () => Date;
+  /**
+   * The console in a cluster: sign-in and roles are the cluster's (TokenReview, SubjectAccessReview),
+   * approvals write the PluginGrant as the user, and Plugins and grants are changed with kubectl,
+   * not through the face. Absent for `openfief up`.
+   */
+  readonly cluster?: ClusterAccess;
   readiness(): Readiness;
 }
 
