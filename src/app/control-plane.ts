@@ -28,6 +28,7 @@ import { keepProjections } from "./kept-projections.js";
 import { ControlPlaneMetrics } from "./metrics.js";
 import { openRuntime } from "./runtime.js";
 import type { Runtime } from "./runtime.js";
+import type { StoreLocation } from "./store-location.js";
 import { Sessions } from "./sessions.js";
 import { checkLimitsSettings, loadSettings, mergeSettings, saveSettings } from "./settings.js";
 import { checkEmbeddedKey } from "./tokens.js";
@@ -40,6 +41,12 @@ import type { RunningViews, ViewsFace, ViewsOptions } from "./views.js";
 /** Options of {@link startControlPlane}. */
 export interface ControlPlaneOptions {
   readonly dataDir: string;
+  /**
+   * The log, when not the data folder's own file: a SQLite file elsewhere, or a PostgreSQL
+   * database that the reconciler, the egress proxy's writer thread, the plugin host and the
+   * console all use (the data folder keeps the settings, keys and sessions).
+   */
+  readonly store?: StoreLocation | null;
   /** Settings given now, laid over the ones saved in the data folder. */
   readonly settings?: Settings;
   readonly logger: Logger;
@@ -172,7 +179,7 @@ async function compose(o: ControlPlaneOptions, lock: DataLock, metrics: ControlP
   if (o.reset === true) resetDataDir(o.dataDir);
   const settings = mergeSettings(loadSettings(o.dataDir), o.settings ?? {});
   checkLimitsSettings(settings);
-  const rt = await openRuntime({ dataDir: o.dataDir, logger: o.logger, ...settings, ...(o.clock === undefined ? {} : { clock: o.clock }), instrument: (s) => metrics.timed(s) });
+  const rt = await openRuntime({ dataDir: o.dataDir, logger: o.logger, ...settings, ...(o.store === undefined ? {} : { store: o.store }), ...(o.clock === undefined ? {} : { clock: o.clock }), instrument: (s) => metrics.timed(s) });
   opened.rt = rt;
   // The whole chain once at start; each pass then walks what was appended since.
   await assertLogHolds(rt.store, { full: true });
@@ -265,6 +272,8 @@ function startEmbeddedEgressOn(o: ControlPlaneOptions, e: NonNullable<ControlPla
   return startEmbeddedEgress({
     dataDir: o.dataDir,
     store: p.store,
+    // The writer thread's own connections to the same PostgreSQL log.
+    ...(o.store?.kind === "postgres" ? { storeUrl: o.store.url } : {}),
     allowLists: p.allowLists,
     logger: o.logger.child({ component: "egress" }),
     registry: p.metrics.registry,

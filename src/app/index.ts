@@ -44,8 +44,8 @@ export {
 } from "./data-dir.js";
 export type { DataLock, LockHolder, Tightened } from "./data-dir.js";
 /** Where a command's log is (`--store`, `OPENFIEF_STORE`), and opening it: a SQLite file or a PostgreSQL database. */
-export { parseStoreLocation, shownUrl, storeLocationOf } from "./store-location.js";
-export type { StoreLocation } from "./store-location.js";
+export { parseStoreLocation, readStoreFile, shownUrl, storeLocationOf } from "./store-location.js";
+export type { StoreFlags, StoreLocation } from "./store-location.js";
 export { initPostgresStore, migrateStore, openLogAt, storeSetupSql, storeText } from "./open-log.js";
 export type { OpenLogOptions } from "./open-log.js";
 /** The settings `up` was started with, saved in the data folder. */

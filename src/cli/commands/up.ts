@@ -13,7 +13,7 @@ import { readFileSync } from "node:fs";
 import { Option, type Command } from "commander";
 import {
   AppError, applyDemoFolder, assertLogHolds, checkUserName, defaultUser, demoSettings, JWKS_PATH, listPlugins, logFile, mergeSettings, loadSettings, openRuntime, saveSettings,
-  signInLink, SIGN_IN_TTL_SECONDS, startControlPlane, storeLocationOf,
+  signInLink, SIGN_IN_TTL_SECONDS, startControlPlane, storeLocationOf, storeText,
 } from "../../app/index.js";
 import type { ControlPlane, FaceFactory, Settings } from "../../app/index.js";
 import { commandName, dataDir, openDataFolder, print, printJson, withData, withJson } from "../context.js";
@@ -172,8 +172,9 @@ export function register(program: Command): void {
       const egressPort = wholeNumber(o.egressPort ?? "4750", "--egress-port", 0, 65535);
       const server = await serverOption(o);
       const user = checkUserName(o.user ?? defaultUser());
-      // The egress proxy's writer thread commits to the data folder's own file (its log on PostgreSQL is the cluster's).
-      if (storeLocationOf(o) !== null) throw new AppError("usage", "up keeps its log in its data folder (--data): --store and $OPENFIEF_STORE are for the other commands", "store");
+      // The log: the data folder's own file, or --store's (a SQLite file, or a PostgreSQL database
+      // every part appends to: the reconciler, the egress proxy's writer thread, the plugin host).
+      const store = storeLocationOf(o);
       const dir = dataDir(o);
       // Made (or tightened) before anything is written in it, the log file first.
       openDataFolder(dir);
@@ -182,6 +183,7 @@ export function register(program: Command): void {
       const demo = o.demo === true;
       const cp = await startControlPlane({
         dataDir: dir,
+        ...(store === null ? {} : { store }),
         logger,
         intervalMs: interval,
         settings: { ...(demo ? demoSettings() : {}), ...givenSettings(o), ...viewSettings(o) },
@@ -209,7 +211,7 @@ export function register(program: Command): void {
         const fresh = (await cp.runtime.store.head()) === 0;
         await cp.pass();
         if (demo) await runDemo(cp, dir, fresh, say);
-        await announce(cp, dir, user, o.json === true ? (format === "json" ? "line" : "pretty") : null, say);
+        await announce(cp, dir, user, o.json === true ? (format === "json" ? "line" : "pretty") : null, say, store === null ? null : storeText(store));
         await stopped;
         say("stopping");
       } finally {
@@ -233,12 +235,12 @@ function withFlag(err: unknown): unknown {
 }
 
 /** Says that the control plane is up: where the console is, with a sign-in link, and where its files are. */
-async function announce(cp: ControlPlane, dir: string, user: string, json: "pretty" | "line" | null, say: (line?: string) => void): Promise<void> {
+async function announce(cp: ControlPlane, dir: string, user: string, json: "pretty" | "line" | null, say: (line?: string) => void, store: string | null): Promise<void> {
   // The canonical origin: the console answers only there (its other loopback names redirect to it).
   const link = cp.server === null ? null : await signInLink(cp.sessions, cp.server.origin, user, "owner");
   const pages = await viewPages(cp);
   const views = cp.views === null ? null : { pluginProxy: cp.views.origins.pluginProxy, gateway: cp.views.gatewayUrl, jwks: `${cp.views.origins.gateway}${JWKS_PATH}`, pages };
-  const up = { up: true, data: dir, egress: cp.egress, console: cp.server?.origin ?? null, signIn: link?.url ?? null, views, cluster: cp.runtime.target.name, log: logFile(dir) };
+  const up = { up: true, data: dir, store: store ?? `sqlite:${cp.runtime.store.location}`, egress: cp.egress, console: cp.server?.origin ?? null, signIn: link?.url ?? null, views, cluster: cp.runtime.target.name, log: logFile(dir) };
   // One line among JSON log lines; indented for a person otherwise.
   if (json === "line") process.stdout.write(`${JSON.stringify(up)}\n`);
   else if (json === "pretty") printJson(up);
@@ -253,7 +255,7 @@ async function announce(cp: ControlPlane, dir: string, user: string, json: "pret
     say(`  served by the plugin proxy on ${views.pluginProxy}, reaching only the gateway ${views.gateway} (keys: ${views.jwks})`);
     say("");
   }
-  say(`openfief is up: data in ${dir}; cluster objects in ${cp.runtime.target.name.replace(/^directory:/, "")}; log in ${logFile(dir)}. Ctrl-C stops it.`);
+  say(`openfief is up: data in ${dir}${store === null ? "" : `; event log in ${store}`}; cluster objects in ${cp.runtime.target.name.replace(/^directory:/, "")}; log in ${logFile(dir)}. Ctrl-C stops it.`);
 }
 
 /** The console pages that show a view plugin's UI (the plugins whose running version has one). */
