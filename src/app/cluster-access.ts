@@ -181,6 +181,8 @@ export function kubeClusterAccess(identity: ClusterIdentity, o: ClusterAccessOpt
     },
     async approve(store, name, session, expectedVersion) {
       if (session.kube === undefined) throw new AppError("forbidden", "only a user the cluster signed in may approve here");
+      // The console may not impersonate ServiceAccounts (docs/adr/0172): say so before anything is asked.
+      if (session.user.startsWith("system:serviceaccount:")) throw new AppError("forbidden", `${session.user} is a ServiceAccount: it may look, but approvals are made by a person the cluster authenticates (OIDC or a certificate), whom the console acts as`);
       const who = reviewed(session.user, session.kube);
       // Asked afresh: a role taken away a moment ago is not used from the cache.
       let may: boolean;

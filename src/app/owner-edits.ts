@@ -146,7 +146,7 @@ export function approve(store: EventLog, name: string, actor: Actor, expectedVer
   return withConflictRetry(store, expectedVersion, async () => {
     const plan = await planApproval(store, name, expectedVersion);
     if (plan.spec === null) return { name, approved: plan.pending, seq: null, version: plan.version };
-    return appendApproval(store, name, actor, plan);
+    return appendApproval(store, name, actor, { ...plan, spec: plan.spec });
   });
 }
 

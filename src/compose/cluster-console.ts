@@ -8,7 +8,7 @@
  * a closed log), then the log.
  */
 import type { Logger } from "pino";
-import { assertLogHolds, ControlPlaneMetrics, kubeClusterAccess, openLogAt, Sessions, storeText } from "../app/index.js";
+import { assertLogHolds, ControlPlaneMetrics, kubeClusterAccess, openDataDir, openLogAt, Sessions, storeText, tightenedText } from "../app/index.js";
 import type { FaceContext, Readiness, StoreLocation } from "../app/index.js";
 import type { EventLog } from "../events/index.js";
 import { ClusterIdentity } from "../kube/index.js";
@@ -56,6 +56,8 @@ export async function startClusterConsole(o: ClusterConsoleOptions): Promise<Clu
     await assertLogHolds(store);
     const identity = new ClusterIdentity(o.kubeConfig, { ...(o.namespace === undefined ? {} : { namespace: o.namespace }), ...(o.audiences === undefined ? {} : { audiences: o.audiences }) });
     const cluster = kubeClusterAccess(identity, { clock, ...(o.reviewCacheMs === undefined ? {} : { cacheMs: o.reviewCacheMs }) });
+    const tightened = openDataDir(o.dataDir);
+    if (tightened.length > 0) o.logger.warn(tightenedText(tightened));
     const sessions = await Sessions.open(o.dataDir, clock);
     const metrics = new ControlPlaneMetrics();
     let failure: string | null = null;

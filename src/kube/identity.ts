@@ -150,34 +150,34 @@ export class ClusterIdentity {
     }
   }
 
-  /** One request to the API server, as `who` (impersonated) or, with null, as the console itself. */
-  async #impersonated(who: ReviewedUser | null, method: string, path: string, contentType: string | undefined, body: string | undefined): Promise<Record<string, unknown>> {
+  /** The request's options: the kubeconfig's TLS settings and credentials, the impersonation headers. */
+  async #options(who: ReviewedUser | null, method: string, path: string, contentType: string | undefined, body: string | undefined): Promise<RequestOptions> {
     const cluster = this.#kc.getCurrentCluster();
     if (cluster === null) throw new KubeError(KubeErrorCode.NotInCluster, "no cluster in the kubeconfig");
     const server = new URL(cluster.server);
     const opts: RequestOptions & { headers: OutgoingHttpHeaders } = { headers: {} };
     await this.#kc.applyToHTTPSOptions(opts);
-    const headers: OutgoingHttpHeaders = { ...opts.headers, Accept: "application/json" };
-    if (who !== null) {
-      headers["Impersonate-User"] = who.user;
-      // One header per group: a comma-joined one would name a single group.
-      if (who.groups.length > 0) headers["Impersonate-Group"] = [...who.groups];
-      if (who.uid !== undefined) headers["Impersonate-Uid"] = who.uid;
-    }
+    const headers: OutgoingHttpHeaders = { ...(opts.headers as Record<string, string>), Accept: "application/json", ...impersonation(who) };
     if (contentType !== undefined) headers["Content-Type"] = contentType;
     if (body !== undefined) headers["Content-Length"] = Buffer.byteLength(body);
-    const request = server.protocol === "https:" ? httpsRequest : httpRequest;
-    const target: RequestOptions = {
+    const https = server.protocol === "https:";
+    return {
       ...opts,
       protocol: server.protocol,
       hostname: server.hostname.replace(/^\[|\]$/g, ""),
-      port: server.port === "" ? (server.protocol === "https:" ? 443 : 80) : Number(server.port),
+      port: server.port === "" ? (https ? 443 : 80) : Number(server.port),
       path: `${server.pathname.replace(/\/$/, "")}${path}`,
       method,
       headers,
       timeout: this.#timeoutMs,
+      ...(cluster.skipTLSVerify ? { rejectUnauthorized: false } : {}),
     };
-    if (cluster.skipTLSVerify) (target as { rejectUnauthorized?: boolean }).rejectUnauthorized = false;
+  }
+
+  /** One request to the API server, as `who` (impersonated) or, with null, as the console itself. */
+  async #impersonated(who: ReviewedUser | null, method: string, path: string, contentType: string | undefined, body: string | undefined): Promise<Record<string, unknown>> {
+    const target = await this.#options(who, method, path, contentType, body);
+    const request = target.protocol === "https:" ? httpsRequest : httpRequest;
     const { status, text } = await new Promise<{ status: number; text: string }>((resolve, reject) => {
       const req = request(target, (res: IncomingMessage) => {
         const chunks: Buffer[] = [];
@@ -207,4 +207,14 @@ export class ClusterIdentity {
     if (status >= 500 || status === 0) throw new KubeError(KubeErrorCode.Unreachable, `the API server failed: ${message}`, status);
     throw new KubeError(KubeErrorCode.ApiError, `the API server refused: ${message}`, status);
   }
+}
+
+/** The impersonation headers for `who`: one `Impersonate-Group` per group (a comma-joined one would name a single group). */
+function impersonation(who: ReviewedUser | null): OutgoingHttpHeaders {
+  if (who === null) return {};
+  return {
+    "Impersonate-User": who.user,
+    ...(who.groups.length === 0 ? {} : { "Impersonate-Group": [...who.groups] }),
+    ...(who.uid === undefined ? {} : { "Impersonate-Uid": who.uid }),
+  };
 }

@@ -9,7 +9,6 @@
  * that asks for a new egress host, so the hold-back is there to explore); on a data folder that
  * holds a log already it keeps the owner's state, and `--reset` starts over.
  */
-import { readFileSync } from "node:fs";
 import { Option, type Command } from "commander";
 import {
   AppError, applyDemoFolder, assertLogHolds, checkUserName, defaultUser, demoSettings, JWKS_PATH, listPlugins, logFile, mergeSettings, loadSettings, openRuntime, saveSettings,
@@ -18,6 +17,7 @@ import {
 import type { ControlPlane, FaceFactory, Settings } from "../../app/index.js";
 import { commandName, dataDir, openDataFolder, print, printJson, withData, withJson } from "../context.js";
 import type { DataOptions } from "../context.js";
+import { parseListen, tlsOf } from "../listen.js";
 import { cliLogger } from "../logger.js";
 import type { LogFormat } from "../logger.js";
 import { pluginsTable } from "./get.js";
@@ -94,30 +94,11 @@ function wholeNumber(text: string, flag: string, min: number, max: number): numb
   return n;
 }
 
-/** `host:port` or `[v6]:port`. */
-function parseListen(text: string): { host: string; port: number } {
-  const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(text);
-  const port = Number(m?.[3]);
-  if (m === null || port > 65535) throw new AppError("usage", `--listen must be host:port, such as 127.0.0.1:4780 or [::1]:4780, not ${JSON.stringify(text.slice(0, 64))}`);
-  return { host: m[1] ?? m[2] ?? "", port };
-}
-
-function readPem(path: string, flag: string): string {
-  try {
-    const text = readFileSync(path, "utf8");
-    if (text.length > 1 << 20 || !text.includes("-----BEGIN ")) throw new Error("not PEM");
-    return text;
-  } catch {
-    throw new AppError("usage", `${flag} ${path}: cannot read a PEM file there`);
-  }
-}
-
 /** The API and console the flags ask for, or none with --no-server. The server is loaded only by `up`. */
 async function serverOption(o: UpOptions): Promise<FaceFactory | undefined> {
   if (o.server === false) return undefined;
   const { host, port } = parseListen(o.listen ?? "127.0.0.1:4780");
-  if ((o.tlsCert === undefined) !== (o.tlsKey === undefined)) throw new AppError("usage", "give --tls-cert and --tls-key together");
-  const tls = o.tlsCert !== undefined && o.tlsKey !== undefined ? { cert: readPem(o.tlsCert, "--tls-cert"), key: readPem(o.tlsKey, "--tls-key") } : undefined;
+  const tls = tlsOf(o);
   const { serverFactory } = await import("../../server/index.js");
   return serverFactory({ host, port, ...(tls === undefined ? {} : { tls }), ...(o.origin === undefined ? {} : { origins: o.origin }) });
 }
