@@ -18,7 +18,7 @@ import type { KnownEvent } from "../../src/events/index.js";
 import { NAMESPACE } from "../../src/plugins/index.js";
 import { startLogDatabases } from "../events/postgres-support.js";
 import type { LogDatabases } from "../events/postgres-support.js";
-import { json, ROOT, startOpenfief } from "../e2e/support.js";
+import { json, startOpenfief } from "../e2e/support.js";
 import type { Started } from "../e2e/support.js";
 import { FakeApiServer } from "./fake-apiserver.js";
 import { EXAMPLES, putTrustedSigners, setOperatorEnv, until } from "./operator-fixture.js";
