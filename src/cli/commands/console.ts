@@ -9,6 +9,7 @@
 import type { Command } from "commander";
 import { AppError, storeLocationOf } from "../../app/index.js";
 import { CliError } from "../cli-error.js";
+import { print } from "../context.js";
 import { parseListen, tlsOf } from "../listen.js";
 import { cliLogger } from "../logger.js";
 
@@ -49,10 +50,13 @@ export function register(program: Command): void {
     .option("--audience <aud>", "an audience sign-in tokens must be for (repeatable; default: the API server's own)", repeatable)
     .option("--json", "log JSON lines")
     .action(async (o: ConsoleOptions) => {
-      const store = storeLocationOf({ store: o.store, storeFile: o.storeFile });
-      if (store === null) throw new AppError("usage", "give the cluster's log: --store postgres://…, --store-file FILE, $OPENFIEF_STORE or $OPENFIEF_STORE_FILE", "store");
       const { host, port } = parseListen(o.listen);
       const tls = tlsOf(o);
+      // The server is heavy: loaded only when this command runs; a listener beyond loopback needs TLS.
+      const { checkListen } = await import("../../server/index.js");
+      checkListen({ host, ...(tls === undefined ? {} : { tls }) });
+      const store = storeLocationOf({ store: o.store, storeFile: o.storeFile });
+      if (store === null) throw new AppError("usage", "give the cluster's log: --store postgres://…, --store-file FILE, $OPENFIEF_STORE or $OPENFIEF_STORE_FILE", "store");
       const logger = cliLogger(o.json === undefined ? {} : { json: o.json });
       // The Kubernetes client and the server are heavy: loaded only when this command runs.
       const { loadKubeConfig, KubeError } = await import("../../kube/index.js");
@@ -73,6 +77,7 @@ export function register(program: Command): void {
         ...(o.audience === undefined ? {} : { audiences: o.audience }),
         logger,
       });
+      print(`console on ${running.origin} (listening on ${running.url}); sign in with a token the cluster accepts`);
       await new Promise<void>((resolve) => {
         process.once("SIGTERM", resolve);
         process.once("SIGINT", resolve);
