@@ -4,7 +4,7 @@
  * cannot approve, an owner whose approval is written to the PluginGrant as the user (the
  * impersonation headers asserted, one `Impersonate-Group` line per group) and recorded under the
  * same user's name, bad and expired tokens refused, and an API server that does not answer
- * refusing everyone (fail closed).
+ * refusing everyone (fail closed). The log is the cluster's: PostgreSQL.
  */
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -18,6 +18,8 @@ import { startClusterConsole } from "../../src/compose/index.js";
 import type { ClusterConsole } from "../../src/compose/index.js";
 import type { EventLog } from "../../src/events/index.js";
 import { pluginStream } from "../../src/events/index.js";
+import { startLogDatabases } from "../events/postgres-support.js";
+import type { LogDatabases } from "../events/postgres-support.js";
 import { FakeApiServer } from "../kube/fake-apiserver.js";
 import { bearer, call, cookieOf } from "../server/support.js";
 
@@ -31,6 +33,7 @@ const CAROL = { username: "carol", groups: ["system:authenticated"] };
 const TOKENS: Record<string, Record<string, unknown>> = { "alice-token": ALICE, "bob-token": BOB, "mallory-token": MALLORY, "carol-token": CAROL };
 
 let fake: FakeApiServer;
+let dbs: LogDatabases;
 let dir: string;
 let loc: StoreLocation;
 let running: ClusterConsole;
@@ -55,7 +58,7 @@ function rbac(): void {
 }
 
 beforeAll(async () => {
-  fake = await FakeApiServer.start();
+  [fake, dbs] = await Promise.all([FakeApiServer.start(), startLogDatabases()]);
   fake.tokenReviewer = (token) => {
     const user = TOKENS[token];
     return user === undefined ? { authenticated: false, error: `[invalid bearer token, token has expired] ${token}` } : { authenticated: true, user, audiences: ["https://kubernetes.default.svc"] };
@@ -67,7 +70,9 @@ beforeAll(async () => {
   fake.put({ ...pluginDoc });
   fake.put({ apiVersion: "openfief.io/v1alpha1", kind: "PluginGrant", metadata: { name: "nbp-fx", namespace: NS }, spec: grantSpec });
   dir = mkdtempSync(join(tmpdir(), "openfief-cluster-console-"));
-  loc = { kind: "sqlite", file: join(dir, "log.db") };
+  // The cluster's one log, on PostgreSQL.
+  const url = await dbs.fresh();
+  loc = { kind: "postgres", url, shown: "cluster log" };
   // What the operator records of the cluster's resources.
   log = await openLogAt(loc);
   await observe(log, "plugin", "nbp-fx", pluginDoc["spec"] as never);
@@ -86,6 +91,7 @@ afterAll(async () => {
   await running?.stop();
   await log?.close();
   await fake?.close();
+  await dbs?.stop();
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -228,6 +234,31 @@ describe("approving in the cluster", () => {
     // The operator, seeing the PluginGrant change, finds it recorded already: the event keeps the user's name.
     await observe(log, "grant", "nbp-fx", inCluster as never);
     expect((await log.read({ stream: pluginStream("nbp-fx"), type: ["grant.observed"] })).at(-1)?.seq).toBe(approved.seq);
+  });
+
+  it("records the cluster's grant back when the write fails after its dry run, and approves nothing", async () => {
+    // Ask for one more host: an upgrade of the Plugin, recorded as the operator would.
+    const spec = structuredClone(pluginDoc["spec"]) as { manifest: { egress: Array<{ host: string }> } };
+    spec.manifest.egress.push({ host: "static.nbp.pl" });
+    fake.put({ ...pluginDoc, spec });
+    await observe(log, "plugin", "nbp-fx", spec as never);
+    const held = fake.get("openfief.io/v1alpha1", "PluginGrant", NS, "nbp-fx")?.["spec"];
+    fake.interceptor = (r) => (r.method === "PATCH" && r.path === GRANTS && r.query["dryRun"] === undefined ? { status: 500, body: { kind: "Status", code: 500, message: "etcdserver: request timed out" } } : null);
+    try {
+      const r = await call(running.url, "/api/v1/plugins/nbp-fx/approve", { method: "POST", headers: { ...bearer("alice-token"), "if-match": await version(bearer("alice-token")) } });
+      expect(r.status).toBe(503);
+    } finally {
+      fake.interceptor = () => null;
+    }
+    const grants = (await log.read({ stream: pluginStream("nbp-fx"), type: ["grant.observed"] })).slice(-2);
+    expect(grants.map((e) => e.actor)).toEqual(["owner:kube:alice@example.com", "cluster"]);
+    expect(grants[1]?.causedBy).toBe(grants[0]?.seq);
+    expect(grants[1]?.data.spec).toEqual(held);
+    expect(fake.get("openfief.io/v1alpha1", "PluginGrant", NS, "nbp-fx")?.["spec"]).toEqual(held);
+    // Once the cluster answers again, the same approval goes through.
+    const again = await call(running.url, "/api/v1/plugins/nbp-fx/approve", { method: "POST", headers: { ...bearer("alice-token"), "if-match": await version(bearer("alice-token")) } });
+    expect(again.status).toBe(200);
+    expect((fake.get("openfief.io/v1alpha1", "PluginGrant", NS, "nbp-fx")?.["spec"] as { egress: unknown[] }).egress).toContainEqual({ host: "static.nbp.pl", port: 443 });
   });
 
   it("refuses an approval against a version the owner did not see", async () => {

@@ -118,6 +118,8 @@ export class FakeApiServer {
   tokenReviewer: (token: string, audiences: readonly string[]) => Record<string, unknown> = () => ({ authenticated: false });
   /** How SubjectAccessReviews are answered; the default evaluates the stored RBAC objects. */
   accessReviewer: (spec: Record<string, unknown>) => Record<string, unknown> = (spec) => this.#reviewSpec(spec);
+  /** Answers a request before the server does when it returns a status and body (scripted failures); null lets it through. */
+  interceptor: (req: LoggedRequest) => { status: number; body: unknown } | null = () => null;
   /** The clock of issued tokens' expiry (ms since the epoch). */
   clock: () => number = Date.now;
   /** The tokens TokenRequests issued, and whom each authenticates. */
@@ -297,7 +299,10 @@ export class FakeApiServer {
       const method = req.method ?? "GET";
       const auth = req.headers.authorization;
       const client = auth?.startsWith("Bearer ") === true ? auth.slice("Bearer ".length) : undefined;
-      this.requests.push({ method, path: url.pathname, query, contentType, body, client, headers: req.headers, rawHeaders: [...req.rawHeaders] });
+      const logged: LoggedRequest = { method, path: url.pathname, query, contentType, body, client, headers: req.headers, rawHeaders: [...req.rawHeaders] };
+      this.requests.push(logged);
+      const scripted = this.interceptor(logged);
+      if (scripted !== null) return send(res, scripted.status, scripted.body);
       const refusal = this.#authorize(method, req.url ?? "/", client) ?? this.#authorizeImpersonated(method, req);
       if (refusal !== null) return send(res, 403, statusBody(403, "Forbidden", refusal));
       try {
