@@ -21,7 +21,7 @@ import type { LogDatabases } from "../events/postgres-support.js";
 import { json, startOpenfief } from "../e2e/support.js";
 import type { Started } from "../e2e/support.js";
 import { FakeApiServer } from "./fake-apiserver.js";
-import { EXAMPLES, putTrustedSigners, setOperatorEnv, until } from "./operator-fixture.js";
+import { EXAMPLES, putTrustedSigners, setOperatorEnv } from "./operator-fixture.js";
 
 const PLUGINS = ["ecb-fx", "ledger-view", "nbp-fx"];
 /** Appends after which the first leader dies: its observations are in, its decisions under way. */
@@ -51,6 +51,18 @@ async function replica(name: string, env: Record<string, string> = {}): Promise<
   const s = await startOpenfief(args, { OPENFIEF_STORE_FILE: join(dir, "store-url"), OPENFIEF_LOG_LEVEL: "warn", ...env });
   started.push(s);
   return s;
+}
+
+/** Polls `predicate` until it holds (a minute at most: two processes start on a busy machine); `failed` ends the wait at once. */
+async function until(what: string, predicate: () => boolean | Promise<boolean>, failed: () => unknown = () => undefined): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  while (Date.now() < deadline) {
+    const failure = failed();
+    if (failure !== undefined) throw new Error(`a replica stopped while waiting for: ${what}`, { cause: failure });
+    if (await predicate()) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`never happened within a minute: ${what}`);
 }
 
 const holder = (): string | undefined => (fake.get("coordination.k8s.io/v1", "Lease", NAMESPACE, "openfief-operator")?.["spec"] as { holderIdentity?: string } | undefined)?.holderIdentity;
@@ -85,7 +97,7 @@ afterAll(async () => {
   await fake?.close();
   await dbs?.stop();
   await rm(dir, { recursive: true, force: true });
-});
+}, 60_000);
 
 describe("two operators on one PostgreSQL log", () => {
   it("the standby takes over from a leader killed mid-pass: no decision lost or made twice, the chain verifies", async () => {
@@ -140,5 +152,5 @@ describe("two operators on one PostgreSQL log", () => {
     expect(await json(["verify-log", "--store", url])).toMatchObject({ ok: true });
     expect(await json(["check-decisions", "--store", url])).toMatchObject({ divergences: [] });
     expect(b.child.exitCode).toBeNull();
-  }, 90_000);
+  }, 180_000);
 });
