@@ -119,8 +119,7 @@ describe("two operators on one PostgreSQL log", () => {
     const atKill = await events();
     // Killed mid-pass: it had begun deciding, and had not finished.
     expect(atKill.some((e) => ["signature.verdict", "config.verdict", "rollout.decided"].includes(e.type))).toBe(true);
-    expect(atKill.filter((e) => e.type === "workload.applied" || e.type === "kube.applied").length).toBeLessThan(PLUGINS.length);
-    expect(atKill.every((e) => e.seq <= KILL_AFTER + 2)).toBe(true);
+    expect(PLUGINS.some((p) => !atKill.some((e) => e.stream === `plugin/${p}` && e.type === "kube.applied"))).toBe(true);
 
     await until("operator-b takes the Lease", () => holder() === "operator-b");
     await until("every plugin's workload is applied by operator-b", async () => {
@@ -129,8 +128,8 @@ describe("two operators on one PostgreSQL log", () => {
     });
     // What the new leader applied is in the cluster (nbp-fx runs as a Deployment of its own).
     expect(fake.get("apps/v1", "Deployment", NAMESPACE, "plugin-nbp-fx")).toBeDefined();
-    const applied = (await events()).filter((e) => e.type === "kube.applied");
-    expect(applied.every((e) => e.seq > atKill.length)).toBe(true);
+    // The new leader applied what the old one had not.
+    expect((await events()).some((e) => e.type === "kube.applied" && e.seq > atKill.length)).toBe(true);
     await until("every plugin's status is written", () =>
       PLUGINS.every((p) => (fake.get("openfief.io/v1alpha1", "Plugin", NAMESPACE, p)?.["status"] as { deployed?: unknown } | undefined)?.deployed !== undefined));
     // Only the new leader wrote to the cluster after the old one died.
