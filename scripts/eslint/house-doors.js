@@ -23,9 +23,12 @@ export const ARROWS = {
   kube: ["events", "plugins", "projections", "reconciler", "trust"],
   app: ["events", "plugins", "tlog", "projections", "trust", "egress", "host", "views", "reconciler", "kube"],
   server: ["app", "tlog"],
-  // The CLI still calls the rooms directly until its use cases move into src/app (issue 14). It
+  // Composition: how a running process is assembled (the console in a cluster; more to move here).
+  // It may import any room, the server among them; only the CLI imports it.
+  compose: ["app", "server", "events", "plugins", "tlog", "projections", "trust", "egress", "host", "views", "reconciler", "kube"],
+  // The CLI still calls the rooms directly until its use cases move into src/app. It
   // composes `openfief up`, so it hands the server (a face) to the application layer (ADR 0050).
-  cli: ["app", "server", "events", "plugins", "tlog", "projections", "trust", "egress", "host", "views", "reconciler", "kube", "witness"],
+  cli: ["app", "compose", "server", "events", "plugins", "tlog", "projections", "trust", "egress", "host", "views", "reconciler", "kube", "witness"],
 };
 
 const DOORLESS = new Set(["gen"]);

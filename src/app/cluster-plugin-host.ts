@@ -6,7 +6,8 @@
  * label, and prepares it; it serves `ConnectorService` for all of them on one port, to the core
  * only, calling only a plugin the ConfigMap lists; each call's HTTP goes through the egress proxy
  * with a TokenRequest token of the plugin's own ServiceAccount. Failed and refused calls are
- * `plugin.call` events in the host's own store, on its own volume. `/healthz`, `/readyz` (the
+ * `plugin.call` events in the host's store: the cluster's one PostgreSQL log (modules kept there by
+ * digest, so the host restarts on any node), or its own SQLite file on its volume. `/healthz`, `/readyz` (the
  * ConfigMap read and its modules prepared) and `/metrics` on the health port.
  */
 import { createServer, type Server } from "node:http";
@@ -25,6 +26,8 @@ import { CoreTokenVerifier } from "./core-token.js";
 import { tokenRequestTokens, type EgressTokens } from "./egress-tokens.js";
 import { watchHostedPlugins, type HostedPluginsSource } from "./hosted-config.js";
 import { openDataStore } from "./data-dir.js";
+import { openLogAt } from "./open-log.js";
+import type { StoreLocation } from "./store-location.js";
 import { imageSources, type ImageSourceFor } from "./runtime.js";
 
 /** Who the host's own events name. */
@@ -35,8 +38,14 @@ const MAX_CONFIG_BYTES = 1024 * 1024;
 /** Options of {@link startClusterPluginHost}. */
 export interface ClusterPluginHostOptions {
   readonly kc: KubeConfig;
-  /** The folder of the host's own event store and modules (its volume). */
+  /** The folder of the host's own event store and modules (its volume), when `store` names no log. */
   readonly dataDir: string;
+  /**
+   * The log the host appends to and keeps its modules in, by digest: the cluster's one PostgreSQL
+   * log (so the host can restart on any node: a module missing there is read again from its
+   * image), or a SQLite file; the data folder's own file when absent.
+   */
+  readonly store?: StoreLocation | null;
   readonly listen: { readonly host: string; readonly port: number };
   readonly health: { readonly host: string; readonly port: number };
   /** The egress proxy's URL, `http://<ClusterIP>:4750`. */
@@ -149,7 +158,7 @@ async function listen(server: Server, at: { readonly host: string; readonly port
 
 /** Starts the plugin host; see the module comment. */
 export async function startClusterPluginHost(o: ClusterPluginHostOptions): Promise<ClusterPluginHost> {
-  const store = await openDataStore(o.dataDir, o.clock);
+  const store = o.store === undefined || o.store === null ? await openDataStore(o.dataDir, o.clock) : await openLogAt(o.store, o.clock === undefined ? {} : { clock: o.clock });
   const metrics = new HostMetrics();
   let current: ReadonlyMap<string, HostedPlugin> = new Map();
   const http = o.http ?? proxyHttp({ proxyUrl: o.egressProxy });

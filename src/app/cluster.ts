@@ -19,6 +19,7 @@ import { EMPTY_PENDING, formatErrors, parseImageRef, validateTopology } from "..
 import type { PluginState, VerdictState } from "../projections/index.js";
 import { previousVersion, Projector, specManifestDigest, standingVerdict } from "../projections/index.js";
 import { EMBEDDED_TOPOLOGY, openRuntime } from "./runtime.js";
+import { storeLocationOf } from "./store-location.js";
 
 /** Who cluster observations are recorded as. */
 export const CLUSTER_ACTOR = "cluster";
@@ -126,8 +127,12 @@ async function recordPrevious(store: EventLog, name: string, deployed: DeployedS
 export const clusterReconcilerFactory: ReconcilerFactory = async (ctx) => {
   // Loaded here, not at the top: the Kubernetes client is heavy and only cluster mode needs it.
   const { pluginStatus } = await import("../kube/index.js");
+  // The cluster's one log when a Secret gives its URL ($OPENFIEF_STORE, or the file
+  // $OPENFIEF_STORE_FILE names); else the SQLite file in the operator's data folder.
+  const store = storeLocationOf({}, process.env);
   const rt = await openRuntime({
     dataDir: ctx.dataDir,
+    ...(store === null ? {} : { store }),
     logger: ctx.log,
     target: ctx.target,
     ownerSigners: ctx.ownerSigners,

@@ -19,6 +19,7 @@ import type { PluginResult } from "../reconciler/index.js";
 import { allowListConfigData, Projector } from "../projections/index.js";
 import { lockDataDir } from "./data-dir.js";
 import type { DataLock } from "./data-dir.js";
+import type { ClusterAccess } from "./cluster-access.js";
 import { AppError } from "./errors.js";
 import { resetDataDir } from "./demo.js";
 import { assertLogHolds } from "./integrity.js";
@@ -29,6 +30,7 @@ import { keepProjections } from "./kept-projections.js";
 import { ControlPlaneMetrics } from "./metrics.js";
 import { openRuntime } from "./runtime.js";
 import type { Runtime } from "./runtime.js";
+import type { StoreLocation } from "./store-location.js";
 import { Sessions } from "./sessions.js";
 import { checkLimitsSettings, loadSettings, mergeSettings, saveSettings } from "./settings.js";
 import { checkEmbeddedKey } from "./tokens.js";
@@ -43,6 +45,12 @@ import type { RunningViews, ViewsFace, ViewsOptions } from "./views.js";
 /** Options of {@link startControlPlane}. */
 export interface ControlPlaneOptions {
   readonly dataDir: string;
+  /**
+   * The log, when not the data folder's own file: a SQLite file elsewhere, or a PostgreSQL
+   * database that the reconciler, the egress proxy's writer thread, the plugin host and the
+   * console all use (the data folder keeps the settings, keys and sessions).
+   */
+  readonly store?: StoreLocation | null;
   /** Settings given now, laid over the ones saved in the data folder. */
   readonly settings?: Settings;
   readonly logger: Logger;
@@ -98,6 +106,12 @@ export interface FaceContext {
   readonly metrics: ControlPlaneMetrics;
   readonly logger: Logger;
   readonly clock: () => Date;
+  /**
+   * The console in a cluster: sign-in and roles are the cluster's (TokenReview, SubjectAccessReview),
+   * approvals write the PluginGrant as the user, and Plugins and grants are changed with kubectl,
+   * not through the face. Absent for `openfief up`.
+   */
+  readonly cluster?: ClusterAccess;
   readiness(): Readiness;
   /** The log's public key and origin, when it signs checkpoints (`/api/v1/log/key`, the integrity page). */
   readonly logKey?: { readonly origin: string; readonly verifierKey: string } | null;
@@ -217,7 +231,7 @@ async function compose(o: ControlPlaneOptions, lock: DataLock, metrics: ControlP
   if (o.reset === true) resetDataDir(o.dataDir);
   const settings = mergeSettings(loadSettings(o.dataDir), o.settings ?? {});
   checkLimitsSettings(settings);
-  const rt = await openRuntime({ dataDir: o.dataDir, logger: o.logger, ...settings, ...(o.clock === undefined ? {} : { clock: o.clock }), instrument: (s) => metrics.timed(s) });
+  const rt = await openRuntime({ dataDir: o.dataDir, logger: o.logger, ...settings, ...(o.store === undefined ? {} : { store: o.store }), ...(o.clock === undefined ? {} : { clock: o.clock }), instrument: (s) => metrics.timed(s) });
   opened.rt = rt;
   // The whole chain once at start; each pass then walks what was appended since.
   await assertLogHolds(rt.store, { full: true });
@@ -316,6 +330,8 @@ function startEmbeddedEgressOn(o: ControlPlaneOptions, e: NonNullable<ControlPla
   return startEmbeddedEgress({
     dataDir: o.dataDir,
     store: p.store,
+    // The writer thread's own connections to the same PostgreSQL log.
+    ...(o.store?.kind === "postgres" ? { storeUrl: o.store.url } : {}),
     allowLists: p.allowLists,
     logger: o.logger.child({ component: "egress" }),
     registry: p.metrics.registry,

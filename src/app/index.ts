@@ -24,7 +24,10 @@ export type { AppErrorCode } from "./errors.js";
 export { callerHeaders, consoleCallerGate, cookieName, presentedBy, readCookie, writeOriginProblem } from "./caller.js";
 export type { CallerHeaders, ConsoleOrigins, Presented } from "./caller.js";
 /** Who a use case acts for. */
-export { OWNER_CLI, webActor } from "./actor.js";
+export { kubeActor, OWNER_CLI, webActor } from "./actor.js";
+/** The console in a cluster: TokenReview sign-in, SubjectAccessReview roles, approvals written as the user. */
+export { clusterRefusal, kubeClusterAccess, ownerQuestion, viewerQuestion } from "./cluster-access.js";
+export type { ClusterAccess, ClusterAccessOptions, ClusterUser } from "./cluster-access.js";
 export type { Actor } from "./actor.js";
 /** Plugin and PluginGrant documents (YAML or JSON), with caps checked before parsing. */
 export { checkResourceSize, MAX_RESOURCE_BYTES, MAX_RESOURCE_DOCUMENTS, parseResources } from "./resources.js";
@@ -41,8 +44,8 @@ export {
 } from "./data-dir.js";
 export type { DataLock, LockHolder, Tightened } from "./data-dir.js";
 /** Where a command's log is (`--store`, `OPENFIEF_STORE`), and opening it: a SQLite file or a PostgreSQL database. */
-export { parseStoreLocation, shownUrl, storeLocationOf } from "./store-location.js";
-export type { StoreLocation } from "./store-location.js";
+export { parseStoreLocation, readStoreFile, shownUrl, storeLocationOf } from "./store-location.js";
+export type { StoreFlags, StoreLocation } from "./store-location.js";
 export { initPostgresStore, migrateStore, openLogAt, storeSetupSql, storeText } from "./open-log.js";
 export type { OpenLogOptions } from "./open-log.js";
 /** The settings `up` was started with, saved in the data folder. */
@@ -82,8 +85,8 @@ export type { ApprovalInFlight, AskedFor, Explained, PendingApproval, Permission
 export { EGRESS_OUTCOMES, egressDecisions, egressSummary, MAX_EGRESS_BUCKETS, MAX_EGRESS_SCAN } from "./egress-view.js";
 export type { EgressBucket, EgressDecisionRow, EgressDestination, EgressOutcome, EgressPage, EgressPluginSummary, EgressQuery, EgressSummary, EgressSummaryOptions } from "./egress-view.js";
 /** The console's users: one-time sign-in links, ES256 sessions for exactly one audience, roles. */
-export { checkUserName, defaultUser, runningConsole, signInLink, MAX_SESSION_AGE_SECONDS, MAX_TOKEN_TTL_SECONDS, parseRole, ROLES, SESSION_KEY_FILE, SESSION_TTL_SECONDS, sessionProblemText, Sessions, SIGN_IN_AUDIENCE, SIGN_IN_TTL_SECONDS, USER_AUDIENCE } from "./sessions.js";
-export type { Minted, Role, SessionCheck, SessionProblem, UserSession, UserSessionVerifier } from "./sessions.js";
+export { checkKubeIdentity, checkUserName, defaultUser, MAX_KUBE_GROUPS, runningConsole, signInLink, MAX_SESSION_AGE_SECONDS, MAX_TOKEN_TTL_SECONDS, parseRole, ROLES, SESSION_KEY_FILE, SESSION_TTL_SECONDS, sessionProblemText, Sessions, SIGN_IN_AUDIENCE, SIGN_IN_TTL_SECONDS, USER_AUDIENCE } from "./sessions.js";
+export type { KubeIdentity, Minted, Role, SessionCheck, SessionProblem, UserSession, UserSessionVerifier } from "./sessions.js";
 /** The control plane's metrics, in the registry `/metrics` serves. */
 export { ControlPlaneMetrics } from "./metrics.js";
 /** What an HTTP face is handed by `startControlPlane`, and what it hands back. */

@@ -68,9 +68,9 @@ export async function migrateStore(from: StoreLocation, to: StoreLocation): Prom
 const NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 
 /** The SQL that sets a database up for the log: an owner role, the application's role, and what each may do. */
-export async function storeSetupSql(o: { readonly dbName: string; readonly owner?: string; readonly app?: string }): Promise<string> {
-  for (const [flag, v] of [["--database", o.dbName], ["--owner", o.owner], ["--app-role", o.app]] as const) {
+export async function storeSetupSql(o: { readonly dbName: string; readonly owner?: string; readonly app?: string; readonly reader?: string }): Promise<string> {
+  for (const [flag, v] of [["--database", o.dbName], ["--owner", o.owner], ["--app-role", o.app], ["--reader-role", o.reader]] as const) {
     if (v !== undefined && !NAME.test(v)) throw new AppError("usage", `${flag} ${JSON.stringify(v.slice(0, 64))} is not a name: lower-case letters, digits and _, at most 63, not starting with a digit`, flag.slice(2));
   }
-  return postgresSetupSql({ database: o.dbName, ...(o.owner === undefined ? {} : { owner: o.owner }), ...(o.app === undefined ? {} : { app: o.app }) });
+  return postgresSetupSql({ database: o.dbName, ...(o.owner === undefined ? {} : { owner: o.owner }), ...(o.app === undefined ? {} : { app: o.app }) }, o.reader);
 }

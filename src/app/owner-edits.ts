@@ -144,29 +144,54 @@ export const BLOCKER_REFUSAL: { readonly [C in HardBlocker["code"]]: "spec_inval
  */
 export function approve(store: EventLog, name: string, actor: Actor, expectedVersion?: number): Promise<Approved> {
   return withConflictRetry(store, expectedVersion, async () => {
-    const stream = pluginStream(name);
-    // The version is read before the facts, and the append expects it.
-    const now = await store.version(stream);
-    const version = expectedVersion ?? now;
-    if (expectedVersion !== undefined && now !== expectedVersion) {
-      throw new AppError("precondition_failed", `plugin ${name} changed since version ${expectedVersion} (now ${now}): look again before approving`);
-    }
-    const { pending, grant, pluginSeq, blockers } = await pendingOf(store, name, version);
-    const first = blockers[0];
-    // No approval for a version that cannot run whatever is approved: its blocker comes first.
-    if (first !== undefined) {
-      const code = BLOCKER_REFUSAL[first.code];
-      throw new AppError(code, `${name}: nothing approved (${code}): the version asked for cannot run whatever is approved, because ${blockers.map(blockerPhrase).join("; and ")}; fix that first`);
-    }
-    if (isEmptyPending(pending)) return { name, approved: pending, seq: null, version };
-    const spec = grantWithPending(grant, pending);
-    const [e] = await store.append(
-      [{ stream, type: "grant.observed", data: { name, spec: spec as unknown as JsonValue }, actor, causedBy: pluginSeq }],
-      { expected: { [stream]: version } },
-    );
-    if (e === undefined) throw new AppError("internal", "the store appended nothing");
-    return { name, approved: pending, seq: e.seq, version: e.version };
+    const plan = await planApproval(store, name, expectedVersion);
+    if (plan.spec === null) return { name, approved: plan.pending, seq: null, version: plan.version };
+    return appendApproval(store, name, actor, { ...plan, spec: plan.spec });
   });
+}
+
+/** What approving a plugin adds, read from the log: the grant before and after, at the version the append expects. */
+export interface ApprovalPlan {
+  readonly pending: Pending;
+  /** The grant the log holds now (the empty grant when none). */
+  readonly grant: GrantSpec;
+  /** The grant with the pending permissions added, or null when nothing is pending. */
+  readonly spec: GrantSpec | null;
+  /** The plugin's stream version the approval expects. */
+  readonly version: number;
+  /** The plugin version's seq (the approval's cause). */
+  readonly pluginSeq: number;
+}
+
+/**
+ * What an approval of `name` would add, as the log stands (at `expectedVersion` when given: a
+ * stream moved on is `precondition_failed`); refuses a version that cannot run whatever is approved.
+ */
+export async function planApproval(store: EventLog, name: string, expectedVersion?: number): Promise<ApprovalPlan> {
+  // The version is read before the facts, and the append expects it.
+  const now = await store.version(pluginStream(name));
+  const version = expectedVersion ?? now;
+  if (expectedVersion !== undefined && now !== expectedVersion) {
+    throw new AppError("precondition_failed", `plugin ${name} changed since version ${expectedVersion} (now ${now}): look again before approving`);
+  }
+  const { pending, grant, pluginSeq, blockers } = await pendingOf(store, name, version);
+  const first = blockers[0];
+  // No approval for a version that cannot run whatever is approved: its blocker comes first.
+  if (first !== undefined) {
+    const code = BLOCKER_REFUSAL[first.code];
+    throw new AppError(code, `${name}: nothing approved (${code}): the version asked for cannot run whatever is approved, because ${blockers.map(blockerPhrase).join("; and ")}; fix that first`);
+  }
+  return { pending, grant, spec: isEmptyPending(pending) ? null : grantWithPending(grant, pending), version, pluginSeq };
+}
+
+/** Appends a planned approval as `actor`'s grant edit, expecting the plan's version (a conflict is the store's `conflict`). */
+export async function appendApproval(store: EventLog, name: string, actor: Actor, plan: ApprovalPlan & { readonly spec: GrantSpec }): Promise<Approved> {
+  const [e] = await store.append(
+    [{ stream: pluginStream(name), type: "grant.observed", data: { name, spec: plan.spec as unknown as JsonValue }, actor, causedBy: plan.pluginSeq }],
+    { expected: { [pluginStream(name)]: plan.version } },
+  );
+  if (e === undefined) throw new AppError("internal", "the store appended nothing");
+  return { name, approved: plan.pending, seq: e.seq, version: e.version };
 }
 
 async function lastOf(store: EventLog, stream: string, types: readonly ("plugin.observed" | "plugin.deleted" | "grant.observed" | "grant.deleted")[], version: number): Promise<string | null> {

@@ -43,6 +43,18 @@ export const MAX_TOKEN_BYTES = 4096;
 export { SESSION_KEY_FILE };
 
 const USER = /^[A-Za-z0-9._@-]{1,64}$/;
+/** A Kubernetes user name as a session may hold it: printable ASCII without spaces (`system:serviceaccount:ns:name`, an OIDC `issuer#subject`). */
+const KUBE_USER = /^[\x21-\x7e]{1,180}$/;
+/** A Kubernetes group or uid as a session may hold it. */
+const KUBE_NAME = /^[\x21-\x7e]{1,128}$/;
+/** The most groups a cluster session carries (they travel in the cookie and in every impersonated request). */
+export const MAX_KUBE_GROUPS = 32;
+
+/** Who the cluster's API server says a user is (a TokenReview's answer): what impersonation repeats. */
+export interface KubeIdentity {
+  readonly groups: readonly string[];
+  readonly uid?: string;
+}
 
 /** A verified session. */
 export interface UserSession {
@@ -52,6 +64,8 @@ export interface UserSession {
   readonly expiresAt: Date;
   /** When the user signed in (a refreshed session keeps it). */
   readonly signedInAt: Date;
+  /** A session of the console in a cluster: the user's groups and uid as the TokenReview gave them (`user` is the Kubernetes user name). */
+  readonly kube?: KubeIdentity;
 }
 
 /** Why a token was refused. Never holds the token. */
@@ -80,6 +94,21 @@ export interface Minted {
 export function checkUserName(user: string): string {
   if (!USER.test(user)) throw new AppError("usage", "a user name is 1 to 64 letters, digits, '.', '_', '@' or '-'", "user");
   return user;
+}
+
+/** Refuses (`unauthorized`) a Kubernetes identity a session cannot carry: too long a name, spaces, too many groups. */
+export function checkKubeIdentity(user: string, kube: KubeIdentity): void {
+  if (!KUBE_USER.test(user)) throw new AppError("unauthorized", "the cluster names this user with characters or a length the console does not accept (printable ASCII without spaces, at most 180)", "user");
+  if (kube.groups.length > MAX_KUBE_GROUPS) throw new AppError("unauthorized", `the cluster gives this user more than ${MAX_KUBE_GROUPS} groups; the console cannot act for them`, "groups");
+  if (!kube.groups.every((g) => KUBE_NAME.test(g)) || (kube.uid !== undefined && !KUBE_NAME.test(kube.uid))) throw new AppError("unauthorized", "the cluster names a group or uid of this user with characters the console does not accept", "groups");
+}
+
+function kubeClaim(value: unknown): KubeIdentity | null {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return null;
+  const { groups, uid } = value as { groups?: unknown; uid?: unknown };
+  if (!Array.isArray(groups) || groups.length > MAX_KUBE_GROUPS || !groups.every((g): g is string => typeof g === "string" && KUBE_NAME.test(g))) return null;
+  if (uid !== undefined && (typeof uid !== "string" || !KUBE_NAME.test(uid))) return null;
+  return uid === undefined ? { groups } : { groups, uid };
 }
 
 /** Refuses (`usage`) anything but a role. */
@@ -180,7 +209,7 @@ export class Sessions implements UserSessionVerifier {
     return Math.floor(this.#clock().getTime() / 1000);
   }
 
-  async #sign(audience: string, sub: string, claims: Record<string, string | number>, ttl: number): Promise<Minted> {
+  async #sign(audience: string, sub: string, claims: Record<string, string | number | KubeIdentity>, ttl: number): Promise<Minted> {
     const iat = this.#now();
     const token = await new SignJWT(claims)
       .setProtectedHeader({ alg: "ES256", typ: "JWT", kid: this.#key.kid })
@@ -221,13 +250,29 @@ export class Sessions implements UserSessionVerifier {
     return this.#sign(USER_AUDIENCE, user, { role, auth_time: at }, ttlSeconds);
   }
 
+  /**
+   * A console session in a cluster for a user the API server authenticated (`user` is the
+   * Kubernetes user name), carrying the groups and uid approvals impersonate; refused
+   * (`unauthorized`) when the identity cannot travel in a cookie.
+   */
+  async mintKubeSession(user: string, kube: KubeIdentity, role: Role, ttlSeconds: number = SESSION_TTL_SECONDS, signedInAt?: Date): Promise<Minted> {
+    checkKubeIdentity(user, kube);
+    const at = Math.floor((signedInAt ?? this.#clock()).getTime() / 1000);
+    const claim: KubeIdentity = kube.uid === undefined ? { groups: [...kube.groups] } : { groups: [...kube.groups], uid: kube.uid };
+    const minted = await this.#sign(USER_AUDIENCE, user, { role, auth_time: at, kube: claim }, ttlSeconds);
+    if (minted.token.length > MAX_TOKEN_BYTES) throw new AppError("unauthorized", "this user's identity (name and groups) is too large for a console session", "groups");
+    return minted;
+  }
+
   /** Who a session token names, or why it names no one. */
   async verifyUserSession(token: string | undefined): Promise<SessionCheck> {
     const v = await this.#verify(token, USER_AUDIENCE);
     if (!v.ok) return v;
     const { sub, role, auth_time: authTime, iat, exp } = v.payload;
-    if (typeof sub !== "string" || !USER.test(sub) || (role !== "owner" && role !== "viewer") || typeof authTime !== "number") return { ok: false, problem: "bad_claims" };
-    return { ok: true, session: { user: sub, role, issuedAt: new Date((iat ?? 0) * 1000), expiresAt: new Date((exp ?? 0) * 1000), signedInAt: new Date(authTime * 1000) } };
+    const kube = v.payload["kube"] === undefined ? undefined : kubeClaim(v.payload["kube"]);
+    if (kube === null || typeof sub !== "string" || !(kube === undefined ? USER : KUBE_USER).test(sub) || (role !== "owner" && role !== "viewer") || typeof authTime !== "number") return { ok: false, problem: "bad_claims" };
+    const session: UserSession = { user: sub, role, issuedAt: new Date((iat ?? 0) * 1000), expiresAt: new Date((exp ?? 0) * 1000), signedInAt: new Date(authTime * 1000) };
+    return { ok: true, session: kube === undefined ? session : { ...session, kube } };
   }
 
   /**
@@ -239,6 +284,7 @@ export class Sessions implements UserSessionVerifier {
     const left = s.expiresAt.getTime() / 1000 - now;
     const life = (s.expiresAt.getTime() - s.issuedAt.getTime()) / 1000;
     if (left > life / 2 || now - s.signedInAt.getTime() / 1000 > MAX_SESSION_AGE_SECONDS) return null;
+    if (s.kube !== undefined) return this.mintKubeSession(s.user, s.kube, s.role, SESSION_TTL_SECONDS, s.signedInAt);
     return this.mintSession(s.user, s.role, SESSION_TTL_SECONDS, s.signedInAt);
   }
 

@@ -4,6 +4,7 @@
  * log is the data folder's own SQLite file. A location is checked before anything opens it, and
  * what a message shows of a PostgreSQL URL never holds its password.
  */
+import { readFileSync } from "node:fs";
 import { AppError } from "./errors.js";
 
 /** A log named by `--store`. */
@@ -52,12 +53,48 @@ export function parseStoreLocation(text: string, flag = "--store"): StoreLocatio
   return { kind: "postgres", url: text, shown: shownUrl(u) };
 }
 
+/** The largest file a location is read from (a Secret's key holding one URL). */
+const MAX_LOCATION_FILE = 16 * 1024;
+
 /**
- * The log a command should open: `--store`, else `$OPENFIEF_STORE` (when set and not empty), else
- * null (the data folder's own file).
+ * The location written in the file at `path` (a Secret's key mounted as a file, its trailing
+ * newline ignored). `flag` names where the path came from; the file's content is never shown.
  */
-export function storeLocationOf(o: { readonly store?: string | undefined }, env: NodeJS.ProcessEnv = process.env): StoreLocation | null {
+export function readStoreFile(path: string, flag = "--store-file"): StoreLocation {
+  let text: string;
+  try {
+    const bytes = readFileSync(path);
+    if (bytes.length > MAX_LOCATION_FILE) throw new Error("too large");
+    text = bytes.toString("utf8").trim();
+  } catch {
+    throw new AppError("usage", `${flag} ${path}: cannot read the log's location there (a file holding sqlite:PATH or postgres://USER:PASSWORD@HOST:PORT/DATABASE)`, "store");
+  }
+  return parseStoreLocation(text, `${flag} ${path}`);
+}
+
+/** Where a command is told its log is: the flags, then the environment. */
+export interface StoreFlags {
+  /** `--store`: the location itself. */
+  readonly store?: string | undefined;
+  /** `--store-file`: a file holding it (a Secret mounted as a file). */
+  readonly storeFile?: string | undefined;
+}
+
+/**
+ * The log a command should open: `--store`, else the file `--store-file` names, else
+ * `$OPENFIEF_STORE`, else the file `$OPENFIEF_STORE_FILE` names (each when set and not empty;
+ * the environment's two are what a Secret gives a pod: a variable or a mounted file), else null
+ * (the data folder's own file). `--store` with `--store-file`, or both variables, is refused.
+ */
+export function storeLocationOf(o: StoreFlags, env: NodeJS.ProcessEnv = process.env): StoreLocation | null {
+  if (o.store !== undefined && o.storeFile !== undefined) throw new AppError("usage", "give --store or --store-file, not both", "store");
   if (o.store !== undefined) return parseStoreLocation(o.store, "--store");
+  if (o.storeFile !== undefined) return readStoreFile(o.storeFile, "--store-file");
   const fromEnv = env["OPENFIEF_STORE"];
-  return fromEnv === undefined || fromEnv === "" ? null : parseStoreLocation(fromEnv, "$OPENFIEF_STORE");
+  const fileEnv = env["OPENFIEF_STORE_FILE"];
+  const hasEnv = fromEnv !== undefined && fromEnv !== "";
+  const hasFile = fileEnv !== undefined && fileEnv !== "";
+  if (hasEnv && hasFile) throw new AppError("usage", "set $OPENFIEF_STORE or $OPENFIEF_STORE_FILE, not both", "store");
+  if (hasEnv) return parseStoreLocation(fromEnv, "$OPENFIEF_STORE");
+  return hasFile ? readStoreFile(fileEnv, "$OPENFIEF_STORE_FILE") : null;
 }

@@ -28,6 +28,11 @@ export interface EmbeddedEgressOptions {
    * subscribers; otherwise (another log, a test's in-memory appender) they are appended in-process.
    */
   readonly store: EventAppender & { readonly kind?: string; readonly location?: string; announce?(events: readonly KnownEvent[]): void };
+  /**
+   * When `store` is the PostgreSQL log: its URL, password included (its `location` has none), for
+   * the writer thread's own connections to the same log (docs/adr/0165).
+   */
+  readonly storeUrl?: string;
   /** The longest a decision waits for its commit before its CONNECT is refused (503). */
   readonly commitTimeoutMs?: number;
   readonly allowLists: AllowListSource;
@@ -56,15 +61,18 @@ export const dialTcp: ConnectFn = (addr) => {
 };
 
 /**
- * The recorder of the embedded proxy: a writer thread on the store's file, its commits announced
- * to the store's subscribers; in-process for an appender that names no file (tests).
+ * The recorder of the embedded proxy: a writer thread on the store's file or on its PostgreSQL
+ * database, its commits announced to the store's subscribers; in-process for an appender that
+ * names neither (tests).
  */
 function recorderFor(opts: EmbeddedEgressOptions, onError: (err: unknown) => void): Promise<DecisionRecorder> | DecisionRecorder {
   const store = opts.store;
-  if (store.kind !== "sqlite" || store.location === undefined) return new StoreDecisionRecorder(store, onError);
+  const at = store.kind === "sqlite" && store.location !== undefined ? { file: store.location }
+    : store.kind === "postgres" && opts.storeUrl !== undefined ? { url: opts.storeUrl } : null;
+  if (at === null) return new StoreDecisionRecorder(store, onError);
   const announce = store.announce?.bind(store);
   return WorkerDecisionRecorder.open({
-    file: store.location,
+    ...at,
     onError,
     ...(opts.commitTimeoutMs !== undefined ? { commitTimeoutMs: opts.commitTimeoutMs } : {}),
     ...(announce !== undefined ? { onCommitted: (events: readonly KnownEvent[]) => announce(events) } : {}),

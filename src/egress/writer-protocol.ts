@@ -4,12 +4,19 @@
  */
 import type { AnonymousRecord, EgressDecisionRecord } from "./decision.js";
 
-/** What the worker is started with. */
-export interface WriterWorkerData {
-  readonly file: string;
-  /** Each batch on disk before its commit returns (`synchronous=FULL`), or not (`NORMAL`; docs/adr/0096). */
-  readonly durable: boolean;
-}
+/** What the worker is started with: the log's SQLite file, or its PostgreSQL database (docs/adr/0165). */
+export type WriterWorkerData =
+  | {
+    readonly file: string;
+    /** Each batch on disk before its commit returns (`synchronous=FULL`), or not (`NORMAL`; docs/adr/0096). */
+    readonly durable: boolean;
+  }
+  | {
+    /** The PostgreSQL URL, password included: given to the worker in memory, never shown. */
+    readonly url: string;
+    /** The longest a batch waits: the session's lock timeout and the connection attempt's bound. */
+    readonly commitTimeoutMs: number;
+  };
 
 /** A batch to commit in one transaction. `deadline` (epoch ms): past it, refuse rather than wait. */
 export type WriteRequest =
@@ -29,7 +36,7 @@ export interface CommittedBatch {
   readonly prevHash: string;
 }
 
-/** Why a batch was not committed: the lock was not had in time, or anything else. */
+/** Why a batch was not committed: the lock (or the log's answer) was not had in time, or anything else. */
 export type WriteFailure = "busy" | "failed";
 
 /** The worker's answers. */

@@ -1,8 +1,8 @@
 /**
- * The egress writer's worker thread: owns its own connection to the event log's file (a
- * {@link LogWriter}) and commits each batch it is sent in one transaction, waiting for the write
- * lock at most until the batch's deadline. Only this thread ever blocks on the lock; the proxy's
- * event loop never does.
+ * The egress writer's worker thread: owns its own connection to the event log (a
+ * {@link LogWriter}: the SQLite file, or the shared PostgreSQL log) and commits each batch it is
+ * sent in one transaction, waiting for the write lock at most until the batch's deadline. Only
+ * this thread ever blocks on the lock; the proxy's event loop never does.
  */
 import { parentPort, workerData } from "node:worker_threads";
 import { openLogWriter, StoreError, StoreErrorCode, type LogWriter } from "../events/index.js";
@@ -24,18 +24,21 @@ function message(err: unknown): string {
 
 let writer: LogWriter;
 try {
-  // This connection only commits batches: durable or not once, not per batch (docs/adr/0096).
-  writer = await openLogWriter({ file: data.file, durable: data.durable });
+  // This connection only commits batches: durable or not once, not per batch (docs/adr/0096);
+  // on PostgreSQL every commit is durable and each batch is bounded by the session (docs/adr/0165).
+  writer = await openLogWriter("url" in data ? { url: data.url, commitTimeoutMs: data.commitTimeoutMs } : { file: data.file, durable: data.durable });
 } catch (err) {
   reply({ ready: false, error: message(err) });
   throw err;
 }
 
-port.on("message", (req: WriteRequest) => {
+port.on("message", (req: WriteRequest) => void commit(req));
+
+async function commit(req: WriteRequest): Promise<void> {
   try {
     const events = req.kind === "decisions"
-      ? writer.append(req.items.map((d) => egressDecisionEvent(d, EGRESS_ACTOR)), req.deadline)
-      : writer.append(req.items.map((r) => anonymousEvent(r, EGRESS_ACTOR)), req.deadline);
+      ? await writer.append(req.items.map((d) => egressDecisionEvent(d, EGRESS_ACTOR)), req.deadline)
+      : await writer.append(req.items.map((r) => anonymousEvent(r, EGRESS_ACTOR)), req.deadline);
     // Only what the main thread cannot know: it sent the data, so the data is not sent back.
     const first = events[0];
     reply({
@@ -43,8 +46,8 @@ port.on("message", (req: WriteRequest) => {
       committed: first === undefined ? null : { seq: first.seq, time: first.time, schemaVersion: first.schemaVersion, versions: events.map((e) => e.version), hashes: events.map((e) => e.hash), prevHash: first.prevHash },
     });
   } catch (err) {
-    const busy = err instanceof StoreError && err.code === StoreErrorCode.Busy;
+    const busy = err instanceof StoreError && (err.code === StoreErrorCode.Busy || err.code === StoreErrorCode.Timeout);
     reply({ id: req.id, ok: false, failure: busy ? "busy" : "failed", error: message(err) });
   }
-});
+}
 reply({ ready: true });

@@ -22,6 +22,8 @@ import type { CommittedBatch, WriteFailure, WriteRequest, WriterReply, WriterWor
 
 /** The longest a decision waits for its commit by default: the store's own busy timeout. */
 export const DEFAULT_COMMIT_TIMEOUT_MS = 5000;
+/** Decisions that may wait for their commit at once, by default. */
+export const DEFAULT_MAX_WAITING = 10_000;
 
 /** Why a record was not committed; `code` is the refusal the proxy answers with. */
 export class CommitError extends Error {
@@ -36,9 +38,20 @@ export class CommitError extends Error {
 
 /** Options of {@link WorkerDecisionRecorder}. */
 export interface WorkerRecorderOptions {
-  /** The event store's SQLite file (already migrated by its owner). */
-  readonly file: string;
+  /**
+   * The event log the worker commits to: a SQLite file (`file`, already migrated by its owner), or
+   * the shared PostgreSQL log (`url`, its schema made by `openfief store init`; docs/adr/0165).
+   */
+  readonly file?: string;
+  /** The PostgreSQL URL, password included: handed to the worker only, never shown. */
+  readonly url?: string;
   readonly commitTimeoutMs?: number;
+  /**
+   * Decisions that may wait for their commit at once (default {@link DEFAULT_MAX_WAITING}); one
+   * more is refused at once (`commit_timeout`, a 503) rather than queued: a log that is gone does
+   * not grow the proxy's memory (docs/adr/0165).
+   */
+  readonly maxWaiting?: number;
   /** Told of every committed batch (e.g. `store.announce`, so in-process subscribers hear of it). */
   readonly onCommitted?: (events: readonly KnownEvent[]) => void;
   /** Told of failures no caller waits for (a refusal not recorded, the worker lost). */
@@ -87,7 +100,7 @@ function entryUrl(): URL {
 
 /** A {@link DecisionRecorder} whose commits run on a worker thread. */
 export class WorkerDecisionRecorder implements DecisionRecorder {
-  readonly #o: Required<Omit<WorkerRecorderOptions, "onCommitted" | "onError" | "durable">> & WorkerRecorderOptions;
+  readonly #o: Required<Pick<WorkerRecorderOptions, "commitTimeoutMs" | "maxWaiting">> & WorkerRecorderOptions;
   #worker: Worker | undefined;
   #starting: Promise<Worker> | undefined;
   #decisions: Waiting[] = [];
@@ -103,7 +116,10 @@ export class WorkerDecisionRecorder implements DecisionRecorder {
   private constructor(o: WorkerRecorderOptions) {
     const commitTimeoutMs = o.commitTimeoutMs ?? DEFAULT_COMMIT_TIMEOUT_MS;
     if (!Number.isFinite(commitTimeoutMs) || commitTimeoutMs <= 0) throw new RangeError("commitTimeoutMs must be positive");
-    this.#o = { ...o, commitTimeoutMs };
+    const maxWaiting = o.maxWaiting ?? DEFAULT_MAX_WAITING;
+    if (!Number.isInteger(maxWaiting) || maxWaiting <= 0) throw new RangeError("maxWaiting must be a positive whole number");
+    if ((o.file === undefined) === (o.url === undefined)) throw new RangeError("give the egress writer a file or a url, not both");
+    this.#o = { ...o, commitTimeoutMs, maxWaiting };
   }
 
   /** Starts the worker; resolves once it has opened the store. */
@@ -125,6 +141,7 @@ export class WorkerDecisionRecorder implements DecisionRecorder {
 
   record(decision: EgressDecisionRecord): Promise<void> {
     if (this.#closed) return Promise.reject(new CommitError("record_failed", "the egress writer is closed"));
+    if (this.waiting >= this.#o.maxWaiting) return Promise.reject(new CommitError("commit_timeout", `${this.#o.maxWaiting} decisions already wait for their commit`));
     return new Promise<void>((resolve, reject) => {
       this.#decisions.push({ record: decision, deadline: Date.now() + this.#o.commitTimeoutMs, resolve, reject });
       this.#schedule();
@@ -233,7 +250,8 @@ export class WorkerDecisionRecorder implements DecisionRecorder {
   }
 
   #spawn(entry: URL): Promise<Worker> {
-    const workerData: WriterWorkerData = { file: this.#o.file, durable: this.#o.durable === true };
+    const { url, file } = this.#o;
+    const workerData: WriterWorkerData = url !== undefined ? { url, commitTimeoutMs: this.#o.commitTimeoutMs } : { file: file ?? "", durable: this.#o.durable === true };
     const w = new Worker(entry, { workerData });
     return new Promise<Worker>((resolve, reject) => {
       const onFirst = (r: WriterReply): void => {
@@ -343,5 +361,5 @@ function storedEvents(batch: InFlight, c: CommittedBatch): KnownEvent[] {
 }
 
 function failure(f: WriteFailure, error: string): CommitError {
-  return f === "busy" ? new CommitError("commit_timeout", "the store's write lock was not had in time") : new CommitError("record_failed", `the decision could not be recorded: ${error}`);
+  return f === "busy" ? new CommitError("commit_timeout", `the decision could not be committed in time: ${error}`) : new CommitError("record_failed", `the decision could not be recorded: ${error}`);
 }

@@ -20,9 +20,12 @@ export async function migratePostgres(opts: MigrateOptions): Promise<string[]> {
 /**
  * The SQL a superuser runs once to make the owner and application roles (without passwords: set
  * each with `\password`), then, connected to the database, the SQL that keeps the application's
- * role from creating anything in it.
+ * role from creating anything in it; with `reader`, also a read-only role that may read every
+ * table of the log, those later migrations make too.
  */
-export async function postgresSetupSql(spec: RolesSpec): Promise<string> {
-  const { rolesSql, schemaSql } = await import("./postgres/index.js");
-  return `${rolesSql(spec).trimEnd()}\n-- Then, connected to the database ${JSON.stringify(spec.database)} as a superuser:\n${schemaSql()}`;
+export async function postgresSetupSql(spec: RolesSpec, reader?: string): Promise<string> {
+  const { readerRoleSql, rolesSql, schemaSql } = await import("./postgres/index.js");
+  const r = reader === undefined ? null : readerRoleSql({ database: spec.database, owner: spec.owner ?? "openfief_owner", reader });
+  const roles = `${rolesSql(spec).trimEnd()}\n${r === null ? "" : r.roles}`;
+  return `${roles.trimEnd()}\n-- Then, connected to the database ${JSON.stringify(spec.database)} as a superuser:\n${schemaSql()}${r === null ? "" : r.inDatabase}`;
 }

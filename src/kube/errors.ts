@@ -18,6 +18,8 @@ export const KubeErrorCode = {
   InvalidTrustedSigners: "invalid_trusted_signers",
   /** The Lease could not be read or written. */
   LeaseError: "lease_error",
+  /** The API server did not answer a review or a write in time (or at all): refused, never allowed. */
+  Unreachable: "api_unreachable",
   /** No cluster to talk to: not in a pod, and no (readable) kubeconfig given. */
   NotInCluster: "not_in_cluster",
 } as const;

@@ -20,3 +20,4 @@ export {
 } from "./target.js";
 export { readTrustedSigners, signersFromConfigMapData, TRUSTED_SIGNERS_KEY } from "./trusted-signers.js";
 export type { DeployedStatus } from "./ports.js";
+export { ClusterIdentity, type AccessQuestion, type ClusterIdentityOptions, type ReviewedUser, type TokenReviewResult } from "./identity.js";

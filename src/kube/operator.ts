@@ -64,6 +64,10 @@ export interface OperatorOptions {
   readonly sourceOptions?: SourceOptions;
   /** Seconds between leader-election rounds; default 2. */
   readonly retryPeriodSeconds?: number;
+  /** How long the Lease lasts without renewal, in seconds; default 15 (a standby takes over this long after a leader dies). */
+  readonly leaseDurationSeconds?: number;
+  /** How long a leader that cannot renew keeps leading, in seconds; default 10 (below the lease duration). */
+  readonly renewDeadlineSeconds?: number;
   /** Coalescing delay before a reconcile; default 100 ms. */
   readonly reconcileDelayMs?: number;
   /** Called once the health server listens, with its port. */
@@ -91,7 +95,12 @@ export async function runOperator(options: OperatorOptions, factory: ReconcilerF
   const clusterStatus = new Map<string, unknown>();
   const status = new PluginStatusWriter(kc, NAMESPACE, { current: (name) => clusterStatus.get(name) });
   const identity = options.identity ?? process.env["POD_NAME"] ?? hostname();
-  const elector = new LeaderElector(kc, { identity, retryPeriodSeconds: options.retryPeriodSeconds ?? 2 });
+  const elector = new LeaderElector(kc, {
+    identity,
+    retryPeriodSeconds: options.retryPeriodSeconds ?? 2,
+    ...(options.leaseDurationSeconds === undefined ? {} : { leaseDurationSeconds: options.leaseDurationSeconds }),
+    ...(options.renewDeadlineSeconds === undefined ? {} : { renewDeadlineSeconds: options.renewDeadlineSeconds }),
+  });
   let leading = false;
   let electionStarted = false;
   const reconciler = await factory({

@@ -69,14 +69,20 @@ function pluginRoutes(): Route[] {
       handle: async ({ res, app, params, req, session }) => {
         const name = pluginParam(app.store, params.name);
         const version = ifMatchVersion(req);
-        const r = await approve(app.store, name, actorOf(session), version);
+        const r = app.cluster === undefined || session === null ? await approve(app.store, name, actorOf(session), version) : await app.cluster.approve(app.store, name, session, version);
         sendJson(res, 200, r, { ETag: etag(r.version) });
       } }),
   ];
 }
 
+/** Refuses (`conflict`) a write of Plugins or grants in a cluster: there they are Kubernetes resources, changed with kubectl. */
+function notInCluster(app: RequestContext["app"]): void {
+  if (app.cluster !== undefined) throw new AppError("conflict", `in a cluster, Plugins and PluginGrants are Kubernetes resources: change them with kubectl in namespace ${app.cluster.namespace} (approvals are taken here)`);
+}
+
 function writeRoutes(): Route[] {
   const del = (kind: "plugin" | "grant") => async ({ res, app, params, req, session }: RequestContext): Promise<void> => {
+    notInCluster(app);
     const name = pluginParam(app.store, params.name);
     const expected = optionalIfMatch(req);
     sendJson(res, 200, await deleteResource(app.store, kind, name, actorOf(session), expected));
@@ -84,6 +90,7 @@ function writeRoutes(): Route[] {
   return [
     api({ method: "POST", path: "/api/v1/apply", access: "owner", summary: "record Plugin and PluginGrant documents (YAML or JSON, several with ---), validated as the CLI does", statuses: [...WRITE, 415, 422],
       handle: async ({ res, app, req, session }) => {
+        notInCluster(app);
         const type = mediaType(req);
         if (!RESOURCE_TYPES.has(type)) throw new AppError("unsupported_media_type", `send the documents as application/yaml or application/json, not ${JSON.stringify(type.slice(0, 64)) || "nothing"}`, "Content-Type");
         const text = await readBody(req, MAX_APPLY_BYTES, "the documents");

@@ -198,7 +198,7 @@ class Dispatcher {
   async #session(req: IncomingMessage, route: Route, extra: Record<string, string | string[]>): Promise<UserSession | null> {
     if (route.access === "public") return null;
     const p = presented(req, this.settings.tls);
-    const session = await authenticate(this.app.sessions, p);
+    const session = this.app.cluster === undefined ? await authenticate(this.app.sessions, p) : await this.#clusterSession(p, extra);
     if (!allowed(route.access, session.role)) throw new AppError("forbidden", `a ${session.role} may not do this: only an owner may change what runs`);
     if (isWrite(req.method)) checkOrigin(req, this.settings.origins, p.via);
     if (p.via === "cookie") {
@@ -206,6 +206,29 @@ class Dispatcher {
       if (fresh !== null) extra["Set-Cookie"] = sessionCookie(fresh, this.settings.tls, this.app.clock());
     }
     return session;
+  }
+
+  /**
+   * In a cluster: a Bearer token is the cluster's (a TokenReview and the roles' reviews, each
+   * request); a cookie is a session this console minted at sign-in, whose role is asked of the
+   * cluster again (a role taken away ends it, a changed one is put in a fresh cookie).
+   */
+  async #clusterSession(p: ReturnType<typeof presented>, extra: Record<string, string | string[]>): Promise<UserSession> {
+    const cluster = this.app.cluster;
+    if (cluster === undefined) throw new AppError("internal", "not a cluster console");
+    if (p.via === "bearer") {
+      const u = await cluster.authenticate(p.token);
+      const now = this.app.clock();
+      return { user: u.user, role: u.role, kube: u.kube, issuedAt: now, expiresAt: now, signedInAt: now };
+    }
+    const session = await authenticate(this.app.sessions, p);
+    if (session.kube === undefined) throw new AppError("unauthorized", "sign in with a token the cluster accepts");
+    const role = await cluster.roleOf(session.user, session.kube);
+    if (role === null) throw new AppError("forbidden", `the cluster no longer lets ${session.user} look at plugins: sign in again`);
+    if (role === session.role) return session;
+    const fresh = await this.app.sessions.mintKubeSession(session.user, session.kube, role, undefined, session.signedInAt);
+    extra["Set-Cookie"] = sessionCookie(fresh, this.settings.tls, this.app.clock());
+    return { ...session, role };
   }
 
   async #withDeadline(ctx: RequestContext, route: Route): Promise<void> {
@@ -234,7 +257,7 @@ class Dispatcher {
       res.destroy();
       return;
     }
-    if (kind === "page") sendHtml(res, e.status, errorPage(e, session));
+    if (kind === "page") sendHtml(res, e.status, errorPage(e, session, this.app.cluster !== undefined));
     else sendError(res, e);
   }
 }

@@ -91,7 +91,7 @@ describe("the CLI on a PostgreSQL log", () => {
     [["get", "plugins", "--store", "sqlite:/nonexistent/none.db"], 1, /no event log in \/nonexistent\/none\.db/],
     [["migrate-store", "--from", "sqlite:/nonexistent/a.db", "--to", "sqlite:/nonexistent/a.db"], 2, /--from and --to name the same log/],
     [["store", "init", "--store", "sqlite:/tmp/x.db"], 2, /store init takes a postgres:\/\/ URL/],
-    [["up", "--store", "sqlite:/tmp/x.db", "--no-egress", "--no-server", "--no-views"], 2, /up keeps its log in its data folder/],
+    [["up", "--store", "mysql://root:hunter2@db/x", "--no-egress", "--no-server", "--no-views"], 2, /--store has the scheme "mysql:"/],
   ])("refuses %j in one line (exit %i), never showing a password", async (args, code, message) => {
     const r = await spawnOpenfief(args);
     expect(r.code, r.stderr).toBe(code);

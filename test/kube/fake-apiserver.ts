@@ -6,7 +6,8 @@
  * ownership model, the status subresource, owner-reference garbage collection, and a request log.
  *
  * For the view gateway it also answers SubjectAccessReviews and TokenRequests, and enforces RBAC
- * on the tokens its TokenRequests issued: the ClusterRoles and ClusterRoleBindings it stores are
+ * on the tokens its TokenRequests issued and on impersonated requests (`Impersonate-User`, each
+ * `Impersonate-Group`); merge patches and creates honour `dryRun=All`: the ClusterRoles and ClusterRoleBindings it stores are
  * evaluated with Kubernetes' semantics (the gateway's own RequestInfo and matcher), plus the
  * discovery rule real clusters bind to every authenticated user. pods/exec, attach and portforward
  * answer an upgrade by echoing what they receive.
@@ -71,6 +72,8 @@ export interface LoggedRequest {
   readonly client: string | undefined;
   /** Every header as received. */
   readonly headers: IncomingMessage["headers"];
+  /** The headers as sent, name and value alternating (repeated headers stay apart: `Impersonate-Group`). */
+  readonly rawHeaders?: readonly string[];
 }
 
 /** What the next watch request on a resource gets instead of a normal stream. */
@@ -115,6 +118,8 @@ export class FakeApiServer {
   tokenReviewer: (token: string, audiences: readonly string[]) => Record<string, unknown> = () => ({ authenticated: false });
   /** How SubjectAccessReviews are answered; the default evaluates the stored RBAC objects. */
   accessReviewer: (spec: Record<string, unknown>) => Record<string, unknown> = (spec) => this.#reviewSpec(spec);
+  /** Answers a request before the server does when it returns a status and body (scripted failures); null lets it through. */
+  interceptor: (req: LoggedRequest) => { status: number; body: unknown } | null = () => null;
   /** The clock of issued tokens' expiry (ms since the epoch). */
   clock: () => number = Date.now;
   /** The tokens TokenRequests issued, and whom each authenticates. */
@@ -294,8 +299,11 @@ export class FakeApiServer {
       const method = req.method ?? "GET";
       const auth = req.headers.authorization;
       const client = auth?.startsWith("Bearer ") === true ? auth.slice("Bearer ".length) : undefined;
-      this.requests.push({ method, path: url.pathname, query, contentType, body, client, headers: req.headers });
-      const refusal = this.#authorize(method, req.url ?? "/", client);
+      const logged: LoggedRequest = { method, path: url.pathname, query, contentType, body, client, headers: req.headers, rawHeaders: [...req.rawHeaders] };
+      this.requests.push(logged);
+      const scripted = this.interceptor(logged);
+      if (scripted !== null) return send(res, scripted.status, scripted.body);
+      const refusal = this.#authorize(method, req.url ?? "/", client) ?? this.#authorizeImpersonated(method, req);
       if (refusal !== null) return send(res, 403, statusBody(403, "Forbidden", refusal));
       try {
         this.#route(method, url.pathname, query, contentType, body, req, res);
@@ -440,6 +448,7 @@ export class FakeApiServer {
     const name = obj.metadata["name"];
     if (typeof name !== "string" || name === "") return send(response, 422, statusBody(422, "Invalid", "metadata.name: Required value"));
     if (this.#store.has(storeKey(res, ns, name))) return send(response, 409, statusBody(409, "AlreadyExists", `${res.plural} "${name}" already exists`));
+    if (query["dryRun"] === "All") return send(response, 201, { ...obj, apiVersion: apiVersionOf(res), kind: res.kind });
     const created = this.#create(res, ns, obj, query["fieldManager"] ?? "unknown");
     send(response, 201, created.obj);
   }
@@ -480,6 +489,14 @@ export class FakeApiServer {
     const type = (contentType ?? "").split(";")[0]?.trim();
     if (type === "application/merge-patch+json") {
       if (stored === undefined) return send(response, 404, notFound(res, name));
+      const rv = isObject(body["metadata"]) ? body["metadata"]["resourceVersion"] : undefined;
+      if (rv !== undefined && rv !== stored.obj.metadata["resourceVersion"]) {
+        return send(response, 409, statusBody(409, "Conflict", `Operation cannot be fulfilled on ${res.plural} "${name}": the object has been modified; please apply your changes to the latest version and try again`));
+      }
+      if (query["dryRun"] === "All") {
+        const { status: _ignored, ...rest } = body;
+        return send(response, 200, mergePatch(stored.obj, status || res.status !== true ? body : rest));
+      }
       const before = JSON.stringify(stored.obj["spec"]);
       if (status) {
         stored.obj["status"] = mergePatch(stored.obj["status"], body["status"]);
@@ -599,6 +616,20 @@ export class FakeApiServer {
       attrs = { kind: "nonResource", verb: String(na["verb"] ?? ""), path: String(na["path"] ?? "") };
     } else return { allowed: false, reason: "no attributes" };
     return this.rbacAllows(user, groups, attrs) ? { allowed: true, reason: "RBAC: allowed" } : { allowed: false };
+  }
+
+  /**
+   * A request with `Impersonate-User` is authorized as that user (with every `Impersonate-Group`
+   * header, kept apart) against the stored RBAC, as the API server does after checking that the
+   * caller may impersonate. Null: allowed (or not impersonated).
+   */
+  #authorizeImpersonated(method: string, req: IncomingMessage): string | null {
+    const user = req.headersDistinct["impersonate-user"]?.[0];
+    if (user === undefined) return null;
+    const groups = req.headersDistinct["impersonate-group"] ?? [];
+    const attrs = requestInfo(method, req.url ?? "/");
+    if (!attrs.ok) return "unreadable request";
+    return this.rbacAllows(user, groups, attrs.value) ? null : `User "${user}" cannot ${attrs.value.verb} ${attrs.value.kind === "resource" ? attrs.value.resource : attrs.value.path}`;
   }
 
   /** Refuses a request made with a token this server issued when RBAC does not allow it. */

@@ -6,6 +6,7 @@ import { Registry } from "prom-client";
 import { CliError } from "../cli-error.js";
 import { BatchingDecisionRecorder, bufferedLog, CachingTokenReviewer, createEgressProxy, type DecisionRecorder, dialTcp, DnsResolver, EgressMetrics, ErrNotSynced, KubeTokenReviewer, refuseUpstreamProxyEnv, watchAllowLists, WorkerDecisionRecorder } from "../../egress/index.js";
 import { openStore, type EventLog } from "../../events/index.js";
+import { storeLocationOf, type StoreLocation } from "../../app/index.js";
 import { loadKubeConfig } from "../../kube/index.js";
 import { parseListen, type EgressOptions as Options } from "./egress.js";
 
@@ -41,11 +42,23 @@ export async function runEgress(opts: Options): Promise<void> {
       }
       let store: EventLog | undefined;
       let recorder: DecisionRecorder;
-      if (opts.store !== undefined) {
+      const at = egressLog(opts);
+      const onError = (err: Error): void => logger.error({ err: err.message }, "egress recording failed");
+      if (at?.kind === "sqlite") {
         // Migrated by this connection; decisions are then committed by a writer thread of their own.
-        store = await openStore({ file: opts.store });
+        store = await openStore({ file: at.file });
         const announce = store.announce.bind(store);
-        recorder = await WorkerDecisionRecorder.open({ file: opts.store, onCommitted: (events) => announce(events), onError: (err) => logger.error({ err: err.message }, "egress recording failed") });
+        recorder = await WorkerDecisionRecorder.open({ file: at.file, onCommitted: (events) => announce(events), onError });
+      } else if (at?.kind === "postgres") {
+        // The cluster's one log: the writer thread appends to it under the log's write lock, as
+        // every other replica and component does (docs/adr/0165). Its schema is made by its owner.
+        try {
+          recorder = await WorkerDecisionRecorder.open({ url: at.url, onError });
+        } catch (err) {
+          await source.stop();
+          throw new CliError(`egress refused to start: the event log ${at.shown}: ${err instanceof Error ? err.message : String(err)}`, 1);
+        }
+        logger.info({ store: at.shown }, "recording every decision in the event log");
       } else {
         // Without a store the pino decision line (one per CONNECT, JSON) is the only record.
         recorder = new BatchingDecisionRecorder(() => undefined);
@@ -67,6 +80,7 @@ export async function runEgress(opts: Options): Promise<void> {
         });
       } catch (err) {
         await source.stop();
+        await recorder.close?.();
         await store?.close();
         if (err instanceof Error) throw new CliError(err.message, 1);
         throw err;
@@ -83,4 +97,14 @@ export async function runEgress(opts: Options): Promise<void> {
       });
       await source.stop();
       await store?.close();
+}
+
+/**
+ * The log `openfief egress` records in: `--store`, `--store-file`, `$OPENFIEF_STORE` or
+ * `$OPENFIEF_STORE_FILE` (a Secret's key as a variable or a mounted file). A `--store` without a
+ * scheme is a SQLite file, as before `sqlite:` and `postgres://` were accepted.
+ */
+function egressLog(opts: Options): StoreLocation | null {
+  const store = opts.store !== undefined && !/^[A-Za-z][A-Za-z0-9+.-]*:/.test(opts.store) ? `sqlite:${opts.store}` : opts.store;
+  return storeLocationOf({ store, storeFile: opts.storeFile });
 }

@@ -16,6 +16,7 @@ export interface EgressOptions {
   kubeconfig?: string;
   syncTimeout: string;
   store?: string;
+  storeFile?: string;
   json?: boolean;
 }
 
@@ -52,7 +53,8 @@ export function register(program: Command): void {
     .option("--deny-cidr <cidr>", "extra range never dialed, e.g. pod, Service and node CIDRs (repeatable)", collect, [])
     .option("--max-tunnels <n>", "open tunnels before CONNECTs get 429")
     .option("--kubeconfig <file>", "use this kubeconfig instead of in-cluster credentials")
-    .option("--store <file>", "record every decision in this event store (SQLite file) before tunnelling")
+    .option("--store <log>", "record every decision in this event log before tunnelling: a SQLite file (PATH or sqlite:PATH) or postgres://USER:PASSWORD@HOST:PORT/DATABASE, the cluster's one log (default: $OPENFIEF_STORE)")
+    .option("--store-file <file>", "a file holding --store's value, such as a Secret's key mounted as a file (default: $OPENFIEF_STORE_FILE)")
     .option("--sync-timeout <ms>", "how long the first read of the allow-lists may take", "30000")
     .option("--json", "log JSON lines (always on; accepted for symmetry)")
     .action(async (opts: EgressOptions) => {

@@ -25,6 +25,7 @@ export const COMMANDS: readonly CommandModule[] = [
   { names: ["token"], load: async () => { const { register } = await import("./token.js"); return register; } },
   { names: ["egress"], load: async () => { const { register } = await import("./egress.js"); return register; } },
   { names: ["operator"], load: async () => { const { register } = await import("./cluster-operator.js"); return register; } },
+  { names: ["console"], load: async () => { const { register } = await import("./console.js"); return register; } },
   { names: ["plugin-host"], load: async () => { const { register } = await import("./plugin-host.js"); return register; } },
   { names: ["store", "migrate-store"], load: async () => { const { register } = await import("./store.js"); return register; } },
   { names: ["prove", "verify-proof", "export", "verify-export"], load: async () => { const { register } = await import("./proofs.js"); return register; } },

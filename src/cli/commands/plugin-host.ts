@@ -6,7 +6,7 @@
  */
 import type { Command } from "commander";
 import { pino } from "pino";
-import { startClusterPluginHost } from "../../app/index.js";
+import { startClusterPluginHost, storeLocationOf, type StoreLocation } from "../../app/index.js";
 import { CliError } from "../cli-error.js";
 import { parseListen } from "./egress.js";
 import { SA_JWKS_DIR } from "../../plugins/index.js";
@@ -14,7 +14,8 @@ import { SA_JWKS_DIR } from "../../plugins/index.js";
 interface Options {
   listen: string;
   healthPort: string;
-  store: string;
+  store?: string;
+  storeFile?: string;
   egressProxy: string;
   saJwksDir: string;
   coreSubject: string;
@@ -48,7 +49,8 @@ export function register(program: Command): void {
     .description("run the cluster's plugin host: the WebAssembly plugins of the openfief-plugin-host ConfigMap")
     .option("--listen <addr>", "address the ConnectorService is served on", ":8080")
     .option("--health-port <n>", "port of /healthz, /readyz and /metrics", "8081")
-    .option("--store <dir>", "folder of the host's own event store and modules (on its volume)", DEFAULT_PLUGIN_HOST_DATA)
+    .option("--store <log>", `the event log and its modules: postgres://USER:PASSWORD@HOST:PORT/DATABASE (the cluster's one log), sqlite:PATH, or a folder of the host's own (on its volume; default: $OPENFIEF_STORE, $OPENFIEF_STORE_FILE, then ${DEFAULT_PLUGIN_HOST_DATA})`)
+    .option("--store-file <file>", "a file holding --store's value, such as a Secret's key mounted as a file")
     .option("--egress-proxy <url>", "the egress proxy's Service, by address", "http://10.96.0.30:4750")
     .option("--sa-jwks-dir <dir>", "the mounted openfief-sa-jwks ConfigMap (issuer, jwks.json)", SA_JWKS_DIR)
     .option("--core-subject <user>", "the core's ServiceAccount username, the only caller", "system:serviceaccount:openfief:openfief-core")
@@ -57,6 +59,7 @@ export function register(program: Command): void {
     .option("--insecure-registry <host:port>", "a registry reached over plain HTTP (repeatable; tests)", collect, [])
     .action(async (opts: Options) => {
       const at = checked(opts);
+      const log = hostLog(opts);
       const logger = pino({ base: null, name: "plugin-host", level: process.env["OPENFIEF_LOG_LEVEL"] ?? "info" });
       // The Kubernetes client is heavy: loaded only when this command runs (startClusterPluginHost
       // loads the host itself the same way).
@@ -83,7 +86,8 @@ export function register(program: Command): void {
       try {
         host = await startClusterPluginHost({
           kc,
-          dataDir: opts.store,
+          dataDir: log.dataDir,
+          store: log.store,
           listen: at.listen,
           health: { host: at.listen.host, port: at.health },
           egressProxy: at.proxy,
@@ -101,4 +105,18 @@ export function register(program: Command): void {
       logger.info("shutting down");
       await host.close();
     });
+}
+
+/**
+ * Where the host keeps its log and modules: a log `--store`, `--store-file`, `$OPENFIEF_STORE` or
+ * `$OPENFIEF_STORE_FILE` names (`postgres://…` or `sqlite:PATH`), else the folder `--store` names
+ * (as before logs could be named), else the default folder on its volume.
+ */
+function hostLog(opts: Options): { dataDir: string; store: StoreLocation | null } {
+  const folder = opts.store !== undefined && !/^[A-Za-z][A-Za-z0-9+.-]*:/.test(opts.store);
+  if (folder) {
+    if (opts.storeFile !== undefined) throw new CliError("give --store or --store-file, not both");
+    return { dataDir: opts.store ?? DEFAULT_PLUGIN_HOST_DATA, store: null };
+  }
+  return { dataDir: DEFAULT_PLUGIN_HOST_DATA, store: storeLocationOf({ store: opts.store, storeFile: opts.storeFile }) };
 }

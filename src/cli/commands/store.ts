@@ -13,12 +13,13 @@ const ROLE = /^[a-z_][a-z0-9_]{0,62}$/;
 export function register(program: Command): void {
   const store = program.command("store").description("the event log's store: a PostgreSQL log's schema");
   store.command("roles")
-    .description("print the SQL a superuser runs once: the schema's owner and the application's role (set their passwords with \\password)")
+    .description("print the SQL a superuser runs once: the schema's owner, the application's role and, when asked, a read-only role (set their passwords with \\password)")
     .requiredOption("--database <name>", "the database the log lives in")
     .option("--owner <role>", "the role that owns the schema and runs the migrations", "openfief_owner")
     .option("--app-role <role>", "the role the control plane connects as", "openfief_app")
-    .action(async ({ database, owner, appRole }: { database: string; owner: string; appRole: string }) => {
-      print(await storeSetupSql({ dbName: database, owner, app: appRole }));
+    .option("--reader-role <role>", "also a read-only role, for asking the log (why, log, replay, verify-log, check-decisions)")
+    .action(async ({ database, owner, appRole, readerRole }: { database: string; owner: string; appRole: string; readerRole?: string }) => {
+      print(await storeSetupSql({ dbName: database, owner, app: appRole, ...(readerRole === undefined ? {} : { reader: readerRole }) }));
     });
 
   withJson(store.command("init"))

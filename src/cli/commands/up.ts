@@ -9,15 +9,15 @@
  * that asks for a new egress host, so the hold-back is there to explore); on a data folder that
  * holds a log already it keeps the owner's state, and `--reset` starts over.
  */
-import { readFileSync } from "node:fs";
 import { Option, type Command } from "commander";
 import {
   AppError, applyDemoFolder, assertLogHolds, checkUserName, defaultUser, demoSettings, JWKS_PATH, listPlugins, logFile, mergeSettings, loadSettings, openRuntime, saveSettings,
-  parseWitnessTarget, signInLink, SIGN_IN_TTL_SECONDS, startControlPlane, storeLocationOf,
+  parseWitnessTarget, signInLink, SIGN_IN_TTL_SECONDS, startControlPlane, storeLocationOf, storeText,
 } from "../../app/index.js";
 import type { ControlPlane, FaceFactory, Settings, WitnessTarget } from "../../app/index.js";
 import { commandName, dataDir, openDataFolder, print, printJson, withData, withJson } from "../context.js";
 import type { DataOptions } from "../context.js";
+import { parseListen, tlsOf } from "../listen.js";
 import { cliLogger } from "../logger.js";
 import type { LogFormat } from "../logger.js";
 import { pluginsTable } from "./get.js";
@@ -116,24 +116,6 @@ function wholeNumber(text: string, flag: string, min: number, max: number): numb
   return n;
 }
 
-/** `host:port` or `[v6]:port`. */
-function parseListen(text: string): { host: string; port: number } {
-  const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(text);
-  const port = Number(m?.[3]);
-  if (m === null || port > 65535) throw new AppError("usage", `--listen must be host:port, such as 127.0.0.1:4780 or [::1]:4780, not ${JSON.stringify(text.slice(0, 64))}`);
-  return { host: m[1] ?? m[2] ?? "", port };
-}
-
-function readPem(path: string, flag: string): string {
-  try {
-    const text = readFileSync(path, "utf8");
-    if (text.length > 1 << 20 || !text.includes("-----BEGIN ")) throw new Error("not PEM");
-    return text;
-  } catch {
-    throw new AppError("usage", `${flag} ${path}: cannot read a PEM file there`);
-  }
-}
-
 /** `--witness` (repeatable), each parsed (exit 2 for a bad one), as the control plane's option. */
 function witnessesOption(o: UpOptions): { witnesses?: WitnessTarget[] } {
   const witnesses = (o.witness ?? []).map(parseWitnessTarget);
@@ -144,8 +126,7 @@ function witnessesOption(o: UpOptions): { witnesses?: WitnessTarget[] } {
 async function serverOption(o: UpOptions): Promise<FaceFactory | undefined> {
   if (o.server === false) return undefined;
   const { host, port } = parseListen(o.listen ?? "127.0.0.1:4780");
-  if ((o.tlsCert === undefined) !== (o.tlsKey === undefined)) throw new AppError("usage", "give --tls-cert and --tls-key together");
-  const tls = o.tlsCert !== undefined && o.tlsKey !== undefined ? { cert: readPem(o.tlsCert, "--tls-cert"), key: readPem(o.tlsKey, "--tls-key") } : undefined;
+  const tls = tlsOf(o);
   const { serverFactory } = await import("../../server/index.js");
   return serverFactory({ host, port, ...(tls === undefined ? {} : { tls }), ...(o.origin === undefined ? {} : { origins: o.origin }) });
 }
@@ -207,8 +188,9 @@ export function register(program: Command): void {
       const server = await serverOption(o);
       const witnesses = witnessesOption(o);
       const user = checkUserName(o.user ?? defaultUser());
-      // The egress proxy's writer thread commits to the data folder's own file (its log on PostgreSQL is the cluster's).
-      if (storeLocationOf(o) !== null) throw new AppError("usage", "up keeps its log in its data folder (--data): --store and $OPENFIEF_STORE are for the other commands", "store");
+      // The log: the data folder's own file, or --store's (a SQLite file, or a PostgreSQL database
+      // every part appends to: the reconciler, the egress proxy's writer thread, the plugin host).
+      const store = storeLocationOf(o);
       const dir = dataDir(o);
       // Made (or tightened) before anything is written in it, the log file first.
       openDataFolder(dir);
@@ -217,6 +199,7 @@ export function register(program: Command): void {
       const demo = o.demo === true;
       const cp = await startControlPlane({
         dataDir: dir,
+        ...(store === null ? {} : { store }),
         logger,
         intervalMs: interval,
         settings: { ...(demo ? demoSettings() : {}), ...givenSettings(o), ...viewSettings(o) },
@@ -246,7 +229,7 @@ export function register(program: Command): void {
         const fresh = (await cp.runtime.store.head()) === 0;
         await cp.pass();
         if (demo) await runDemo(cp, dir, fresh, say);
-        await announce(cp, dir, user, o.json === true ? (format === "json" ? "line" : "pretty") : null, say);
+        await announce(cp, dir, user, o.json === true ? (format === "json" ? "line" : "pretty") : null, say, store === null ? null : storeText(store));
         await stopped;
         say("stopping");
       } finally {
@@ -270,12 +253,12 @@ function withFlag(err: unknown): unknown {
 }
 
 /** Says that the control plane is up: where the console is, with a sign-in link, and where its files are. */
-async function announce(cp: ControlPlane, dir: string, user: string, json: "pretty" | "line" | null, say: (line?: string) => void): Promise<void> {
+async function announce(cp: ControlPlane, dir: string, user: string, json: "pretty" | "line" | null, say: (line?: string) => void, store: string | null): Promise<void> {
   // The canonical origin: the console answers only there (its other loopback names redirect to it).
   const link = cp.server === null ? null : await signInLink(cp.sessions, cp.server.origin, user, "owner");
   const pages = await viewPages(cp);
   const views = cp.views === null ? null : { pluginProxy: cp.views.origins.pluginProxy, gateway: cp.views.gatewayUrl, jwks: `${cp.views.origins.gateway}${JWKS_PATH}`, pages };
-  const up = { up: true, data: dir, egress: cp.egress, console: cp.server?.origin ?? null, signIn: link?.url ?? null, views, cluster: cp.runtime.target.name, log: logFile(dir), logKey: cp.logKey?.verifierKey ?? null };
+  const up = { up: true, data: dir, store: store ?? `sqlite:${cp.runtime.store.location}`, egress: cp.egress, console: cp.server?.origin ?? null, signIn: link?.url ?? null, views, cluster: cp.runtime.target.name, log: logFile(dir), logKey: cp.logKey?.verifierKey ?? null };
   // One line among JSON log lines; indented for a person otherwise.
   if (json === "line") process.stdout.write(`${JSON.stringify(up)}\n`);
   else if (json === "pretty") printJson(up);
@@ -291,7 +274,7 @@ async function announce(cp: ControlPlane, dir: string, user: string, json: "pret
     say("");
   }
   if (cp.logKey !== null) say(`the log signs checkpoints of its Merkle tree as ${cp.logKey.origin}; check them with the key ${cp.logKey.verifierKey}${cp.server === null ? "" : ` (published at ${cp.server.origin}/tlog/checkpoint)`}`);
-  say(`openfief is up: data in ${dir}; cluster objects in ${cp.runtime.target.name.replace(/^directory:/, "")}; log in ${logFile(dir)}. Ctrl-C stops it.`);
+  say(`openfief is up: data in ${dir}${store === null ? "" : `; event log in ${store}`}; cluster objects in ${cp.runtime.target.name.replace(/^directory:/, "")}; log in ${logFile(dir)}. Ctrl-C stops it.`);
 }
 
 /** The console pages that show a view plugin's UI (the plugins whose running version has one). */

@@ -6,7 +6,7 @@
 import { AppError, sessionProblemText } from "../../app/index.js";
 import type { AppErrorCode, UserSession } from "../../app/index.js";
 import { checkOrigin, clearedCookie, sessionCookie } from "../auth.js";
-import { redirect, sendHtml } from "../http.js";
+import { mediaType, readBody, redirect, sendHtml } from "../http.js";
 import type { Access, RequestContext, Route } from "../routes.js";
 import { egressPage } from "./egress-page.js";
 import { html } from "./html.js";
@@ -30,20 +30,33 @@ function pageRoute(path: string, summary: string, query: readonly string[], rend
 const HOW_TO_SIGN_IN = html`<p>Open the sign-in link <code>openfief up</code> printed in its terminal, or ask for a new one in another terminal:</p><pre>openfief login --link              # an owner's link
 openfief login --link --role viewer  # a link for someone who may only look</pre>`;
 
+/** In a cluster: sign in with a token the cluster's API server accepts. */
+const HOW_TO_SIGN_IN_CLUSTER = html`<p>Sign in with a token the cluster accepts: a ServiceAccount's token or your OIDC id token.</p><pre>kubectl create token NAME -n NAMESPACE --duration 1h</pre>
+<form method="post" action="/signin" class="signin-form"><label for="token">Token</label> <input id="token" name="token" type="password" autocomplete="off" required maxlength="12000"> <button type="submit">Sign in</button></form>
+<p class="small muted">The cluster decides who may look (get plugins.openfief.io) and who may approve (update plugingrants.openfief.io). The token is checked once and never kept: the console keeps a session of its own.</p>`;
+
+/** The longest sign-in form (a long OIDC id token fits). */
+const MAX_SIGN_IN_FORM_BYTES = 16 * 1024;
+
 const TITLES: Partial<Record<AppErrorCode, string>> = {
   not_found: "Not found", unauthorized: "Sign in", forbidden: "Not allowed", precondition_failed: "Changed since you looked",
   precondition_required: "Reload and try again", usage: "That request is not right", too_large: "Too large", unavailable: "Try again", log_broken: "The log does not hold",
 };
 
-/** The page for a refusal, with the app's status. */
-export function errorPage(e: AppError, session: UserSession | null): string {
+/** The page for a refusal, with the app's status; `cluster`: the console in a cluster (sign in with a token). */
+export function errorPage(e: AppError, session: UserSession | null, cluster = false): string {
   const title = TITLES[e.code] ?? "Something went wrong";
-  const body = html`<section class="card callout bad signin"><h1>${title}</h1><p>${e.message}</p>${e.code === "unauthorized" ? HOW_TO_SIGN_IN : html`<p><a href="/">Back to the plugins</a></p>`}</section>`;
+  const how = cluster ? HOW_TO_SIGN_IN_CLUSTER : HOW_TO_SIGN_IN;
+  const body = html`<section class="card callout bad signin"><h1>${title}</h1><p>${e.message}</p>${e.code === "unauthorized" ? how : html`<p><a href="/">Back to the plugins</a></p>`}</section>`;
   return page({ title, section: "none", session, body });
 }
 
 async function signIn(ctx: RequestContext): Promise<void> {
   const { app, query, req, res, settings } = ctx;
+  if (app.cluster !== undefined) {
+    sendHtml(res, 200, page({ title: "Sign in", section: "none", session: null, body: html`<section class="card signin"><h1>Sign in to the OpenFief console</h1>${HOW_TO_SIGN_IN_CLUSTER}</section>` }));
+    return;
+  }
   const code = query.get("code");
   if (code === undefined) {
     sendHtml(res, 200, page({ title: "Sign in", section: "none", session: null, body: html`<section class="card signin"><h1>Sign in to the OpenFief console</h1>${HOW_TO_SIGN_IN}<p class="small muted">A link works once, for ten minutes.</p></section>` }));
@@ -56,6 +69,24 @@ async function signIn(ctx: RequestContext): Promise<void> {
   if (!r.ok) throw new AppError("unauthorized", sessionProblemText(r.problem));
   app.logger.info({ user: r.session.user, role: r.session.role }, "signed in to the console");
   redirect(res, "/", { "Set-Cookie": sessionCookie(r.minted, settings.tls, app.clock()) });
+}
+
+/**
+ * In a cluster: the sign-in form's token, checked by the cluster (TokenReview, then the roles'
+ * reviews), becomes a console session naming the user, their groups and uid, and their role. The
+ * token itself is neither kept nor logged. The form must come from the console's own origin (a
+ * page elsewhere could otherwise sign this browser in as someone else).
+ */
+async function signInWithToken(ctx: RequestContext): Promise<void> {
+  const { app, req, res, settings } = ctx;
+  if (app.cluster === undefined) throw new AppError("usage", "sign in with the link openfief up printed (openfief login --link)");
+  checkOrigin(req, settings.origins, "cookie");
+  if (mediaType(req) !== "application/x-www-form-urlencoded") throw new AppError("unsupported_media_type", "send the token from the console's sign-in form");
+  const form = new URLSearchParams(await readBody(req, MAX_SIGN_IN_FORM_BYTES, "the form"));
+  const u = await app.cluster.authenticate(form.get("token")?.trim() ?? undefined);
+  const minted = await app.sessions.mintKubeSession(u.user, u.kube, u.role);
+  app.logger.info({ user: u.user, role: u.role }, "signed in to the console with the cluster's identity");
+  redirect(res, "/", { "Set-Cookie": sessionCookie(minted, settings.tls, app.clock()) });
 }
 
 function signOut(ctx: RequestContext): void {
@@ -85,6 +116,7 @@ export function consolePageRoutes(): Route[] {
     { method: "GET", path: "/integrity/proof", kind: "page", access: "viewer", summary: "an event's proof (C2SP tlog-proof) as a download", query: ["seq"], headers: [], statuses: PAGE_STATUSES, handle: proofDownload },
     pageRoute("/replay", "the state as of an event", ["at"], replayPage),
     { method: "GET", path: "/signin", kind: "page", access: "public", summary: "sign in with a one-time link", query: ["code"], headers: [], statuses: [200, 303, 400, 401, 403, 500, 503], handle: signIn },
+    { method: "POST", path: "/signin", kind: "page", access: "public", summary: "sign in with a token the cluster accepts (the console in a cluster)", query: [], headers: [], statuses: [303, 400, 401, 403, 413, 415, 500, 503], handle: signInWithToken },
     { method: "POST", path: "/signout", kind: "page", access: "public", summary: "sign out", query: [], headers: [], statuses: [303, 400, 403, 500, 503], handle: signOut },
   ];
 }

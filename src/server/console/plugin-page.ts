@@ -220,7 +220,7 @@ export async function approveForm(ctx: RequestContext): Promise<{ redirect: stri
   if (!/^\d{1,15}$/.test(version)) throw new AppError("precondition_required", "the approval must name the version it was shown (reload the page)", "version");
   const name = params.name ?? "";
   try {
-    const r = await approve(app.store, name, webActor(session.role, session.user), Number(version));
+    const r = app.cluster === undefined ? await approve(app.store, name, webActor(session.role, session.user), Number(version)) : await app.cluster.approve(app.store, name, session, Number(version));
     return { redirect: r.seq === null ? `/plugins/${encodeURIComponent(name)}` : `/plugins/${encodeURIComponent(name)}?approved=${r.seq}` };
   } catch (err) {
     if (!(err instanceof AppError) || err.code !== "precondition_failed") throw err;
