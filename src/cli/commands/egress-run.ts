@@ -44,28 +44,15 @@ export async function runEgress(opts: Options): Promise<void> {
         if (err instanceof ErrNotSynced) throw new CliError(err.message, 1);
         throw err;
       }
-      let store: EventLog | undefined;
-      let recorder: DecisionRecorder;
-      const onError = (err: Error): void => logger.error({ err: err.message }, "egress recording failed");
-      if (at?.kind === "sqlite") {
-        // Migrated by this connection; decisions are then committed by a writer thread of their own.
-        store = await openStore({ file: at.file });
-        const announce = store.announce.bind(store);
-        recorder = await WorkerDecisionRecorder.open({ file: at.file, actor, onCommitted: (events) => announce(events), onError });
-      } else if (at?.kind === "postgres") {
-        // The cluster's one log: the writer thread appends to it under the log's write lock, as
-        // every other replica and component does (docs/adr/0165). Its schema is made by its owner.
-        try {
-          recorder = await WorkerDecisionRecorder.open({ url: at.url, actor, onError });
-        } catch (err) {
-          await source.stop();
-          throw new CliError(`egress refused to start: the event log ${at.shown}: ${err instanceof Error ? err.message : String(err)}`, 1);
-        }
-        logger.info({ store: at.shown, actor }, "recording every decision in the event log");
-      } else {
-        // Without a store the pino decision line (one per CONNECT, JSON) is the only record.
-        recorder = new BatchingDecisionRecorder(() => undefined);
+      let opened: Recording;
+      try {
+        opened = await openRecording(at, actor, (err) => logger.error({ err: err.message }, "egress recording failed"));
+      } catch (err) {
+        await source.stop();
+        throw err;
       }
+      const { store, recorder } = opened;
+      if (at?.kind === "postgres") logger.info({ store: at.shown, actor }, "recording every decision in the event log");
       let proxy;
       try {
         proxy = createEgressProxy({
@@ -117,4 +104,31 @@ function replicaActor(identity: string | undefined): string {
   const id = identity ?? process.env["POD_NAME"] ?? hostname();
   if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,126}$/.test(id)) throw new CliError(`--identity must be a name of letters, digits, '.', '_' and '-' (at most 127), not ${JSON.stringify(id.slice(0, 64))}`);
   return `egress-proxy/${id}`;
+}
+
+/** Where `openfief egress` records: the writer thread, and the SQLite log it announces to. */
+interface Recording {
+  readonly store: EventLog | undefined;
+  readonly recorder: DecisionRecorder;
+}
+
+/** The recorder for the log at `at`, recording as `actor` (the pino decision line alone without a log). */
+async function openRecording(at: StoreLocation | null, actor: string, onError: (err: Error) => void): Promise<Recording> {
+  if (at === null) {
+    // Without a store the pino decision line (one per CONNECT, JSON) is the only record.
+    return { store: undefined, recorder: new BatchingDecisionRecorder(() => undefined) };
+  }
+  if (at.kind === "sqlite") {
+    // Migrated by this connection; decisions are then committed by a writer thread of their own.
+    const store = await openStore({ file: at.file });
+    const announce = store.announce.bind(store);
+    return { store, recorder: await WorkerDecisionRecorder.open({ file: at.file, actor, onCommitted: (events) => announce(events), onError }) };
+  }
+  // The cluster's one log: the writer thread appends to it under the log's write lock, as every
+  // other replica and component does (docs/adr/0165). Its schema is made by its owner.
+  try {
+    return { store: undefined, recorder: await WorkerDecisionRecorder.open({ url: at.url, actor, onError }) };
+  } catch (err) {
+    throw new CliError(`egress refused to start: the event log ${at.shown}: ${err instanceof Error ? err.message : String(err)}`, 1);
+  }
 }
