@@ -2,7 +2,8 @@
  * The egress proxy's writer thread on the cluster's one PostgreSQL log (a real server): two
  * proxies committing at once put every decision in the log once, in one chain, each naming the
  * replica that answered; a proxy whose PostgreSQL is stopped answers 503 (its decisions cannot be
- * recorded) and, once the server is started again, 200 — without a restart. No timed assertions.
+ * recorded) and, once the server is started again, 200 — without a restart; a write lock held
+ * past the decision's bound gives 503 too, and never an unbounded wait. No timed assertions.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { connect as netConnect, createServer, type AddressInfo, type Server } from "node:net";
@@ -17,6 +18,8 @@ import { startEmbeddedEgress } from "../../src/egress/embedded.js";
 import type { EgressProxy } from "../../src/egress/proxy.js";
 import { CommitError, WorkerDecisionRecorder } from "../../src/egress/writer.js";
 import { openPostgresLog, type EventLog } from "../../src/events/index.js";
+import { WRITE_LOCK_KEY } from "../../src/events/postgres/sql.js";
+import pg from "pg";
 import { startLogDatabases, type LogDatabases } from "../events/postgres-support.js";
 import { connectHead, rawRequest } from "./support/harness.js";
 
@@ -150,6 +153,31 @@ describe("the egress writer on PostgreSQL", () => {
       await p.store.close();
     }
   }, 90_000);
+
+  it("answers 503 within its bound while another session holds the log's write lock, and 200 once it lets go", async () => {
+    const url = await dbs.fresh();
+    const p = await proxyOn(url, "egress-proxy/d", ["held.example.com", "free.example.com"], 1000);
+    const holder = new pg.Client({ connectionString: url });
+    await holder.connect();
+    try {
+      const { token } = await mintEgressToken(dir, "alpha");
+      await holder.query(`BEGIN; SELECT pg_advisory_xact_lock(${WRITE_LOCK_KEY})`);
+      let held: number;
+      try {
+        held = await connectStatus(p.port, "held.example.com", token);
+      } finally {
+        await holder.query("ROLLBACK");
+      }
+      expect(held).toBe(503);
+      expect(await connectStatus(p.port, "free.example.com", token)).toBe(200);
+      const hosts = (await p.store.read({ stream: "egress/alpha" })).map((e) => (e.data as { host: string }).host);
+      expect(hosts).toEqual(["free.example.com"]);
+    } finally {
+      await holder.end();
+      await p.proxy.close();
+      await p.store.close();
+    }
+  }, 60_000);
 
   it("refuses at once, past its bound of waiting decisions, rather than queueing without end", async () => {
     const url = await dbs.fresh();
