@@ -4,6 +4,7 @@
  *
  *   BENCH_EVENTS=1000000 (size of the large log)   BENCH_RUNS=5 (runs per append figure)
  *   BENCH_ONLY=owner (only the owner writes, FULL against NORMAL)   BENCH_OWNER_WRITES=400
+ *   BENCH_ONLY=tree (only the Merkle tree's figures: bench/store-tree.ts)
  *   --store postgres: then the same figures for the log on PostgreSQL (bench/store-postgres.ts), in
  *   the same run, beside these
  *
@@ -24,6 +25,7 @@ import { why } from "../src/projections/index.js";
 import { checkDecisions } from "../src/projections/check-decisions.js";
 import { recheckAddresses } from "../src/egress/index.js";
 import { Workload } from "./workload.js";
+import { treeBench } from "./store-tree.js";
 import { OWNER_CLI } from "../src/app/actor.js";
 import { applyResources, deleteResource } from "../src/app/owner-edits.js";
 import { parseResources } from "../src/app/resources.js";
@@ -250,10 +252,12 @@ console.log(`# Event store benchmark — node ${process.version}, ${new Date().t
 try {
   // BENCH_ONLY=owner: only the owner writes' figure (seconds, not minutes).
   if (process.env.BENCH_ONLY === "owner") await ownerWrites();
+  else if (process.env.BENCH_ONLY === "tree") await treeBench();
   else {
     await appendComparison();
     await ownerWrites();
     await scale();
+    await treeBench();
   }
 } finally {
   rmSync(dir, { recursive: true, force: true });

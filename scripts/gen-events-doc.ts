@@ -14,6 +14,7 @@ import { fileURLToPath } from "node:url";
 import { defineEgressEvents } from "../src/events/catalog/egress-events.js";
 import { defineGatewayEvents } from "../src/events/catalog/gateway-events.js";
 import { defineHostEvents } from "../src/events/catalog/host-events.js";
+import { defineLogEvents } from "../src/events/catalog/log-events.js";
 import { definePluginEvents } from "../src/events/catalog/plugin-events.js";
 import { EventRegistry } from "../src/events/registry.js";
 import type { EventDefinition, EventType } from "../src/events/registry.js";
@@ -42,10 +43,17 @@ const AREAS: readonly { title: string; define: (r: EventRegistry) => void; about
     define: defineGatewayEvents,
     about: "The gateway's decision on every request a view makes with a valid PluginToken.",
   },
+  {
+    title: "The verifiable log",
+    define: defineLogEvents,
+    about: "The signed checkpoints of the Merkle tree over the log: each is served at `/tlog/checkpoint` and recorded here as an event of the log itself.",
+  },
 ];
 
 /** What causes each event: who appends it, and when. Every type of the catalog must have one. */
 export const CAUSES: Readonly<Record<string, string>> = {
+  "log.checkpoint":
+    "The control plane signed a checkpoint of the Merkle tree over the log with the log's key: every N events and every T seconds while new events came (`openfief up --checkpoint-every`, `--checkpoint-interval`), at most one per size. A log whose only new event is its last checkpoint's record writes no new one.",
   "plugin.observed":
     "A Plugin resource was applied or changed: `openfief apply` (actor `owner:cli`), the console or the API (`owner:web:<user>`), `openfief up --demo`, or in a cluster the operator seeing the resource (`cluster`). An observation equal to the latest one is not appended again.",
   "plugin.deleted": "The Plugin was deleted: `openfief delete plugin NAME`, or the operator seeing the resource gone.",
@@ -99,6 +107,7 @@ export const FIELDS: Readonly<Record<string, string>> = {
   "config.verdict.ok": "Whether the config matches.",
   "config.verdict.errors": "Every mismatch, each with its code, its path (`config.a[1].b`) and a message that names keys and constraints, never config values.",
   "rollout.decided.inputs": "What the decision was made from: the version asked for (`current`, null when the spec is invalid), whether it could run (`currentDeployable`: valid, config matching, signature verified), the version that ran before (`previous`) and the grant.",
+  "rollout.decided.rules": "The version of the rollout rules that made the decision (1, 2, …; a decision recorded before version 3 reads as 1, the first released rules). `check-decisions` re-decides it under these rules, and under today's when they are older.",
   "rollout.decided.plan": "The decision: `outcome` (`current`, `previous` or `none`), what runs (`run`: image, manifest, effective permissions), what waits for approval (`pending`) and the reasons, as codes.",
   "workload.desired.running": "Whether anything runs. False when the decision runs nothing: the workload's objects are then removed.",
   "workload.desired.image": "The image that runs.",
@@ -117,6 +126,7 @@ export const FIELDS: Readonly<Record<string, string>> = {
   "egress.decision.port": "The port it asked for.",
   "egress.decision.allowed": "Whether the tunnel was opened.",
   "egress.decision.reason": "Why, as a code: `listed`, `not_listed`, `no_allow_list`, `forbidden_address`, `dns_no_addresses`, ….",
+  "egress.decision.rules": "The version of the egress rules that made the decision (1, 2, …; a decision recorded before version 3 reads as 1, the first released rules). `check-decisions` re-decides it under these rules, and under today's when they are older.",
   "egress.decision.address": "The checked address that was dialed (allowed decisions).",
   "egress.decision.addresses": "Every address DNS gave for a listed host (empty when it gave none), so that `openfief check-decisions` can re-decide from the log.",
   "egress.decision.refusedAddress": "For a forbidden address, the one that was refused.",
@@ -179,6 +189,10 @@ export const FIELDS: Readonly<Record<string, string>> = {
   "gateway.decision.gate": "Which gate decided, in order: `origin`, `cluster`, `can_view`, `installation`, `request`, `user` (the user's access review), `plugin` (the plugin's effective rules); `upstream` for a request that passed them all and was forwarded.",
   "gateway.decision.status": "The HTTP status a refusal was answered with; null when the request was forwarded.",
   "gateway.decision.reason": "Why, as a stable code, for refusals.",
+  "log.checkpoint.origin": "The checkpoint's origin line: the log's name, also the name of the key that signs it.",
+  "log.checkpoint.size": "How many events the tree covered: seqs 1 to `size`. This event itself comes later, so the next checkpoint covers it.",
+  "log.checkpoint.root": "The tree's root hash at `size` (SHA-256, base64).",
+  "log.checkpoint.note": "The signed checkpoint exactly as `/tlog/checkpoint` served it: the origin, size and root lines, a blank line, and the log key's signature line.",
 };
 
 function meaning(type: string, field: string): string {

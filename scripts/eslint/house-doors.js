@@ -13,7 +13,7 @@ export const ARROWS = {
   // The witness service (C2SP tlog-witness): the tlog decision, durable state, HTTP. It keeps its own
   // small state, not the event log, so it stands beside the rooms, reached only by the CLI.
   witness: ["tlog"],
-  events: ["plugins"],
+  events: ["plugins", "tlog"],
   projections: ["events", "plugins"],
   trust: ["events", "plugins"],
   egress: ["events", "plugins"],
@@ -21,11 +21,11 @@ export const ARROWS = {
   views: ["events", "plugins", "projections"],
   reconciler: ["events", "plugins", "projections", "trust"],
   kube: ["events", "plugins", "projections", "reconciler", "trust"],
-  app: ["events", "plugins", "projections", "trust", "egress", "host", "views", "reconciler", "kube"],
-  server: ["app"],
+  app: ["events", "plugins", "tlog", "projections", "trust", "egress", "host", "views", "reconciler", "kube"],
+  server: ["app", "tlog"],
   // The CLI still calls the rooms directly until its use cases move into src/app (issue 14). It
   // composes `openfief up`, so it hands the server (a face) to the application layer (ADR 0050).
-  cli: ["app", "server", "events", "plugins", "projections", "trust", "egress", "host", "views", "reconciler", "kube", "witness"],
+  cli: ["app", "server", "events", "plugins", "tlog", "projections", "trust", "egress", "host", "views", "reconciler", "kube", "witness"],
 };
 
 const DOORLESS = new Set(["gen"]);

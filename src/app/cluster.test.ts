@@ -47,7 +47,7 @@ describe("recording the cluster's view in the log", () => {
   it("ignores status.deployed once the log holds a decision of its own", async () => {
     await store.append([{
       stream: "plugin/echo", type: "rollout.decided", actor: "reconciler", causedBy: null,
-      data: { name: "echo", inputs: { current: null, currentDeployable: false, previous: null, grant: {} }, plan: { outcome: "none", run: null, pending: { capabilities: [], egress: [], secrets: [], dataTiers: [] }, reasons: [] } },
+      data: { name: "echo", rules: 1, inputs: { current: null, currentDeployable: false, previous: null, grant: {} }, plan: { outcome: "none", run: null, pending: { capabilities: [], egress: [], secrets: [], dataTiers: [] }, reasons: [] } },
     }]);
     expect(await observePrevious(store, "echo", { image: IMG, manifest: MANIFEST })).toBeNull();
     expect(await store.read({ type: "previous.observed" })).toEqual([]);

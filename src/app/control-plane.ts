@@ -13,7 +13,7 @@
 import type { Logger } from "pino";
 import { ANONYMOUS_LIMITS, MemoryAllowListSource, startEmbeddedEgress } from "../egress/index.js";
 import type { ConnectFn, EgressProxy } from "../egress/index.js";
-import { refusalBudgetProblem } from "../events/index.js";
+import { CheckpointSchedule, refusalBudgetProblem } from "../events/index.js";
 import type { EventLog } from "../events/index.js";
 import type { PluginResult } from "../reconciler/index.js";
 import { allowListConfigData, Projector } from "../projections/index.js";
@@ -23,6 +23,8 @@ import { AppError } from "./errors.js";
 import { resetDataDir } from "./demo.js";
 import { assertLogHolds } from "./integrity.js";
 import { isListenError, listenRefused } from "./listeners.js";
+import { loadLogKey } from "./log-key.js";
+import type { LogKey } from "./log-key.js";
 import { keepProjections } from "./kept-projections.js";
 import { ControlPlaneMetrics } from "./metrics.js";
 import { openRuntime } from "./runtime.js";
@@ -72,6 +74,12 @@ export interface ControlPlaneOptions {
    * lifetime for tests. The origins and the cluster ID are settings.
    */
   readonly views?: Partial<Pick<ViewsOptions, "host" | "sessions" | "roles" | "ttlSeconds" | "upstream">> | null;
+  /**
+   * Signed checkpoints of the tree over the log (on by default; null turns them off): every
+   * `every` events and every `intervalMs` ms, signed with the key of `keyFile`, else of
+   * `OPENFIEF_LOG_KEY_FILE`, else the data folder's `log-key` (made on first use; docs/adr/0141, 0142).
+   */
+  readonly checkpoints?: { readonly every?: number; readonly intervalMs?: number; readonly keyFile?: string } | null;
 }
 
 /** Whether the control plane can serve: the log checked and a first reconcile pass done. */
@@ -94,6 +102,8 @@ export interface FaceContext {
   readonly logger: Logger;
   readonly clock: () => Date;
   readiness(): Readiness;
+  /** The log's public key and origin, when it signs checkpoints (`/api/v1/log/key`, the integrity page). */
+  readonly logKey?: { readonly origin: string; readonly verifierKey: string } | null;
 }
 
 /** A started HTTP face. */
@@ -129,6 +139,10 @@ export interface ControlPlane {
   readonly metrics: ControlPlaneMetrics;
   /** The views part, when it runs: its origins and the mint the faces mount. */
   readonly views: RunningViews | null;
+  /** The checkpoints' schedule, when the log signs them. */
+  readonly checkpoints: CheckpointSchedule | null;
+  /** The log's public key and origin, when it signs checkpoints. */
+  readonly logKey: { readonly origin: string; readonly verifierKey: string } | null;
   readiness(): Readiness;
   /** Runs a reconcile pass now (after the one under way, if any) and resolves with its results. */
   pass(): Promise<PluginResult[]>;
@@ -142,7 +156,7 @@ const DEFAULT_FULL_PASS_MS = 60_000;
 /** Starts a control plane on a data folder; refuses (`conflict`) a folder another `up` holds and (`log_broken`) a log that does not hold. */
 export async function startControlPlane(o: ControlPlaneOptions): Promise<ControlPlane> {
   const lock = lockDataDir(o.dataDir, o.clock);
-  const opened: Opened = { rt: null, stopProjections: null, proxy: null, hosted: null, face: null, views: null };
+  const opened: Opened = { rt: null, stopProjections: null, proxy: null, hosted: null, face: null, views: null, checkpoints: null };
   try {
     return await compose(o, lock, o.metrics ?? new ControlPlaneMetrics(), opened);
   } catch (err) {
@@ -151,6 +165,7 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
     await opened.hosted?.close();
     await opened.proxy?.close();
     opened.stopProjections?.();
+    await opened.checkpoints?.stop();
     await opened.rt?.close();
     lock.release();
     if (err instanceof AppError) throw err;
@@ -166,6 +181,24 @@ interface Opened {
   hosted: HostedPlugins | null;
   face: Face | null;
   views: RunningViews | null;
+  checkpoints: CheckpointSchedule | null;
+}
+
+/** The log's key and the schedule that signs its checkpoints, unless turned off. */
+function startCheckpoints(o: ControlPlaneOptions, store: EventLog): { key: LogKey; schedule: CheckpointSchedule } | null {
+  if (o.checkpoints === null) return null;
+  const c = o.checkpoints ?? {};
+  const key = loadLogKey({ ...(c.keyFile === undefined ? {} : { file: c.keyFile }), env: process.env, dataDir: o.dataDir });
+  if (key.created) o.logger.info({ path: key.path, key: key.verifierKey }, "made the log's signing key");
+  const log = o.logger.child({ component: "checkpoints" });
+  const schedule = new CheckpointSchedule(store, key.signer, {
+    ...(c.every === undefined ? {} : { every: c.every }),
+    ...(c.intervalMs === undefined ? {} : { intervalMs: c.intervalMs }),
+    onCheckpoint: (cp) => { log.debug({ size: cp.size, seq: cp.seq }, "signed a checkpoint"); },
+    onError: (err) => { log.error({ err: err instanceof Error ? err.message : String(err) }, "signing a checkpoint failed; trying again"); },
+  });
+  schedule.trigger();
+  return { key, schedule };
 }
 
 async function compose(o: ControlPlaneOptions, lock: DataLock, metrics: ControlPlaneMetrics, opened: Opened): Promise<ControlPlane> {
@@ -177,6 +210,9 @@ async function compose(o: ControlPlaneOptions, lock: DataLock, metrics: ControlP
   // The whole chain once at start; each pass then walks what was appended since.
   await assertLogHolds(rt.store, { full: true });
   saveSettings(o.dataDir, settings);
+  const signing = startCheckpoints(o, rt.store);
+  opened.checkpoints = signing?.schedule ?? null;
+  const logKey = signing === null ? null : { origin: signing.key.origin, verifierKey: signing.key.verifierKey };
   const projector = new Projector(rt.store);
   const allowLists = new MemoryAllowListSource(null, o.logger);
   const feedAllowLists = async (): Promise<void> => {
@@ -197,10 +233,10 @@ async function compose(o: ControlPlaneOptions, lock: DataLock, metrics: ControlP
   const views = await openViews(o, settings, rt, metrics, sessions);
   opened.views = views;
   const state: LoopState = { firstPass: false, failure: null, stopping: false };
-  const face = o.server === undefined ? null : await startFace(o, o.server, { store: rt.store, sessions, metrics, state, views, consoleOrigin: consoleOriginOf(settings) });
+  const face = o.server === undefined ? null : await startFace(o, o.server, { store: rt.store, sessions, metrics, state, views, consoleOrigin: consoleOriginOf(settings), logKey });
   opened.face = face;
   lock.update([...serving, ...serveViews(views, settings, face), ...(face === null ? [] : [`console ${face.origin}`])]);
-  return new Loop(o, { lock, runtime: rt, proxy: opened.proxy, egress, hosted: opened.hosted, face, views, sessions, metrics, state, feedAllowLists, stopProjections });
+  return new Loop(o, { lock, runtime: rt, proxy: opened.proxy, egress, hosted: opened.hosted, face, views, sessions, metrics, state, feedAllowLists, stopProjections, checkpoints: opened.checkpoints, logKey });
 }
 
 /**
@@ -292,8 +328,9 @@ function startHost(o: ControlPlaneOptions, rt: Runtime, settings: Settings, egre
 }
 
 /** The HTTP face, handed what it serves. */
-function startFace(o: ControlPlaneOptions, factory: FaceFactory, p: { store: EventLog; sessions: Sessions; metrics: ControlPlaneMetrics; state: LoopState; views: ViewsFace | null; consoleOrigin: string | undefined }): Promise<Face> {
+function startFace(o: ControlPlaneOptions, factory: FaceFactory, p: { store: EventLog; sessions: Sessions; metrics: ControlPlaneMetrics; state: LoopState; views: ViewsFace | null; consoleOrigin: string | undefined; logKey: { readonly origin: string; readonly verifierKey: string } | null }): Promise<Face> {
   return factory({
+    logKey: p.logKey,
     dataDir: o.dataDir, store: p.store, sessions: p.sessions, views: p.views, ...(p.consoleOrigin === undefined ? {} : { consoleOrigin: p.consoleOrigin }), metrics: p.metrics, logger: o.logger.child({ component: "server" }),
     clock: o.clock ?? (() => new Date()), readiness: () => readinessOf(p.state),
   });
@@ -328,6 +365,8 @@ interface Parts {
   readonly feedAllowLists: () => Promise<void>;
   /** Stops keeping the console's projections current (before the store closes). */
   readonly stopProjections: () => void;
+  readonly checkpoints: CheckpointSchedule | null;
+  readonly logKey: { readonly origin: string; readonly verifierKey: string } | null;
 }
 
 class Loop implements ControlPlane {
@@ -339,6 +378,8 @@ class Loop implements ControlPlane {
   readonly views: RunningViews | null;
   readonly sessions: Sessions;
   readonly metrics: ControlPlaneMetrics;
+  readonly checkpoints: CheckpointSchedule | null;
+  readonly logKey: { readonly origin: string; readonly verifierKey: string } | null;
   readonly #p: Parts;
   readonly #unwatch: () => void;
   #chain: Promise<PluginResult[]> = Promise.resolve([]);
@@ -360,6 +401,8 @@ class Loop implements ControlPlane {
     this.views = parts.views;
     this.sessions = parts.sessions;
     this.metrics = parts.metrics;
+    this.checkpoints = parts.checkpoints;
+    this.logKey = parts.logKey;
     this.#unwatch = parts.metrics.watch(parts.runtime.store);
     const interval = o.intervalMs ?? DEFAULT_INTERVAL_MS;
     const tick = () => {
@@ -431,6 +474,7 @@ class Loop implements ControlPlane {
       } finally {
         this.#unwatch();
         this.#p.stopProjections();
+        await this.checkpoints?.stop();
         await this.runtime.close();
         this.#p.lock.release();
       }

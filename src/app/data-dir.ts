@@ -15,6 +15,7 @@ import { EGRESS_KEY_FILE } from "../egress/index.js";
 import { processAlive } from "../reconciler/index.js";
 import { AppError } from "./errors.js";
 import { VIEW_KEYS_FILE } from "./view-settings.js";
+import { LOG_KEY_FILE } from "./log-key.js";
 
 /** The data folder when neither `--data` nor `OPENFIEF_DATA` names one. */
 export const DEFAULT_DATA_DIR = ".openfief";
@@ -48,7 +49,7 @@ export const SESSION_KEY_FILE = "session-key.json";
  * The folder's private keys. Opening the folder never loosens or tightens them: a key others
  * could read may be known, so each is refused by its own check (run chmod 600, or start over).
  */
-const KEY_FILES: ReadonlySet<string> = new Set([SESSION_KEY_FILE, VIEW_KEYS_FILE, EGRESS_KEY_FILE]);
+const KEY_FILES: ReadonlySet<string> = new Set([SESSION_KEY_FILE, VIEW_KEYS_FILE, EGRESS_KEY_FILE, LOG_KEY_FILE]);
 
 /** The data folder's mode: its owner's only. */
 export const DATA_DIR_MODE = 0o700;

@@ -14,7 +14,7 @@ let now = Date.parse("2026-12-01T00:00:00Z");
 
 async function decide(plugin: string, host: string, allowed: boolean, at: number, port = 443) {
   now = at;
-  await store.append([{ stream: `egress/${plugin}`, type: "egress.decision", actor: "egress", data: { plugin, host, port, allowed, reason: allowed ? "listed" : "not_listed" } }]);
+  await store.append([{ stream: `egress/${plugin}`, type: "egress.decision", actor: "egress", data: { plugin, host, port, allowed, reason: allowed ? "listed" : "not_listed", rules: 1 } }]);
 }
 
 const H = 3_600_000;
@@ -57,7 +57,7 @@ describe("a page of egress decisions", () => {
   });
 
   it("looks at no more than a bounded stretch of decisions, and says where to go on", async () => {
-    const allowed = { stream: "egress/bulk", type: "egress.decision", actor: "egress", data: { plugin: "bulk", host: "a.example", port: 443, allowed: true, reason: "listed" } };
+    const allowed = { stream: "egress/bulk", type: "egress.decision", actor: "egress", data: { plugin: "bulk", host: "a.example", port: 443, allowed: true, reason: "listed", rules: 1 } };
     await store.append(Array.from({ length: MAX_EGRESS_SCAN }, () => allowed));
     await decide("bulk", "b.example", false, T0 + 5 * H);
     // After seq 6 (the fixture), the scan ends at the last of the allowed ones, before the refusal.
@@ -84,7 +84,7 @@ describe("a summary of a window", () => {
 
   it("counts every decision of a window, however many (it read and parsed at most 50,000 of them)", async () => {
     now = T0 + 5 * H;
-    const d = { stream: "egress/bulk", type: "egress.decision", actor: "egress", data: { plugin: "bulk", host: "a.example", port: 443, allowed: true, reason: "listed" } };
+    const d = { stream: "egress/bulk", type: "egress.decision", actor: "egress", data: { plugin: "bulk", host: "a.example", port: 443, allowed: true, reason: "listed", rules: 1 } };
     for (let i = 0; i < 6; i++) await store.append(Array.from({ length: 10_000 }, () => d));
     const s = await egressSummary(store, { since: new Date(T0 + 4 * H), until: new Date(T0 + 6 * H), plugin: "bulk" });
     expect([s.allowed, s.refused, s.truncated]).toEqual([60_000, 0, false]);
@@ -103,7 +103,7 @@ describe("a summary of a window", () => {
 
   it("keeps a granted host that did not resolve apart from one refused by policy", async () => {
     now = T0 + 3.6 * H;
-    await store.append([{ stream: "egress/nbp-fx", type: "egress.decision", actor: "egress", data: { plugin: "nbp-fx", host: "api.nbp.pl", port: 443, allowed: false, reason: "dns_nxdomain", addresses: [] } }]); // 7
+    await store.append([{ stream: "egress/nbp-fx", type: "egress.decision", actor: "egress", data: { plugin: "nbp-fx", host: "api.nbp.pl", port: 443, allowed: false, reason: "dns_nxdomain", rules: 1, addresses: [] } }]); // 7
     const s = await egressSummary(store, { since: new Date(T0), until: new Date(T0 + 4 * H), buckets: 4 });
     expect([s.allowed, s.refused, s.failed]).toEqual([3, 2, 1]);
     const nbp = s.plugins.find((p) => p.plugin === "nbp-fx");

@@ -49,8 +49,8 @@ export type { OpenLogOptions } from "./open-log.js";
 export { loadSettings, mergeSettings, saveSettings } from "./settings.js";
 export type { Settings } from "./settings.js";
 /** The log's integrity: the chain, its guards, re-checked decisions. */
-export { assertLogHolds, chainHead, checkLogDecisions, integrityReport, verifyLog } from "./integrity.js";
-export type { ChainHead, IntegrityReport, LogIntegrity } from "./integrity.js";
+export { assertLogHolds, chainHead, checkLogDecisions, decisionsCheckLines, integrityReport, verifyLog } from "./integrity.js";
+export type { ChainHead, DecisionsCheck, IntegrityReport, LogIntegrity } from "./integrity.js";
 /** `openfief up` as one value: lock, runtime, egress, the reconcile loop; an ordered stop. */
 export { startControlPlane } from "./control-plane.js";
 export type { ControlPlane, ControlPlaneOptions } from "./control-plane.js";
@@ -101,3 +101,10 @@ export type { Blocker, HardBlocker, WhyAnswer } from "../projections/index.js";
 export { consoleUserRoles, CONSOLE_USER_RULES, VIEW_DEFAULTS, VIEW_KEYS_FILE, JWKS_PATH, KEY_MAX_AGE_SECONDS } from "./view-settings.js";
 export type { ViewSettings } from "./view-settings.js";
 export type { RunningViews, ViewFrame, ViewsFace, ViewsOptions } from "./views.js";
+
+/** The log's signing key: read from a file or the data folder (made there on first use), its verifier key and origin (docs/adr/0142). */
+export { defaultLogName, loadLogKey, LOG_KEY_ENV, LOG_KEY_FILE, newLogSignerKey, readLogKey, writeNewLogKey } from "./log-key.js";
+export type { LogKey, LogKeySource } from "./log-key.js";
+/** The verifiable log as static files: `/tlog/<path>` and `export-tiles` (docs/adr/0143). */
+export { CHECKPOINT_CACHE, CHECKPOINT_TYPE, checkExportDir, exportTiles, latestCheckpoint, publishedPaths, signCheckpointNow, TILE_CACHE, TILE_TYPE, tlogFile } from "./tlog.js";
+export type { ExportedTiles, TlogFile } from "./tlog.js";

@@ -15,7 +15,7 @@ import { integrityReport, verifyLog } from "./integrity.js";
 let dir: string;
 let store: EventLog;
 
-const decision = (i: number) => ({ stream: "egress/echo", type: "egress.decision", actor: "egress", data: { plugin: "echo", host: `h${i}.example`, port: 443, allowed: false, reason: "no_allow_list" } });
+const decision = (i: number) => ({ stream: "egress/echo", type: "egress.decision", actor: "egress", data: { plugin: "echo", host: `h${i}.example`, port: 443, allowed: false, reason: "no_allow_list", rules: 1 } });
 
 /** Changes an event's actor by hand, as someone with the file could, leaving its hash as it was. */
 async function tamper(seq: number): Promise<void> {

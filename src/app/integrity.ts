@@ -3,10 +3,10 @@
  * and checks the guards; `up` and `reconcile` walk what was appended since the last verified point
  * and check the guards before every pass, and refuse to act on a log that does not hold.
  */
-import { recheckAddresses } from "../egress/index.js";
+import { ADDRESS_RULES } from "../egress/index.js";
 import type { EventLog, GuardsResult, VerifyResult } from "../events/index.js";
 import { checkDecisions, decisionCheck } from "../projections/index.js";
-import type { CheckResult, DecisionCheckState } from "../projections/index.js";
+import type { CheckResult, DeciderRules, DecisionCheckState, Divergence } from "../projections/index.js";
 import { AppError } from "./errors.js";
 
 /** What `verify-log` found. */
@@ -43,12 +43,63 @@ export async function assertLogHolds(store: EventLog, opts: { full?: boolean } =
   if (!chain.ok) throw new AppError("log_broken", `the log does not hold at event ${chain.seq}: ${chain.reason}; nothing acts on it (run \`openfief verify-log\`)`);
 }
 
-/** Re-runs the deciders over the log and compares with every recorded decision. */
-export async function checkLogDecisions(store: EventLog): Promise<CheckResult & { readonly diverged: number }> {
-  // Egress decisions are re-decided too; their address step is the proxy's own (ADR 0032).
-  const r = await checkDecisions(store, { egressAddresses: recheckAddresses });
+/** What `check-decisions` found, counted by decision. */
+export interface DecisionsCheck extends CheckResult {
+  /** Decisions the rules they name reproduce. */
+  readonly reproduced: number;
+  /** Decisions they do not (a bug or tampering): `check-decisions` fails on any. */
+  readonly diverged: number;
+  /** Decisions made under older rules that today's would make differently (an upgrade's effect; not a failure). */
+  readonly upgraded: number;
+}
+
+/**
+ * Re-runs the deciders over the log and compares with every recorded decision: each under the
+ * rules it names, and one made under older rules under today's too (ADR 0150).
+ */
+export async function checkLogDecisions(store: EventLog, opts: { rules?: DeciderRules } = {}): Promise<DecisionsCheck> {
+  // Egress decisions are re-decided too; their address step is the proxy's own (ADR 0032), by rules version.
+  const r = await checkDecisions(store, { egressAddresses: ADDRESS_RULES, ...(opts.rules === undefined ? {} : { rules: opts.rules }) });
   // A decision whose inputs and plan both differ is one decision that does not reproduce.
-  return { ...r, diverged: new Set(r.divergences.map((d) => d.seq)).size };
+  const diverged = new Set(r.divergences.map((d) => d.seq)).size;
+  return { ...r, reproduced: r.checked - diverged, diverged, upgraded: new Set(r.upgrades.map((u) => u.seq)).size };
+}
+
+/** What a divergence's or an upgrade effect's field names, in words. */
+const PART: Readonly<Record<Divergence["field"], string>> = {
+  inputs: "inputs", plan: "plan", rules: "rules", "egress.list": "allow-list answer", "egress.address": "dialed address",
+  "egress.refusal": "address refusal", "egress.rules": "rules",
+};
+
+/** The rules of each family and the decisions checked under each version, in a line. */
+function rulesLine(r: DecisionsCheck): string {
+  const parts: string[] = [];
+  for (const family of ["rollout", "egress"] as const) {
+    const f = r.rules[family];
+    const seen = Object.entries(f.decisions).map(([v, n], i) => `${n}${i === 0 ? " decisions made" : ""} under rules ${v}`);
+    parts.push(`${family}: rules ${f.today} today${seen.length === 0 ? ", no decision" : `, ${seen.join(", ")}`}`);
+  }
+  return parts.join("; ");
+}
+
+/** `check-decisions` as lines of text: what reproduces, what diverges, and an upgrade's effects apart. */
+export function decisionsCheckLines(r: DecisionsCheck): string[] {
+  const out: string[] = [];
+  if (r.divergences.length === 0) out.push(`${r.checked} decisions re-checked: every one reproduces`);
+  else {
+    out.push(`${r.diverged} of ${r.checked} decisions do not reproduce under the rules they name (a bug or tampering):`);
+    for (const d of r.divergences) {
+      out.push(d.field === "rules" || d.field === "egress.rules"
+        ? `  event ${d.seq} (${d.name}): names ${d.family} rules ${d.rules}, which this release does not know (it has ${String(d.expected)})`
+        : `  event ${d.seq} (${d.name}): the recorded ${PART[d.field]} differ from what ${d.family} rules ${d.rules} decide`);
+    }
+  }
+  out.push(`  ${rulesLine(r)}`);
+  if (r.upgrades.length > 0) {
+    out.push(`${r.upgraded} decisions made under older rules would be decided differently under today's (an upgrade's effect, not a fault):`);
+    for (const u of r.upgrades) out.push(`  event ${u.seq} (${u.name}): its ${PART[u.field]} under ${u.family} rules ${u.rules}, another under today's ${u.today}`);
+  }
+  return out;
 }
 
 /** The chain's last event: its seq, its hash and when it was appended (null times for an empty log). */
@@ -84,6 +135,6 @@ export async function integrityReport(store: EventLog): Promise<IntegrityReport>
   const verifiedBefore = (await store.verifiedPoint())?.seq ?? 0;
   const result = await store.verifySinceCheckpoint();
   const guards = await store.checkGuards();
-  const decisions = await decisionCheck(store, recheckAddresses).catchUp();
+  const decisions = await decisionCheck(store, ADDRESS_RULES).catchUp();
   return { chain: { verifiedBefore, result }, guards, ok: result.ok && guards.ok, decisions, head };
 }

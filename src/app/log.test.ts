@@ -11,7 +11,7 @@ let dir: string;
 let store: EventLog;
 
 function decision(plugin: string, host: string, allowed = true) {
-  return { stream: `egress/${plugin}`, type: "egress.decision", actor: "egress", data: { plugin, host, port: 443, allowed, reason: allowed ? "listed" : "not_listed" } };
+  return { stream: `egress/${plugin}`, type: "egress.decision", actor: "egress", data: { plugin, host, port: 443, allowed, reason: allowed ? "listed" : "not_listed", rules: 1 } };
 }
 
 beforeEach(async () => {

@@ -253,6 +253,7 @@ const DESCRIBE: { readonly [T in KnownEvent["type"]]: (e: Extract<KnownEvent, { 
   "executable.permitted": (e) => `the unconfined executable ${e.data.executable} (${e.data.digest}) was permitted by ${e.actor}`,
   "gateway.decision": (e) => `the gateway ${e.data.decision === "allow" ? "allowed" : `refused at ${e.data.gate} (${e.data.status ?? "?"})`} ${e.data.user}'s ${e.data.method} ${e.data.path} through ${e.data.installationName}`,
   "gateway.refusals": (e) => `the gateway refused ${refusalCount(e.data.count, "more request")} of ${e.data.user}'s through ${e.data.installationName} at ${e.data.gate} (${e.data.status}, ${e.data.reason}) ${between(e.data.first, e.data.last)}, counted rather than recorded one by one`,
+  "log.checkpoint": (e) => `the log signed a checkpoint of its first ${e.data.size} event${e.data.size === 1 ? "" : "s"} as ${e.data.origin} (root ${e.data.root})`,
   "egress.refusals": (e) => `refused ${refusalCount(e.data.count, "more CONNECT")} from ${e.data.source} before identity (${e.data.code}) ${between(e.data.first, e.data.last)}, counted rather than recorded one by one`,
 };
 

@@ -4,7 +4,7 @@
  * steps with its I/O in between (an unlisted host is never resolved); `check-egress` runs them
  * again over what a decision event recorded.
  */
-import { decideEgress, type AllowLists } from "../plugins/index.js";
+import { EGRESS_RULES, rulesRegistry, type AllowLists, type RulesRegistry } from "../plugins/index.js";
 import { checkAddress, type AddressRefusal, type AddressVerdict } from "./address.js";
 import type { ListRefusal } from "./refusals.js";
 import type { ResolveError, ResolveOutcome } from "./resolver.js";
@@ -26,7 +26,8 @@ export type ListVerdict = { readonly listed: true } | { readonly listed: false; 
 
 /** Step 1: the allow-list. Never throws; a missing set of lists refuses everything. */
 export function decideListed(lists: AllowLists | null, plugin: string, host: string, port: number): ListVerdict {
-  const v = decideEgress(lists, plugin, host, port);
+  // Today's egress rules (ADR 0150): the version every decision records.
+  const v = EGRESS_RULES.today.decide(lists, plugin, host, port);
   return v.allowed ? { listed: true } : { listed: false, code: v.reason === "no_allow_list" ? "no_allow_list" : "not_listed" };
 }
 
@@ -114,3 +115,14 @@ export function recheckAddresses(addresses: readonly string[]):
   if (d.code === "forbidden_address") return { ok: false, code: d.code, refusedAddress: d.refusedAddress, addressRefusal: d.addressRefusal };
   return { ok: false, code: "dns_no_addresses" };
 }
+
+/** The address step over recorded addresses: what {@link recheckAddresses} is, version by version. */
+export type AddressRecheckStep = typeof recheckAddresses;
+
+/**
+ * The address step of each released version of the egress rules (ADR 0150), numbered as the
+ * pure model's `EGRESS_RULES` (a version changes either step; each registry then gains it).
+ */
+export const ADDRESS_RULES: RulesRegistry<AddressRecheckStep> = rulesRegistry<AddressRecheckStep>("egress", [
+  { version: 1, change: "the first released rules: every address DNS gave is checked against the fixed ranges, the first is dialed", decide: recheckAddresses },
+]);

@@ -3,6 +3,7 @@
  * of the pino decision line. Never holds the token.
  */
 import { EGRESS_ANONYMOUS_STREAM, capField, egressStream, type EgressDecision, type EgressRefusals, type EgressRefused } from "../events/index.js";
+import { EGRESS_RULES } from "../plugins/index.js";
 import type { DestinationDecision } from "./decide.js";
 
 /** The event type of a decision. */
@@ -36,18 +37,20 @@ export function isSummary(r: AnonymousRecord): r is AnonymousSummaryRecord {
 
 /** The record of a destination decision: what the decision used, field by field. */
 export function decisionRecord(plugin: string, host: string, port: number, d: DestinationDecision): EgressDecisionRecord {
-  if (d.allowed) return { plugin, host, port, allowed: true, reason: d.reason, address: d.dial.address, addresses: [...d.addresses] };
-  if (!("addresses" in d)) return { plugin, host, port, allowed: false, reason: d.reason };
+  // Made by today's egress rules, which the decision names (ADR 0150).
+  const rules = EGRESS_RULES.today.version;
+  if (d.allowed) return { plugin, host, port, allowed: true, reason: d.reason, rules, address: d.dial.address, addresses: [...d.addresses] };
+  if (!("addresses" in d)) return { plugin, host, port, allowed: false, reason: d.reason, rules };
   if (d.reason === "forbidden_address") {
-    return { plugin, host, port, allowed: false, reason: d.reason, addresses: [...d.addresses], refusedAddress: d.refusedAddress, addressRefusal: d.addressRefusal };
+    return { plugin, host, port, allowed: false, reason: d.reason, rules, addresses: [...d.addresses], refusedAddress: d.refusedAddress, addressRefusal: d.addressRefusal };
   }
-  return { plugin, host, port, allowed: false, reason: d.reason, addresses: [...d.addresses] };
+  return { plugin, host, port, allowed: false, reason: d.reason, rules, addresses: [...d.addresses] };
 }
 
 /** The event to append for a decision, in the plugin's `egress/<plugin>` stream. */
 export function egressDecisionEvent(d: EgressDecisionRecord, actor: string): { stream: string; type: string; data: EgressDecisionRecord; actor: string } {
   // Copied field by field: a caller's extra members never reach the log.
-  const data: EgressDecision = { plugin: d.plugin, host: d.host, port: d.port, allowed: d.allowed, reason: d.reason };
+  const data: EgressDecision = { plugin: d.plugin, host: d.host, port: d.port, allowed: d.allowed, reason: d.reason, rules: d.rules };
   if (d.address !== undefined) data.address = d.address;
   if (d.addresses !== undefined) data.addresses = [...d.addresses];
   if (d.refusedAddress !== undefined) data.refusedAddress = d.refusedAddress;

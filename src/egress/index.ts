@@ -16,7 +16,7 @@ export { KubeTokenReviewer } from "./kube-reviewer.js";
 export { basicProxyAuthorization, proxyToken, type ProxyAuthError } from "./proxy-auth.js";
 export { createEgressProxy, EgressConfigError, PROXY_REALM, refuseUpstreamProxyEnv, TUNNEL_HIGH_WATER_MARK, type ConnectFn, type DialAddress, type EgressProxy, type EgressProxyOptions, type EgressProxyPorts } from "./proxy.js";
 /** The pure egress decision: allow-list, then every resolved address (what `check-egress` re-runs). */
-export { afterResolution, decideAddresses, decideDestination, decideListed, recheckAddresses, type AddressChecker, type AddressDecision, type DestinationDecision, type DestinationInputs, type ListVerdict } from "./decide.js";
+export { ADDRESS_RULES, afterResolution, decideAddresses, decideDestination, decideListed, recheckAddresses, type AddressRecheckStep, type AddressChecker, type AddressDecision, type DestinationDecision, type DestinationInputs, type ListVerdict } from "./decide.js";
 /** The one refusal table: code → status, reason text, where it is recorded, counter label, refused or failed, Proxy-Status error. */
 export { decisionOutcome, REFUSALS, refusal, refusalOutcome, type Recording, type Refusal, type RefusalCode, type RefusalOutcome } from "./refusals.js";
 /** The `Proxy-Status` header of every refusal (RFC 9209). */

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { EgressDecisionRecord } from "./decision.js";
 import { BatchingDecisionRecorder, StoreDecisionRecorder } from "./recorder.js";
 
-const d = (host: string): EgressDecisionRecord => ({ plugin: "alpha", host, port: 443, allowed: true, reason: "listed", address: "8.8.4.4" });
+const d = (host: string): EgressDecisionRecord => ({ plugin: "alpha", host, port: 443, allowed: true, reason: "listed", rules: 1, address: "8.8.4.4" });
 
 describe("BatchingDecisionRecorder", () => {
   it("writes the decisions of one tick in one batch and resolves every caller after it", async () => {
@@ -36,10 +36,10 @@ describe("StoreDecisionRecorder", () => {
   it("appends egress.decision events to egress/<plugin> in one call per batch", async () => {
     const calls: unknown[][] = [];
     const r = new StoreDecisionRecorder({ append: async (events) => void calls.push([...events]) });
-    await Promise.all([r.record(d("a")), r.record({ plugin: "beta", host: "b", port: 8443, allowed: false, reason: "not_listed" })]);
+    await Promise.all([r.record(d("a")), r.record({ plugin: "beta", host: "b", port: 8443, allowed: false, reason: "not_listed", rules: 1 })]);
     expect(calls).toEqual([[
-      { stream: "egress/alpha", type: "egress.decision", actor: "egress-proxy", data: { plugin: "alpha", host: "a", port: 443, allowed: true, reason: "listed", address: "8.8.4.4" } },
-      { stream: "egress/beta", type: "egress.decision", actor: "egress-proxy", data: { plugin: "beta", host: "b", port: 8443, allowed: false, reason: "not_listed" } },
+      { stream: "egress/alpha", type: "egress.decision", actor: "egress-proxy", data: { plugin: "alpha", host: "a", port: 443, allowed: true, reason: "listed", rules: 1, address: "8.8.4.4" } },
+      { stream: "egress/beta", type: "egress.decision", actor: "egress-proxy", data: { plugin: "beta", host: "b", port: 8443, allowed: false, reason: "not_listed", rules: 1 } },
     ]]);
   });
 });

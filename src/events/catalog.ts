@@ -8,6 +8,7 @@
 import { defineEgressEvents, type EgressEventData } from "./catalog/egress-events.js";
 import { defineGatewayEvents, type GatewayEventData } from "./catalog/gateway-events.js";
 import { defineHostEvents, type HostEventData } from "./catalog/host-events.js";
+import { defineLogEvents, type LogEventData } from "./catalog/log-events.js";
 import { definePluginEvents, type PluginEventData } from "./catalog/plugin-events.js";
 import { EventRegistry } from "./registry.js";
 import type { NewEvent, StoredEvent } from "./types.js";
@@ -17,9 +18,11 @@ export { manifestDigest, verdictKey } from "./catalog/plugin-events.js";
 export type * from "./catalog/egress-events.js";
 export type * from "./catalog/host-events.js";
 export type * from "./catalog/gateway-events.js";
+export type * from "./catalog/log-events.js";
+export { LOG_STREAM } from "./catalog/log-events.js";
 
 /** Data type of each event type of the catalog. */
-export interface EventDataMap extends PluginEventData, EgressEventData, HostEventData, GatewayEventData {}
+export interface EventDataMap extends PluginEventData, EgressEventData, HostEventData, GatewayEventData, LogEventData {}
 
 /** Every event type name of the catalog. */
 export type EventTypeName = keyof EventDataMap & string;
@@ -54,6 +57,7 @@ export function createCatalog(): EventRegistry {
   defineEgressEvents(r);
   defineHostEvents(r);
   defineGatewayEvents(r);
+  defineLogEvents(r);
   return r;
 }
 

@@ -7,7 +7,7 @@ import { BatchPreparer } from "./prepare.js";
 
 const prepared = new BatchPreparer(catalog).prepare([
   { stream: "plugin/echo", type: "plugin.observed", actor: "cluster", data: { spec: { b: 1, a: 2 }, name: "echo" } },
-  { stream: "egress/echo", type: "egress.decision", actor: "egress", data: { plugin: "echo", host: "h", port: 443, allowed: true, reason: "listed" }, causedBy: 1 },
+  { stream: "egress/echo", type: "egress.decision", actor: "egress", data: { plugin: "echo", host: "h", port: 443, allowed: true, reason: "listed", rules: 1 }, causedBy: 1 },
   { stream: "plugin/echo", type: "plugin.deleted", actor: "cluster", data: { name: "echo" } },
 ]);
 

@@ -14,6 +14,7 @@
  * the data is hashed as stored without a second escaping pass.
  * The hash is lowercase hex SHA-256; the first row's prev_hash is {@link GENESIS_HASH}.
  */
+import { Buffer } from "node:buffer";
 import { hash } from "node:crypto";
 import type { StoredEvent } from "./types.js";
 
@@ -25,6 +26,14 @@ export const GENESIS_HASH = "0".repeat(64);
  * `data` as the canonical JSON text stored (not the parsed, upcast value).
  */
 export type HashedRow = Omit<StoredEvent<string>, "hash">;
+
+/**
+ * The exact bytes {@link chainHash} hashes for a row, as UTF-8: the entry the Merkle tree over the
+ * log takes as the row's leaf (its leaf hash is SHA-256(0x00 ‖ these bytes), docs/adr/0141).
+ */
+export function chainBytes(r: HashedRow): Buffer {
+  return Buffer.from(JSON.stringify([r.prevHash, r.seq, r.stream, r.version, r.type, r.schemaVersion, r.time, r.actor, r.causedBy]) + "\n" + r.data, "utf8");
+}
 
 /** The hash of a row (see the module comment for the exact bytes). */
 export function rowHash(r: HashedRow): string {

@@ -1,8 +1,8 @@
 /** The event log's public surface: its port (asynchronous, free of SQL), the tables beside it, and the SQLite adapter. */
-export type { AppendOptions, EgressCandidateQuery, EgressCandidates, EventListener, EventLog, EventLookups, PageFilter } from "./port.js";
+export type { AppendOptions, EgressCandidateQuery, EgressCandidates, EventListener, EventLog, EventLookups, LogTree, PageFilter } from "./port.js";
 export type {
   Cell, DecisionCheckList, DecisionCheckTable, DecisionCheckTotals, EgressCountRow, EgressCountTable, EgressDecisionFacts, LogTables, ModuleTable,
-  ProjectionChanges, ProjectionTables, ProjectionTableSpec, StoredModule,
+  ProjectionChanges, ProjectionTables, ProjectionTableSpec, StoredModule, StoredCheckpoint, StoredTile, TreeTable,
 } from "./tables.js";
 /** The embedded default: the log in one SQLite file. */
 export { openStore } from "./store.js";
@@ -36,3 +36,8 @@ export type { PostgresLogOptions, PostgresTimeouts, MigrateOptions, RolesSpec } 
 /** A log copied to another store row for row, then compared byte for byte. */
 export { migrateLog } from "./migrate.js";
 export type { MigrateResult, MigrateLogOptions } from "./migrate.js";
+/** The Merkle tree over the log: its signed checkpoints, written now or on a schedule (docs/adr/0141). */
+export { writeCheckpoint, CheckpointSchedule, CHECKPOINT_ACTOR, DEFAULT_CHECKPOINT_EVERY, DEFAULT_CHECKPOINT_INTERVAL_MS } from "./tree-checkpoints.js";
+export type { CheckpointScheduleOptions } from "./tree-checkpoints.js";
+export { LOG_STREAM } from "./catalog.js";
+export { chainBytes } from "./hash.js";

@@ -10,7 +10,8 @@
 import type { EventOf, EventTypeName, KnownEvent } from "./catalog.js";
 import type { RawEventRow } from "./chain.js";
 import type { EventRegistry } from "./registry.js";
-import type { LogTables } from "./tables.js";
+import type { LogTables, StoredCheckpoint } from "./tables.js";
+import type { BundleId, Hash, HashReader, Result, TileId } from "../tlog/index.js";
 import type { ChainPoint, GuardsResult, NewEvent, ReadFilter, VerifyResult } from "./types.js";
 
 /** Options of {@link EventLog.append} and {@link EventLog.observe}. */
@@ -97,6 +98,45 @@ export interface EventLookups {
   latestEgressDecisions(plugin: string, maxSeq: number, window: { readonly from: string; readonly to: string }, limit: number): Promise<EventOf<"egress.decision">[]>;
 }
 
+/**
+ * The Merkle tree over the log (RFC 9162; docs/adr/0141): leaf `seq - 1` is SHA-256(0x00 ‖ the
+ * bytes the hash chain covers for event `seq`), kept as C2SP tlog-tiles (height 8) beside the log
+ * and extended in batches from the log itself, never recomputed. What proofs, the `/tlog` routes,
+ * `export-tiles` and the console read; the same on every store.
+ */
+export interface LogTree {
+  /** The leaves the stored tiles cover (≤ the head: the tree may lag the log until {@link catchUp}). */
+  size(): Promise<number>;
+  /**
+   * Extends the stored tree to the head (or to `toSeq`), reading the new events in pages and
+   * writing each batch's tiles with the new size in one transaction; resumes from what another
+   * process or an earlier run stored. Returns the size reached. Refuses (`tampered`) rows that do
+   * not link to the row before.
+   */
+  catchUp(toSeq?: number): Promise<number>;
+  /** The root at `size` (default: the stored size), which must be at most the stored size. */
+  root(size?: number): Promise<Hash>;
+  /**
+   * Reads stored node hashes for `proveInclusion`, `proveConsistency` and `rootAt` of `src/tlog`,
+   * for any tree size up to {@link size}; a node past it is a failed read.
+   */
+  readonly hashes: HashReader;
+  /** A tile's bytes at `tile.width` hashes (a prefix of what is stored), or null when the stored tree has not that many. */
+  tile(tile: TileId): Promise<Uint8Array | null>;
+  /**
+   * The entry bundle of `bundle.width` events from seq `256 · bundle.index + 1`: each event's
+   * chain bytes, length-prefixed; null when the log has not that many events; a failure
+   * (`entry_too_large`) when one of them is over 65,535 bytes, which a bundle cannot hold.
+   */
+  entries(bundle: BundleId): Promise<Result<Uint8Array> | null>;
+  /** The bytes of the leaf of event `seq` (what its leaf hash covers), or null when there is none. */
+  entry(seq: number): Promise<Uint8Array | null>;
+  /** The signed checkpoint of the largest size, or null before the first. */
+  latestCheckpoint(): Promise<StoredCheckpoint | null>;
+  /** The signed checkpoint of exactly `size`, or null. */
+  checkpointAt(size: number): Promise<StoredCheckpoint | null>;
+}
+
 /** The append-only, hash-chained log. */
 export interface EventLog {
   /** Where the log lives, for messages: a file's path, or a PostgreSQL URL without its password. */
@@ -106,6 +146,8 @@ export interface EventLog {
   readonly lookups: EventLookups;
   /** The tables beside the log, in its database (projections, egress counts, the decision check, modules). */
   readonly tables: LogTables;
+  /** The Merkle tree over the log, its tiles and signed checkpoints. */
+  readonly tree: LogTree;
 
   /** Appends a batch in one transaction; all or nothing. Seqs have no gaps and readers never see one appear late. */
   append(batch: readonly NewEvent[], opts?: AppendOptions): Promise<KnownEvent[]>;

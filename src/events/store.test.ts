@@ -15,7 +15,7 @@ const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const STORE_MODULE = pathToFileURL(fileURLToPath(new URL("./store.ts", import.meta.url))).href;
 
 function egress(plugin: string, n: number): NewEvent {
-  return { stream: `egress/${plugin}`, type: "egress.decision", actor: "egress", data: { port: 443, host: `h${n}.example.com`, plugin, allowed: true, reason: "listed" } };
+  return { stream: `egress/${plugin}`, type: "egress.decision", actor: "egress", data: { port: 443, host: `h${n}.example.com`, plugin, allowed: true, reason: "listed", rules: 1 } };
 }
 
 /** Every stream's versions run 1..n without a gap, and seqs run 1..head. */
@@ -79,7 +79,7 @@ describe("appending from several connections to one file", () => {
         const { existsSync } = await import("node:fs");
         while (!existsSync(${JSON.stringify(go)})) await new Promise((r) => setTimeout(r, 5));
         for (let i = 0; i < 40; i++) {
-          store.append([0, 1, 2].map((k) => ({ stream: "egress/echo", type: "egress.decision", actor: "egress", data: { plugin: "echo", host: "${tag}" + i + "-" + k + ".example.com", port: 443, allowed: true, reason: "listed" } })));
+          store.append([0, 1, 2].map((k) => ({ stream: "egress/echo", type: "egress.decision", actor: "egress", data: { plugin: "echo", host: "${tag}" + i + "-" + k + ".example.com", port: 443, allowed: true, reason: "listed", rules: 1 } })));
           store.append([{ stream: "trust", type: "signature.verdict", actor: "trust", data: { digest: "sha256:" + "a".repeat(64), image: "r.example/x@sha256:" + "a".repeat(64), outcome: "verified", signers: [], identities: [], trustRoot: "${tag}", catalog: String(i) } }]);
         }
         await store.close();`;
@@ -199,9 +199,9 @@ describe("the data of an appended event", () => {
   });
 
   it.each([
-    ["a non-finite number", { plugin: "echo", host: "h.example.com", port: Number.NaN, allowed: true, reason: "listed" }],
-    ["a bigint", { plugin: "echo", host: "h.example.com", port: 443n, allowed: true, reason: "listed" }],
-    ["a field that is only there as undefined", { plugin: "echo", host: "h.example.com", port: 443, allowed: true, reason: undefined }],
+    ["a non-finite number", { plugin: "echo", host: "h.example.com", port: Number.NaN, allowed: true, reason: "listed", rules: 1 }],
+    ["a bigint", { plugin: "echo", host: "h.example.com", port: 443n, allowed: true, reason: "listed", rules: 1 }],
+    ["a field that is only there as undefined", { plugin: "echo", host: "h.example.com", port: 443, allowed: true, reason: undefined , rules: 1}],
   ])("refuses data with %s, writing nothing", async (_what, data) => {
     const refusal = await store.append([egress("echo", 1), { stream: "egress/echo", type: "egress.decision", actor: "egress", data }]).then(() => null, (err: unknown) => err as StoreError);
     expect(refusal).toBeInstanceOf(StoreError);
@@ -233,10 +233,10 @@ describe("the log's guards and an incremental walk of its chain", () => {
     const dir = mkdtempSync(join(tmpdir(), "openfief-verify-from-"));
     const store = await openStore({ file: join(dir, "log.db") });
     try {
-      for (let i = 0; i < 5; i++) await store.append([{ stream: "egress/echo", type: "egress.decision", actor: "egress", data: { plugin: "echo", host: "a.example", port: 443 + i, allowed: true, reason: "granted" } }]);
+      for (let i = 0; i < 5; i++) await store.append([{ stream: "egress/echo", type: "egress.decision", actor: "egress", data: { plugin: "echo", host: "a.example", port: 443 + i, allowed: true, reason: "granted", rules: 1 } }]);
       const at = await store.headPoint();
       expect(at.seq).toBe(5);
-      await store.append([{ stream: "egress/echo", type: "egress.decision", actor: "egress", data: { plugin: "echo", host: "b.example", port: 443, allowed: true, reason: "granted" } }]);
+      await store.append([{ stream: "egress/echo", type: "egress.decision", actor: "egress", data: { plugin: "echo", host: "b.example", port: 443, allowed: true, reason: "granted", rules: 1 } }]);
       expect(await store.verify(at)).toEqual({ ok: true, count: 6 });
       expect(await store.verify({ seq: 5, hash: "0".repeat(64) })).toMatchObject({ ok: false, seq: 5 });
       store.database.exec("DROP TRIGGER events_no_update");

@@ -18,7 +18,8 @@ import { BatchPreparer } from "./prepare.js";
 import type { Prepared } from "./prepare.js";
 import { ChainWalk } from "./chain.js";
 import type { RawEventRow } from "./chain.js";
-import type { AppendOptions, EventListener, EventLog, EventLookups, PageFilter, RawPageFilter } from "./port.js";
+import type { AppendOptions, EventListener, EventLog, EventLookups, LogTree, PageFilter, RawPageFilter } from "./port.js";
+import { StoredTree } from "./tree.js";
 import type { EventRegistry, EventType } from "./registry.js";
 import { eventOfRow } from "./rows.js";
 import { EVENT_COLUMNS, toStoredEvent } from "./sqlite/rows.js";
@@ -140,6 +141,7 @@ export class SqliteEventLog implements EventLog {
   /** Whether every commit of this connection is durable ({@link StoreOptions.durable}). */
   readonly #alwaysDurable: boolean;
   #tables: LogTables | null = null;
+  #tree: LogTree | null = null;
   /** Whether SQLite checkpoints inside commits again (no checkpoint thread could run). */
   #inlineCheckpoints = false;
   #closed = false;
@@ -187,6 +189,12 @@ export class SqliteEventLog implements EventLog {
     this.#open();
     this.#tables ??= sqliteTables(this);
     return this.#tables;
+  }
+
+  get tree(): LogTree {
+    this.#open();
+    this.#tree ??= new StoredTree(this, () => this.tables.tree);
+    return this.#tree;
   }
 
   async append(batch: readonly NewEvent[], opts: AppendOptions = {}): Promise<KnownEvent[]> {

@@ -13,7 +13,8 @@ export const EGRESS_ANONYMOUS_STREAM = "egress/-";
 /** The singleton streams. */
 /** Where signature verdicts are recorded. */
 export const TRUST_STREAM = "trust";
-export const SINGLETON_STREAMS: readonly string[] = [TRUST_STREAM, "owner", "system", EGRESS_ANONYMOUS_STREAM];
+/** `log` holds the verifiable log's own events (its signed checkpoints). */
+export const SINGLETON_STREAMS: readonly string[] = [TRUST_STREAM, "owner", "system", EGRESS_ANONYMOUS_STREAM, "log"];
 
 /** Kinds of stream that hold one subject named after the slash. */
 export type StreamKind = "plugin" | "egress" | "gateway";

@@ -156,10 +156,61 @@ export interface ModuleTable {
   uninstall(digest: string, event: NewEvent): Promise<KnownEvent | null>;
 }
 
+/** A tile of the Merkle tree over the log as stored: its hashes at its current width (1 to 256). */
+export interface StoredTile {
+  readonly level: number;
+  readonly index: number;
+  readonly width: number;
+  /** `width` hashes of 32 bytes, concatenated (the tile's bytes as C2SP tlog-tiles serves them). */
+  readonly hashes: Uint8Array;
+}
+
+/** A signed checkpoint of the tree as stored. */
+export interface StoredCheckpoint {
+  /** Events covered: seqs 1 to `size`. */
+  readonly size: number;
+  /** The root hash at `size`, base64. */
+  readonly root: string;
+  /** The signed note (C2SP tlog-checkpoint in a signed-note envelope), as served. */
+  readonly note: string;
+  /** The seq of the `log.checkpoint` event that recorded it. */
+  readonly seq: number;
+}
+
+/**
+ * The Merkle tree's tiles, the size they cover, and the signed checkpoints (docs/adr/0141).
+ * Tiles only grow (a partial tile is replaced by a wider one, never by other hashes) and the size
+ * moves by compare-and-set, so two processes extending the tree of one log write the same bytes;
+ * a checkpoint is stored once per size and never changed.
+ */
+export interface TreeTable {
+  /** The number of leaves the stored tiles cover (0 when none). */
+  size(): Promise<number>;
+  /** The stored tiles among `ids` (a tile not stored is left out), at their stored width. */
+  tiles(ids: readonly { readonly level: number; readonly index: number }[]): Promise<StoredTile[]>;
+  /**
+   * Writes `tiles` (each replacing a narrower stored one) and moves the size from `from` to `to`,
+   * in one transaction; writes nothing and returns false when the size is no longer `from`.
+   */
+  advance(from: number, to: number, tiles: readonly StoredTile[]): Promise<boolean>;
+  /** The checkpoint of the largest size, or null when none was stored. */
+  latestCheckpoint(): Promise<StoredCheckpoint | null>;
+  /** The checkpoint of exactly `size`, or null. */
+  checkpointAt(size: number): Promise<StoredCheckpoint | null>;
+  /**
+   * Stores a checkpoint and appends `event` (its `log.checkpoint`), in one transaction; does
+   * neither and returns null when a checkpoint of this size is stored already (never two roots
+   * for one size). The stored checkpoint's `seq` is the event's.
+   */
+  addCheckpoint(checkpoint: Omit<StoredCheckpoint, "seq">, event: NewEvent): Promise<KnownEvent | null>;
+}
+
 /** The tables beside a log, in its database. */
 export interface LogTables {
   readonly projections: ProjectionTables;
   readonly egressCounts: EgressCountTable;
   readonly decisionCheck: DecisionCheckTable;
   readonly modules: ModuleTable;
+  /** The Merkle tree's tiles and signed checkpoints. */
+  readonly tree: TreeTable;
 }

@@ -75,6 +75,12 @@ export { manifestEqual, jsonEqual } from "./manifest-equal.js";
 export { EgressAllowList, allowListFromHosts, encodeAllowLists, decodeAllowLists, decideEgress } from "./allowlist.js";
 export type { AllowLists, EgressDecision, EgressReason } from "./allowlist.js";
 
+/** Rules versions: each released version of a decider kept as a pure function, today's the newest (ADR 0150). */
+export { rulesRegistry, withVersion, FIRST_RULES } from "./rules.js";
+export type { RulesRegistry, RulesVersion } from "./rules.js";
+export { EGRESS_RULES } from "./egress-rules.js";
+export type { EgressListStep } from "./egress-rules.js";
+
 /** ServiceAccount names of plugins, both ways. */
 export { serviceAccountName, serviceAccountUsername, pluginForServiceAccount } from "./service-account.js";
 

@@ -1,23 +1,61 @@
 /**
- * The decision check: re-run the rollout decider over the log and compare its answer with every
- * recorded `rollout.decided`. This is what makes the audit replayable rather than only readable:
- * a decision that the recorded facts do not reproduce is reported, whoever wrote it.
+ * The decision check: re-run the deciders over the log and compare their answers with every
+ * recorded decision. This is what makes the audit replayable rather than only readable: a decision
+ * that the recorded facts do not reproduce is reported, whoever wrote it.
+ *
+ * Each decision names the version of the rules that made it (ADR 0150), and is re-decided under
+ * those rules: a difference there is a divergence (a bug or tampering). A decision made under
+ * older rules is also decided under today's, and a difference there is reported apart, as an
+ * upgrade's effect (what the owner's upgrade changed), never as a divergence.
  */
 import { canonicalize } from "json-canonicalize";
 import { verdictKey } from "../events/index.js";
 import type { EventOf, EventLog, EventTypeName, KnownEvent, VerdictOutcome } from "../events/index.js";
-import { decideRollout, emptyFacts, evolveFacts } from "./decide-rollout.js";
-import type { PluginFacts } from "./decide-rollout.js";
-import { checkEgress, type AddressRecheck } from "./check-egress.js";
+import { EGRESS_RULES, type EgressListStep, type RulesRegistry } from "../plugins/index.js";
+import { emptyFacts, evolveFacts, ROLLOUT_RULES } from "./decide-rollout.js";
+import type { DeciderState, PluginFacts, RolloutDecider, RolloutDecision } from "./decide-rollout.js";
+import { checkEgress, type AddressRecheck, type AddressRules } from "./check-egress.js";
 
-/** One recorded decision that the decider does not reproduce. */
+/** The decider families whose decisions are re-decided. */
+export type DecisionFamily = "rollout" | "egress";
+
+/** One recorded decision that the rules it names do not reproduce: a bug or tampering. */
 export interface Divergence {
   readonly seq: number;
   readonly name: string;
-  /** Which part differs (`egress.*`: an egress decision, re-decided by `check-egress.ts`). */
-  readonly field: "inputs" | "plan" | "egress.list" | "egress.address" | "egress.refusal";
+  /** Which decider made it. */
+  readonly family: DecisionFamily;
+  /** The rules version the decision names. */
+  readonly rules: number;
+  /**
+   * Which part differs (`egress.*`: an egress decision, re-decided by `check-egress.ts`); `rules`
+   * or `egress.rules`: the decision names rules this release does not know, so nothing re-decides it.
+   */
+  readonly field: "inputs" | "plan" | "rules" | "egress.list" | "egress.address" | "egress.refusal" | "egress.rules";
   readonly recorded: unknown;
   readonly expected: unknown;
+}
+
+/** One decision made under older rules that today's rules would make differently: an upgrade's effect. */
+export interface UpgradeEffect {
+  readonly seq: number;
+  readonly name: string;
+  readonly family: DecisionFamily;
+  /** The rules the decision was made with. */
+  readonly rules: number;
+  /** Today's rules (the newest of its family). */
+  readonly today: number;
+  readonly field: "inputs" | "plan" | "egress.list" | "egress.address" | "egress.refusal";
+  /** The decision's answer under its own rules, and today's answer. */
+  readonly before: unknown;
+  readonly after: unknown;
+}
+
+/** Decisions of one family, by the rules version they name, and its rules today. */
+export interface FamilyRules {
+  readonly today: number;
+  /** Decisions checked per rules version (`"1": 12`). */
+  readonly decisions: Readonly<Record<string, number>>;
 }
 
 /** The outcome of a check. */
@@ -25,6 +63,16 @@ export interface CheckResult {
   /** Decisions compared. */
   readonly checked: number;
   readonly divergences: readonly Divergence[];
+  /** Decisions under older rules that today's would make differently (not divergences). */
+  readonly upgrades: readonly UpgradeEffect[];
+  /** Per family: its rules today and the decisions checked under each version. */
+  readonly rules: Readonly<Record<DecisionFamily, FamilyRules>>;
+}
+
+/** The rules each family re-decides with: the released ones, or a test's with a version more. */
+export interface DeciderRules {
+  readonly rollout?: RulesRegistry<RolloutDecider>;
+  readonly egress?: RulesRegistry<EgressListStep>;
 }
 
 /** The event types the decider reads. */
@@ -32,12 +80,51 @@ export const DECIDER_EVENT_TYPES: readonly EventTypeName[] = [
   "plugin.observed", "plugin.deleted", "grant.observed", "grant.deleted", "config.verdict", "signature.verdict", "previous.observed", "rollout.decided",
 ];
 
+/** What re-deciding one rollout decision found: its divergences and its upgrade's effects. */
+export interface RolloutFindings {
+  readonly divergences: Divergence[];
+  readonly upgrades: UpgradeEffect[];
+}
+
+/**
+ * Re-decides one recorded rollout decision from the decider's state before it: under the rules it
+ * names (divergences) and, when those are older, under today's (upgrade effects). Pure.
+ */
+export function recheckRollout(e: EventOf<"rollout.decided">, state: DeciderState, registry: RulesRegistry<RolloutDecider> = ROLLOUT_RULES): RolloutFindings {
+  const name = e.data.name;
+  const rules = e.data.rules;
+  const own = registry.get(rules);
+  if (own === undefined) {
+    return { divergences: [{ seq: e.seq, name, family: "rollout", rules, field: "rules", recorded: rules, expected: `rules 1 to ${registry.today.version}` }], upgrades: [] };
+  }
+  const expected = own.decide(state);
+  const divergences: Divergence[] = [];
+  for (const field of ["inputs", "plan"] as const) {
+    if (canonicalize(expected[field]) !== canonicalize(e.data[field])) divergences.push({ seq: e.seq, name, family: "rollout", rules, field, recorded: e.data[field], expected: expected[field] });
+  }
+  const upgrades: UpgradeEffect[] = [];
+  if (registry.today.version !== rules) {
+    const now: RolloutDecision = registry.today.decide(state);
+    for (const field of ["inputs", "plan"] as const) {
+      if (canonicalize(now[field]) !== canonicalize(expected[field])) upgrades.push({ seq: e.seq, name, family: "rollout", rules, today: registry.today.version, field, before: expected[field], after: now[field] });
+    }
+  }
+  return { divergences, upgrades };
+}
+
 /** Feeds events in seq order; compares each decision with the decider's answer on the state before it. Pure. */
 export class DecisionChecker {
   readonly #facts = new Map<string, PluginFacts>();
   readonly #verdicts = new Map<string, VerdictOutcome>();
   readonly #divergences: Divergence[] = [];
+  readonly #upgrades: UpgradeEffect[] = [];
+  readonly #byRules = new Map<number, number>();
+  readonly #rules: RulesRegistry<RolloutDecider>;
   #checked = 0;
+
+  constructor(rules: RulesRegistry<RolloutDecider> = ROLLOUT_RULES) {
+    this.#rules = rules;
+  }
 
   /** Folds one event (checking it first when it is a decision). */
   feed(e: KnownEvent): void {
@@ -54,32 +141,55 @@ export class DecisionChecker {
 
   /** What was found so far. */
   result(): CheckResult {
-    return { checked: this.#checked, divergences: [...this.#divergences] };
+    return {
+      checked: this.#checked,
+      divergences: [...this.#divergences],
+      upgrades: [...this.#upgrades],
+      rules: { rollout: familyRules(this.#rules.today.version, this.#byRules), egress: familyRules(EGRESS_RULES.today.version, new Map()) },
+    };
   }
 
   #check(e: EventOf<"rollout.decided">): void {
     this.#checked++;
-    const name = e.data.name;
-    const facts = this.#facts.get(name) ?? emptyFacts(name);
-    const expected = decideRollout({ ...facts, verdicts: this.#verdicts });
-    if (canonicalize(expected.inputs) !== canonicalize(e.data.inputs)) {
-      this.#divergences.push({ seq: e.seq, name, field: "inputs", recorded: e.data.inputs, expected: expected.inputs });
-    }
-    if (canonicalize(expected.plan) !== canonicalize(e.data.plan)) {
-      this.#divergences.push({ seq: e.seq, name, field: "plan", recorded: e.data.plan, expected: expected.plan });
-    }
+    this.#byRules.set(e.data.rules, (this.#byRules.get(e.data.rules) ?? 0) + 1);
+    const facts = this.#facts.get(e.data.name) ?? emptyFacts(e.data.name);
+    const found = recheckRollout(e, { ...facts, verdicts: this.#verdicts }, this.#rules);
+    this.#divergences.push(...found.divergences);
+    this.#upgrades.push(...found.upgrades);
   }
 }
 
-/** Checks every recorded rollout decision in the store (up to `toSeq` when given). */
-export async function checkDecisions(store: EventLog, opts: { toSeq?: number; pageSize?: number; egressAddresses?: AddressRecheck } = {}): Promise<CheckResult> {
-  const checker = new DecisionChecker();
+/** The per-version counts as JSON (`{"1": 12}`). */
+export function familyRules(today: number, byRules: ReadonlyMap<number, number>): FamilyRules {
+  const decisions: Record<string, number> = {};
+  for (const [v, n] of [...byRules].sort((a, b) => a[0] - b[0])) decisions[String(v)] = n;
+  return { today, decisions };
+}
+
+/**
+ * Checks every recorded decision in the store (up to `toSeq` when given). `egressAddresses`: the
+ * egress rules' address step (`ADDRESS_RULES` from `src/egress`, or one step for every version);
+ * `rules`: the rules re-decided with (the released ones unless a test gives others).
+ */
+export async function checkDecisions(
+  store: EventLog,
+  opts: { toSeq?: number; pageSize?: number; egressAddresses?: AddressRecheck | AddressRules; rules?: DeciderRules } = {},
+): Promise<CheckResult> {
+  const rolloutRules = opts.rules?.rollout ?? ROLLOUT_RULES;
+  const egressRules = opts.rules?.egress ?? EGRESS_RULES;
+  const checker = new DecisionChecker(rolloutRules);
   const toSeq = opts.toSeq ?? await store.head();
   const pageSize = opts.pageSize ?? 20_000;
   for await (const page of store.pages({ types: DECIDER_EVENT_TYPES, toSeq, pageSize })) for (const e of page) checker.feed(e);
   const rollouts = checker.result();
   // Egress decisions too (ADR 0032); their address step is the proxy's, passed in by the caller.
-  const egress = await checkEgress(store, { toSeq, pageSize, ...(opts.egressAddresses !== undefined ? { recheck: opts.egressAddresses } : {}) });
-  const more = egress.divergences.map((d): Divergence => ({ seq: d.seq, name: d.plugin, field: `egress.${d.field}`, recorded: d.recorded, expected: d.expected }));
-  return { checked: rollouts.checked + egress.checked, divergences: [...rollouts.divergences, ...more].sort((a, b) => a.seq - b.seq) };
+  const egress = await checkEgress(store, { toSeq, pageSize, rules: egressRules, ...(opts.egressAddresses !== undefined ? { recheck: opts.egressAddresses } : {}) });
+  const more = egress.divergences.map((d): Divergence => ({ seq: d.seq, name: d.plugin, family: "egress", rules: d.rules, field: `egress.${d.field}`, recorded: d.recorded, expected: d.expected }));
+  const upgrades = egress.upgrades.map((u): UpgradeEffect => ({ seq: u.seq, name: u.plugin, family: "egress", rules: u.rules, today: u.today, field: `egress.${u.field}`, before: u.before, after: u.after }));
+  return {
+    checked: rollouts.checked + egress.checked,
+    divergences: [...rollouts.divergences, ...more].sort((a, b) => a.seq - b.seq),
+    upgrades: [...rollouts.upgrades, ...upgrades].sort((a, b) => a.seq - b.seq),
+    rules: { rollout: rollouts.rules.rollout, egress: familyRules(egressRules.today.version, egress.byRules) },
+  };
 }

@@ -10,18 +10,36 @@
  * one, only the allow-list is re-decided and the rest is counted.
  */
 import type { EgressDecision, EventLog, EventTypeName, KnownEvent } from "../events/index.js";
-import { allowListFromHosts, decideEgress, type AllowLists, type EgressAllowList } from "../plugins/index.js";
+import { allowListFromHosts, EGRESS_RULES, type AllowLists, type EgressAllowList, type EgressListStep, type RulesRegistry } from "../plugins/index.js";
 import { entryToHost } from "./allowlists.js";
 import { evolveAllowList, type AllowListState } from "./folds.js";
 
-/** One recorded egress decision its inputs do not reproduce. */
+/** One recorded egress decision its inputs do not reproduce under the rules it names. */
 export interface EgressDivergence {
   readonly seq: number;
   readonly plugin: string;
-  /** Which part differs: the allow-list's answer, the dialed address, or the address refusal. */
-  readonly field: "list" | "address" | "refusal";
+  /** The egress rules the decision names. */
+  readonly rules: number;
+  /**
+   * Which part differs: the allow-list's answer, the dialed address, the address refusal, or the
+   * rules themselves (a version this release does not know: re-deciding is impossible).
+   */
+  readonly field: "list" | "address" | "refusal" | "rules";
   readonly recorded: unknown;
   readonly expected: unknown;
+}
+
+/** One egress decision today's rules would make differently from the older rules it was made with. */
+export interface EgressUpgrade {
+  readonly seq: number;
+  readonly plugin: string;
+  /** The rules the decision was made with, and today's. */
+  readonly rules: number;
+  readonly today: number;
+  readonly field: "list" | "address" | "refusal";
+  /** What was recorded, and what today's rules answer. */
+  readonly before: unknown;
+  readonly after: unknown;
 }
 
 /**
@@ -33,11 +51,21 @@ export type AddressRecheck = (addresses: readonly string[]) =>
   | { readonly ok: false; readonly code: "forbidden_address"; readonly refusedAddress: string; readonly addressRefusal: string }
   | { readonly ok: false; readonly code: "dns_no_addresses" };
 
+/**
+ * The egress rules' address step, version by version (`ADDRESS_RULES` from `src/egress`), or one
+ * step for every version (a test's).
+ */
+export type AddressRules = RulesRegistry<AddressRecheck>;
+
 /** The outcome of an egress check. */
 export interface EgressCheckResult {
   /** Decisions compared. */
   readonly checked: number;
   readonly divergences: readonly EgressDivergence[];
+  /** Decisions made under older rules that today's rules would make differently. */
+  readonly upgrades: readonly EgressUpgrade[];
+  /** Decisions checked, by the rules version they name. */
+  readonly byRules: ReadonlyMap<number, number>;
   /** Decisions whose allow-list this log does not hold (a proxy's own log): addresses only. */
   readonly listsUnknown: number;
   /** Decisions whose addresses were not re-checked: version-1 rows (none recorded), or no {@link AddressRecheck} given. */
@@ -74,15 +102,23 @@ export class EgressChecker {
   /** The list each plugin had before its latest change: a decision may race one swap (ADR 0032). */
   readonly #previous = new Map<string, AllowListState | undefined>();
   readonly #divergences: EgressDivergence[] = [];
+  readonly #upgrades: EgressUpgrade[] = [];
+  readonly #byRules = new Map<number, number>();
   #listsKnown = false;
   #checked = 0;
   #listsUnknown = 0;
   #addressesUnchecked = 0;
-  readonly #recheck: AddressRecheck | undefined;
+  readonly #recheck: AddressRecheck | AddressRules | undefined;
+  readonly #rules: RulesRegistry<EgressListStep>;
 
-  /** `from`: the state after an earlier stretch of the log, this checker then goes on from. */
-  constructor(recheck?: AddressRecheck, from?: EgressCheckerState) {
+  /**
+   * `recheck`: the address step (per rules version, or one for all); `from`: the state after an
+   * earlier stretch of the log, this checker then goes on from; `rules`: the allow-list step's
+   * versions (the pure model's `EGRESS_RULES`; a test passes one with a version more).
+   */
+  constructor(recheck?: AddressRecheck | AddressRules, from?: EgressCheckerState, rules: RulesRegistry<EgressListStep> = EGRESS_RULES) {
     this.#recheck = recheck;
+    this.#rules = rules;
     if (from === undefined) return;
     this.#listsKnown = from.listsKnown;
     for (const [plugin, l] of from.lists) {
@@ -125,62 +161,100 @@ export class EgressChecker {
 
   /** What was found so far. */
   result(): EgressCheckResult {
-    return { checked: this.#checked, divergences: [...this.#divergences], listsUnknown: this.#listsUnknown, addressesUnchecked: this.#addressesUnchecked };
+    return {
+      checked: this.#checked, divergences: [...this.#divergences], upgrades: [...this.#upgrades], byRules: new Map(this.#byRules),
+      listsUnknown: this.#listsUnknown, addressesUnchecked: this.#addressesUnchecked,
+    };
+  }
+
+  /** The address step of a rules version: the registry's, or the one given for all. */
+  #addressStep(version: number): AddressRecheck | undefined {
+    const r = this.#recheck;
+    return r === undefined || typeof r === "function" ? r : r.get(version)?.decide;
   }
 
   #check(seq: number, d: EgressDecision): void {
     this.#checked++;
-    if (this.#listsKnown) this.#checkList(seq, d);
-    else this.#listsUnknown++;
-    if (LIST_REFUSALS.has(d.reason)) return;
-    if (d.addresses === undefined || this.#recheck === undefined) {
-      this.#addressesUnchecked++;
+    this.#byRules.set(d.rules, (this.#byRules.get(d.rules) ?? 0) + 1);
+    const own = this.#rules.get(d.rules);
+    if (!this.#listsKnown) this.#listsUnknown++;
+    const unchecked = !LIST_REFUSALS.has(d.reason) && (d.addresses === undefined || this.#recheck === undefined);
+    if (unchecked) this.#addressesUnchecked++;
+    if (own === undefined) {
+      // Rules this release does not know (a newer release's, or a number written by hand): nothing re-decides it.
+      this.#divergences.push({ seq, plugin: d.plugin, rules: d.rules, field: "rules", recorded: d.rules, expected: `rules 1 to ${this.#rules.today.version}` });
       return;
     }
-    this.#checkAddresses(seq, d, d.addresses, this.#recheck);
+    const found = this.#redecide(d, own.decide, this.#addressStep(d.rules));
+    for (const f of found) this.#divergences.push({ seq, plugin: d.plugin, rules: d.rules, ...f });
+    const today = this.#rules.today;
+    if (today.version === d.rules) return;
+    // An upgrade's effect: what today's rules answer where the decision's own rules answer otherwise.
+    const differs = new Set(found.map((f) => f.field));
+    for (const f of this.#redecide(d, today.decide, this.#addressStep(today.version))) {
+      if (!differs.has(f.field)) this.#upgrades.push({ seq, plugin: d.plugin, rules: d.rules, today: today.version, field: f.field, before: f.recorded, after: f.expected });
+    }
   }
 
-  #checkList(seq: number, d: EgressDecision): void {
+  /** Re-decides one decision under one version's steps: the parts it does not reproduce. */
+  #redecide(d: EgressDecision, list: EgressListStep, recheck: AddressRecheck | undefined): Finding[] {
+    const out: Finding[] = [];
+    if (this.#listsKnown) this.#checkList(d, list, out);
+    if (LIST_REFUSALS.has(d.reason)) return out;
+    if (d.addresses === undefined || recheck === undefined) return out;
+    checkAddresses(d, d.addresses, recheck, out);
+    return out;
+  }
+
+  #checkList(d: EgressDecision, list: EgressListStep, out: Finding[]): void {
     const recorded = LIST_REFUSALS.has(d.reason) ? d.reason : "listed";
     const answer = (s: AllowListState | undefined): string => {
-      const v = decideEgress(listsOf(d.plugin, s), d.plugin, d.host, d.port);
+      const v = list(listsOf(d.plugin, s), d.plugin, d.host, d.port);
       return v.allowed ? "listed" : v.reason;
     };
     const expected = answer(this.#states.get(d.plugin));
     if (expected === recorded) return;
     if (this.#previous.has(d.plugin) && answer(this.#previous.get(d.plugin)) === recorded) return;
-    this.#divergences.push({ seq, plugin: d.plugin, field: "list", recorded, expected });
+    out.push({ field: "list", recorded, expected });
   }
+}
 
-  #checkAddresses(seq: number, d: EgressDecision, addresses: readonly string[], recheck: AddressRecheck): void {
-    const again = recheck(addresses);
-    const diverge = (field: EgressDivergence["field"], recorded: unknown, expected: unknown): void => {
-      this.#divergences.push({ seq, plugin: d.plugin, field, recorded, expected });
-    };
-    if (d.allowed) {
-      // Every address passed the proxy's policy, so each passes the fixed ranges; the first is dialed.
-      if (!again.ok) diverge("refusal", null, again.code === "forbidden_address" ? { refusedAddress: again.refusedAddress, addressRefusal: again.addressRefusal } : again.code);
-      else if (again.address !== d.address) diverge("address", d.address ?? null, again.address);
-      return;
-    }
-    if (d.reason === "forbidden_address") {
-      const recorded = { refusedAddress: d.refusedAddress ?? null, addressRefusal: d.addressRefusal ?? null };
-      const at = d.refusedAddress === undefined ? -1 : addresses.indexOf(d.refusedAddress);
-      if (at < 0) return diverge("refusal", recorded, "an address among the recorded ones");
-      if (DEPLOYMENT_REFUSALS.has(d.addressRefusal ?? "")) {
-        // The deployment's own ranges are not in the log; the addresses before the refused one
-        // passed the proxy's whole policy, so they pass the fixed ranges too.
-        const before = recheck(addresses.slice(0, at));
-        if (!before.ok && before.code === "forbidden_address") diverge("refusal", recorded, { refusedAddress: before.refusedAddress, addressRefusal: before.addressRefusal });
-        return;
-      }
-      const expected = again.ok || again.code !== "forbidden_address" ? null : { refusedAddress: again.refusedAddress, addressRefusal: again.addressRefusal };
-      if (expected === null || expected.refusedAddress !== recorded.refusedAddress || expected.addressRefusal !== recorded.addressRefusal) diverge("refusal", recorded, expected);
-      return;
-    }
-    // Refused by DNS: it gave no address the proxy could use.
-    if (addresses.length !== 0) diverge("refusal", d.reason, again.ok ? "listed" : again.code);
+/** A part of a decision that one version's steps do not reproduce. */
+interface Finding {
+  readonly field: "list" | "address" | "refusal";
+  readonly recorded: unknown;
+  readonly expected: unknown;
+}
+
+/** The address step again over the recorded addresses (pure). */
+function checkAddresses(d: EgressDecision, addresses: readonly string[], recheck: AddressRecheck, out: Finding[]): void {
+  const again = recheck(addresses);
+  const diverge = (field: Finding["field"], recorded: unknown, expected: unknown): void => {
+    out.push({ field, recorded, expected });
+  };
+  if (d.allowed) {
+    // Every address passed the proxy's policy, so each passes the fixed ranges; the first is dialed.
+    if (!again.ok) diverge("refusal", null, again.code === "forbidden_address" ? { refusedAddress: again.refusedAddress, addressRefusal: again.addressRefusal } : again.code);
+    else if (again.address !== d.address) diverge("address", d.address ?? null, again.address);
+    return;
   }
+  if (d.reason === "forbidden_address") {
+    const recorded = { refusedAddress: d.refusedAddress ?? null, addressRefusal: d.addressRefusal ?? null };
+    const at = d.refusedAddress === undefined ? -1 : addresses.indexOf(d.refusedAddress);
+    if (at < 0) return diverge("refusal", recorded, "an address among the recorded ones");
+    if (DEPLOYMENT_REFUSALS.has(d.addressRefusal ?? "")) {
+      // The deployment's own ranges are not in the log; the addresses before the refused one
+      // passed the proxy's whole policy, so they pass the fixed ranges too.
+      const before = recheck(addresses.slice(0, at));
+      if (!before.ok && before.code === "forbidden_address") diverge("refusal", recorded, { refusedAddress: before.refusedAddress, addressRefusal: before.addressRefusal });
+      return;
+    }
+    const expected = again.ok || again.code !== "forbidden_address" ? null : { refusedAddress: again.refusedAddress, addressRefusal: again.addressRefusal };
+    if (expected === null || expected.refusedAddress !== recorded.refusedAddress || expected.addressRefusal !== recorded.addressRefusal) diverge("refusal", recorded, expected);
+    return;
+  }
+  // Refused by DNS: it gave no address the proxy could use.
+  if (addresses.length !== 0) diverge("refusal", d.reason, again.ok ? "listed" : again.code);
 }
 
 function listsOf(plugin: string, s: AllowListState | undefined): AllowLists {
@@ -193,8 +267,11 @@ function listsOf(plugin: string, s: AllowListState | undefined): AllowLists {
 }
 
 /** Re-decides every recorded egress decision in the store (up to `toSeq` when given). */
-export async function checkEgress(store: EventLog, opts: { toSeq?: number; pageSize?: number; recheck?: AddressRecheck } = {}): Promise<EgressCheckResult> {
-  const checker = new EgressChecker(opts.recheck);
+export async function checkEgress(
+  store: EventLog,
+  opts: { toSeq?: number; pageSize?: number; recheck?: AddressRecheck | AddressRules; rules?: RulesRegistry<EgressListStep> } = {},
+): Promise<EgressCheckResult> {
+  const checker = new EgressChecker(opts.recheck, undefined, opts.rules);
   const toSeq = opts.toSeq ?? await store.head();
   const pageSize = opts.pageSize ?? 20_000;
   for await (const page of store.pages({ types: EGRESS_CHECK_EVENT_TYPES, toSeq, pageSize })) for (const e of page) checker.feed(e);

@@ -16,8 +16,8 @@
  */
 import { manifestDigest, verdictKey } from "../events/index.js";
 import type { KnownEvent, PreviousObserved, RecordedVersion, RolloutDecided, VerdictOutcome } from "../events/index.js";
-import { EMPTY_GRANT_SPEC, parseGrant, parseImageRef, parseManifest, parsePlugin, planRollout, rolloutPlanToJSON } from "../plugins/index.js";
-import type { GrantSpec, JsonValue, Manifest, PluginVersion, RolloutInput, RolloutPlanJSON } from "../plugins/index.js";
+import { EMPTY_GRANT_SPEC, parseGrant, parseImageRef, parseManifest, parsePlugin, planRollout, rolloutPlanToJSON, rulesRegistry } from "../plugins/index.js";
+import type { GrantSpec, JsonValue, Manifest, PluginVersion, RolloutInput, RolloutPlanJSON, RulesRegistry } from "../plugins/index.js";
 
 /** What the log says about one plugin, as far as the decider cares. */
 export interface PluginFacts {
@@ -160,10 +160,32 @@ export function rolloutInputsFrom(state: DeciderState): { input: RolloutInput; r
   };
 }
 
-/** The decision for the state: the data of the `rollout.decided` event to append (pure). */
-export function decideRollout(state: DeciderState): RolloutDecided {
+/** A rollout decision without the number of the rules that made it: what a version of the rules answers. */
+export type RolloutDecision = Omit<RolloutDecided, "rules">;
+
+/** A version of the rollout rules: the decision for the decider's state (pure). */
+export type RolloutDecider = (state: DeciderState) => RolloutDecision;
+
+/**
+ * The first released rollout rules (rules 1): the inputs gathered as this file's header says, the
+ * plan by the pure model's `planRollout`. Kept as it is once released; a change adds a version.
+ */
+export function decideRolloutV1(state: DeciderState): RolloutDecision {
   const { input, recorded } = rolloutInputsFrom(state);
   const plan = rolloutPlanToJSON(planRollout(input));
   // Through JSON so the value equals what the store will hand back (no ImageRef, no undefined).
-  return JSON.parse(JSON.stringify({ name: state.name, inputs: recorded, plan })) as RolloutDecided;
+  return JSON.parse(JSON.stringify({ name: state.name, inputs: recorded, plan })) as RolloutDecision;
+}
+
+/** Every released version of the rollout rules, oldest first; today's is the newest (ADR 0150). */
+export const ROLLOUT_RULES: RulesRegistry<RolloutDecider> = rulesRegistry<RolloutDecider>("rollout", [
+  { version: 1, change: "the first released rules: the inputs from the recorded facts, the plan by planRollout", decide: decideRolloutV1 },
+]);
+
+/**
+ * The decision for the state under today's rules (or the newest of `rules`): the data of the
+ * `rollout.decided` event to append, naming the rules that made it (pure).
+ */
+export function decideRollout(state: DeciderState, rules: RulesRegistry<RolloutDecider> = ROLLOUT_RULES): RolloutDecided {
+  return { ...rules.today.decide(state), rules: rules.today.version };
 }

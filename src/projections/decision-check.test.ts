@@ -1,8 +1,9 @@
 /**
  * The decision check kept as events arrive must find what the full check finds: on random logs of
  * two plugins (observations, grants, verdicts, allow-lists, honest and dishonest rollout decisions,
- * egress decisions right and wrong), caught up at random points by fresh checkers (as a new process
- * would), it reports the same decisions checked and the same differences as `checkDecisions`.
+ * egress decisions right and wrong, each under rules 1 or a test-only rules 2), caught up at random
+ * points by fresh checkers (as a new process would), it reports the same decisions checked, the same
+ * differences and the same upgrade effects as `checkDecisions`.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -12,9 +13,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DIGEST_A, DIGEST_B, GRANT, IMAGE_A, IMAGE_B, MANIFEST, MANIFEST_WIDER } from "../../test/events/helpers.js";
 import { openStore } from "../events/index.js";
 import type { EventLog, NewEvent, VerdictOutcome } from "../events/index.js";
-import { checkDecisions } from "./check-decisions.js";
+import { decideEgress, EGRESS_RULES, withVersion } from "../plugins/index.js";
+import { checkDecisions, type DeciderRules } from "./check-decisions.js";
 import type { AddressRecheck } from "./check-egress.js";
-import { decideRollout, emptyFacts } from "./decide-rollout.js";
+import { decideRolloutV1, emptyFacts, ROLLOUT_RULES } from "./decide-rollout.js";
 import { DecisionCheck } from "./decision-check.js";
 import { loadDeciderState } from "./decider-state.js";
 
@@ -33,15 +35,24 @@ const recheck: AddressRecheck = (addresses) => {
   return first === undefined ? { ok: false, code: "dns_no_addresses" } : { ok: true, address: first };
 };
 
+/**
+ * A second version of each family's rules, for this test only (ADR 0150): rollout rules 2 hold
+ * back an image whose signatures are merely unverified; egress rules 2 refuse extra.example.com.
+ */
+const RULES: Required<DeciderRules> = {
+  rollout: withVersion(ROLLOUT_RULES, "test only", (state) => decideRolloutV1({ ...state, verdicts: new Map([...state.verdicts].map(([k, v]) => [k, v === "unverified" ? "refused" : v])) })),
+  egress: withVersion(EGRESS_RULES, "test only", (lists, plugin, host, port) => (host === "extra.example.com" ? { allowed: false, reason: "not_listed" } : decideEgress(lists, plugin, host, port))),
+};
+
 type Step =
   | { kind: "plugin"; p: number; image: number; manifest: number }
   | { kind: "deleted"; p: number }
   | { kind: "grant"; p: number }
   | { kind: "config"; p: number; image: number; ok: boolean }
   | { kind: "verdict"; image: number; outcome: VerdictOutcome }
-  | { kind: "decide"; p: number; honest: boolean }
+  | { kind: "decide"; p: number; honest: boolean; rules: 1 | 2 }
   | { kind: "workload"; p: number; running: boolean; hosts: number }
-  | { kind: "egress"; p: number; host: number; allowed: boolean; addresses: number }
+  | { kind: "egress"; p: number; host: number; allowed: boolean; addresses: number; rules: 1 | 2 }
   | { kind: "check" };
 
 const ix = (n: number) => fc.integer({ min: 0, max: n - 1 });
@@ -51,10 +62,10 @@ const step: fc.Arbitrary<Step> = fc.oneof(
   fc.record({ kind: fc.constant("deleted" as const), p }),
   fc.record({ kind: fc.constant("grant" as const), p }),
   fc.record({ kind: fc.constant("config" as const), p, image: ix(2), ok: fc.boolean() }),
-  fc.record({ kind: fc.constant("verdict" as const), image: ix(2), outcome: fc.constantFrom<VerdictOutcome>("verified", "refused") }),
-  fc.record({ kind: fc.constant("decide" as const), p, honest: fc.boolean() }),
+  fc.record({ kind: fc.constant("verdict" as const), image: ix(2), outcome: fc.constantFrom<VerdictOutcome>("verified", "unverified", "refused") }),
+  fc.record({ kind: fc.constant("decide" as const), p, honest: fc.boolean(), rules: fc.constantFrom<1 | 2>(1, 2) }),
   fc.record({ kind: fc.constant("workload" as const), p, running: fc.boolean(), hosts: ix(3) }),
-  fc.record({ kind: fc.constant("egress" as const), p, host: ix(2), allowed: fc.boolean(), addresses: ix(ADDRESSES.length) }),
+  fc.record({ kind: fc.constant("egress" as const), p, host: ix(2), allowed: fc.boolean(), addresses: ix(ADDRESSES.length), rules: fc.constantFrom<1 | 2>(1, 2) }),
   fc.constant({ kind: "check" as const }),
 );
 
@@ -70,7 +81,11 @@ async function eventOf(store: EventLog, s: Exclude<Step, { kind: "check" }>): Pr
     case "grant": return e("grant.observed", { name, spec: GRANT });
     case "config": return e("config.verdict", { name, image: IMAGES[s.image], ok: s.ok, errors: [] });
     // A dishonest decision is the one a plugin with no facts at all would get: it differs whenever the facts matter.
-    case "decide": return e("rollout.decided", s.honest ? decideRollout((await loadDeciderState(store, name)).state) : decideRollout({ ...emptyFacts(name), verdicts: new Map() }));
+    case "decide": {
+      const decide = RULES.rollout.get(s.rules)?.decide ?? decideRolloutV1;
+      const made = decide(s.honest ? (await loadDeciderState(store, name)).state : { ...emptyFacts(name), verdicts: new Map() });
+      return e("rollout.decided", { ...made, rules: s.rules });
+    }
     case "workload": {
       const allowList = [[], ["api.example.com:443"], ["api.example.com:443", "extra.example.com:443"]][s.hosts] as string[];
       return e("workload.desired", { name, running: s.running, image: IMAGE_A, objects: [], allowList });
@@ -78,8 +93,8 @@ async function eventOf(store: EventLog, s: Exclude<Step, { kind: "check" }>): Pr
     case "egress": {
       const addresses = [...(ADDRESSES[s.addresses] as readonly string[])];
       const data = s.allowed
-        ? { plugin: name, host: HOSTS[s.host], port: 443, allowed: true, reason: "listed", addresses, ...(addresses[0] === undefined ? {} : { address: addresses[0] }) }
-        : { plugin: name, host: HOSTS[s.host], port: 443, allowed: false, reason: "not_listed" };
+        ? { plugin: name, host: HOSTS[s.host], port: 443, allowed: true, reason: "listed", rules: s.rules, addresses, ...(addresses[0] === undefined ? {} : { address: addresses[0] }) }
+        : { plugin: name, host: HOSTS[s.host], port: 443, allowed: false, reason: "not_listed", rules: s.rules };
       return { stream: `egress/${name}`, type: "egress.decision", actor: "egress", data };
     }
   }
@@ -94,16 +109,17 @@ async function agree(steps: readonly Step[]): Promise<void> {
   const store = await openStore({ file: join(dir, `log-${n++}.db`) });
   try {
         for (const s of steps) {
-          if (s.kind === "check") await new DecisionCheck(store, recheck).catchUp();
+          if (s.kind === "check") await new DecisionCheck(store, recheck, RULES).catchUp();
           else await store.append([await eventOf(store, s)]);
         }
-        const kept = await new DecisionCheck(store, recheck).catchUp();
-        const full = await checkDecisions(store, { egressAddresses: recheck });
+        const kept = await new DecisionCheck(store, recheck, RULES).catchUp();
+        const full = await checkDecisions(store, { egressAddresses: recheck, rules: RULES });
         expect(kept.upTo).toBe(await store.head());
         expect(kept.checked).toBe(full.checked);
         expect(kept.divergences).toEqual(full.divergences);
+        expect(kept.upgrades).toEqual(full.upgrades);
         expect([kept.diverged, kept.more]).toEqual([new Set(full.divergences.map((d) => d.seq)).size, 0]);
-        expect(await new DecisionCheck(store, recheck).rebuild()).toEqual(kept);
+        expect(await new DecisionCheck(store, recheck, RULES).rebuild()).toEqual(kept);
       } finally {
         await store.close();
       }
@@ -112,10 +128,13 @@ async function agree(steps: readonly Step[]): Promise<void> {
 describe("the decision check kept as events arrive", () => {
   it.each<[string, Step[]]>([
     ["an egress decision checked against the list its plugin had before the last check", [
-      { kind: "workload", p: 0, running: true, hosts: 1 }, { kind: "check" }, { kind: "egress", p: 0, host: 1, allowed: true, addresses: 0 },
+      { kind: "workload", p: 0, running: true, hosts: 1 }, { kind: "check" }, { kind: "egress", p: 0, host: 1, allowed: true, addresses: 0, rules: 1 },
     ]],
     ["a rollout decision checked against facts recorded before the last check", [
-      { kind: "plugin", p: 1, image: 0, manifest: 0 }, { kind: "grant", p: 1 }, { kind: "check" }, { kind: "decide", p: 1, honest: false },
+      { kind: "plugin", p: 1, image: 0, manifest: 0 }, { kind: "grant", p: 1 }, { kind: "check" }, { kind: "decide", p: 1, honest: false, rules: 1 },
+    ]],
+    ["an egress decision under older rules that today's decide otherwise", [
+      { kind: "workload", p: 0, running: true, hosts: 2 }, { kind: "check" }, { kind: "egress", p: 0, host: 1, allowed: true, addresses: 0, rules: 1 },
     ]],
   ])("finds what the full check finds: %s", async (_what, steps) => {
     await agree(steps);

@@ -7,12 +7,13 @@
  * since it was last shown, not the whole log. `checkDecisions`, which folds the log from zero,
  * stays the full check; a property test holds the two to the same answer.
  */
-import { canonicalize } from "json-canonicalize";
 import type { DecisionCheckList, DecisionCheckTable, EventOf, EventLog, EventTypeName } from "../events/index.js";
-import type { Divergence } from "./check-decisions.js";
+import { EGRESS_RULES } from "../plugins/index.js";
+import { recheckRollout } from "./check-decisions.js";
+import type { DeciderRules, Divergence, RolloutFindings, UpgradeEffect } from "./check-decisions.js";
 import { EgressChecker } from "./check-egress.js";
-import type { AddressRecheck, EgressListState } from "./check-egress.js";
-import { decideRollout } from "./decide-rollout.js";
+import type { AddressRecheck, AddressRules, EgressListState } from "./check-egress.js";
+import { ROLLOUT_RULES } from "./decide-rollout.js";
 import { loadDeciderState } from "./decider-state.js";
 
 /** What the check found up to its checkpoint. */
@@ -27,6 +28,13 @@ export interface DecisionCheckState {
   readonly divergences: readonly Divergence[];
   /** Differences found beyond those kept. */
   readonly more: number;
+  /**
+   * Decisions made under older rules that today's would make differently (upgrade effects, not
+   * divergences): the first {@link MAX_KEPT} of their parts, in seq order.
+   */
+  readonly upgrades: readonly UpgradeEffect[];
+  /** Whether more upgrade effects were found than kept (`check-decisions` lists them all). */
+  readonly upgradesCapped: boolean;
 }
 
 /** The most differences kept to show; `check-decisions` lists them all. */
@@ -34,27 +42,33 @@ export const MAX_KEPT = 100;
 
 /** The event types the check reads: the decisions, and what the egress re-decider folds. */
 const TYPES: readonly EventTypeName[] = ["rollout.decided", "egress.decision", "workload.desired", "plugin.deleted"];
-const VERSION = 1;
+/** Version 2: each difference names its family and rules, and upgrade effects are kept too (ADR 0150). */
+const VERSION = 2;
 /** Seqs re-decided per transaction: a long catch-up commits in steps. */
 const STEP = 5_000;
 const PAGE = 5_000;
 
-interface Totals { checked: number; diverged: number; more: number; listsKnown: boolean; divergences: Divergence[] }
+interface Totals { checked: number; diverged: number; more: number; listsKnown: boolean; divergences: Divergence[]; upgrades: UpgradeEffect[] }
 
-const NO_TOTALS: Totals = { checked: 0, diverged: 0, more: 0, listsKnown: false, divergences: [] };
+const NO_TOTALS: Totals = { checked: 0, diverged: 0, more: 0, listsKnown: false, divergences: [], upgrades: [] };
+
+/** A kept upgrade effect, told apart from the divergences it is stored beside. */
+type KeptUpgrade = UpgradeEffect & { readonly upgrade: true };
 
 /** The incremental decision check of one log. */
 export class DecisionCheck {
   readonly #store: EventLog;
-  readonly #recheck: AddressRecheck | undefined;
+  readonly #recheck: AddressRecheck | AddressRules | undefined;
+  readonly #rules: DeciderRules;
   #opened: Promise<void> | null = null;
   /** Catch-ups one at a time (two at once would only find each other's checkpoint moved and check again). */
   #queue: Promise<unknown> = Promise.resolve();
 
-  /** `recheck`: the egress proxy's address step (`recheckAddresses`), as `checkDecisions` takes it. */
-  constructor(store: EventLog, recheck?: AddressRecheck) {
+  /** `recheck`: the egress proxy's address step (`ADDRESS_RULES`), and `rules` the deciders' rules, as `checkDecisions` takes them. */
+  constructor(store: EventLog, recheck?: AddressRecheck | AddressRules, rules: DeciderRules = {}) {
     this.#store = store;
     this.#recheck = recheck;
+    this.#rules = rules;
   }
 
   /** The seq the check reached. */
@@ -68,7 +82,7 @@ export class DecisionCheck {
     await this.#open();
     const upTo = await this.#table.checkpoint();
     const t = (await this.#load()).totals;
-    return { upTo, checked: t.checked, diverged: t.diverged, divergences: t.divergences, more: t.more };
+    return { upTo, checked: t.checked, diverged: t.diverged, divergences: t.divergences, more: t.more, upgrades: t.upgrades, upgradesCapped: t.upgrades.length >= MAX_KEPT };
   }
 
   /**
@@ -117,43 +131,60 @@ export class DecisionCheck {
     for (let from = await this.#table.checkpoint(), step = 0; from < head && step < steps; step++) {
       const to = Math.min(head, from + STEP);
       const { totals, lists } = await this.#load();
-      const egress = new EgressChecker(this.#recheck, { lists, listsKnown: totals.listsKnown });
+      const egress = new EgressChecker(this.#recheck, { lists, listsKnown: totals.listsKnown }, this.#rules.egress ?? EGRESS_RULES);
       const found: Divergence[] = [];
+      const upgraded: UpgradeEffect[] = [];
       let rollouts = 0;
       for await (const page of this.#store.pages({ afterSeq: from, toSeq: to, types: TYPES, pageSize: PAGE })) {
         for (const e of page) {
-          if (e.type === "rollout.decided") { rollouts++; found.push(...(await this.#checkRollout(e))); } else egress.feed(e);
+          if (e.type !== "rollout.decided") { egress.feed(e); continue; }
+          rollouts++;
+          const r = await this.#checkRollout(e);
+          found.push(...r.divergences);
+          upgraded.push(...r.upgrades);
         }
       }
       const r = egress.result();
-      for (const d of r.divergences) found.push({ seq: d.seq, name: d.plugin, field: `egress.${d.field}`, recorded: d.recorded, expected: d.expected });
-      // Stable: a decision's parts stay in the order the full check reports them.
-      found.sort((a, b) => a.seq - b.seq);
+      for (const d of r.divergences) found.push({ seq: d.seq, name: d.plugin, family: "egress", rules: d.rules, field: `egress.${d.field}`, recorded: d.recorded, expected: d.expected });
+      for (const u of r.upgrades) upgraded.push({ seq: u.seq, name: u.plugin, family: "egress", rules: u.rules, today: u.today, field: `egress.${u.field}`, before: u.before, after: u.after });
       const next = egress.state();
-      const kept = [...totals.divergences, ...found.slice(0, Math.max(0, MAX_KEPT - totals.divergences.length))];
-      const diverged = totals.diverged + new Set(found.map((d) => d.seq)).size;
-      const more = totals.more + found.length - (kept.length - totals.divergences.length);
-      const saved = await this.#table.save(from, to, { checked: totals.checked + rollouts + r.checked, diverged, more, listsKnown: next.listsKnown, divergences: kept }, changedLists(lists, next.lists));
+      const { diverged, more, stored } = keep(totals, found, upgraded);
+      const saved = await this.#table.save(from, to, { checked: totals.checked + rollouts + r.checked, diverged, more, listsKnown: next.listsKnown, divergences: stored }, changedLists(lists, next.lists));
       // Not saved: another process checked these seqs meanwhile, and counting them again would count them twice.
       from = saved ? to : await this.#table.checkpoint();
     }
   }
 
-  async #checkRollout(e: EventOf<"rollout.decided">): Promise<Divergence[]> {
-    const name = e.data.name;
-    const expected = decideRollout((await loadDeciderState(this.#store, name, e.seq)).state);
-    const out: Divergence[] = [];
-    if (canonicalize(expected.inputs) !== canonicalize(e.data.inputs)) out.push({ seq: e.seq, name, field: "inputs", recorded: e.data.inputs, expected: expected.inputs });
-    if (canonicalize(expected.plan) !== canonicalize(e.data.plan)) out.push({ seq: e.seq, name, field: "plan", recorded: e.data.plan, expected: expected.plan });
-    return out;
+  async #checkRollout(e: EventOf<"rollout.decided">): Promise<RolloutFindings> {
+    return recheckRollout(e, (await loadDeciderState(this.#store, e.data.name, e.seq)).state, this.#rules.rollout ?? ROLLOUT_RULES);
   }
 
   async #load(): Promise<{ totals: Totals; lists: Map<string, EgressListState> }> {
     const { totals, lists } = await this.#table.load();
-    // The table holds what this class saved: divergences and list states, as JSON.
-    const t: Totals = totals === null ? NO_TOTALS : { ...totals, divergences: totals.divergences as Divergence[] };
+    // The table holds what this class saved: divergences, upgrade effects and list states, as JSON.
+    const kept = (totals?.divergences ?? []) as (Divergence | KeptUpgrade)[];
+    const divergences = kept.filter((d): d is Divergence => !("upgrade" in d));
+    const upgrades = kept.filter((d): d is KeptUpgrade => "upgrade" in d).map(({ upgrade: _u, ...u }): UpgradeEffect => u);
+    const t: Totals = totals === null ? NO_TOTALS : { ...totals, divergences, upgrades };
     return { totals: t, lists: lists as Map<string, EgressListState> };
   }
+}
+
+/**
+ * The totals after a step that found `found` and `upgraded`: the first {@link MAX_KEPT} of each
+ * kept (upgrade effects marked apart in the one stored list), the rest of the differences counted.
+ */
+function keep(totals: Totals, found: Divergence[], upgraded: UpgradeEffect[]): { diverged: number; more: number; stored: (Divergence | KeptUpgrade)[] } {
+  // Stable: a decision's parts stay in the order the full check reports them.
+  found.sort((a, b) => a.seq - b.seq);
+  upgraded.sort((a, b) => a.seq - b.seq);
+  const kept = [...totals.divergences, ...found.slice(0, Math.max(0, MAX_KEPT - totals.divergences.length))];
+  const upgrades = [...totals.upgrades, ...upgraded.slice(0, Math.max(0, MAX_KEPT - totals.upgrades.length))];
+  return {
+    diverged: totals.diverged + new Set(found.map((d) => d.seq)).size,
+    more: totals.more + found.length - (kept.length - totals.divergences.length),
+    stored: [...kept, ...upgrades.map((u): KeptUpgrade => ({ ...u, upgrade: true }))],
+  };
 }
 
 /** The list states that differ from the ones read (only those are written back). */
@@ -169,7 +200,7 @@ function changedLists(before: ReadonlyMap<string, EgressListState>, after: Reado
 const opened = new WeakMap<EventLog, DecisionCheck>();
 
 /** The incremental check of a log (one per log object, made on first use). */
-export function decisionCheck(store: EventLog, recheck?: AddressRecheck): DecisionCheck {
+export function decisionCheck(store: EventLog, recheck?: AddressRecheck | AddressRules): DecisionCheck {
   let c = opened.get(store);
   if (c === undefined) { c = new DecisionCheck(store, recheck); opened.set(store, c); }
   return c;

@@ -62,7 +62,7 @@ describe("counts kept as decisions arrive", () => {
       for (const part of parts) {
         for (const d of part) {
           now = T0 + d.at;
-          await store.append([{ stream: `egress/${d.plugin}`, type: "egress.decision", actor: "egress", data: { plugin: d.plugin, host: d.host, port: 443, allowed: d.allowed, reason: d.allowed ? "listed" : "not_listed" } }]);
+          await store.append([{ stream: `egress/${d.plugin}`, type: "egress.decision", actor: "egress", data: { plugin: d.plugin, host: d.host, port: 443, allowed: d.allowed, reason: d.allowed ? "listed" : "not_listed" , rules: 1} }]);
           // Other events between the decisions are read past, not counted.
           await store.append([{ stream: `plugin/${d.plugin}`, type: "grant.deleted", actor: "owner:cli", data: { name: d.plugin } }]);
         }

@@ -18,12 +18,12 @@ export type { ProjectedState } from "./state-at.js";
 /** The decider's state of a plugin from indexed lookups, and Previous. */
 export { grantBefore, loadDeciderState, moduleOfVersion, previousVersion } from "./decider-state.js";
 export type { DeciderSources, PreviousVersion } from "./decider-state.js";
-export { decideRollout, rolloutInputsFrom, evolveFacts, emptyFacts, deployedBy, observedVersion, recordedManifestDigest, specManifestDigest, verdictOf } from "./decide-rollout.js";
-export type { DeciderState, PluginFacts, RecordedInputs } from "./decide-rollout.js";
-export { checkDecisions, DecisionChecker, DECIDER_EVENT_TYPES } from "./check-decisions.js";
-export type { CheckResult, Divergence } from "./check-decisions.js";
+export { decideRollout, decideRolloutV1, ROLLOUT_RULES, rolloutInputsFrom, evolveFacts, emptyFacts, deployedBy, observedVersion, recordedManifestDigest, specManifestDigest, verdictOf } from "./decide-rollout.js";
+export type { DeciderState, PluginFacts, RecordedInputs, RolloutDecider, RolloutDecision } from "./decide-rollout.js";
+export { checkDecisions, DecisionChecker, DECIDER_EVENT_TYPES, recheckRollout } from "./check-decisions.js";
+export type { CheckResult, DeciderRules, DecisionFamily, Divergence, FamilyRules, RolloutFindings, UpgradeEffect } from "./check-decisions.js";
 /** The egress re-decider (ADR 0032): egress decisions re-run over their recorded inputs. */
-export { checkEgress, EgressChecker, EGRESS_CHECK_EVENT_TYPES, type AddressRecheck, type EgressCheckResult, type EgressDivergence } from "./check-egress.js";
+export { checkEgress, EgressChecker, EGRESS_CHECK_EVENT_TYPES, type AddressRecheck, type AddressRules, type EgressCheckResult, type EgressDivergence, type EgressUpgrade } from "./check-egress.js";
 export { viewPlan, isNothingPending } from "./plan-view.js";
 export type { PlanView } from "./plan-view.js";
 export { allowListConfigData, entryToHost } from "./allowlists.js";

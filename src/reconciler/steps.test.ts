@@ -30,6 +30,7 @@ function stored<T extends "config.verdict" | "rollout.decided" | "workload.desir
 const NO_SOURCES: DeciderSources = { plugin: null, grant: null, config: null, currentVerdict: null, previousDecision: null, previousObserved: null, previousVerdict: null };
 const RUNS_CURRENT: RolloutDecided = {
   name: "echo",
+  rules: 1,
   inputs: { current: { image: IMAGE, manifest: RAW_MANIFEST }, currentDeployable: true, previous: null, grant: { capabilities: ["connector"], egress: [{ host: "api.example.com", port: 443 }], secrets: [], dataTiers: [] } },
   plan: {
     outcome: "current",

@@ -116,7 +116,7 @@ function logRoutes(streams: EventStreams): Route[] {
       } }),
     api({ method: "GET", path: "/api/v1/verify-log", access: "viewer", summary: "walk the hash chain and check the guards; ok is false when the log does not hold", statuses: READ,
       handle: async ({ res, app }) => sendJson(res, 200, await verifyLog(app.store)) }),
-    api({ method: "GET", path: "/api/v1/check-decisions", access: "viewer", summary: "re-run the deciders over the log and list the decisions that do not reproduce", statuses: READ,
+    api({ method: "GET", path: "/api/v1/check-decisions", access: "viewer", summary: "re-run the deciders over the log, each decision under the rules it names, and list those that do not reproduce and, apart, those today's rules would decide differently", statuses: READ,
       handle: async ({ res, app }) => sendJson(res, 200, await checkLogDecisions(app.store)) }),
   ];
 }

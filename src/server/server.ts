@@ -23,6 +23,7 @@ import { opsRoutes } from "./ops.js";
 import { allowed, matchPath, MAX_URL, Query } from "./routes.js";
 import type { RequestContext, Route, ServerSettings } from "./routes.js";
 import { EventStreams, STREAM_LIMITS } from "./sse.js";
+import { tlogRoutes } from "./tlog-routes.js";
 import type { StreamLimits } from "./sse.js";
 
 /** How the server listens and what it allows. */
@@ -277,5 +278,5 @@ export function serverFactory(o: ServerOptions): FaceFactory {
 
 /** Every route the server answers (the OpenAPI check reads it). */
 export function routeTable(streams: EventStreams = new EventStreams()): readonly Route[] {
-  return [...apiRoutes(streams), ...opsRoutes(), ...consolePageRoutes(), ...assetRoutes()];
+  return [...apiRoutes(streams), ...opsRoutes(), ...consolePageRoutes(), ...assetRoutes(), ...tlogRoutes()];
 }

@@ -48,7 +48,7 @@ async function install(name: string, grant: JsonValue): Promise<void> {
   const img = parseImageRef(image);
   if (!m.ok || !g.ok || !img.ok) throw new Error("test plugin");
   const plan = planRollout({ current: { image: img.value, manifest: m.value }, currentDeployable: true, previous: null, grant: g.value.spec });
-  await store.append([{ stream, type: "rollout.decided", actor: "reconciler", data: { name, inputs: { current: { image, manifest: VIEW as unknown as JsonValue }, currentDeployable: true, previous: null, grant }, plan: rolloutPlanToJSON(plan) } }]);
+  await store.append([{ stream, type: "rollout.decided", actor: "reconciler", data: { name, rules: 1, inputs: { current: { image, manifest: VIEW as unknown as JsonValue }, currentDeployable: true, previous: null, grant }, plan: rolloutPlanToJSON(plan) } }]);
   await store.append([{ stream, type: "workload.desired", actor: "reconciler", data: { name, running: plan.outcome !== "none", objects: [], allowList: [] } }]);
 }
 

@@ -60,7 +60,7 @@ async function plantProbes(d: ConsoleDemo): Promise<void> {
   await applyResources(store, parseResources(`${config}---\n${GRANT.replace(/name: nbp-fx/, "name: probe")}`, "probe"), OWNER_CLI);
   // A Plugin as a cluster would hold it: not valid, so it is refused, and the refusal quotes the field.
   await store.observe({ stream: "plugin/refused", type: "plugin.observed", actor: "cluster", causedBy: null, data: { name: "refused", spec: { image: V1_IMAGE, manifest: { capabilities: ["connector"], egress: [{ host: PROBE }], secrets: [], dataTiers: [] } } } });
-  await store.append([{ stream: "egress/nbp-fx", type: "egress.decision", actor: "egress", data: { plugin: "nbp-fx", host: PROBE, port: 443, allowed: false, reason: "not_listed" } }]);
+  await store.append([{ stream: "egress/nbp-fx", type: "egress.decision", actor: "egress", data: { plugin: "nbp-fx", host: PROBE, port: 443, allowed: false, reason: "not_listed", rules: 1 } }]);
   // A version that cannot run whatever is approved: nbp-fx v1 under another name, its config failing its schema.
   const blocked = V1.replace(/name: nbp-fx/, "name: blocked").replace(/startDate: .*/, "startDate: 7");
   await applyResources(store, parseResources(`${blocked}---\n${GRANT.replace(/name: nbp-fx/, "name: blocked").replace(/egress:[\s\S]*$/, "")}`, "blocked"), OWNER_CLI);
@@ -184,7 +184,7 @@ describe("the owner's console", () => {
     expect(await edit.locator("td").nth(5).innerText()).toBe("the grant was set by owner:web:alice: +egress static.nbp.pl:443");
     await visit("/log");
     const before = await demo.cp.runtime.store.head();
-    await demo.cp.runtime.store.append([{ stream: "egress/nbp-fx", type: "egress.decision", actor: "egress", data: { plugin: "nbp-fx", host: "live.nbp.pl", port: 443, allowed: false, reason: "not_listed" } }]);
+    await demo.cp.runtime.store.append([{ stream: "egress/nbp-fx", type: "egress.decision", actor: "egress", data: { plugin: "nbp-fx", host: "live.nbp.pl", port: 443, allowed: false, reason: "not_listed", rules: 1 } }]);
     await page.locator("#log-rows tr", { hasText: "live.nbp.pl" }).waitFor({ timeout: 20_000 });
     expect(await page.locator("#log-rows tr:not(.poll)").first().locator("td").first().innerText()).toBe(String(before + 1));
     await snapshot("log");

@@ -140,7 +140,7 @@ describe("3. a reader that goes away", () => {
     const data = await demoFolder();
     const store = await openDataStore(data[1] as string);
     for (let i = 0; i < 40; i++) {
-      await store.append(Array.from({ length: 100 }, (_, j) => ({ stream: "egress/nbp-fx", type: "egress.decision", actor: "egress", data: { plugin: "nbp-fx", host: "api.nbp.pl", port: 443, allowed: true, reason: `granted ${i}-${j}` } })));
+      await store.append(Array.from({ length: 100 }, (_, j) => ({ stream: "egress/nbp-fx", type: "egress.decision", actor: "egress", data: { plugin: "nbp-fx", host: "api.nbp.pl", port: 443, allowed: true, reason: `granted ${i}-${j}`, rules: 1 } })));
     }
     await store.close();
     const r = await new Promise<{ code: number | null; stderr: string; stdout: string }>((resolve) => {
@@ -366,7 +366,7 @@ describe("10. the CLI's consistency", () => {
   it("prints IPv6 destinations in brackets", async () => {
     const data = await demoFolder();
     const store = await openDataStore(data[1] as string);
-    await store.append([{ stream: "egress/nbp-fx", type: "egress.decision", actor: "egress", data: { plugin: "nbp-fx", host: "::1", port: 443, allowed: false, reason: "forbidden address" } }]);
+    await store.append([{ stream: "egress/nbp-fx", type: "egress.decision", actor: "egress", data: { plugin: "nbp-fx", host: "::1", port: 443, allowed: false, reason: "forbidden address", rules: 1 } }]);
     await store.close();
     expect(await ok(["log", "--type", "egress.decision", ...data])).toContain("refused [::1]:443 by policy");
   });
@@ -375,8 +375,8 @@ describe("10. the CLI's consistency", () => {
     const data = await demoFolder();
     const store = await openDataStore(data[1] as string);
     await store.append([
-      { stream: "egress/nbp-fx", type: "egress.decision", actor: "egress", data: { plugin: "nbp-fx", host: "api.nbp.pl", port: 443, allowed: false, reason: "dns_nxdomain", addresses: [] } },
-      { stream: "egress/nbp-fx", type: "egress.decision", actor: "egress", data: { plugin: "nbp-fx", host: "evil.example", port: 443, allowed: false, reason: "not_listed" } },
+      { stream: "egress/nbp-fx", type: "egress.decision", actor: "egress", data: { plugin: "nbp-fx", host: "api.nbp.pl", port: 443, allowed: false, reason: "dns_nxdomain", rules: 1, addresses: [] } },
+      { stream: "egress/nbp-fx", type: "egress.decision", actor: "egress", data: { plugin: "nbp-fx", host: "evil.example", port: 443, allowed: false, reason: "not_listed", rules: 1 } },
     ]);
     await store.close();
     const r = await spawnOpenfief(["log", "--type", "egress.decision", ...data]);

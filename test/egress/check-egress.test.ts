@@ -29,7 +29,7 @@ async function logOf(events: ({ desired: string[] | null } | { deleted: true } |
   return store;
 }
 
-const base = { plugin: "alpha", host: "api.example.com", port: 443 };
+const base = { plugin: "alpha", host: "api.example.com", port: 443, rules: 1 };
 const allowed = (address: string, addresses: string[]): EgressDecision => ({ ...base, allowed: true, reason: "listed", address, addresses });
 const LIST = { desired: ["api.example.com:443"] };
 

@@ -69,8 +69,8 @@ describe("the embedded egress proxy", () => {
     expect(refused.status).toBe(407);
     const events = await store.read({ stream: "egress/alpha" });
     expect(events.map((e) => [e.type, e.actor, e.data])).toEqual([
-      ["egress.decision", "egress-proxy", { plugin: "alpha", host: "api.example.com", port: 443, allowed: true, reason: "listed", address: "8.8.4.4", addresses: ["8.8.4.4"] }],
-      ["egress.decision", "egress-proxy", { plugin: "alpha", host: "unlisted.example.com", port: 443, allowed: false, reason: "not_listed" }],
+      ["egress.decision", "egress-proxy", { plugin: "alpha", host: "api.example.com", port: 443, allowed: true, reason: "listed", rules: 1, address: "8.8.4.4", addresses: ["8.8.4.4"] }],
+      ["egress.decision", "egress-proxy", { plugin: "alpha", host: "unlisted.example.com", port: 443, allowed: false, reason: "not_listed", rules: 1 }],
     ]);
     expect((await store.verify()).ok).toBe(true);
     expect(dials.map((d) => d.address)).toEqual(["8.8.4.4"]);

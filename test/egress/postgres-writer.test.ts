@@ -183,7 +183,7 @@ describe("the egress writer on PostgreSQL", () => {
     const url = await dbs.fresh();
     const w = await WorkerDecisionRecorder.open({ url, maxWaiting: 2, commitTimeoutMs: 5000 });
     try {
-      const d = (host: string) => ({ plugin: "alpha", host, port: 443, allowed: false, reason: "not_listed" as const });
+      const d = (host: string) => ({ plugin: "alpha", host, port: 443, allowed: false, reason: "not_listed" as const, rules: 1 });
       const first = [w.record(d("one.example.com")), w.record(d("two.example.com"))];
       await expect(w.record(d("three.example.com"))).rejects.toSatisfy((e: unknown) => e instanceof CommitError && e.code === "commit_timeout");
       await Promise.all(first);

@@ -90,7 +90,7 @@ describe("a CONNECT to an allowed host", () => {
     await harness();
     expect(await httpsThrough(h.port, "api.example.com", TOKENS.alpha)).toBe("hello from public /x");
     expect(h.dials).toEqual([{ address: "8.8.4.4", family: 4, port: 443 }]);
-    expect(h.records).toEqual([{ plugin: "alpha", host: "api.example.com", port: 443, allowed: true, reason: "listed", address: "8.8.4.4", addresses: ["8.8.4.4"] }]);
+    expect(h.records).toEqual([{ plugin: "alpha", host: "api.example.com", port: 443, allowed: true, reason: "listed", rules: 1, address: "8.8.4.4", addresses: ["8.8.4.4"] }]);
   });
 
   it("works with undici's ProxyAgent and the token in the proxy URL", async () => {
@@ -491,7 +491,7 @@ describe("the commit and the dial overlap", () => {
     await until(() => client.text().includes("BANNER") && upstream.received() === "EARLY-BYTES");
     expect(client.text()).toBe("HTTP/1.1 200 Connection Established\r\n\r\nBANNER");
     expect(upstream.received()).toBe("EARLY-BYTES");
-    expect(committed).toEqual([{ plugin: "alpha", host: "api.example.com", port: 443, allowed: true, reason: "listed", address: "8.8.4.4", addresses: ["8.8.4.4"] }]);
+    expect(committed).toEqual([{ plugin: "alpha", host: "api.example.com", port: 443, allowed: true, reason: "listed", rules: 1, address: "8.8.4.4", addresses: ["8.8.4.4"] }]);
     client.socket.destroy();
     upstream.close();
   });

@@ -76,18 +76,18 @@ describe("a decision event", () => {
     const a = await rawRequest(p.port, connectHead("mixed.example.com:443", TOKENS.alpha));
     expect(a.status).toBe(502);
     expect((await store.read({ stream: "egress/alpha" })).map((e) => e.data)).toEqual([
-      { plugin: "alpha", host: "mixed.example.com", port: 443, allowed: false, reason: "forbidden_address", addresses: ["8.8.4.4", "10.0.0.7"], refusedAddress: "10.0.0.7", addressRefusal: "forbidden_range" },
+      { plugin: "alpha", host: "mixed.example.com", port: 443, allowed: false, reason: "forbidden_address", rules: 1, addresses: ["8.8.4.4", "10.0.0.7"], refusedAddress: "10.0.0.7", addressRefusal: "forbidden_range" },
     ]);
     expect(p.dials).toEqual([]);
   });
 
-  it("is stored as version 2 and reads a version-1 row unchanged", async () => {
+  it("is stored as version 3 and reads a version-1 row as it was, made by the first rules", async () => {
     const p = await harness();
     (await rawRequest(p.port, connectHead("api.example.com:443", TOKENS.alpha))).socket.destroy();
-    expect((await store.read({ stream: "egress/alpha" })).map((e) => e.schemaVersion)).toEqual([2]);
+    expect((await store.read({ stream: "egress/alpha" })).map((e) => e.schemaVersion)).toEqual([3]);
     const v1 = { plugin: "alpha", host: "api.example.com", port: 443, allowed: true, reason: "listed", address: "8.8.4.4" };
     const def = store.registry.get("egress.decision");
-    expect(def?.upcast(1, v1)).toEqual(v1);
+    expect(def?.upcast(1, v1)).toEqual({ ...v1, rules: 1 });
     expect(def?.validate(def.upcast(1, v1))).toBeNull();
   });
 });

@@ -50,7 +50,7 @@ async function freshStore(): Promise<EventLog> {
   return store;
 }
 
-const decision = (host: string) => ({ plugin: "alpha", host, port: 443, allowed: false, reason: "not_listed" });
+const decision = (host: string) => ({ plugin: "alpha", host, port: 443, allowed: false, reason: "not_listed", rules: 1 });
 
 describe("WorkerDecisionRecorder", () => {
   it("commits the decisions of one turn in one transaction, and every caller hears only after it", async () => {

@@ -47,7 +47,7 @@ export function verdict(digest: string, image: string, outcome: "verified" | "un
 
 /** `egress.decision`. */
 export function egressDecision(plugin: string, allowed = true): NewEvent {
-  return { stream: `egress/${plugin}`, type: "egress.decision", actor: "egress", data: { plugin, host: "api.example.com", port: 443, allowed, reason: allowed ? "granted" : "not granted" } };
+  return { stream: `egress/${plugin}`, type: "egress.decision", actor: "egress", data: { plugin, host: "api.example.com", port: 443, allowed, reason: allowed ? "granted" : "not granted", rules: 1 } };
 }
 
 /** `config.verdict` for a plugin's image. */

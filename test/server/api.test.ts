@@ -315,7 +315,7 @@ describe("the live log", () => {
             const data = /^data: (.*)$/m.exec(block)?.[1];
             if (id === undefined || data === undefined) continue;
             got.push({ id, seq: (JSON.parse(data) as { seq: number }).seq });
-            if (got.length === 2) void demo.cp.runtime.store.append([{ stream: "egress/nbp-fx", type: "egress.decision", actor: "egress", data: { plugin: "nbp-fx", host: "api.nbp.pl", port: 443, allowed: true, reason: "listed" } }]);
+            if (got.length === 2) void demo.cp.runtime.store.append([{ stream: "egress/nbp-fx", type: "egress.decision", actor: "egress", data: { plugin: "nbp-fx", host: "api.nbp.pl", port: 443, allowed: true, reason: "listed", rules: 1 } }]);
             if (got.length === 3) {
               req.destroy();
               resolve();
@@ -404,6 +404,18 @@ describe("the operator's routes", () => {
       expect(r.text).toContain(m);
     }
     expect(r.text).not.toMatch(/nbp-fx|alice|Bearer/);
+  });
+});
+
+describe("the verifiable log", () => {
+  it("publishes the log's verifier key and origin to anyone, with no session", async () => {
+    const r = await call(base, "/api/v1/log/key");
+    expect(r.status, r.text).toBe(200);
+    const { origin, key } = r.json<{ origin: string; key: string }>();
+    expect(origin).toMatch(/^openfief\/log\/[0-9a-f]{16}$/);
+    expect(key.startsWith(`${origin}+`)).toBe(true);
+    expect(key).toMatch(/^[^+]+\+[0-9a-f]{8}\+[A-Za-z0-9+/]{44}$/);
+    expect(r.text).not.toContain("PRIVATE");
   });
 });
 

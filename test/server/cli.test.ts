@@ -111,7 +111,7 @@ describe("the console's egress and integrity pages, as openfief up serves them",
       await store.close();
     }
   }
-  const decision = (host: string, allowed: boolean): NewEvent => ({ stream: "egress/nbp-fx", type: "egress.decision", actor: "egress", data: { plugin: "nbp-fx", host, port: 443, allowed, reason: allowed ? "listed" : "not_listed" } });
+  const decision = (host: string, allowed: boolean): NewEvent => ({ stream: "egress/nbp-fx", type: "egress.decision", actor: "egress", data: { plugin: "nbp-fx", host, port: 443, allowed, reason: allowed ? "listed" : "not_listed", rules: 1 } });
 
   beforeAll(async () => {
     owner = bearer((await openfief(["login", "--user", "pages", "--data", dir])).stdout.trim());

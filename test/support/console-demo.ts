@@ -30,7 +30,7 @@ export interface ConsoleDemo {
 
 const HOUR = 3_600_000;
 
-interface Decision { plugin: string; host: string; port: number; allowed: boolean; reason: string; address?: string }
+interface Decision { plugin: string; host: string; port: number; allowed: boolean; reason: string; rules: number; address?: string }
 
 async function egress(cp: ControlPlane, d: Decision): Promise<void> {
   await cp.runtime.store.append([{ stream: `egress/${d.plugin}`, type: "egress.decision", actor: "egress", data: d }]);
@@ -42,14 +42,14 @@ async function day(cp: ControlPlane, setNow: (t: number) => void, start: number,
     setNow(start + h * HOUR);
     // Table A is published on working days around noon; the connector polls every hour, more around noon.
     const fetches = h >= 10 && h <= 14 ? 6 : 2;
-    for (let i = 0; i < fetches; i++) await egress(cp, { plugin: "nbp-fx", host: "api.nbp.pl", port: 443, allowed: true, reason: "listed", address: "198.51.100.14" });
+    for (let i = 0; i < fetches; i++) await egress(cp, { plugin: "nbp-fx", host: "api.nbp.pl", port: 443, allowed: true, reason: "listed", rules: 1, address: "198.51.100.14" });
     // The WebAssembly connector fetches the ECB's daily reference rates once, after 16:00 CET.
-    if (h === 15) await egress(cp, { plugin: "ecb-fx", host: "www.ecb.europa.eu", port: 443, allowed: true, reason: "listed", address: "198.51.100.40" });
-    if (h === 6 || h === 17) await egress(cp, { plugin: "ledger-view", host: "telemetry.vendor.example", port: 443, allowed: false, reason: "not_listed" });
+    if (h === 15) await egress(cp, { plugin: "ecb-fx", host: "www.ecb.europa.eu", port: 443, allowed: true, reason: "listed", rules: 1, address: "198.51.100.40" });
+    if (h === 6 || h === 17) await egress(cp, { plugin: "ledger-view", host: "telemetry.vendor.example", port: 443, allowed: false, reason: "not_listed", rules: 1 });
     // Once in the night, DNS did not answer for the granted host: a failure to reach, not a refusal.
-    if (h === 3) await egress(cp, { plugin: "nbp-fx", host: "api.nbp.pl", port: 443, allowed: false, reason: "dns_timeout" });
+    if (h === 3) await egress(cp, { plugin: "nbp-fx", host: "api.nbp.pl", port: 443, allowed: false, reason: "dns_timeout", rules: 1 });
     if (h === 23) await upgrade();
-    if (h >= 23) for (let i = 0; i < 3; i++) await egress(cp, { plugin: "nbp-fx", host: "static.nbp.pl", port: 443, allowed: false, reason: "not_listed" });
+    if (h >= 23) for (let i = 0; i < 3; i++) await egress(cp, { plugin: "nbp-fx", host: "static.nbp.pl", port: 443, allowed: false, reason: "not_listed", rules: 1 });
   }
 }
 

@@ -14,6 +14,7 @@ import { EventRegistry } from "../../src/events/registry.js";
 import type { KnownEvent } from "../../src/events/catalog.js";
 import type { NewEvent } from "../../src/events/types.js";
 import { describeLogTables } from "./log-tables-contract.js";
+import { describeLogTree } from "./log-tree-contract.js";
 import { configVerdict, DIGEST_A, DIGEST_B, egressDecision, grantObserved, IMAGE_A, IMAGE_B, pluginObserved, steppingClock, verdict } from "../events/helpers.js";
 
 /** How the suite opens logs of one store. */
@@ -73,7 +74,7 @@ export function noteRegistry(version: 1 | 2): EventRegistry {
 }
 
 const egressTo = (plugin: string, host: string, allowed: boolean): NewEvent => ({
-  stream: `egress/${plugin}`, type: "egress.decision", actor: "egress", data: { plugin, host, port: 443, allowed, reason: allowed ? "listed" : "not_listed" },
+  stream: `egress/${plugin}`, type: "egress.decision", actor: "egress", data: { plugin, host, port: 443, allowed, reason: allowed ? "listed" : "not_listed", rules: 1 },
 });
 
 /** The contract suite, against the store `fixture` opens. */
@@ -369,6 +370,7 @@ export function describeEventLog(name: string, fixture: LogFixture): void {
     });
 
     describeLogTables(open, reopen);
+    describeLogTree(() => open(), (log) => reopen(log));
 
     describe("the hash chain", () => {
       it("verifies, and verifies from its last verified point only what came after", async () => {

@@ -27,7 +27,7 @@ const IMAGES: ProjectionTableSpec = { name: "t_images", version: 1, table: "t_im
 const GRANTS: ProjectionTableSpec = { name: "t_grants", version: 1, table: "t_grants", columns: [{ name: "spec", type: "TEXT" }] };
 
 const decision = (plugin: string, host: string, allowed: boolean, reason = allowed ? "listed" : "not_listed", port = 443): NewEvent => ({
-  stream: `egress/${plugin}`, type: "egress.decision", actor: "egress", data: { plugin, host, port, allowed, reason },
+  stream: `egress/${plugin}`, type: "egress.decision", actor: "egress", data: { plugin, host, port, allowed, reason, rules: 1 },
 });
 
 const UNITS = [1_000, 60_000, 3_600_000, 86_400_000];

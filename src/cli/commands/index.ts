@@ -27,6 +27,7 @@ export const COMMANDS: readonly CommandModule[] = [
   { names: ["operator"], load: async () => { const { register } = await import("./cluster-operator.js"); return register; } },
   { names: ["plugin-host"], load: async () => { const { register } = await import("./plugin-host.js"); return register; } },
   { names: ["store", "migrate-store"], load: async () => { const { register } = await import("./store.js"); return register; } },
+  { names: ["export-tiles"], load: async () => { const { register } = await import("./tlog.js"); return register; } },
   { names: ["witness"], load: async () => { const { register } = await import("./witness.js"); return register; } },
 ];
 

@@ -50,6 +50,10 @@ interface UpOptions extends RuntimeFlags {
   origin?: string[];
   user?: string;
   logFormat?: LogFormat;
+  checkpoints?: boolean;
+  checkpointEvery?: string;
+  checkpointInterval?: string;
+  logKey?: string;
 }
 
 function repeatable(v: string, prev: string[] = []): string[] {
@@ -85,6 +89,23 @@ function givenSettings(o: RuntimeFlags): Settings {
     ...(o.trustedRoot !== undefined ? { trustedRoot: o.trustedRoot } : {}),
     ...(o.out !== undefined ? { outDir: o.out } : {}),
     ...(o.insecureRegistry !== undefined ? { insecureRegistries: o.insecureRegistry } : {}),
+  };
+}
+
+/** Seconds, such as 1 or 0.5, as ms. */
+function seconds(text: string, flag: string, min: number, max: number): number {
+  const n = Number(text);
+  if (!/^[0-9]+(\.[0-9]{1,3})?$/.test(text) || n < min || n > max) throw new AppError("usage", `${flag} must be seconds from ${min} to ${max}, such as 1 or 0.5, not ${JSON.stringify(text.slice(0, 32))}`);
+  return Math.round(n * 1000);
+}
+
+/** When and with which key `up` signs checkpoints of the log's tree (docs/adr/0141, 0142). */
+function checkpointOption(o: UpOptions): { every: number; intervalMs: number; keyFile?: string } | null {
+  if (o.checkpoints === false) return null;
+  return {
+    every: wholeNumber(o.checkpointEvery ?? "10000", "--checkpoint-every", 1, 100_000_000),
+    intervalMs: seconds(o.checkpointInterval ?? "1", "--checkpoint-interval", 0.05, 86_400),
+    ...(o.logKey === undefined ? {} : { keyFile: o.logKey }),
   };
 }
 
@@ -166,10 +187,15 @@ export function register(program: Command): void {
     .option("--console-origin <origin>", "the console's origin, the only page that may frame a view (default: the console's own address)")
     .option("--plugin-proxy-origin <origin>", "the plugin proxy's origin, a different site from the console's (default: http://localhost:4781)")
     .option("--gateway-origin <origin>", "the gateway's origin (default: http://localhost:4782)")
+    .option("--checkpoint-every <n>", "sign a checkpoint of the log's Merkle tree every n events", "10000")
+    .option("--checkpoint-interval <seconds>", "and every so many seconds while events come", "1")
+    .option("--log-key <file>", "the log's signing key (PRIVATE+KEY+<name>+…; default: $OPENFIEF_LOG_KEY_FILE, else <data>/log-key, made on first use)")
+    .option("--no-checkpoints", "sign no checkpoints (the log's tree and /tlog files stay without one)")
     .addOption(new Option("--log-format <format>", "text: warnings and errors on stderr for people, the JSON log only in <data>/openfief.log; json: every JSON log line on stdout too, for a log collector").choices(["text", "json"]).default("text"))
     .action(async (o: UpOptions) => {
       const interval = wholeNumber(o.interval ?? "300", "--interval", 50, 3_600_000);
       const egressPort = wholeNumber(o.egressPort ?? "4750", "--egress-port", 0, 65535);
+      const checkpoints = checkpointOption(o);
       const server = await serverOption(o);
       const user = checkUserName(o.user ?? defaultUser());
       // The log: the data folder's own file, or --store's (a SQLite file, or a PostgreSQL database
@@ -191,6 +217,7 @@ export function register(program: Command): void {
         egress: o.egress === false ? null : { port: egressPort, ...(o.dnsServer !== undefined ? { dnsServers: o.dnsServer } : {}) },
         views: o.views === false ? null : {},
         reset: o.reset === true,
+        checkpoints,
         ...(server === undefined ? {} : { server }),
       }).catch((err: unknown) => {
         logger.flush();
@@ -242,7 +269,7 @@ async function announce(cp: ControlPlane, at: { readonly dir: string; readonly s
   const link = cp.server === null ? null : await signInLink(cp.sessions, cp.server.origin, user, "owner");
   const pages = await viewPages(cp);
   const views = cp.views === null ? null : { pluginProxy: cp.views.origins.pluginProxy, gateway: cp.views.gatewayUrl, jwks: `${cp.views.origins.gateway}${JWKS_PATH}`, pages };
-  const up = { up: true, data: dir, store: store ?? `sqlite:${cp.runtime.store.location}`, egress: cp.egress, console: cp.server?.origin ?? null, signIn: link?.url ?? null, views, cluster: cp.runtime.target.name, log: logFile(dir) };
+  const up = { up: true, data: dir, store: store ?? `sqlite:${cp.runtime.store.location}`, egress: cp.egress, console: cp.server?.origin ?? null, signIn: link?.url ?? null, views, cluster: cp.runtime.target.name, log: logFile(dir), logKey: cp.logKey?.verifierKey ?? null };
   // One line among JSON log lines; indented for a person otherwise.
   if (json === "line") process.stdout.write(`${JSON.stringify(up)}\n`);
   else if (json === "pretty") printJson(up);
@@ -257,6 +284,7 @@ async function announce(cp: ControlPlane, at: { readonly dir: string; readonly s
     say(`  served by the plugin proxy on ${views.pluginProxy}, reaching only the gateway ${views.gateway} (keys: ${views.jwks})`);
     say("");
   }
+  if (cp.logKey !== null) say(`the log signs checkpoints of its Merkle tree as ${cp.logKey.origin}; check them with the key ${cp.logKey.verifierKey}${cp.server === null ? "" : ` (published at ${cp.server.origin}/tlog/checkpoint)`}`);
   say(`openfief is up: data in ${dir}${store === null ? "" : `; event log in ${store}`}; cluster objects in ${cp.runtime.target.name.replace(/^directory:/, "")}; log in ${logFile(dir)}. Ctrl-C stops it.`);
 }
 

@@ -1,7 +1,7 @@
 /** The egress proxy's decisions. Streams `egress/<plugin>`, and `egress/-` before identity. */
 import type { EventRegistry } from "../registry.js";
 import { EGRESS_ANONYMOUS_STREAM } from "../streams.js";
-import { boolean, definer, inNamedStream, inStream, isoTime, name, nonEmpty, opt, port, req, shape, str } from "./schema.js";
+import { boolean, definer, inNamedStream, inStream, isoTime, name, nonEmpty, opt, port, req, rulesVersion, shape, str, withFirstRules } from "./schema.js";
 
 /**
  * `egress.decision`: one allow or deny of the egress proxy for an identified plugin, with what
@@ -15,6 +15,11 @@ export interface EgressDecision {
   port: number;
   allowed: boolean;
   reason: string;
+  /**
+   * The version of the egress rules that made the decision (version 3; a decision recorded before
+   * reads as made by the first released rules, 1). Re-decided under these rules.
+   */
+  rules: number;
   /** The checked address dialed (allowed decisions). */
   address?: string;
   addresses?: string[];
@@ -97,14 +102,22 @@ const count = { type: "integer", minimum: 0 } as const;
 export function defineEgressEvents(r: EventRegistry): void {
   const define = definer<EgressEventData>(r);
   const v1 = shape<EgressDecisionV1>({ plugin: req(name), host: req(nonEmpty), port: req(port), allowed: req(boolean), reason: req(str), address: opt(str) });
+  const v2 = shape<Omit<EgressDecision, "rules">>({
+    plugin: req(name), host: req(nonEmpty), port: req(port), allowed: req(boolean), reason: req(str), address: opt(str),
+    addresses: opt(addressList), refusedAddress: opt(str), addressRefusal: opt(str),
+  });
   define({
-    type: "egress.decision", version: 2, stream: inNamedStream("egress", "plugin"),
+    type: "egress.decision", version: 3, stream: inNamedStream("egress", "plugin"),
     fields: {
-      plugin: req(name), host: req(nonEmpty), port: req(port), allowed: req(boolean), reason: req(str), address: opt(str),
+      plugin: req(name), host: req(nonEmpty), port: req(port), allowed: req(boolean), reason: req(str), rules: req(rulesVersion), address: opt(str),
       addresses: opt(addressList), refusedAddress: opt(str), addressRefusal: opt(str),
     },
-    // A v1 row is a v2 row that recorded no inputs: nothing to lift, nothing invented.
-    history: [{ version: 1, schema: v1, upcast: (data) => data }],
+    history: [
+      // A v1 row is a v2 row that recorded no inputs: nothing to lift, nothing invented.
+      { version: 1, schema: v1, upcast: (data) => data },
+      // Version 3 names the rules: a decision recorded before was made by the first released ones.
+      { version: 2, schema: v2, upcast: withFirstRules },
+    ],
   });
   define({
     type: "egress.refused", version: 1, stream: inStream(EGRESS_ANONYMOUS_STREAM),

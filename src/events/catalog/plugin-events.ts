@@ -7,7 +7,7 @@ import { createHash } from "node:crypto";
 import { canonicalManifest } from "../../plugins/index.js";
 import type { JsonValue, Manifest, RolloutPlanJSON } from "../../plugins/index.js";
 import type { EventRegistry } from "../registry.js";
-import { any, boolean, definer, digest, inNamedStream, inStream, name, nonEmpty, opt, req, shape, str } from "./schema.js";
+import { any, boolean, definer, digest, inNamedStream, inStream, name, nonEmpty, opt, req, rulesVersion, shape, str, withFirstRules } from "./schema.js";
 
 /** `plugin.observed`: a Plugin resource as seen (its spec as given, unvalidated). */
 export interface PluginObserved { name: string; spec: JsonValue }
@@ -54,6 +54,11 @@ export interface RecordedVersion { image: string; manifest: JsonValue; config?: 
 /** `rollout.decided`: the inputs of the rollout planner and its plan. causedBy = the trigger. */
 export interface RolloutDecided {
   name: string;
+  /**
+   * The version of the rollout rules that made the decision (version 3; a decision recorded
+   * before reads as made by the first released rules, 1). Re-decided under these rules.
+   */
+  rules: number;
   inputs: { current: RecordedVersion | null; currentDeployable: boolean; previous: RecordedVersion | null; grant: JsonValue };
   /** `rolloutPlanToJSON` output. */
   plan: RolloutPlanJSON;
@@ -209,7 +214,7 @@ export function definePluginEvents(r: EventRegistry): void {
       errors: req({ type: "array", items: strict(["code", "path", "message"], { code: str, path: str, message: str }) }),
     },
   });
-  const decidedFields = (p: object): object => shape<RolloutDecided>({
+  const decidedFields = (p: object): object => shape<Omit<RolloutDecided, "rules">>({
     name: req(name),
     inputs: req(strict(["current", "currentDeployable", "previous", "grant"], {
       current: version, currentDeployable: boolean, previous: version, grant: any,
@@ -217,11 +222,16 @@ export function definePluginEvents(r: EventRegistry): void {
     plan: req(p),
   });
   define({
-    type: "rollout.decided", version: 2, stream: inPlugin,
-    // A version-1 plan is a version-2 plan with nothing pending in rbac: read as it is.
-    history: [{ version: 1, schema: decidedFields(planSchema(1)), upcast: (data) => data }],
+    type: "rollout.decided", version: 3, stream: inPlugin,
+    history: [
+      // A version-1 plan is a version-2 plan with nothing pending in rbac: read as it is.
+      { version: 1, schema: decidedFields(planSchema(1)), upcast: (data) => data },
+      // Version 3 names the rules: a decision recorded before was made by the first released ones.
+      { version: 2, schema: decidedFields(plan), upcast: withFirstRules },
+    ],
     fields: {
       name: req(name),
+      rules: req(rulesVersion),
       inputs: req(strict(["current", "currentDeployable", "previous", "grant"], {
         current: version, currentDeployable: boolean, previous: version, grant: any,
       })),

@@ -5,6 +5,7 @@
  * optionality). The envelope is strict (no unknown fields); nested values may be looser.
  */
 import type { EventDefinition, EventRegistry, EventType } from "../registry.js";
+import { FIRST_RULES } from "../../plugins/index.js";
 import { isPluginName } from "../streams.js";
 
 /** A field of an event's data: its schema and whether it must be present. */
@@ -47,6 +48,17 @@ export const digest = { type: "string", pattern: "^sha256:[a-f0-9]{64}$" } as co
 export const port = { type: "integer", minimum: 0, maximum: 65535 } as const;
 /** A UTC time as `Date.toISOString()` writes it. */
 export const isoTime = { type: "string", pattern: "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?Z$" } as const;
+
+/** A decision's rules version (`rules`): 1, 2, … (docs/adr/0150). */
+export const rulesVersion = { type: "integer", minimum: 1 } as const;
+
+/**
+ * The upcaster of a decision recorded before decisions named their rules: it was made by the first
+ * released rules (FIRST_RULES, 1). Lifts the data on read; the stored row is never rewritten.
+ */
+export function withFirstRules(data: unknown): unknown {
+  return { ...(data as Record<string, unknown>), rules: FIRST_RULES };
+}
 
 /** A stream check: the event goes to `<prefix>/<data[field]>`, and the field is a plugin name. */
 export function inNamedStream(prefix: "plugin" | "egress" | "gateway", field: string) {

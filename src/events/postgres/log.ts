@@ -16,7 +16,8 @@ import { chainBatch, ChainWalk, walkFrom } from "../chain.js";
 import type { ChainBreak, RawEventRow } from "../chain.js";
 import { StoreError, StoreErrorCode } from "../errors.js";
 import { GENESIS_HASH } from "../hash.js";
-import type { AppendOptions, EventListener, EventLog, PageFilter, RawPageFilter } from "../port.js";
+import type { AppendOptions, EventListener, EventLog, LogTree, PageFilter, RawPageFilter } from "../port.js";
+import { StoredTree } from "../tree.js";
 import { BatchPreparer, checkExpected, sameObservation } from "../prepare.js";
 import type { LatestObserved, Prepared } from "../prepare.js";
 import type { EventRegistry, EventType } from "../registry.js";
@@ -192,6 +193,7 @@ class PostgresEventLog implements EventLog {
   readonly location: string;
   readonly lookups: PostgresLookups;
   readonly tables: LogTables;
+  readonly tree: LogTree;
   readonly #db: Db;
   readonly #clock: () => Date;
   readonly #preparer: BatchPreparer;
@@ -209,6 +211,7 @@ class PostgresEventLog implements EventLog {
     this.#preparer = new BatchPreparer(registry);
     this.lookups = new PostgresLookups(db, registry);
     this.tables = postgresTables(db, (doing, event, change) => this.#append(doing, [event], undefined, change));
+    this.tree = new StoredTree(this, () => this.tables.tree);
     this.#follower = new Follower({
       listen: (onNotify) => this.#listen(onNotify),
       head: () => this.head(),

@@ -66,6 +66,8 @@ export function grantsSql(app: string, schema: string): string {
     `GRANT SELECT, INSERT, DELETE ON modules TO ${r}`,
     `GRANT SELECT, INSERT, UPDATE, DELETE ON projection_rows TO ${r}`,
     `GRANT SELECT, INSERT, UPDATE, DELETE, TRUNCATE ON proj_egress_counts, proj_decision_check, proj_decision_check_lists TO ${r}`,
+    `GRANT SELECT, INSERT, UPDATE ON tlog_tiles, tlog_tree TO ${r}`,
+    `GRANT SELECT, INSERT ON tlog_checkpoints TO ${r}`,
     `GRANT EXECUTE ON FUNCTION events_version_after(text, bigint) TO ${r}`,
   ].join(";\n");
 }

@@ -6,6 +6,7 @@ import { PostgresEgressCounts } from "./egress-counts.js";
 import { PostgresModules } from "./modules.js";
 import type { AppendAlong } from "./modules.js";
 import { PostgresProjectionTables } from "./projection-tables.js";
+import { PostgresTree } from "./tree.js";
 
 /** The {@link LogTables} of one PostgreSQL log, each made on first use. */
 export function postgresTables(db: Db, appendAlong: AppendAlong): LogTables {
@@ -13,10 +14,12 @@ export function postgresTables(db: Db, appendAlong: AppendAlong): LogTables {
   let egressCounts: PostgresEgressCounts | undefined;
   let decisionCheck: PostgresDecisionCheck | undefined;
   let modules: PostgresModules | undefined;
+  let tree: PostgresTree | undefined;
   return {
     get projections() { return (projections ??= new PostgresProjectionTables(db)); },
     get egressCounts() { return (egressCounts ??= new PostgresEgressCounts(db)); },
     get decisionCheck() { return (decisionCheck ??= new PostgresDecisionCheck(db)); },
     get modules() { return (modules ??= new PostgresModules(db, appendAlong)); },
+    get tree() { return (tree ??= new PostgresTree(db, appendAlong)); },
   };
 }

@@ -5,6 +5,7 @@ import { SqliteDecisionCheck } from "./decision-check.js";
 import { SqliteEgressCounts } from "./egress-counts.js";
 import { SqliteModules } from "./modules.js";
 import { SqliteProjectionTables } from "./projection-tables.js";
+import { SqliteTree } from "./tree.js";
 
 /**
  * `make()`'s table, made on first use. Every method of a table is asynchronous, so each is called
@@ -33,5 +34,6 @@ export function sqliteTables(log: SqliteEventLog): LogTables {
     egressCounts: whileOpen(log, () => new SqliteEgressCounts(log)),
     decisionCheck: whileOpen(log, () => new SqliteDecisionCheck(log)),
     modules: whileOpen(log, () => new SqliteModules(log)),
+    tree: whileOpen(log, () => new SqliteTree(log)),
   };
 }

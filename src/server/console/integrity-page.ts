@@ -4,8 +4,8 @@
  * it was not already (the last verified event onwards, each decision once): a page costs what was
  * appended since it was last checked, not the whole log (ADR 0102).
  */
-import { integrityReport } from "../../app/index.js";
-import type { IntegrityReport } from "../../app/index.js";
+import { integrityReport, latestCheckpoint } from "../../app/index.js";
+import type { FaceContext, IntegrityReport } from "../../app/index.js";
 import type { RequestContext } from "../routes.js";
 import { checkBadge, hash, when } from "./format.js";
 import { html } from "./html.js";
@@ -26,13 +26,39 @@ function chainCard(r: IntegrityReport): Markup {
   return html`<section class="card ${r.ok ? "callout ok" : "callout bad"}"><h2>Hash chain ${checkBadge(r.ok, "holds", "broken")}</h2>${text}${guards}</section>`;
 }
 
-function decisionsCard(r: IntegrityReport): Markup {
+/** The decisions card: whether re-deciding under each decision's own rules reproduces it. */
+export function decisionsCard(r: IntegrityReport): Markup {
   const d = r.decisions;
   if (d.divergences.length === 0) {
-    return html`<section class="card callout ok"><h2>Decisions ${checkBadge(true, "reproduce", "differ")}</h2><p>Re-running the deciders gives every one of the ${d.checked} decisions recorded up to event ${d.upTo} again.</p></section>`;
+    return html`<section class="card callout ok"><h2>Decisions ${checkBadge(true, "reproduce", "differ")}</h2><p>Re-running the deciders, each decision under the rules it names, gives every one of the ${d.checked} decisions recorded up to event ${d.upTo} again.</p></section>`;
   }
-  return html`<section class="card callout bad"><h2>Decisions ${checkBadge(false, "reproduce", "differ")}</h2><p>${d.diverged} of the ${d.checked} decisions recorded up to event ${d.upTo} are not what the log decides:</p>
-<ul>${d.divergences.map((x) => html`<li>event ${x.seq} (<a href="/plugins/${x.name}">${x.name}</a>): the recorded ${x.field} differ</li>`)}</ul>${d.more === 0 ? "" : html`<p>And ${d.more} more differences: <code>openfief check-decisions</code> lists them all.</p>`}</section>`;
+  return html`<section class="card callout bad"><h2>Decisions ${checkBadge(false, "reproduce", "differ")}</h2><p>${d.diverged} of the ${d.checked} decisions recorded up to event ${d.upTo} are not what the rules they name decide (a bug or tampering):</p>
+<ul>${d.divergences.map((x) => html`<li>event ${x.seq} (<a href="/plugins/${x.name}">${x.name}</a>): the recorded ${x.field} differ from what ${x.family} rules ${x.rules} decide</li>`)}</ul>${d.more === 0 ? "" : html`<p>And ${d.more} more differences: <code>openfief check-decisions</code> lists them all.</p>`}</section>`;
+}
+
+/** Decisions under older rules that today's would make differently: shown apart, an upgrade's effect rather than a fault. */
+export function upgradesCard(r: IntegrityReport): Markup {
+  const u = r.decisions.upgrades;
+  if (u.length === 0) return html``;
+  const seqs = new Set(u.map((x) => x.seq)).size;
+  return html`<section class="card" id="upgrade-effects"><h2>Under today's rules</h2><p>${r.decisions.upgradesCapped ? "At least " : ""}${seqs} decisions made under older rules would be decided differently today: what the upgrade changed, not a fault.</p>
+<ul>${u.map((x) => html`<li>event ${x.seq} (<a href="/plugins/${x.name}">${x.name}</a>): its ${x.field} under ${x.family} rules ${x.rules}, another under today's ${x.today}</li>`)}</ul>${r.decisions.upgradesCapped ? html`<p><code>openfief check-decisions</code> lists them all.</p>` : ""}</section>`;
+}
+
+/** The log's key and its newest signed checkpoint: what an auditor checks the log with, anywhere. */
+async function transparencyCard(app: FaceContext): Promise<Markup> {
+  const key = app.logKey ?? null;
+  if (key === null) return html`<section class="card"><h2>Signed checkpoints</h2><p class="muted">This control plane signs no checkpoints of the log (it was started with <code>--no-checkpoints</code>).</p></section>`;
+  const c = await latestCheckpoint(app.store);
+  const newest = c === null
+    ? html`<dt>Newest checkpoint</dt><dd><span class="muted">none yet: one is signed as soon as an event is appended</span></dd>`
+    : html`<dt>Newest checkpoint</dt><dd>events 1 to ${c.size} (<a href="/tlog/checkpoint">the signed note</a>, recorded as <a href="/replay?at=${c.seq}">event ${c.seq}</a>)</dd>
+<dt>Its root</dt><dd><code>${c.root}</code></dd>`;
+  return html`<section class="card"><h2>Signed checkpoints</h2><p>The log is a Merkle tree whose heads are signed with the log's key and published as files anyone can fetch (<code>/tlog/checkpoint</code>, <code>/tlog/tile/…</code>; <code>openfief export-tiles</code> writes the same files to a folder). A log rewritten, cut short or shown differently to two people no longer matches a checkpoint someone kept.</p><dl class="facts">
+<dt>Origin</dt><dd><code>${key.origin}</code></dd>
+<dt>Verifier key</dt><dd><code>${key.verifierKey}</code></dd>
+${newest}
+</dl></section>`;
 }
 
 /** `GET /integrity`. */
@@ -40,12 +66,14 @@ export async function integrityPage(ctx: RequestContext): Promise<string> {
   const { app, session } = ctx;
   const now = app.clock();
   const r = await integrityReport(app.store);
+  const transparency = await transparencyCard(app);
   const body = html`<div class="page-head"><h1>Integrity</h1><p>Checked just now, as far as it was not already: the chain from the last verified event to the last event, each decision once, after it was recorded. <code>openfief verify-log</code> and <code>openfief check-decisions</code> go over the whole log again. <a href="/integrity">Check again</a></p></div>
-<div class="grid">${chainCard(r)}${decisionsCard(r)}</div>
+<div class="grid">${chainCard(r)}${decisionsCard(r)}</div>${upgradesCard(r)}
 <section class="card"><h2>Chain head</h2><dl class="facts">
 <dt>Last event</dt><dd>${r.head.seq === 0 ? html`<span class="muted">the log is empty</span>` : html`<a href="/replay?at=${r.head.seq}">event ${r.head.seq}</a>`}</dd>
 <dt>Appended</dt><dd>${when(r.head.time, now)}</dd>
 <dt>Its hash</dt><dd>${hash(r.head.hash)}</dd>
-</dl><p class="small muted">Keep the head's hash somewhere else: a log that still ends in it was not rewritten.</p></section>`;
+</dl><p class="small muted">Keep the head's hash somewhere else: a log that still ends in it was not rewritten.</p></section>
+${transparency}`;
   return page({ title: "Integrity", section: "integrity", session, body });
 }

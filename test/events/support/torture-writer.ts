@@ -42,7 +42,7 @@ async function main(): Promise<void> {
       const ids = Array.from({ length: size }, (_, k) => `${args.proc}-${w}-${n}-${k}`);
       const batch: NewEvent[] = ids.map((id, k) => k % 2 === 0
         ? { stream, type: "plugin.observed", actor: "torture", data: { name: `w${args.proc}x${w}`, spec: { id } } }
-        : { stream: "egress/shared", type: "egress.decision", actor: "torture", data: { plugin: "shared", host: "h.example", port: 443, allowed: true, reason: id } });
+        : { stream: "egress/shared", type: "egress.decision", actor: "torture", data: { plugin: "shared", host: "h.example", port: 443, allowed: true, reason: id , rules: 1} });
       send({ kind: "attempt", ids });
       try {
         const expected = { [stream]: await log.version(stream) };

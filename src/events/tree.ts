@@ -1,0 +1,225 @@
+/**
+ * The Merkle tree over the log, kept beside it as tiles (docs/adr/0141): one implementation of
+ * {@link LogTree} over the port, so both stores keep the same tree the same way.
+ *
+ * The tree is extended in batches from the log, never per event inside an append: {@link catchUp}
+ * reads the events after the stored size in pages, appends their leaves to an in-memory
+ * {@link MerkleTree} resumed from the stored right edge, and writes every tile a batch made or
+ * widened together with the new size, by compare-and-set, in one transaction. A crash between two
+ * batches leaves tiles and size that agree; the next catch-up resumes from them. Full tiles never
+ * change and are cached.
+ */
+import { Buffer } from "node:buffer";
+import {
+  encodeEntryBundle, fail, hashFromTile, HASH_SIZE, leafHash, MerkleTree, partialTiles, rightEdge, rootAt, TILE_WIDTH, tileCoordinates, TlogErrorCode,
+} from "../tlog/index.js";
+import type { BundleId, Hash, HashReader, Result, TileId } from "../tlog/index.js";
+import type { RawEventRow } from "./chain.js";
+import { StoreError, StoreErrorCode } from "./errors.js";
+import { chainBytes, GENESIS_HASH } from "./hash.js";
+import type { EventLog, LogTree } from "./port.js";
+import type { StoredCheckpoint, StoredTile, TreeTable } from "./tables.js";
+
+/** Events read per page while catching up, and leaves per transaction that stores tiles. */
+const PAGE = 4_096;
+const BATCH = 16_384;
+/** Full tiles kept in memory (32 bytes × 256 each: 8 MiB at most). */
+const CACHE_TILES = 1_024;
+
+const key = (level: number, index: number): string => `${level}/${index}`;
+
+/** The tree in memory between catch-ups: its right edge, the hashes of its partial tiles, and the last row's hash. */
+interface Resumed {
+  readonly tree: MerkleTree;
+  /** The hashes of each partial tile of the tree, by level/index. */
+  readonly open: Map<string, OpenTile>;
+  /** The chain hash of the event at the tree's size (what the next row must link to). */
+  lastHash: string;
+}
+
+type OpenTile = { level: number; index: number; hashes: Hash[] };
+
+/** Appends a row's leaf to the resumed tree; `touched` gets the tiles it changes. */
+function appendRow(resumed: Resumed, row: RawEventRow, touched: Map<string, OpenTile>): void {
+  const appended = resumed.tree.append(leafHash(chainBytes(row)));
+  for (const e of appended.tileEntries) {
+    const k = key(e.tile.level, e.tile.index);
+    let t = resumed.open.get(k);
+    if (t === undefined) resumed.open.set(k, (t = { level: e.tile.level, index: e.tile.index, hashes: [] }));
+    t.hashes[e.position] = e.hash;
+    touched.set(k, t);
+    if (e.completesTile) resumed.open.delete(k);
+  }
+  resumed.lastHash = row.hash;
+}
+
+/** {@link LogTree} over a log's port and its tree table. */
+export class StoredTree implements LogTree {
+  readonly #log: EventLog;
+  readonly #table: () => TreeTable;
+  readonly #full = new Map<string, Uint8Array>();
+  #resumed: Resumed | null = null;
+  /** Catch-ups run one at a time. */
+  #running: Promise<unknown> = Promise.resolve();
+  readonly hashes: HashReader;
+
+  constructor(log: EventLog, table: () => TreeTable) {
+    this.#log = log;
+    this.#table = table;
+    this.hashes = (level, index) => this.#hash(level, index);
+  }
+
+  async size(): Promise<number> {
+    return this.#table().size();
+  }
+
+  catchUp(toSeq?: number): Promise<number> {
+    const run = this.#running.then(() => this.#catchUp(toSeq));
+    this.#running = run.catch(() => undefined);
+    return run;
+  }
+
+  async root(size?: number): Promise<Hash> {
+    const stored = await this.size();
+    const at = size ?? stored;
+    if (!Number.isSafeInteger(at) || at < 0 || at > stored) throw new StoreError(StoreErrorCode.InvalidEvent, `the tree holds ${stored} leaves: no root at ${String(size)}`);
+    const r = await rootAt(at, this.hashes);
+    if (!r.ok) throw new StoreError(StoreErrorCode.Tampered, `the tree's tiles do not give a root at ${at}: ${r.error.message}`);
+    return r.value;
+  }
+
+  async tile(tile: TileId): Promise<Uint8Array | null> {
+    const stored = await this.#tile(tile.level, tile.index);
+    if (stored === null || stored.width < tile.width) return null;
+    return stored.width === tile.width ? stored.hashes : stored.hashes.subarray(0, tile.width * HASH_SIZE);
+  }
+
+  async entries(bundle: BundleId): Promise<Result<Uint8Array> | null> {
+    const first = bundle.index * TILE_WIDTH;
+    const rows = await this.#rows(first, first + bundle.width);
+    if (rows.length !== bundle.width) return null;
+    return encodeEntryBundle(rows.map((r) => chainBytes(r)));
+  }
+
+  async entry(seq: number): Promise<Uint8Array | null> {
+    if (!Number.isSafeInteger(seq) || seq < 1) return null;
+    const [row] = await this.#rows(seq - 1, seq);
+    return row === undefined ? null : chainBytes(row);
+  }
+
+  async latestCheckpoint(): Promise<StoredCheckpoint | null> {
+    return this.#table().latestCheckpoint();
+  }
+
+  async checkpointAt(size: number): Promise<StoredCheckpoint | null> {
+    return this.#table().checkpointAt(size);
+  }
+
+  /** The raw rows of seqs (after, to], in order. */
+  async #rows(after: number, to: number): Promise<RawEventRow[]> {
+    const out: RawEventRow[] = [];
+    for await (const page of this.#log.rawPages({ afterSeq: after, toSeq: to, pageSize: TILE_WIDTH })) out.push(...page);
+    return out;
+  }
+
+  /** A stored tile (full ones from the cache), or null. */
+  async #tile(level: number, index: number): Promise<StoredTile | null> {
+    const k = key(level, index);
+    const cached = this.#full.get(k);
+    if (cached !== undefined) return { level, index, width: TILE_WIDTH, hashes: cached };
+    const [stored] = await this.#table().tiles([{ level, index }]);
+    if (stored === undefined) return null;
+    if (stored.width === TILE_WIDTH) this.#remember(k, stored.hashes);
+    return stored;
+  }
+
+  #remember(k: string, hashes: Uint8Array): void {
+    if (this.#full.size >= CACHE_TILES) this.#full.delete(this.#full.keys().next().value as string);
+    this.#full.set(k, hashes);
+  }
+
+  /** A node's hash from the stored tiles. */
+  async #hash(level: number, index: number): Promise<Result<Hash>> {
+    if (!Number.isSafeInteger(level) || !Number.isSafeInteger(index) || level < 0 || level > 53 || index < 0) {
+      return fail(TlogErrorCode.InvalidArgument, "node", `no node (${level}, ${index})`);
+    }
+    const at = tileCoordinates({ level, index });
+    const stored = await this.#tile(at.level, at.index);
+    if (stored === null || stored.width < at.end) return fail(TlogErrorCode.ReadFailed, "node", `node (${level}, ${index}) is past the stored tree`);
+    return hashFromTile({ level: at.level, index: at.index, width: stored.width }, stored.hashes, { level, index });
+  }
+
+  async #catchUp(toSeq: number | undefined): Promise<number> {
+    const table = this.#table();
+    const target = toSeq ?? (await this.#log.head());
+    for (;;) {
+      const size = await table.size();
+      if (size >= target) return size;
+      const resumed = await this.#resume(size);
+      const to = Math.min(target, size + BATCH);
+      const touched = new Map<string, OpenTile>();
+      await this.#extend(resumed, size, to, touched);
+      const tiles: StoredTile[] = [...touched.values()].map((t) => ({ level: t.level, index: t.index, width: t.hashes.length, hashes: Buffer.concat(t.hashes) }));
+      if (await table.advance(size, to, tiles)) {
+        for (const t of tiles) if (t.width === TILE_WIDTH) this.#remember(key(t.level, t.index), t.hashes);
+      } else {
+        // Another process extended the tree meanwhile: start again from what it stored.
+        this.#resumed = null;
+      }
+    }
+  }
+
+  /** Appends the leaves of seqs (size, to] to the resumed tree; `touched` gets every tile they change. */
+  async #extend(resumed: Resumed, size: number, to: number, touched: Map<string, OpenTile>): Promise<void> {
+    let expected = size + 1;
+    try {
+      for await (const page of this.#log.rawPages({ afterSeq: size, toSeq: to, pageSize: PAGE })) {
+        for (const row of page) {
+          if (row.seq !== expected || row.prevHash !== resumed.lastHash) {
+            throw new StoreError(StoreErrorCode.Tampered, `the tree stops at ${expected - 1}: seq ${row.seq} does not follow the row before (the chain is broken there)`);
+          }
+          appendRow(resumed, row, touched);
+          expected++;
+        }
+      }
+      if (expected !== to + 1) throw new StoreError(StoreErrorCode.Tampered, `the tree stops at ${expected - 1}: the log has no event ${expected} (a row was deleted)`);
+    } catch (err) {
+      this.#resumed = null;
+      throw err;
+    }
+    // Tiles written now are copies: a partial tile keeps growing in memory.
+    for (const [k, t] of touched) touched.set(k, { ...t, hashes: [...t.hashes] });
+  }
+
+  /** The hashes of the partial tiles of a tree of `size` leaves, read from the stored tiles. */
+  async #partialTiles(size: number): Promise<Map<string, OpenTile>> {
+    const open = new Map<string, OpenTile>();
+    for (const t of partialTiles(size)) {
+      const stored = await this.#tile(t.level, t.index);
+      if (stored === null || stored.width < t.width) throw new StoreError(StoreErrorCode.Tampered, `the tree's tile ${t.level}/${t.index} is missing or narrower than ${t.width} at size ${size}`);
+      const hashes: Hash[] = [];
+      for (let i = 0; i < t.width; i++) hashes.push(stored.hashes.slice(i * HASH_SIZE, (i + 1) * HASH_SIZE) as Hash);
+      open.set(key(t.level, t.index), { level: t.level, index: t.index, hashes });
+    }
+    return open;
+  }
+
+  /** The in-memory tree at the stored `size`: kept from the last catch-up, or read back from the tiles. */
+  async #resume(size: number): Promise<Resumed> {
+    if (this.#resumed !== null && this.#resumed.tree.size === size) return this.#resumed;
+    this.#resumed = null;
+    const edge: Hash[] = [];
+    for (const node of rightEdge(size)) {
+      const h = await this.#hash(node.level, node.index);
+      if (!h.ok) throw new StoreError(StoreErrorCode.Tampered, `the tree's tiles at size ${size} are incomplete: ${h.error.message}`);
+      edge.push(h.value);
+    }
+    const tree = MerkleTree.resume(size, edge);
+    if (!tree.ok) throw new StoreError(StoreErrorCode.Tampered, `the tree cannot resume at ${size}: ${tree.error.message}`);
+    const open = await this.#partialTiles(size);
+    const last = size === 0 ? null : (await this.#rows(size - 1, size))[0];
+    if (size > 0 && last === undefined) throw new StoreError(StoreErrorCode.Tampered, `the tree covers ${size} events but the log has no event ${size} (a row was deleted)`);
+    this.#resumed = { tree: tree.value, open, lastHash: last?.hash ?? GENESIS_HASH };
+    return this.#resumed;
+  }
+}

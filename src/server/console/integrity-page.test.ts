@@ -1,0 +1,38 @@
+/**
+ * The integrity page's decision cards: a divergence names the rules it was re-decided under, and an
+ * upgrade's effect is shown apart, not as a fault (ADR 0150). The report is made here by hand: the
+ * released rules have one version, so no real log holds an upgrade's effect yet.
+ */
+import { describe, expect, it } from "vitest";
+import type { IntegrityReport } from "../../app/index.js";
+import { decisionsCard, upgradesCard } from "./integrity-page.js";
+
+const report = (decisions: Partial<IntegrityReport["decisions"]>): IntegrityReport => ({
+  chain: { verifiedBefore: 0, result: { ok: true, count: 9 } },
+  guards: { ok: true, missing: [] },
+  ok: true,
+  head: { seq: 9, hash: "0".repeat(64), time: null },
+  decisions: { upTo: 9, checked: 3, diverged: 0, divergences: [], more: 0, upgrades: [], upgradesCapped: false, ...decisions },
+});
+
+describe("the integrity page's decisions", () => {
+  it("says every decision reproduces under its own rules, and shows no upgrade card when there is nothing to show", () => {
+    const r = report({});
+    expect(decisionsCard(r).toString()).toContain("each decision under the rules it names, gives every one of the 3 decisions");
+    expect(upgradesCard(r).toString()).toBe("");
+  });
+
+  it("names the family and the rules of a divergence", () => {
+    const r = report({ diverged: 1, divergences: [{ seq: 5, name: "nbp-fx", family: "rollout", rules: 1, field: "plan", recorded: {}, expected: {} }] });
+    expect(decisionsCard(r).toString()).toContain("event 5 (<a href=\"/plugins/nbp-fx\">nbp-fx</a>): the recorded plan differ from what rollout rules 1 decide");
+  });
+
+  it("shows an upgrade's effect apart, saying it is not a fault, and 'at least' once past the kept ones", () => {
+    const upgrade = { seq: 7, name: "ecb-fx", family: "egress" as const, rules: 1, today: 2, field: "egress.list" as const, before: "listed", after: "not_listed" };
+    const card = upgradesCard(report({ upgrades: [upgrade] })).toString();
+    expect(card).toContain("Under today's rules");
+    expect(card).toContain("1 decisions made under older rules would be decided differently today: what the upgrade changed, not a fault.");
+    expect(card).toContain("event 7 (<a href=\"/plugins/ecb-fx\">ecb-fx</a>): its egress.list under egress rules 1, another under today's 2");
+    expect(upgradesCard(report({ upgrades: [upgrade], upgradesCapped: true })).toString()).toContain("At least 1 decisions");
+  });
+});
