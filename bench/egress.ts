@@ -16,6 +16,9 @@
  * `--role embedded` is `openfief up --demo` (the control plane with its console and views, the
  * demo applied), whose embedded proxy lets ecb-fx reach www.ecb.europa.eu:443, which the test DNS
  * answers with a public address that the dialer maps to the upstream.
+ *
+ * `--store postgres` measures instead the decisions committed to the cluster's one log: two
+ * proxies on one PostgreSQL database beside one proxy on SQLite (bench/egress-store.ts).
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync, chmodSync, existsSync, readFileSync } from "node:fs";
@@ -520,6 +523,8 @@ async function waitForPort(port: number): Promise<void> {
 // ───────────────────────────── main ─────────────────────────────
 
 async function main(): Promise<void> {
+  // `--store postgres`: the decisions committed to PostgreSQL, beside SQLite (bench/egress-store.ts).
+  if (arg("--store") === "postgres") return (await import("./egress-store.js")).main();
   const role = arg("--role");
   if (role === "upstream") return roleUpstream();
   if (role === "proxy") return roleProxy();

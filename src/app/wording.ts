@@ -367,7 +367,8 @@ export function egressDecisionText(d: { readonly allowed: boolean; readonly reas
 export function whySentences(a: WhyAnswer, steps: NextSteps = CLI_STEPS, describe: (e: KnownEvent) => string = describeEvent): string[] {
   const blocked = !a.deleted && !a.deployable.ok && a.deployable.because.some(isHardBlocker);
   const out = [outcomeSentence(a), ...blockerSentences(a), ...reasonSentences(a, blocked), ...pendingSentences(a, steps, blocked)];
-  for (const f of a.failedCalls) out.push(`Its calls ${f.code === "plugin_not_approved" ? "were refused" : "failed"} with ${f.code}${f.source === "plugin" ? " (reported by the plugin)" : ""} ${f.count === 1 ? "once" : `${f.count} times`} in the last hour (last at ${f.last}).`);
+  for (const f of a.failedCalls) out.push(`Its calls ${f.code === "plugin_not_approved" ? "were refused" : "failed"} with ${f.code}${f.source === "plugin" ? " (reported by the plugin)" : ""} ${f.count === 1 ? "once" : `${f.count} times`} in the last hour (last at ${f.last}${f.by.length === 0 ? "" : `, recorded by ${f.by.join(", ")}`}).`);
+  for (const e of a.egress) out.push(`Its latest egress decision by ${e.actor}: ${egressDecisionText(e.data)} (event ${e.seq}, ${e.time}).`);
   // A grant has the shape of what can be pending: capabilities, egress, Secret names, data tiers.
   out.push(`The grant approved: ${describePending({ ...EMPTY_PENDING, ...(a.inputs.grant as Partial<PendingLike>) })}.`);
   if (a.chain.length > 0) {

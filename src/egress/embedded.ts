@@ -33,6 +33,8 @@ export interface EmbeddedEgressOptions {
    * the writer thread's own connections to the same log (docs/adr/0165).
    */
   readonly storeUrl?: string;
+  /** Who the writer thread's events name (default `egress-proxy`; a replica of a cluster's proxy, its own). */
+  readonly actor?: string;
   /** The longest a decision waits for its commit before its CONNECT is refused (503). */
   readonly commitTimeoutMs?: number;
   readonly allowLists: AllowListSource;
@@ -73,6 +75,7 @@ function recorderFor(opts: EmbeddedEgressOptions, onError: (err: unknown) => voi
   const announce = store.announce?.bind(store);
   return WorkerDecisionRecorder.open({
     ...at,
+    ...(opts.actor === undefined ? {} : { actor: opts.actor }),
     onError,
     ...(opts.commitTimeoutMs !== undefined ? { commitTimeoutMs: opts.commitTimeoutMs } : {}),
     ...(announce !== undefined ? { onCommitted: (events: readonly KnownEvent[]) => announce(events) } : {}),

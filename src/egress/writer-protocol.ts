@@ -4,8 +4,11 @@
  */
 import type { AnonymousRecord, EgressDecisionRecord } from "./decision.js";
 
-/** What the worker is started with: the log's SQLite file, or its PostgreSQL database (docs/adr/0165). */
-export type WriterWorkerData =
+/**
+ * What the worker is started with: who its events name (`actor`: each replica of the proxy its
+ * own), and the log's SQLite file or its PostgreSQL database (docs/adr/0165).
+ */
+export type WriterWorkerData = { readonly actor: string } & (
   | {
     readonly file: string;
     /** Each batch on disk before its commit returns (`synchronous=FULL`), or not (`NORMAL`; docs/adr/0096). */
@@ -16,7 +19,7 @@ export type WriterWorkerData =
     readonly url: string;
     /** The longest a batch waits: the session's lock timeout and the connection attempt's bound. */
     readonly commitTimeoutMs: number;
-  };
+  });
 
 /** A batch to commit in one transaction. `deadline` (epoch ms): past it, refuse rather than wait. */
 export type WriteRequest =

@@ -7,7 +7,6 @@
 import { parentPort, workerData } from "node:worker_threads";
 import { openLogWriter, StoreError, StoreErrorCode, type LogWriter } from "../events/index.js";
 import { anonymousEvent, egressDecisionEvent } from "./decision.js";
-import { EGRESS_ACTOR } from "./recorder.js";
 import type { WriteRequest, WriterReply, WriterWorkerData } from "./writer-protocol.js";
 
 const port = parentPort;
@@ -37,8 +36,8 @@ port.on("message", (req: WriteRequest) => void commit(req));
 async function commit(req: WriteRequest): Promise<void> {
   try {
     const events = req.kind === "decisions"
-      ? await writer.append(req.items.map((d) => egressDecisionEvent(d, EGRESS_ACTOR)), req.deadline)
-      : await writer.append(req.items.map((r) => anonymousEvent(r, EGRESS_ACTOR)), req.deadline);
+      ? await writer.append(req.items.map((d) => egressDecisionEvent(d, data.actor)), req.deadline)
+      : await writer.append(req.items.map((r) => anonymousEvent(r, data.actor)), req.deadline);
     // Only what the main thread cannot know: it sent the data, so the data is not sent back.
     const first = events[0];
     reply({

@@ -52,6 +52,11 @@ export interface WorkerRecorderOptions {
    * not grow the proxy's memory (docs/adr/0165).
    */
   readonly maxWaiting?: number;
+  /**
+   * Who the recorded events name (default `egress-proxy`): in a cluster each replica its own
+   * (`egress-proxy/<pod>`), so that `why` on the one log tells which proxy answered.
+   */
+  readonly actor?: string;
   /** Told of every committed batch (e.g. `store.announce`, so in-process subscribers hear of it). */
   readonly onCommitted?: (events: readonly KnownEvent[]) => void;
   /** Told of failures no caller waits for (a refusal not recorded, the worker lost). */
@@ -100,7 +105,7 @@ function entryUrl(): URL {
 
 /** A {@link DecisionRecorder} whose commits run on a worker thread. */
 export class WorkerDecisionRecorder implements DecisionRecorder {
-  readonly #o: Required<Pick<WorkerRecorderOptions, "commitTimeoutMs" | "maxWaiting">> & WorkerRecorderOptions;
+  readonly #o: Required<Pick<WorkerRecorderOptions, "commitTimeoutMs" | "maxWaiting" | "actor">> & WorkerRecorderOptions;
   #worker: Worker | undefined;
   #starting: Promise<Worker> | undefined;
   #decisions: Waiting[] = [];
@@ -119,7 +124,9 @@ export class WorkerDecisionRecorder implements DecisionRecorder {
     const maxWaiting = o.maxWaiting ?? DEFAULT_MAX_WAITING;
     if (!Number.isInteger(maxWaiting) || maxWaiting <= 0) throw new RangeError("maxWaiting must be a positive whole number");
     if ((o.file === undefined) === (o.url === undefined)) throw new RangeError("give the egress writer a file or a url, not both");
-    this.#o = { ...o, commitTimeoutMs, maxWaiting };
+    const actor = o.actor ?? EGRESS_ACTOR;
+    if (actor.length === 0 || actor.length > 200) throw new RangeError("actor must be 1 to 200 characters");
+    this.#o = { ...o, commitTimeoutMs, maxWaiting, actor };
   }
 
   /** Starts the worker; resolves once it has opened the store. */
@@ -227,7 +234,7 @@ export class WorkerDecisionRecorder implements DecisionRecorder {
       const onCommitted = this.#o.onCommitted;
       if (onCommitted !== undefined && r.committed !== null) {
         try {
-          onCommitted(storedEvents(batch, r.committed));
+          onCommitted(storedEvents(batch, r.committed, this.#o.actor));
         } catch {
           // A listener's failure must not undo a commit.
         }
@@ -251,7 +258,8 @@ export class WorkerDecisionRecorder implements DecisionRecorder {
 
   #spawn(entry: URL): Promise<Worker> {
     const { url, file } = this.#o;
-    const workerData: WriterWorkerData = url !== undefined ? { url, commitTimeoutMs: this.#o.commitTimeoutMs } : { file: file ?? "", durable: this.#o.durable === true };
+    const actor = this.#o.actor;
+    const workerData: WriterWorkerData = url !== undefined ? { actor, url, commitTimeoutMs: this.#o.commitTimeoutMs } : { actor, file: file ?? "", durable: this.#o.durable === true };
     const w = new Worker(entry, { workerData });
     return new Promise<Worker>((resolve, reject) => {
       const onFirst = (r: WriterReply): void => {
@@ -331,7 +339,7 @@ function placed(c: CommittedBatch, i: number, prevHash: string): { seq: number; 
  * The stored events of a committed batch, from what was sent and where the worker put it: the
  * data is what the store validated (it canonicalises, and a record is already plain JSON).
  */
-function storedEvents(batch: InFlight, c: CommittedBatch): KnownEvent[] {
+function storedEvents(batch: InFlight, c: CommittedBatch, actor: string): KnownEvent[] {
   const out: KnownEvent[] = [];
   let prev = c.prevHash;
   if (batch.kind === "decisions") {
@@ -339,7 +347,7 @@ function storedEvents(batch: InFlight, c: CommittedBatch): KnownEvent[] {
       const w = batch.items[i];
       const at = placed(c, i, prev);
       if (w === undefined || at === undefined) break;
-      const e = egressDecisionEvent(w.record, EGRESS_ACTOR);
+      const e = egressDecisionEvent(w.record, actor);
       const stored: EventOf<"egress.decision"> = { ...at, stream: e.stream, type: "egress.decision", actor: e.actor, causedBy: null, data: e.data };
       out.push(stored);
       prev = at.hash;
@@ -350,7 +358,7 @@ function storedEvents(batch: InFlight, c: CommittedBatch): KnownEvent[] {
     const r = batch.items[i];
     const at = placed(c, i, prev);
     if (r === undefined || at === undefined) break;
-    const e = anonymousEvent(r, EGRESS_ACTOR);
+    const e = anonymousEvent(r, actor);
     const base = { ...at, stream: e.stream, actor: e.actor, causedBy: null };
     const data = e.data;
     const stored: EventOf<"egress.refused" | "egress.refusals"> = isSummary(data) ? { ...base, type: "egress.refusals", data } : { ...base, type: "egress.refused", data };

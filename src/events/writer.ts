@@ -90,7 +90,9 @@ async function openPostgresWriter(url: string, commitTimeoutMs: number): Promise
   const bound = Math.max(1, Math.floor(commitTimeoutMs));
   const log: EventLog = await openPostgresLog({
     url, migrate: false, poolSize: POSTGRES_WRITER_POOL,
-    timeouts: { lock: bound, connect: Math.min(bound, POSTGRES_CONNECT_MS), statement: Math.max(bound, 1_000), idleInTransaction: Math.max(bound, 1_000) },
+    // The server gives up waiting for the write lock before the thread gives up on the batch (a
+    // quarter of the bound earlier), so a lock not had in time leaves nothing written.
+    timeouts: { lock: Math.max(50, Math.floor(bound * 0.75)), connect: Math.min(bound, POSTGRES_CONNECT_MS), statement: Math.max(bound, 1_000), idleInTransaction: Math.max(bound, 1_000) },
   });
   return {
     async append(batch, deadline) {

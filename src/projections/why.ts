@@ -5,7 +5,7 @@
  * so the CLI and the console say the same thing.
  */
 import { canonicalize } from "json-canonicalize";
-import { pluginStream } from "../events/index.js";
+import { egressStream, pluginStream } from "../events/index.js";
 import type { EventOf, EventLog, KnownEvent } from "../events/index.js";
 import { parsePlugin } from "../plugins/index.js";
 import type { Blocker } from "./blockers.js";
@@ -37,6 +37,11 @@ export interface WhyAnswer {
   readonly replays: boolean;
   /** A WebAssembly plugin's calls that failed or were refused in the hour before `now`, by code. */
   readonly failedCalls: readonly FailedCalls[];
+  /**
+   * The plugin's latest egress decision by each proxy that recorded one (each replica records as
+   * an actor of its own), newest first: in a cluster with one log, every replica's answer is here.
+   */
+  readonly egress: readonly EventOf<"egress.decision">[];
   /** What runs the decided version: `wasm` (the plugin host) or `container`; null when nothing runs. */
   readonly runtime: "container" | "wasm" | null;
   /** Whether the version asked for is a WebAssembly plugin (its verdict names a module). */
@@ -49,21 +54,41 @@ export interface FailedCalls {
   readonly source: "host" | "plugin";
   readonly count: number;
   readonly last: string;
+  /** Who recorded them (the plugin host's actor, sorted). */
+  readonly by: readonly string[];
 }
 
 const HOUR_MS = 3_600_000;
 
 /** The failed or refused calls of a plugin since `since`, by code, most frequent first. */
 async function failedCallsSince(store: EventLog, name: string, since: Date): Promise<FailedCalls[]> {
-  const byCode = new Map<string, { code: string; source: "host" | "plugin"; count: number; last: string }>();
+  const byCode = new Map<string, { code: string; source: "host" | "plugin"; count: number; last: string; actors: Set<string> }>();
   for (const e of await store.read({ stream: pluginStream(name), type: "plugin.call", since })) {
     const key = `${e.data.source} ${e.data.code}`;
-    const entry = byCode.get(key) ?? { code: e.data.code, source: e.data.source, count: 0, last: e.time };
+    const entry = byCode.get(key) ?? { code: e.data.code, source: e.data.source, count: 0, last: e.time, actors: new Set<string>() };
     entry.count++;
     entry.last = e.time;
+    entry.actors.add(e.actor);
     byCode.set(key, entry);
   }
-  return [...byCode.values()].sort((a, b) => b.count - a.count || (a.code < b.code ? -1 : 1));
+  return [...byCode.values()]
+    .map(({ actors, ...f }) => ({ ...f, by: [...actors].sort() }))
+    .sort((a, b) => b.count - a.count || (a.code < b.code ? -1 : 1));
+}
+
+/** How many of a plugin's newest egress decisions `why` looks through for each proxy's latest. */
+const EGRESS_SCAN = 500;
+/** The most proxies `why` names. */
+const MAX_PROXIES = 16;
+
+/** The newest egress decision of each actor among the plugin's latest {@link EGRESS_SCAN}, newest first. */
+async function latestEgressByProxy(store: EventLog, name: string): Promise<EventOf<"egress.decision">[]> {
+  const byActor = new Map<string, EventOf<"egress.decision">>();
+  for (const e of await store.lookups.newest(egressStream(name), ["egress.decision"], EGRESS_SCAN)) {
+    if (!byActor.has(e.actor)) byActor.set(e.actor, e);
+    if (byActor.size >= MAX_PROXIES) break;
+  }
+  return [...byActor.values()];
 }
 
 /** The most causes `why` follows back. */
@@ -95,6 +120,7 @@ export async function why(store: EventLog, name: string, now: Date = new Date())
     chain,
     replays: canonicalize(decideRollout(state)) === canonicalize(decision.data),
     failedCalls: await failedCallsSince(store, name, new Date(now.getTime() - HOUR_MS)),
+    egress: await latestEgressByProxy(store, name),
     runtime: await runtimeOf(store, name),
     askedWasm: sources.currentVerdict?.data.module !== undefined,
   };

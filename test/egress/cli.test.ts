@@ -96,6 +96,18 @@ describe("openfief egress", () => {
   });
 
   it.each([
+    [["--store", "/var/lib/x.db", "--store-file", "/run/secrets/store"], /give --store or --store-file, not both/],
+    [["--store", "mysql://root:hunter2@db/x"], /--store has the scheme "mysql:"/],
+    [["--store", "postgres://app:hunter2@db:5432/"], /--store names no database \(postgres:\/\/app@db:5432\/\)/],
+    [["--identity", "not a name"], /--identity must be a name/],
+  ])("refuses %j before anything starts, never showing a password", async (args, message) => {
+    const err = await run(["egress", "--kubeconfig", "/nonexistent", ...args]).catch((e: unknown) => e as Error);
+    expect(err).toBeInstanceOf(Error);
+    expect((err as Error).message).toMatch(message);
+    expect((err as Error).message).not.toContain("hunter2");
+  });
+
+  it.each([
     [":4750", { host: "0.0.0.0", port: 4750 }],
     ["4750", { host: "0.0.0.0", port: 4750 }],
     ["127.0.0.1:4750", { host: "127.0.0.1", port: 4750 }],

@@ -23,14 +23,20 @@ export async function startLogDatabases(settings: Record<string, string> = { fsy
   server.createDatabase(TEMPLATE);
   const log = await openPostgresLog({ url: server.urlFor(TEMPLATE) });
   await log.close();
-  const admin = new pg.Client({ connectionString: server.url });
-  await admin.connect();
   let n = 0;
   return {
     server,
     async fresh() {
       const name = `log_${process.pid}_${++n}`;
-      await admin.query(`CREATE DATABASE "${name}" TEMPLATE "${TEMPLATE}"`);
+      // A client per copy: a test may stop and start the server between two.
+      const admin = new pg.Client({ connectionString: server.url });
+      admin.on("error", () => undefined);
+      await admin.connect();
+      try {
+        await admin.query(`CREATE DATABASE "${name}" TEMPLATE "${TEMPLATE}"`);
+      } finally {
+        await admin.end().catch(() => undefined);
+      }
       return server.urlFor(name);
     },
     async run(url, sql) {
@@ -44,7 +50,6 @@ export async function startLogDatabases(settings: Record<string, string> = { fsy
       }
     },
     async stop() {
-      await admin.end().catch(() => undefined);
       await server.stop();
     },
   };

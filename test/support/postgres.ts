@@ -21,6 +21,10 @@ export interface TestPostgres {
   psql(sql: string, database?: string): string;
   /** Creates an empty database owned by the superuser and returns its name. */
   createDatabase(name?: string): string;
+  /** Stops the server (`pg_ctl stop -m fast`) and keeps its folder, for {@link resume}. */
+  halt(): void;
+  /** Starts a halted server again, on the same port, with the same data. */
+  resume(): void;
   stop(): Promise<void>;
 }
 
@@ -110,11 +114,18 @@ export async function startPostgres(options: StartOptions = {}): Promise<TestPos
       psql(`CREATE DATABASE "${db}"`);
       return db;
     },
+    halt(): void {
+      run(join(bin, "pg_ctl"), ["-D", data, "-m", "fast", "-w", "stop"]);
+    },
+    resume(): void {
+      run(join(bin, "pg_ctl"), ["-D", data, "-l", join(dir, "server.log"), "-o", serverOptions, "-w", "-t", "60", "start"]);
+    },
     async stop(): Promise<void> {
       if (stopped) return;
       stopped = true;
       try {
-        run(join(bin, "pg_ctl"), ["-D", data, "-m", "immediate", "-w", "stop"]);
+        // A halted server is stopped already.
+        if (existsSync(join(data, "postmaster.pid"))) run(join(bin, "pg_ctl"), ["-D", data, "-m", "immediate", "-w", "stop"]);
       } finally {
         rmSync(dir, { recursive: true, force: true });
       }

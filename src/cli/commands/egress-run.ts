@@ -5,6 +5,7 @@
 import { Registry } from "prom-client";
 import { CliError } from "../cli-error.js";
 import { BatchingDecisionRecorder, bufferedLog, CachingTokenReviewer, createEgressProxy, type DecisionRecorder, dialTcp, DnsResolver, EgressMetrics, ErrNotSynced, KubeTokenReviewer, refuseUpstreamProxyEnv, watchAllowLists, WorkerDecisionRecorder } from "../../egress/index.js";
+import { hostname } from "node:os";
 import { openStore, type EventLog } from "../../events/index.js";
 import { storeLocationOf, type StoreLocation } from "../../app/index.js";
 import { loadKubeConfig } from "../../kube/index.js";
@@ -21,6 +22,9 @@ export async function runEgress(opts: Options): Promise<void> {
       } catch (err) {
         throw new CliError((err as Error).message, 1);
       }
+      // Where decisions are recorded, and as whom: checked before anything starts.
+      const at = egressLog(opts);
+      const actor = replicaActor(opts.identity);
       // One JSON line per decision, buffered (flushed on a short timer and at shutdown, ADR 0033).
       const log = bufferedLog({ dest: 1, pino: { name: "egress", redact: ["req.headers.proxy-authorization", "headers.proxy-authorization"] } });
       const logger = log.logger;
@@ -40,29 +44,15 @@ export async function runEgress(opts: Options): Promise<void> {
         if (err instanceof ErrNotSynced) throw new CliError(err.message, 1);
         throw err;
       }
-      let store: EventLog | undefined;
-      let recorder: DecisionRecorder;
-      const at = egressLog(opts);
-      const onError = (err: Error): void => logger.error({ err: err.message }, "egress recording failed");
-      if (at?.kind === "sqlite") {
-        // Migrated by this connection; decisions are then committed by a writer thread of their own.
-        store = await openStore({ file: at.file });
-        const announce = store.announce.bind(store);
-        recorder = await WorkerDecisionRecorder.open({ file: at.file, onCommitted: (events) => announce(events), onError });
-      } else if (at?.kind === "postgres") {
-        // The cluster's one log: the writer thread appends to it under the log's write lock, as
-        // every other replica and component does (docs/adr/0165). Its schema is made by its owner.
-        try {
-          recorder = await WorkerDecisionRecorder.open({ url: at.url, onError });
-        } catch (err) {
-          await source.stop();
-          throw new CliError(`egress refused to start: the event log ${at.shown}: ${err instanceof Error ? err.message : String(err)}`, 1);
-        }
-        logger.info({ store: at.shown }, "recording every decision in the event log");
-      } else {
-        // Without a store the pino decision line (one per CONNECT, JSON) is the only record.
-        recorder = new BatchingDecisionRecorder(() => undefined);
+      let opened: Recording;
+      try {
+        opened = await openRecording(at, actor, (err) => logger.error({ err: err.message }, "egress recording failed"));
+      } catch (err) {
+        await source.stop();
+        throw err;
       }
+      const { store, recorder } = opened;
+      if (at?.kind === "postgres") logger.info({ store: at.shown, actor }, "recording every decision in the event log");
       let proxy;
       try {
         proxy = createEgressProxy({
@@ -107,4 +97,38 @@ export async function runEgress(opts: Options): Promise<void> {
 function egressLog(opts: Options): StoreLocation | null {
   const store = opts.store !== undefined && !/^[A-Za-z][A-Za-z0-9+.-]*:/.test(opts.store) ? `sqlite:${opts.store}` : opts.store;
   return storeLocationOf({ store, storeFile: opts.storeFile });
+}
+
+/** The name a replica's events carry: `egress-proxy/<id>`, the id from --identity, $POD_NAME or the host name. */
+function replicaActor(identity: string | undefined): string {
+  const id = identity ?? process.env["POD_NAME"] ?? hostname();
+  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,126}$/.test(id)) throw new CliError(`--identity must be a name of letters, digits, '.', '_' and '-' (at most 127), not ${JSON.stringify(id.slice(0, 64))}`);
+  return `egress-proxy/${id}`;
+}
+
+/** Where `openfief egress` records: the writer thread, and the SQLite log it announces to. */
+interface Recording {
+  readonly store: EventLog | undefined;
+  readonly recorder: DecisionRecorder;
+}
+
+/** The recorder for the log at `at`, recording as `actor` (the pino decision line alone without a log). */
+async function openRecording(at: StoreLocation | null, actor: string, onError: (err: Error) => void): Promise<Recording> {
+  if (at === null) {
+    // Without a store the pino decision line (one per CONNECT, JSON) is the only record.
+    return { store: undefined, recorder: new BatchingDecisionRecorder(() => undefined) };
+  }
+  if (at.kind === "sqlite") {
+    // Migrated by this connection; decisions are then committed by a writer thread of their own.
+    const store = await openStore({ file: at.file });
+    const announce = store.announce.bind(store);
+    return { store, recorder: await WorkerDecisionRecorder.open({ file: at.file, actor, onCommitted: (events) => announce(events), onError }) };
+  }
+  // The cluster's one log: the writer thread appends to it under the log's write lock, as every
+  // other replica and component does (docs/adr/0165). Its schema is made by its owner.
+  try {
+    return { store: undefined, recorder: await WorkerDecisionRecorder.open({ url: at.url, actor, onError }) };
+  } catch (err) {
+    throw new CliError(`egress refused to start: the event log ${at.shown}: ${err instanceof Error ? err.message : String(err)}`, 1);
+  }
 }

@@ -17,6 +17,7 @@ export interface EgressOptions {
   syncTimeout: string;
   store?: string;
   storeFile?: string;
+  identity?: string;
   json?: boolean;
 }
 
@@ -55,6 +56,7 @@ export function register(program: Command): void {
     .option("--kubeconfig <file>", "use this kubeconfig instead of in-cluster credentials")
     .option("--store <log>", "record every decision in this event log before tunnelling: a SQLite file (PATH or sqlite:PATH) or postgres://USER:PASSWORD@HOST:PORT/DATABASE, the cluster's one log (default: $OPENFIEF_STORE)")
     .option("--store-file <file>", "a file holding --store's value, such as a Secret's key mounted as a file (default: $OPENFIEF_STORE_FILE)")
+    .option("--identity <id>", "this replica's name in the events it records, as egress-proxy/<id> (default: $POD_NAME, then the host name)")
     .option("--sync-timeout <ms>", "how long the first read of the allow-lists may take", "30000")
     .option("--json", "log JSON lines (always on; accepted for symmetry)")
     .action(async (opts: EgressOptions) => {

@@ -191,6 +191,7 @@ export function register(program: Command): void {
       // The log: the data folder's own file, or --store's (a SQLite file, or a PostgreSQL database
       // every part appends to: the reconciler, the egress proxy's writer thread, the plugin host).
       const store = storeLocationOf(o);
+      const shown = store && storeText(store);
       const dir = dataDir(o);
       // Made (or tightened) before anything is written in it, the log file first.
       openDataFolder(dir);
@@ -199,7 +200,7 @@ export function register(program: Command): void {
       const demo = o.demo === true;
       const cp = await startControlPlane({
         dataDir: dir,
-        ...(store === null ? {} : { store }),
+        store,
         logger,
         intervalMs: interval,
         settings: { ...(demo ? demoSettings() : {}), ...givenSettings(o), ...viewSettings(o) },
@@ -229,7 +230,7 @@ export function register(program: Command): void {
         const fresh = (await cp.runtime.store.head()) === 0;
         await cp.pass();
         if (demo) await runDemo(cp, dir, fresh, say);
-        await announce(cp, dir, user, o.json === true ? (format === "json" ? "line" : "pretty") : null, say, store === null ? null : storeText(store));
+        await announce(cp, { dir, store: shown }, user, o.json === true ? (format === "json" ? "line" : "pretty") : null, say);
         await stopped;
         say("stopping");
       } finally {
@@ -253,7 +254,8 @@ function withFlag(err: unknown): unknown {
 }
 
 /** Says that the control plane is up: where the console is, with a sign-in link, and where its files are. */
-async function announce(cp: ControlPlane, dir: string, user: string, json: "pretty" | "line" | null, say: (line?: string) => void, store: string | null): Promise<void> {
+async function announce(cp: ControlPlane, at: { readonly dir: string; readonly store: string | null }, user: string, json: "pretty" | "line" | null, say: (line?: string) => void): Promise<void> {
+  const { dir, store } = at;
   // The canonical origin: the console answers only there (its other loopback names redirect to it).
   const link = cp.server === null ? null : await signInLink(cp.sessions, cp.server.origin, user, "owner");
   const pages = await viewPages(cp);
