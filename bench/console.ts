@@ -88,8 +88,8 @@ function decision(i: number): NewEvent {
       : i % 7 === 0 ? { plugin: "ecb-fx", host: "www.ecb.europa.eu", allowed: true }
         : { plugin: "nbp-fx", host: "api.nbp.pl", allowed: true };
   const data = d.allowed
-    ? { plugin: d.plugin, host: d.host, port: 443, allowed: true, reason: "listed", address: "93.184.215.14", addresses: ["93.184.215.14"] }
-    : { plugin: d.plugin, host: d.host, port: 443, allowed: false, reason: "not_listed" };
+    ? { plugin: d.plugin, host: d.host, port: 443, allowed: true, reason: "listed", rules: 1, address: "93.184.215.14", addresses: ["93.184.215.14"] }
+    : { plugin: d.plugin, host: d.host, port: 443, allowed: false, reason: "not_listed", rules: 1 };
   return { stream: `egress/${d.plugin}`, type: "egress.decision", actor: "egress", data };
 }
 

@@ -73,7 +73,7 @@ async function gatewaySetup(): Promise<{ store: EventLog; dir: string; ring: Key
   const img = parseImageRef(image);
   if (!m.ok || !g.ok || !img.ok) throw new Error("bench plugin");
   const plan = rolloutPlanToJSON(planRollout({ current: { image: img.value, manifest: m.value }, currentDeployable: true, previous: null, grant: g.value.spec }));
-  await store.append([{ stream, type: "rollout.decided", actor: "bench", data: { name, inputs: { current: { image, manifest: manifest as unknown as JsonValue }, currentDeployable: true, previous: null, grant: { capabilities: ["view"] } }, plan } }]);
+  await store.append([{ stream, type: "rollout.decided", actor: "bench", data: { name, rules: 1, inputs: { current: { image, manifest: manifest as unknown as JsonValue }, currentDeployable: true, previous: null, grant: { capabilities: ["view"] } }, plan } }]);
   const ring = await KeyRing.open();
   const signer = new TokenSigner(ring);
   const roles = new StaticUserRoles({ alice: { cluster: [{ apiGroups: ["openfief.io"], resources: ["*"], verbs: ["*"], resourceNames: [], nonResourceURLs: [] }] } });

@@ -52,8 +52,8 @@ export class Workload {
     if (r < this.plugins) out.splice(1, 0, { stream, type: "grant.observed", actor: "owner:cli", data: { name, spec: GRANT } });
     for (let i = out.length; i < 20; i++) {
       const data = i % 7 === 0
-        ? { plugin: name, host: UNLISTED_HOST, port: 443, allowed: false, reason: "not_listed" }
-        : { plugin: name, host: LISTED_HOST, port: 443, allowed: true, reason: "listed", address: ADDRESS, addresses: [ADDRESS] };
+        ? { plugin: name, host: UNLISTED_HOST, port: 443, allowed: false, reason: "not_listed", rules: 1 }
+        : { plugin: name, host: LISTED_HOST, port: 443, allowed: true, reason: "listed", rules: 1, address: ADDRESS, addresses: [ADDRESS] };
       out.push({ stream: `egress/${name}`, type: "egress.decision", actor: "egress", data });
     }
     // Causes name real seqs: the decision is caused by the observation, the workload by the decision…

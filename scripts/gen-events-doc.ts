@@ -154,6 +154,7 @@ export const FIELDS: Readonly<Record<string, string>> = {
   "executable.permitted.digest": "Its SHA-256, which it must still have whenever it is started.",
   "executable.permitted.size": "Its size in bytes.",
   "gateway.decision.requestId": "The request's ID: the `Audit-ID` header of its answer and the `requestId` of the gateway's access line. Absent on version-1 events.",
+  "gateway.decision.rules": "The version of the gateway's rules that made the decision (1, 2, …; a decision recorded before version 3 reads as 1, the first released rules). Gateway decisions are not re-decided (the user's access review is not in the log); `check-decisions` counts them by rules version.",
   "gateway.decision.served": "For an allowed list or watch, the selectors the upstream applied (a name in a watch's path is served as a `metadata.name` field selector).",
   "gateway.decision.digests": "For each field a caller controls that was cut to its cap (paths, selectors), the SHA-256 of the whole value.",
   "gateway.refusals.user": "The user whose requests were refused (the token's `sub`).",

@@ -79,6 +79,10 @@ function rulesLine(r: DecisionsCheck): string {
     const seen = Object.entries(f.decisions).map(([v, n], i) => `${n}${i === 0 ? " decisions made" : ""} under rules ${v}`);
     parts.push(`${family}: rules ${f.today} today${seen.length === 0 ? ", no decision" : `, ${seen.join(", ")}`}`);
   }
+  const g = r.notRedecided.gateway;
+  const recorded = Object.values(g.decisions).reduce((a, b) => a + b, 0);
+  // The gateway's decisions name their rules but are not re-decided: the user's access review is not in the log.
+  if (recorded > 0) parts.push(`gateway: rules ${g.today} today, ${Object.entries(g.decisions).map(([v, n]) => `${n} under rules ${v}`).join(", ")}, not re-decided`);
   return parts.join("; ");
 }
 

@@ -27,7 +27,7 @@ export { RefusalBudget, REFUSAL_BUDGET_DEFAULTS, refusalBudgetProblem } from "./
 export type { RefusalBudgetLimits, RefusalSummary, Sighting, BudgetAdmission } from "./refusal-budget.js";
 export { capField, textDigest, CALLER_FIELD_MAX } from "./capped.js";
 export type { Capped } from "./capped.js";
-export { GATEWAY_GATES } from "./catalog/gateway-events.js";
+export { GATEWAY_GATES, GATEWAY_RULES_VERSION } from "./catalog/gateway-events.js";
 export { EGRESS_FAILURE_CODES, egressCodeOutcome, egressDecisionOutcome } from "./catalog/egress-events.js";
 export type { EgressOutcome } from "./catalog/egress-events.js";
 /** The event log on PostgreSQL (the cluster's one log), its schema's migrations and the roles it runs as. */

@@ -9,7 +9,7 @@
  * upgrade's effect (what the owner's upgrade changed), never as a divergence.
  */
 import { canonicalize } from "json-canonicalize";
-import { verdictKey } from "../events/index.js";
+import { GATEWAY_RULES_VERSION, verdictKey } from "../events/index.js";
 import type { EventOf, EventLog, EventTypeName, KnownEvent, VerdictOutcome } from "../events/index.js";
 import { EGRESS_RULES, type EgressListStep, type RulesRegistry } from "../plugins/index.js";
 import { emptyFacts, evolveFacts, ROLLOUT_RULES } from "./decide-rollout.js";
@@ -67,6 +67,11 @@ export interface CheckResult {
   readonly upgrades: readonly UpgradeEffect[];
   /** Per family: its rules today and the decisions checked under each version. */
   readonly rules: Readonly<Record<DecisionFamily, FamilyRules>>;
+  /**
+   * Decisions that name their rules but are not re-decided, by family: the gateway's, whose user
+   * access review the cluster answered and the log does not hold.
+   */
+  readonly notRedecided: Readonly<Record<"gateway", FamilyRules>>;
 }
 
 /** The rules each family re-decides with: the released ones, or a test's with a version more. */
@@ -146,6 +151,7 @@ export class DecisionChecker {
       divergences: [...this.#divergences],
       upgrades: [...this.#upgrades],
       rules: { rollout: familyRules(this.#rules.today.version, this.#byRules), egress: familyRules(EGRESS_RULES.today.version, new Map()) },
+      notRedecided: { gateway: familyRules(GATEWAY_RULES_VERSION, new Map()) },
     };
   }
 
@@ -185,11 +191,16 @@ export async function checkDecisions(
   // Egress decisions too (ADR 0032); their address step is the proxy's, passed in by the caller.
   const egress = await checkEgress(store, { toSeq, pageSize, rules: egressRules, ...(opts.egressAddresses !== undefined ? { recheck: opts.egressAddresses } : {}) });
   const more = egress.divergences.map((d): Divergence => ({ seq: d.seq, name: d.plugin, family: "egress", rules: d.rules, field: `egress.${d.field}`, recorded: d.recorded, expected: d.expected }));
+  const gateway = new Map<number, number>();
+  for await (const page of store.pages({ types: ["gateway.decision"], toSeq, pageSize, hashes: false })) {
+    for (const e of page) if (e.type === "gateway.decision") gateway.set(e.data.rules, (gateway.get(e.data.rules) ?? 0) + 1);
+  }
   const upgrades = egress.upgrades.map((u): UpgradeEffect => ({ seq: u.seq, name: u.plugin, family: "egress", rules: u.rules, today: u.today, field: `egress.${u.field}`, before: u.before, after: u.after }));
   return {
     checked: rollouts.checked + egress.checked,
     divergences: [...rollouts.divergences, ...more].sort((a, b) => a.seq - b.seq),
     upgrades: [...rollouts.upgrades, ...upgrades].sort((a, b) => a.seq - b.seq),
     rules: { rollout: rollouts.rules.rollout, egress: familyRules(egressRules.today.version, egress.byRules) },
+    notRedecided: { gateway: familyRules(GATEWAY_RULES_VERSION, gateway) },
   };
 }

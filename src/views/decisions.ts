@@ -4,7 +4,7 @@
  * selectors) cut to a cap with the digest of its whole (docs/adr/0091). Each installation's
  * decisions are one stream, so the newest are an indexed read whatever the log's size.
  */
-import { capField, gatewayStream } from "../events/index.js";
+import { capField, GATEWAY_RULES_VERSION, gatewayStream } from "../events/index.js";
 import type { EventLog, GatewayAttributes, GatewayCappedField, GatewayDecision, GatewayRefusals, GatewayServed } from "../events/index.js";
 import type { RequestAttributes } from "./request-info.js";
 import type { Selection } from "./served.js";
@@ -32,8 +32,8 @@ export class StoreDecisionRecorder implements DecisionRecorder {
   }
 }
 
-/** A decision before its caller-controlled fields are capped. */
-export type DecisionInput = Omit<GatewayDecision, "attributes" | "served" | "digests"> & {
+/** A decision before its caller-controlled fields are capped (the rules it names are added then). */
+export type DecisionInput = Omit<GatewayDecision, "attributes" | "served" | "digests" | "rules"> & {
   readonly attributes: RequestAttributes | null;
   readonly served: Selection | null;
 };
@@ -57,7 +57,7 @@ export function recordedDecision(input: DecisionInput): GatewayDecision {
     };
   }
   const { attributes: _a, served: s, ...rest } = input;
-  const d: GatewayDecision = { ...rest, method: rest.method.slice(0, 32), path: cap("path", input.path), attributes };
+  const d: GatewayDecision = { ...rest, method: rest.method.slice(0, 32), path: cap("path", input.path), attributes, rules: GATEWAY_RULES_VERSION };
   if (s !== null) {
     const served: GatewayServed = { fieldSelector: cap("served.fieldSelector", s.fieldSelector), labelSelector: cap("served.labelSelector", s.labelSelector) };
     d.served = served;

@@ -20,6 +20,7 @@ interface Checked {
   divergences: { seq: number; name: string; family: string; rules: number; field: string; recorded: unknown; expected: unknown }[];
   upgrades: unknown[];
   rules: Record<"rollout" | "egress", { today: number; decisions: Record<string, number> }>;
+  notRedecided: Record<"gateway", { today: number; decisions: Record<string, number> }>;
 }
 
 let dir: string;
@@ -65,6 +66,7 @@ describe("check-decisions on the demo's log", () => {
     expect(r).toEqual({
       checked: rollouts + 1, reproduced: rollouts + 1, diverged: 0, upgraded: 0, divergences: [], upgrades: [],
       rules: { rollout: { today: 1, decisions: { 1: rollouts } }, egress: { today: 1, decisions: { 1: 1 } } },
+      notRedecided: { gateway: { today: 1, decisions: {} } },
     });
   });
 

@@ -14,7 +14,7 @@ import { canonicalJson } from "../../src/events/canonical.js";
 import { chainHash } from "../../src/events/hash.js";
 import type { EventLog, NewEvent, VerdictOutcome } from "../../src/events/index.js";
 import type { RawEventRow } from "../../src/events/port.js";
-import { GENESIS_HASH, openStore } from "../../src/events/index.js";
+import { GATEWAY_RULES_VERSION, GENESIS_HASH, openStore } from "../../src/events/index.js";
 import { openPostgresLog } from "../../src/events/postgres/index.js";
 import { decideEgress, EGRESS_RULES, rulesRegistry, withVersion, type EgressListStep } from "../../src/plugins/index.js";
 import {
@@ -22,6 +22,7 @@ import {
   type DeciderRules, type RolloutDecider,
 } from "../../src/projections/index.js";
 import { configVerdict, DIGEST_A, grantObserved, IMAGE_A, pluginObserved, verdict } from "./helpers.js";
+import { recordedDecision, StoreDecisionRecorder } from "../../src/views/index.js";
 import { startLogDatabases, type LogDatabases } from "./postgres-support.js";
 
 /** Test-only rollout rules 2: an image whose signatures are merely `unverified` no longer runs (only `verified` passes). */
@@ -176,6 +177,21 @@ describe.each<Store>(["sqlite", "postgres"])("decider versions on %s", (kind) =>
     const r = await checkDecisions(store, { rules: RULES, egressAddresses: ADDRESSES });
     expect(r.divergences).toEqual([]);
     expect(r.upgrades.map((u) => u.field).sort()).toEqual(["egress.list", "inputs", "plan"]);
+  });
+
+  it("counts the gateway's decisions by the rules they name, apart: they are not re-decided", async () => {
+    const store = await open(kind);
+    const decision = recordedDecision({
+      route: "runtime", user: "alice", installation: "i-1", installationName: NAME, plugin: NAME, version: "1.0.0", definitionHash: "d", pinnedHash: null,
+      cluster: "c-1", method: "GET", path: "/runtime/x", attributes: null, served: null, decision: "allow", gate: "upstream", status: null,
+    });
+    expect(decision.rules).toBe(GATEWAY_RULES_VERSION);
+    await new StoreDecisionRecorder(store).record(decision);
+    const r = await checkDecisions(store);
+    expect(r).toMatchObject({ checked: 0, divergences: [], notRedecided: { gateway: { today: 1, decisions: { 1: 1 } } } });
+    const def = store.registry.get("gateway.decision");
+    const { rules: _rules, ...v2 } = decision;
+    expect(def?.upcast(2, v2)).toEqual(decision);
   });
 
   it("refuses a decision that names no rules", async () => {

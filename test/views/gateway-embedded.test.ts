@@ -114,7 +114,7 @@ describe("the gates, in FUN-17's order", () => {
       definitionHash: claims.definition_hash, pinnedHash: claims.definition_hash, cluster: "embedded", method: "GET",
       path: "/apis/openfief.io/v1alpha1/namespaces/openfief/events",
       attributes: { kind: "resource", verb: "list", apiGroup: "openfief.io", apiVersion: "v1alpha1", namespace: "openfief", resource: "events", subresource: "", name: "", fieldSelector: "", labelSelector: "" },
-      decision: "deny", gate: "plugin", status: 403, reason: "no_rule",
+      decision: "deny", gate: "plugin", status: 403, reason: "no_rule", rules: 1,
     });
   });
 

@@ -98,7 +98,7 @@ export async function decide(store: EventLog, name: string, causedBy: number | n
   const plan = planRollout({ current: { image: img.value, manifest: m.value }, currentDeployable: true, previous: null, grant: g.value.spec });
   await store.append([{
     stream, type: "rollout.decided", actor: "reconciler", causedBy,
-    data: { name, inputs: { current: { image: spec.image, manifest: spec.manifest as JsonValue }, currentDeployable: true, previous: null, grant: (grantEvent?.data.spec ?? {}) as JsonValue }, plan: rolloutPlanToJSON(plan) },
+    data: { name, rules: 1, inputs: { current: { image: spec.image, manifest: spec.manifest as JsonValue }, currentDeployable: true, previous: null, grant: (grantEvent?.data.spec ?? {}) as JsonValue }, plan: rolloutPlanToJSON(plan) },
   }]);
   await store.append([{ stream, type: "workload.desired", actor: "reconciler", data: { name, running: plan.outcome !== "none", objects: [], allowList: [] } }]);
 }

@@ -6,7 +6,7 @@
  */
 import type { EventRegistry } from "../registry.js";
 import { CALLER_FIELD_MAX } from "../capped.js";
-import { definer, digest, inNamedStream, isoTime, name, nonEmpty, opt, req, shape, str } from "./schema.js";
+import { definer, digest, inNamedStream, isoTime, name, nonEmpty, opt, req, rulesVersion, shape, str, withFirstRules } from "./schema.js";
 
 /** Where the request went: the Kubernetes data path, or an installation's own routes. */
 export type GatewayRoute = "kube" | "runtime" | "controller";
@@ -18,6 +18,15 @@ export type GatewayRoute = "kube" | "runtime" | "controller";
  * all and was forwarded.
  */
 export type GatewayGate = "rate" | "origin" | "cluster" | "can_view" | "installation" | "request" | "user" | "plugin" | "watches" | "upstream";
+
+/**
+ * The version of the gateway's rules (its gates, in their order, and what each decides) that every
+ * `gateway.decision` records (ADR 0150). The gateway's decisions are not re-decided — the user's
+ * access review is answered by the cluster and is not in the log — so no decider is kept per
+ * version; a change to a gate's rule still moves this number, and `check-decisions` counts
+ * decisions by it.
+ */
+export const GATEWAY_RULES_VERSION = 1;
 
 /** Every gate, in order (the schema's enum and the console's columns). */
 export const GATEWAY_GATES: readonly GatewayGate[] = ["rate", "origin", "cluster", "can_view", "installation", "request", "user", "plugin", "watches", "upstream"];
@@ -68,6 +77,11 @@ export interface GatewayDecision {
   served?: GatewayServed;
   decision: "allow" | "deny";
   gate: GatewayGate;
+  /**
+   * The version of the gateway's rules that made the decision (version 3; a decision recorded
+   * before reads as made by the first released rules, 1).
+   */
+  rules: number;
   /** The status the gateway answered a refusal with; null when it forwarded the request. */
   status: number | null;
   /** A stable code of why, for refusals. */
@@ -105,7 +119,7 @@ export interface GatewayEventData {
 }
 
 /** `gateway.decision` as version 1 stored it. */
-type GatewayDecisionV1 = Omit<GatewayDecision, "requestId" | "served" | "digests">;
+type GatewayDecisionV1 = Omit<GatewayDecision, "requestId" | "served" | "digests" | "rules">;
 
 const bounded = (max: number): object => ({ type: "string", maxLength: max });
 const V1_GATES = ["origin", "cluster", "can_view", "installation", "request", "user", "plugin", "upstream"];
@@ -160,19 +174,24 @@ export function defineGatewayEvents(r: EventRegistry): void {
   const v1 = shape<GatewayDecisionV1>({
     ...common, method: req(nonEmpty), path: req(bounded(4096)), attributes: req(attributesSchema(bounded(4096))), gate: req({ enum: V1_GATES }),
   });
+  const v2Fields = {
+    ...common,
+    requestId: opt({ type: "string", minLength: 1, maxLength: 64 }),
+    path: req(capped),
+    attributes: req(attributesSchema(capped)),
+    served: opt({ type: "object", required: ["fieldSelector", "labelSelector"], properties: { fieldSelector: capped, labelSelector: capped }, additionalProperties: false }),
+    gate: req({ enum: [...GATEWAY_GATES] }),
+    digests: opt({ type: "object", propertyNames: { enum: [...CAPPED_FIELDS] }, additionalProperties: digest }),
+  } as const;
   define({
-    type: "gateway.decision", version: 2, stream: inNamedStream("gateway", "installationName"),
-    fields: {
-      ...common,
-      requestId: opt({ type: "string", minLength: 1, maxLength: 64 }),
-      path: req(capped),
-      attributes: req(attributesSchema(capped)),
-      served: opt({ type: "object", required: ["fieldSelector", "labelSelector"], properties: { fieldSelector: capped, labelSelector: capped }, additionalProperties: false }),
-      gate: req({ enum: [...GATEWAY_GATES] }),
-      digests: opt({ type: "object", propertyNames: { enum: [...CAPPED_FIELDS] }, additionalProperties: digest }),
-    },
-    // A version-1 row recorded no id, no served selectors and no digests (its fields were capped at 4096).
-    history: [{ version: 1, schema: v1, upcast: (data) => data }],
+    type: "gateway.decision", version: 3, stream: inNamedStream("gateway", "installationName"),
+    fields: { ...v2Fields, rules: req(rulesVersion) },
+    history: [
+      // A version-1 row recorded no id, no served selectors and no digests (its fields were capped at 4096).
+      { version: 1, schema: v1, upcast: (data) => data },
+      // Version 3 names the rules: a decision recorded before was made by the first released ones.
+      { version: 2, schema: shape<Omit<GatewayDecision, "rules">>(v2Fields), upcast: withFirstRules },
+    ],
   });
   define({
     type: "gateway.refusals", version: 1, stream: inNamedStream("gateway", "installationName"),
