@@ -46,12 +46,22 @@ function earlier(a: InstanceSecrets, b: InstanceSecrets): boolean {
 export function foreignSecretProblems(self: InstanceSecrets, others: readonly InstanceSecrets[]): FieldError[] {
   if (self.grant === null) return [];
   const defaults = new Map<string, string>();
+  const everyDefault = new Map<string, string>(self.roles.map((r) => [defaultSecretName(self.name, r), self.name]));
   const mapped = new Map<string, string>();
-  for (const o of others) {
-    if (o.name === self.name) continue;
-    for (const role of o.roles) defaults.set(defaultSecretName(o.name, role), o.name);
+  const rest = others.filter((o) => o.name !== self.name);
+  for (const o of rest) {
+    for (const role of o.roles) {
+      defaults.set(defaultSecretName(o.name, role), o.name);
+      everyDefault.set(defaultSecretName(o.name, role), o.name);
+    }
+  }
+  for (const o of rest) {
     if (o.grant === null || !earlier(o, self)) continue;
-    for (const secret of grantedSecretNames(o.grant).values()) if (!mapped.has(secret)) mapped.set(secret, o.name);
+    // A mapping to a third instance's default name is refused itself, so it claims nothing.
+    for (const secret of grantedSecretNames(o.grant).values()) {
+      const owner = everyDefault.get(secret);
+      if ((owner === undefined || owner === o.name) && !mapped.has(secret)) mapped.set(secret, o.name);
+    }
   }
   const problems: FieldError[] = [];
   for (const [role, secret] of grantedSecretNames(self.grant)) {

@@ -135,6 +135,13 @@ describe("a grant that maps another instance's Secret", () => {
     expect(foreignSecretProblems(b, [a]).map((p) => `${p.path} ${p.code}`)).toEqual([`spec.secrets[0] ${ErrorCode.ForeignSecret}`]);
   });
 
+  it("refuses only the grant that took another's default, even when that instance was installed earlier", () => {
+    const a = inst("ibkr-a", 1, { capabilities: ["connector"], secretRoles: [{ role: "credentials", secret: "ibkr-b-credentials" }] });
+    const b = inst("ibkr-b", 2, { capabilities: ["connector"], secretRoles: [{ role: "credentials" }] });
+    expect(foreignSecretProblems(a, [b]).map((p) => p.path)).toEqual(["spec.secretRoles[0].secret"]);
+    expect(foreignSecretProblems(b, [a])).toEqual([]);
+  });
+
   it("is not refused for its own defaults, nor for a Secret nobody else maps", () => {
     const a = inst("ibkr-a", 1, { capabilities: ["connector"], secretRoles: [{ role: "credentials" }] });
     const b = inst("ibkr-b", 2, { capabilities: ["connector"], secretRoles: [{ role: "credentials" }, { role: "query", secret: "shared-nothing" }] });
