@@ -25,6 +25,7 @@ import type { PluginState } from "../projections/index.js";
 import type { ImageVerifier, VerdictRecorder } from "../trust/index.js";
 import { appliedRecord, desiredChanged, desiredWorkload, needsApply, nextConfigVerdict, nextDecision, nextGrantVerdict } from "./steps.js";
 import type { KubeObject, Target } from "./target.js";
+import { completeUninstalls } from "./purge.js";
 
 /** What the reconciler needs from the outside, passed in (ports). */
 export interface ReconcilerDeps {
@@ -73,6 +74,7 @@ export class Reconciler {
 
   /** Reconciles every plugin the log knows, prunes what the target holds for unknown ones, publishes allow-lists. */
   async reconcileAll(): Promise<PluginResult[]> {
+    await this.completeUninstalls();
     await this.#projector.catchUp();
     const names = new Set((await this.#projector.rows<PluginState>("plugins")).keys());
     const results: PluginResult[] = [];
@@ -86,6 +88,19 @@ export class Reconciler {
     await this.publishAllowLists();
     await this.publishPluginHost();
     return results;
+  }
+
+  /**
+   * Finishes every uninstall the log holds as an open intent (docs/adr/0162): a purge that a
+   * crash interrupted converges at the next pass. A failure is logged and tried again next pass.
+   */
+  async completeUninstalls(): Promise<void> {
+    try {
+      const done = await completeUninstalls(this.#d.store, this.#d.target, this.#actor);
+      for (const u of done) this.#d.logger.info({ plugin: u.name, seq: u.seq, secrets: u.secrets.length }, "plugin uninstalled");
+    } catch (err) {
+      this.#d.logger.error({ err: err instanceof Error ? err.message : String(err) }, "completing an uninstall failed; trying again next pass");
+    }
   }
 
   /** Reconciles one plugin; a failure is recorded and returned, never thrown, so the pass goes on. */
