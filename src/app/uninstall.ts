@@ -13,7 +13,6 @@
  */
 import type { EventLog } from "../events/index.js";
 import { pluginStream } from "../events/index.js";
-import { join } from "node:path";
 import { completeUninstalls, DirectoryTarget, openIntent, pluginNames } from "../reconciler/index.js";
 import type { PurgeTarget, Uninstalled } from "../reconciler/index.js";
 import { grantedSecretNames, parseGrant } from "../plugins/index.js";
@@ -117,7 +116,7 @@ export async function uninstallPlugin(store: EventLog, name: string, actor: Acto
   return { request, uninstalled: done ?? null };
 }
 
-/** The purge target of a data folder's embedded control plane: its cluster folder, where `up` writes. */
-export function folderPurgeTarget(dataDir: string): PurgeTarget {
-  return new DirectoryTarget(join(dataDir, "cluster"));
+/** The purge target of the embedded control plane writing the cluster to `dir` (`<data>/cluster` by default). */
+export function folderPurgeTarget(dir: string): PurgeTarget {
+  return new DirectoryTarget(dir);
 }

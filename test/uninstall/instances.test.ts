@@ -125,7 +125,7 @@ describe("uninstall with --purge", () => {
     await reconciler().reconcileAll();
     await secretFile("ibkr-main-credentials");
     await secretFile("ibkr-kids-credentials");
-    const request = await requestUninstall(store, "ibkr-main", "owner:test");
+    const request = await requestUninstall(store, "ibkr-main", "owner:cli");
     expect(request).toMatchObject({ grant: true, secrets: ["ibkr-main-credentials"], module: null, resumed: false });
     // The log holds the whole intent at once: the plugin and its grant are deleted with it.
     expect((await types("ibkr-main")).slice(-3)).toEqual(["plugin.uninstall.requested", "plugin.deleted", "grant.deleted"]);
@@ -141,22 +141,22 @@ describe("uninstall with --purge", () => {
   it("records a Secret never created as not found, and converges when the process died after the intent", async () => {
     await install("ibkr-main", { secretRoles: [{ role: "credentials" }] });
     await reconciler().reconcileAll();
-    const request = await requestUninstall(store, "ibkr-main", "owner:test");
+    const request = await requestUninstall(store, "ibkr-main", "owner:cli");
     // Run again before anything was carried out: the same intent, nothing appended.
     const head = await store.head();
-    expect(await requestUninstall(store, "ibkr-main", "owner:test")).toMatchObject({ seq: request.seq, resumed: true });
+    expect(await requestUninstall(store, "ibkr-main", "owner:cli")).toMatchObject({ seq: request.seq, resumed: true });
     expect(await store.head()).toBe(head);
     const [first] = await completeUninstalls(store, target, "reconciler");
     expect(first).toMatchObject({ secrets: [], absent: ["ibkr-main-credentials"] });
     expect(await completeUninstalls(store, target, "reconciler")).toEqual([]);
-    await expect(requestUninstall(store, "ibkr-main", "owner:test")).rejects.toMatchObject({ code: "not_found" });
+    await expect(requestUninstall(store, "ibkr-main", "owner:cli")).rejects.toMatchObject({ code: "not_found" });
   });
 
   it("never removes a Secret another installed instance mounts", async () => {
     await install("ibkr-main", { secrets: ["credentials"] });
     await install("ibkr-kids", { secretRoles: [{ role: "credentials", secret: "credentials" }] });
     // Both grants map Secret "credentials" (ibkr-kids' is refused for it): a purge of either leaves it.
-    const request = await requestUninstall(store, "ibkr-kids", "owner:test");
+    const request = await requestUninstall(store, "ibkr-kids", "owner:cli");
     expect(request.secrets).toEqual([]);
   });
 
@@ -167,7 +167,7 @@ describe("uninstall with --purge", () => {
       await store.append([{ stream: `plugin/${name}`, type: "workload.desired", data: { name, running: true, image: IMAGE, runtime: "wasm", module, objects: [], allowList: [] }, actor: "reconciler" }]);
     }
     const head = await store.head();
-    await expect(requestUninstall(store, "wasm-a", "owner:test")).rejects.toMatchObject({ code: "plugin_pinned" });
+    await expect(requestUninstall(store, "wasm-a", "owner:cli")).rejects.toMatchObject({ code: "plugin_pinned" });
     expect(await store.head()).toBe(head);
   });
 });

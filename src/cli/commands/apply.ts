@@ -9,6 +9,7 @@
  * events stay. `openfief delete plugin NAME --purge` uninstalls it and leaves nothing behind
  * (docs/adr/0162). A running `openfief up` reconciles what they record; `openfief reconcile` does one pass here.
  */
+import { join } from "node:path";
 import type { Command } from "commander";
 import { AppError, applyResources, deletableKind, deleteResource, folderPurgeTarget, OWNER_CLI, parseResources, removalText, storeLocationOf, uninstallPlugin } from "../../app/index.js";
 import type { Resource } from "../../app/index.js";
@@ -22,15 +23,16 @@ export const OWNER_ACTOR = OWNER_CLI;
 
 interface DeleteOptions extends DataOptions {
   purge?: boolean;
+  out?: string;
 }
 
 /**
  * `delete plugin NAME --purge`: records the intent and, on the data folder's own log, carries it
- * out at once on the folder's cluster (`<data>/cluster`, where `up` writes); on another log (a
- * cluster's) the operator carries it out.
+ * out at once on the folder's cluster (`<data>/cluster`, where `up` writes, or `--out`); on
+ * another log (a cluster's) the operator carries it out.
  */
 async function purge(name: string, o: DeleteOptions): Promise<void> {
-  const target = storeLocationOf(o) === null ? folderPurgeTarget(dataDir(o)) : null;
+  const target = o.out !== undefined ? folderPurgeTarget(o.out) : storeLocationOf(o) === null ? folderPurgeTarget(join(dataDir(o), "cluster")) : null;
   const r = await withLog(o, (store) => uninstallPlugin(store, name, OWNER_CLI, target));
   if (o.json === true) {
     printJson(r);
@@ -84,6 +86,7 @@ export function register(program: Command): void {
     .argument("<kind>", "plugin, or grant (also plugingrant)")
     .argument("<name>", "the plugin's name")
     .option("--purge", "uninstall the plugin and leave nothing behind: also its grant, its own Secrets and the module only it ran")
+    .option("--out <dir>", "with --purge: the folder the embedded control plane writes the cluster to (default: DATA/cluster)")
     .action(async (kindText: string, name: string, o: DeleteOptions) => {
       const kind = deletableKind(kindText);
       if (kind === null) throw new AppError("usage", `unknown kind ${JSON.stringify(kindText)}: use plugin or grant (plugingrant)`);
