@@ -15,7 +15,7 @@ import type { EventLog } from "../events/index.js";
 import { pluginStream } from "../events/index.js";
 import { completeUninstalls, DirectoryTarget, openIntent, pluginNames } from "../reconciler/index.js";
 import type { PurgeTarget, Uninstalled } from "../reconciler/index.js";
-import { grantedSecretNames, parseGrant } from "../plugins/index.js";
+import { defaultSecretName, grantedSecretNames, parseGrant } from "../plugins/index.js";
 import type { Actor } from "./actor.js";
 import { AppError } from "./errors.js";
 
@@ -50,6 +50,16 @@ async function mappedSecrets(store: EventLog, name: string): Promise<Map<string,
   return parsed.ok ? grantedSecretNames(parsed.value.spec) : new Map();
 }
 
+/** The Secrets the plugin's latest grant mapped, deleted or not, since its last purge. */
+async function lastGrantSecrets(store: EventLog, name: string): Promise<Map<string, string>> {
+  const stream = pluginStream(name);
+  const g = await store.lookups.lastOf(stream, ["grant.observed"], MAX);
+  const purged = await store.lookups.lastOf(stream, ["plugin.uninstall.requested"], MAX);
+  if (g === null || (purged !== null && purged.seq > g.seq)) return new Map();
+  const parsed = parseGrant({ name, spec: g.data.spec });
+  return parsed.ok ? grantedSecretNames(parsed.value.spec) : new Map();
+}
+
 /**
  * Records the intent to uninstall `name` and leave nothing behind, with the deletion of the
  * Plugin and its grant, in one batch. What goes: the grant, the Secrets its grant maps that no
@@ -70,7 +80,9 @@ export async function requestUninstall(store: EventLog, name: string, actor: Act
   const grant = await store.lookups.lastOf(stream, ["grant.observed", "grant.deleted"], MAX);
   const hasPlugin = plugin?.type === "plugin.observed";
   const hasGrant = grant?.type === "grant.observed";
-  const own = await mappedSecrets(store, name);
+  // The plugin's own Secrets: those of its latest grant since its last purge, even when a plain
+  // delete already removed the grant (a purge after `delete grant` still finds them).
+  const own = await lastGrantSecrets(store, name);
   const others = (await pluginNames(store)).filter((n) => n !== name);
   const module = await runningModule(store, name);
   const claimed = new Set<string>();
@@ -84,7 +96,9 @@ export async function requestUninstall(store: EventLog, name: string, actor: Act
   if (pinnedBy !== null) {
     throw new AppError("plugin_pinned", `plugin ${pinnedBy} still runs the module of ${name} (${module?.slice(0, 12) ?? ""}), so ${name} cannot be uninstalled with everything it left: uninstall ${pinnedBy} first, or delete ${name} without --purge`);
   }
-  const secrets = [...new Set(own.values())].filter((s) => !claimed.has(s)).sort();
+  // A default name `<name>-<role>` is this instance's whoever reaches for it (docs/adr/0161); any
+  // other Secret goes only when no other installed instance's grant maps it too.
+  const secrets = [...new Set([...own].filter(([role, s]) => s === defaultSecretName(name, role) || !claimed.has(s)).map(([, s]) => s))].sort();
   if (!hasPlugin && !hasGrant && secrets.length === 0) throw new AppError("not_found", `plugin ${name} does not exist, and nothing of it is left to remove`);
   const batch = [
     { stream, type: "plugin.uninstall.requested" as const, data: { name, grant: hasGrant, secrets, module }, actor, causedBy: null },
