@@ -33,8 +33,8 @@ export type { Resource } from "./resources.js";
 export { applyResources, approve, BLOCKER_REFUSAL, deletableKind, deleteResource, grantWithPending, pendingOf } from "./owner-edits.js";
 export type { Applied, Approved, DeletableKind, Deleted } from "./owner-edits.js";
 /** Uninstall with --purge: a recorded intent, then idempotent steps that converge after a crash (docs/adr/0162). */
-export { folderPurgeTarget, requestUninstall, uninstallPlugin } from "./uninstall.js";
-export type { UninstallRequest, UninstallResult } from "./uninstall.js";
+export { folderPurgeTarget, requestUninstall, uninstallPlan, uninstallPlugin } from "./uninstall.js";
+export type { UninstallPlan, UninstallRequest, UninstallResult } from "./uninstall.js";
 /** `get plugins`. */
 export { lastCallOf, listPlugins, shortImage } from "./plugins.js";
 export type { LastCallView, PluginProblem, PluginRow, PluginStatus, SignatureView } from "./plugins.js";

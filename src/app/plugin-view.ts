@@ -283,6 +283,11 @@ async function removedText(store: EventLog, name: string): Promise<string | null
   return `${name} is a removed instance: ${what}. What follows is from before it was removed; its decisions and deliveries stay in the log.`;
 }
 
+async function removedSentences(store: EventLog, name: string): Promise<string[]> {
+  const t = await removedText(store, name);
+  return t === null ? [] : [t];
+}
+
 /** `why`: the latest decision of a plugin and its sentences; `not_found` when none was decided yet. */
 export async function explain(store: EventLog, name: string, steps?: NextSteps): Promise<Explained> {
   checkLogQuery(store, { plugin: name });
@@ -318,7 +323,7 @@ export async function pluginView(store: EventLog, name: string, o: { timeline?: 
     permissions: { asked: askedPermissions(name, asked), granted: grantLists(grant), effective: runLists(running) },
     pending: row.deleted ? null : await pendingApproval(store, name, version),
     approved: row.deleted ? null : await approvalInFlight(store, name),
-    why: answer === null ? null : { answer, sentences: await whyText(store, answer, o.steps) },
+    why: answer === null ? null : { answer, sentences: [...await removedSentences(store, name), ...await whyText(store, answer, o.steps)] },
     timeline: await pluginTimeline(store, name, { latest: true, limit: o.timeline ?? 50 }),
   };
 }

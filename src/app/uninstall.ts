@@ -72,10 +72,40 @@ export async function requestUninstall(store: EventLog, name: string, actor: Act
   const stream = pluginStream(name);
   const open = await openIntent(store, name);
   if (open !== null) return { name, seq: open.seq, grant: open.data.grant, secrets: open.data.secrets, module: open.data.module, resumed: true };
-  const version = await store.version(stream);
-  if (expectedVersion !== undefined && version !== expectedVersion) {
-    throw new AppError("precondition_failed", `plugin ${name} changed since version ${expectedVersion} (now ${version}): look again before uninstalling`);
+  const plan = await uninstallPlan(store, name);
+  if (expectedVersion !== undefined && plan.version !== expectedVersion) {
+    throw new AppError("precondition_failed", `plugin ${name} changed since version ${expectedVersion} (now ${plan.version}): look again before uninstalling`);
   }
+  const { grant, secrets, module } = plan;
+  const batch = [
+    { stream, type: "plugin.uninstall.requested" as const, data: { name, grant, secrets, module }, actor, causedBy: null },
+    ...(plan.installed ? [{ stream, type: "plugin.deleted" as const, data: { name }, actor, causedBy: null }] : []),
+    ...(grant ? [{ stream, type: "grant.deleted" as const, data: { name }, actor, causedBy: null }] : []),
+  ];
+  const [intent] = await store.append(batch, { expected: { [stream]: plan.version }, durable: true });
+  if (intent === undefined) throw new AppError("internal", "the store appended nothing");
+  return { name, seq: intent.seq, grant, secrets, module, resumed: false };
+}
+
+/** What an uninstall with --purge of a plugin would remove, as the log stands at `version` of its stream. */
+export interface UninstallPlan {
+  readonly name: string;
+  readonly version: number;
+  /** Whether the Plugin is installed (not deleted yet). */
+  readonly installed: boolean;
+  readonly grant: boolean;
+  readonly secrets: string[];
+  readonly module: string | null;
+}
+
+/**
+ * What {@link requestUninstall} would record, without recording it (the console's confirmation
+ * shows it): the grant, the Secrets its grant maps that are this instance's, the module only it
+ * runs. Refused as {@link requestUninstall} refuses: `plugin_pinned`, `not_found`.
+ */
+export async function uninstallPlan(store: EventLog, name: string): Promise<UninstallPlan> {
+  const stream = pluginStream(name);
+  const version = await store.version(stream);
   const plugin = await store.lookups.lastOf(stream, ["plugin.observed", "plugin.deleted"], MAX);
   const grant = await store.lookups.lastOf(stream, ["grant.observed", "grant.deleted"], MAX);
   const hasPlugin = plugin?.type === "plugin.observed";
@@ -100,14 +130,7 @@ export async function requestUninstall(store: EventLog, name: string, actor: Act
   // other Secret goes only when no other installed instance's grant maps it too.
   const secrets = [...new Set([...own].filter(([role, s]) => s === defaultSecretName(name, role) || !claimed.has(s)).map(([, s]) => s))].sort();
   if (!hasPlugin && !hasGrant && secrets.length === 0) throw new AppError("not_found", `plugin ${name} does not exist, and nothing of it is left to remove`);
-  const batch = [
-    { stream, type: "plugin.uninstall.requested" as const, data: { name, grant: hasGrant, secrets, module }, actor, causedBy: null },
-    ...(hasPlugin ? [{ stream, type: "plugin.deleted" as const, data: { name }, actor, causedBy: null }] : []),
-    ...(hasGrant ? [{ stream, type: "grant.deleted" as const, data: { name }, actor, causedBy: null }] : []),
-  ];
-  const [intent] = await store.append(batch, { expected: { [stream]: version }, durable: true });
-  if (intent === undefined) throw new AppError("internal", "the store appended nothing");
-  return { name, seq: intent.seq, grant: hasGrant, secrets, module, resumed: false };
+  return { name, version, installed: hasPlugin, grant: hasGrant, secrets, module };
 }
 
 
