@@ -173,8 +173,8 @@ export async function eventSentence(store: EventLog, e: KnownEvent): Promise<str
 /** The plugin an event is about: its stream's, or the `plugin` it names (an egress or a call). */
 function pluginOf(e: KnownEvent): string | null {
   if (e.stream.startsWith("plugin/")) return e.stream.slice("plugin/".length);
-  const named = (e.data as { plugin?: unknown }).plugin;
-  return typeof named === "string" ? named : null;
+  const data: object = e.data;
+  return "plugin" in data && typeof data.plugin === "string" ? data.plugin : null;
 }
 
 /**
