@@ -16,6 +16,7 @@ describe("the error registry", () => {
       spec_invalid: [1, 409],
       signature_refused: [1, 409],
       config_refused: [1, 409],
+      plugin_pinned: [1, 409],
       log_broken: [1, 503],
       unauthorized: [1, 401],
       forbidden: [1, 403],

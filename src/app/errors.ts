@@ -31,6 +31,8 @@ export const APP_ERRORS = {
   signature_refused: { exit: 1, status: 409 },
   /** An approval for a version whose config its own schema refuses: it cannot run whatever is approved. */
   config_refused: { exit: 1, status: 409 },
+  /** An uninstall with `--purge` of a plugin whose module another installed plugin still runs (docs/adr/0162). */
+  plugin_pinned: { exit: 1, status: 409 },
   /** The log's hash chain or its guards do not hold: nothing acts on it. */
   log_broken: { exit: 1, status: 503 },
   /** No session, or an expired or invalid one. */

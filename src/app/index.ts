@@ -11,7 +11,7 @@ export { CLUSTER_ACTOR, clusterReconcilerFactory, kubeChange, observe, observePr
 /** The words the faces share: `why`'s codes, events and pending permissions as sentences. */
 export { blockerText, describeEvent, describePending, describeRule, egressDecisionText, egressReasonText, hostPort, pendingItems, reasonText, viewDecisionSentences, whySentences } from "./wording.js";
 export type { EventContext, PendingLike } from "./wording.js";
-export { describeDecision, lastCallText, problemText, runtimeText, statusText } from "./wording.js";
+export { describeDecision, lastCallText, problemText, removalText, runtimeText, statusText } from "./wording.js";
 /** Verdicts as what they mean, blockers, grant edits as what they changed, outcomes, the embedded mode's objects. */
 export {
   blockerSubject, containerText, DESCRIBED_TYPES, embeddedFolder, grantChange, objectsOnlyNote, OUTCOME_TEXT, outcomeText, refusalText, shortRefs, signersText,
@@ -35,6 +35,9 @@ export type { Resource } from "./resources.js";
 /** The owner's writes: apply, delete, approve, each expecting the version it read before its facts. */
 export { applyResources, approve, BLOCKER_REFUSAL, deletableKind, deleteResource, grantWithPending, pendingOf } from "./owner-edits.js";
 export type { Applied, Approved, DeletableKind, Deleted } from "./owner-edits.js";
+/** Uninstall with --purge: a recorded intent, then idempotent steps that converge after a crash (docs/adr/0162). */
+export { folderPurgeTarget, requestUninstall, uninstallPlan, uninstallPlugin } from "./uninstall.js";
+export type { UninstallPlan, UninstallRequest, UninstallResult } from "./uninstall.js";
 /** `get plugins`. */
 export { lastCallOf, listPlugins, shortImage } from "./plugins.js";
 export type { LastCallView, PluginProblem, PluginRow, PluginStatus, SignatureView } from "./plugins.js";

@@ -18,7 +18,7 @@ import { checkLogQuery, eventSentence, eventSentences, pluginVerdicts } from "./
 import { grantWithPending, pendingOf } from "./owner-edits.js";
 import { listPlugins } from "./plugins.js";
 import type { PluginRow } from "./plugins.js";
-import { describeEvent, describePending, describeRule, pendingItems, viewDecisionSentences, whySentences } from "./wording.js";
+import { describeEvent, describePending, describeRule, pendingItems, removalText, viewDecisionSentences, whySentences } from "./wording.js";
 import type { NextSteps } from "./wording.js";
 
 /** What a Plugin asks for, as given. */
@@ -268,15 +268,36 @@ export interface Explained {
   readonly gateway: { readonly summary: ReturnType<typeof summarizeDecisions>; readonly recent: readonly GatewayRecord[] } | null;
 }
 
+/**
+ * When the plugin was uninstalled with --purge after its latest decision (docs/adr/0162): a
+ * sentence saying it is a removed instance and what went; null otherwise.
+ */
+async function removedText(store: EventLog, name: string): Promise<string | null> {
+  const stream = pluginStream(name);
+  const last = await store.lookups.lastOf(stream, ["plugin.observed", "plugin.uninstall.requested"], Number.MAX_SAFE_INTEGER);
+  if (last?.type !== "plugin.uninstall.requested") return null;
+  const done = await store.lookups.lastOf(stream, ["plugin.uninstalled"], Number.MAX_SAFE_INTEGER);
+  const what = done !== null && done.data.request === last.seq
+    ? `it was uninstalled at event ${done.seq}, removing ${removalText(done.data)}`
+    : `its uninstall was asked for at event ${last.seq} and is not finished yet`;
+  return `${name} is a removed instance: ${what}. What follows is from before it was removed; its decisions and deliveries stay in the log.`;
+}
+
+async function removedSentences(store: EventLog, name: string): Promise<string[]> {
+  const t = await removedText(store, name);
+  return t === null ? [] : [t];
+}
+
 /** `why`: the latest decision of a plugin and its sentences; `not_found` when none was decided yet. */
 export async function explain(store: EventLog, name: string, steps?: NextSteps): Promise<Explained> {
   checkLogQuery(store, { plugin: name });
   const answer = await why(store, name);
   if (answer === null) throw new AppError("not_found", `no decision recorded for ${name}`);
   const recent = await recentGatewayRecords(store, name, 10);
+  const removed = await removedText(store, name);
   return {
     answer,
-    sentences: [...(await whyText(store, answer, steps)), ...viewDecisionSentences(recent)],
+    sentences: [...(removed === null ? [] : [removed]), ...(await whyText(store, answer, steps)), ...viewDecisionSentences(recent)],
     gateway: recent.length === 0 ? null : { summary: summarizeDecisions(recent), recent },
   };
 }
@@ -302,7 +323,7 @@ export async function pluginView(store: EventLog, name: string, o: { timeline?: 
     permissions: { asked: askedPermissions(name, asked), granted: grantLists(grant), effective: runLists(running) },
     pending: row.deleted ? null : await pendingApproval(store, name, version),
     approved: row.deleted ? null : await approvalInFlight(store, name),
-    why: answer === null ? null : { answer, sentences: await whyText(store, answer, o.steps) },
+    why: answer === null ? null : { answer, sentences: [...await removedSentences(store, name), ...await whyText(store, answer, o.steps)] },
     timeline: await pluginTimeline(store, name, { latest: true, limit: o.timeline ?? 50 }),
   };
 }

@@ -189,6 +189,12 @@ export function grantChange(before: JsonValue | null, after: JsonValue | null): 
   return [...now.filter((i) => !had.has(i)).map((i) => `+${i}`), ...was.filter((i) => !has.has(i)).map((i) => `−${i}`)];
 }
 
+/** What an uninstall removes, in words: `its objects, its grant, Secret a, Secret b`. */
+export function removalText(r: { readonly grant: boolean; readonly secrets: readonly string[]; readonly module: string | null }): string {
+  const parts = ["its objects and allow-list entry", ...(r.grant ? ["its grant"] : []), ...r.secrets.map((n) => `Secret ${n}`), ...(r.module === null ? [] : [`module ${r.module.slice(0, 12)}`])];
+  return parts.join(", ");
+}
+
 /** What else a sentence about an event needs to know: for a grant event, the grant before it (null: none). */
 export interface EventContext {
   readonly grantBefore?: JsonValue | null;
@@ -237,6 +243,9 @@ const DESCRIBE: { readonly [T in KnownEvent["type"]]: (e: Extract<KnownEvent, { 
   "grant.observed": (e, ctx) => grantSentence("set", e.actor, ctx.grantBefore, e.data.spec),
   "grant.deleted": (e, ctx) => grantSentence("deleted", e.actor, ctx.grantBefore ?? null, null),
   "signature.verdict": (e) => `the signature check of ${e.data.image}: ${verdictText({ outcome: e.data.outcome, reason: e.data.reason ?? null, signers: e.data.signers })}`,
+  "grant.verdict": (e) => (e.data.ok ? `the grant of event ${e.data.grant} mounts only this instance's own Secrets` : `the grant of event ${e.data.grant} was refused, so it approves nothing: ${e.data.errors.map((x) => `${x.path}: ${x.message}`).join("; ")}`),
+  "plugin.uninstall.requested": (e) => `${e.actor} asked to uninstall the plugin and remove ${removalText(e.data)}`,
+  "plugin.uninstalled": (e) => `the plugin was uninstalled: removed ${removalText({ grant: e.data.grant, secrets: e.data.secrets, module: e.data.module })}${e.data.absent.length === 0 ? "" : `; ${e.data.absent.map((n) => `Secret ${n}`).join(", ")} already gone`}`,
   "config.verdict": (e) => (e.data.ok ? `the config matches the schema of ${e.data.image}` : `the config does not match the schema of ${e.data.image}: ${e.data.errors.map((x) => `${x.path}: ${x.message}`).join("; ")}`),
   "rollout.decided": (e) => decisionSentence(e),
   "workload.desired": (e) => (e.data.running ? `the workload of ${e.data.image ?? "?"} was compiled` : "the workload was stopped"),

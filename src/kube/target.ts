@@ -22,7 +22,7 @@
  */
 import { CustomObjectsApi, KubernetesObjectApi, PatchStrategy } from "@kubernetes/client-node";
 import type { KubeConfig, KubernetesObject } from "@kubernetes/client-node";
-import { ALLOWLIST_CONFIGMAP, PLUGIN_HOST_CONFIGMAP, pluginHostTokenRole, SERVICE_ACCOUNT_PREFIX, API_GROUP, API_VERSION, isValidPluginName, NAMESPACE, PLUGIN_LABEL, toClientNodeModel } from "../plugins/index.js";
+import { ALLOWLIST_CONFIGMAP, PLUGIN_HOST_CONFIGMAP, pluginHostTokenRole, SERVICE_ACCOUNT_PREFIX, API_GROUP, API_VERSION, isValidPluginName, NAMESPACE, PLUGIN_LABEL, toClientNodeModel, validateSecretName } from "../plugins/index.js";
 import type { KubeObject, Target } from "../reconciler/index.js";
 import { apiError, httpStatus, KubeError, KubeErrorCode } from "./errors.js";
 
@@ -90,6 +90,7 @@ export interface KubernetesTargetOptions {
   readonly onRecord?: (record: ApplyRecord) => void;
 }
 
+
 /** Applies plugins' desired objects to a cluster; see the module comment. */
 export class KubernetesTarget implements Target {
   readonly name = "kubernetes";
@@ -123,6 +124,26 @@ export class KubernetesTarget implements Target {
   /** Publishes the running WebAssembly plugins; see {@link applyPluginHostRecorded}. */
   async applyPluginHost(data: Readonly<Record<string, string>>): Promise<void> {
     await this.applyPluginHostRecorded(data);
+  }
+
+  /**
+   * Deletes these Secrets of the namespace (an uninstall's purge, docs/adr/0162); a Secret not
+   * found is `absent`. The API's 404 is the only failure that is not an error.
+   */
+  async removeSecrets(names: readonly string[]): Promise<{ removed: string[]; absent: string[] }> {
+    const removed: string[] = [];
+    const absent: string[] = [];
+    for (const name of names) {
+      if (validateSecretName(name, "name").length > 0) throw new KubeError(KubeErrorCode.InvalidObject, `Secret ${JSON.stringify(name.slice(0, 64))}: not a Secret name`);
+      try {
+        await this.#objects.delete({ apiVersion: "v1", kind: "Secret", metadata: { name, namespace: this.#namespace } });
+        removed.push(name);
+      } catch (err) {
+        if (httpStatus(err) !== 404) throw apiError(`delete Secret ${this.#namespace}/${name}`, err);
+        absent.push(name);
+      }
+    }
+    return { removed, absent };
   }
 
   /** {@link applyPlugin}, returning what it changed. */

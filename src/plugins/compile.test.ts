@@ -154,7 +154,7 @@ describe("compile", () => {
       { secrets: [{ name: "ibkr-flex-credentials", mountPath: "/etc/ibkr" }, { name: "db", mountPath: "/etc/db" }] },
       { secrets: ["ibkr-flex-credentials"] },
     );
-    expect(compiled(e).secrets).toEqual([{ volumeName: "secret-0", secretName: "ibkr-flex-credentials", mountPath: "/etc/ibkr", readOnly: true }]);
+    expect(compiled(e).secrets).toEqual([{ volumeName: "secret-0", secretName: "ibkr-flex-credentials", role: "ibkr-flex-credentials", mountPath: "/etc/ibkr", readOnly: true }]);
   });
 
   it("writes the config as canonical JSON, and {} when there is none", () => {

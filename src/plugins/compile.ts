@@ -85,10 +85,15 @@ export interface ProjectedToken {
   readonly fileName: string;
 }
 
-/** A granted Secret, mounted read-only where the manifest asks. */
+/**
+ * A granted Secret, mounted read-only where the manifest asks: the instance's own Secret
+ * (`secretName`) for the manifest's role (`role`, the same as `secretName` for a grant written
+ * before roles; docs/adr/0160).
+ */
 export interface SecretVolume {
   readonly volumeName: string;
   readonly secretName: string;
+  readonly role: string;
   readonly mountPath: string;
   readonly readOnly: true;
 }
@@ -478,9 +483,10 @@ function compileChecked(plugin: CompileInput, e: EffectivePermissions, topology:
   tokens.sort((a, b) => compareStrings(a.path, b.path));
 
   // Names by position: Secret names may be longer than a volume name may be. e.secrets is sorted.
-  const secrets: SecretVolume[] = e.secrets.map((s: SecretMount, i) => ({
+  const secrets: SecretVolume[] = e.secrets.map((s, i) => ({
     volumeName: `secret-${i}`,
     secretName: s.name,
+    role: s.role ?? s.name,
     mountPath: s.mountPath,
     readOnly: true,
   }));

@@ -37,10 +37,33 @@ export function sortedSecrets(secrets: Iterable<SecretMount>): SecretMount[] {
   return [...byKey.values()].sort((a, b) => compareStrings(a.name, b.name) || compareStrings(a.mountPath, b.mountPath));
 }
 
+/**
+ * A granted Secret as it is mounted: `name` is the instance's own Secret, `mountPath` where the
+ * manifest asks, and `role` the manifest's role when it differs from the Secret's name (a role
+ * granted through `secretRoles`; docs/adr/0160).
+ */
+export interface GrantedSecret extends SecretMount {
+  readonly role?: string;
+}
+
+function copySecret(s: GrantedSecret): GrantedSecret {
+  return s.role === undefined ? { name: s.name, mountPath: s.mountPath } : { name: s.name, mountPath: s.mountPath, role: s.role };
+}
+
+/**
+ * The Secret each approved role mounts: a role in `secrets` its own name (as before roles), a role
+ * in `secretRoles` the Secret mapped to it.
+ */
+export function grantedSecretNames(grant: GrantSpec): Map<string, string> {
+  const out = new Map<string, string>(grant.secrets.map((n) => [n, n]));
+  for (const r of grant.secretRoles ?? []) if (!out.has(r.role)) out.set(r.role, r.secret);
+  return out;
+}
+
 let construct: (
   capabilities: Capability[],
   egress: EgressHost[],
-  secrets: SecretMount[],
+  secrets: GrantedSecret[],
   dataTiers: string[],
   rbac: PolicyRule[],
 ) => EffectivePermissions;
@@ -53,11 +76,11 @@ let construct: (
 export class EffectivePermissions {
   readonly #capabilities: readonly Capability[];
   readonly #egress: readonly EgressHost[];
-  readonly #secrets: readonly SecretMount[];
+  readonly #secrets: readonly GrantedSecret[];
   readonly #dataTiers: readonly string[];
   readonly #rbac: readonly PolicyRule[];
 
-  private constructor(capabilities: Capability[], egress: EgressHost[], secrets: SecretMount[], dataTiers: string[], rbac: PolicyRule[]) {
+  private constructor(capabilities: Capability[], egress: EgressHost[], secrets: GrantedSecret[], dataTiers: string[], rbac: PolicyRule[]) {
     this.#capabilities = capabilities;
     this.#egress = egress;
     this.#secrets = secrets;
@@ -79,9 +102,12 @@ export class EffectivePermissions {
     return this.#egress.map((h) => ({ host: h.host, port: h.port }));
   }
 
-  /** Granted Secrets with the mount paths the manifest asks for, sorted by name. */
-  get secrets(): SecretMount[] {
-    return this.#secrets.map((s) => ({ name: s.name, mountPath: s.mountPath }));
+  /**
+   * Granted Secrets, each the instance's own Secret (`name`) with the mount path the manifest asks
+   * for its role (`role`, when it differs from the Secret's name), sorted by name.
+   */
+  get secrets(): GrantedSecret[] {
+    return this.#secrets.map(copySecret);
   }
 
   /** Granted data tiers, sorted. Carried to the workload; nothing enforces them yet (P-33). */
@@ -103,7 +129,7 @@ export class EffectivePermissions {
   }
 
   /** Plain, sorted JSON form, for events and comparisons; `rbac` only when some rule is effective. */
-  toJSON(): { capabilities: Capability[]; egress: EgressHost[]; secrets: SecretMount[]; dataTiers: string[]; rbac?: PolicyRuleJSON[] } {
+  toJSON(): { capabilities: Capability[]; egress: EgressHost[]; secrets: GrantedSecret[]; dataTiers: string[]; rbac?: PolicyRuleJSON[] } {
     const out = { capabilities: this.capabilities, egress: this.egress, secrets: this.secrets, dataTiers: this.dataTiers };
     return this.#rbac.length === 0 ? out : { ...out, rbac: rulesToJSON(this.#rbac) };
   }
@@ -116,8 +142,8 @@ export class EffectivePermissions {
 
 /**
  * Keeps the capabilities, egress hosts (host and port equal) and data tiers in both manifest and
- * grant, and the Secrets whose names the grant lists, at the manifest's mount path (so a vendor can
- * move a mount without new approval). Fails with {@link ErrorCode.NoCapabilityGranted} when no
+ * grant, and the Secret roles the grant approves, each mounting the Secret the grant maps it to at
+ * the manifest's mount path (so a vendor can move a mount without new approval). Fails with {@link ErrorCode.NoCapabilityGranted} when no
  * requested capability is granted: such a plugin has nothing it may do, so it does not run; and
  * with {@link ErrorCode.InvalidType} (or {@link ErrorCode.TooLarge}) when either is not shaped as
  * a parsed manifest or grant. Never throws.
@@ -132,8 +158,13 @@ export function effective(manifest: Manifest, grant: GrantSpec): Result<Effectiv
   }
   const grantedHosts = new Set(grant.egress.map(egressKey));
   const egress = sortedEgress(manifest.egress.filter((h) => grantedHosts.has(egressKey(h))));
-  const grantedSecrets = new Set(grant.secrets);
-  const secrets = sortedSecrets(manifest.secrets.filter((s) => grantedSecrets.has(s.name)));
+  const mapped = grantedSecretNames(grant);
+  const secrets = manifest.secrets.flatMap((s): GrantedSecret[] => {
+    const secret = mapped.get(s.name);
+    if (secret === undefined) return [];
+    return secret === s.name ? [{ name: s.name, mountPath: s.mountPath }] : [{ name: secret, mountPath: s.mountPath, role: s.name }];
+  });
+  secrets.sort((a, b) => compareStrings(a.name, b.name) || compareStrings(a.mountPath, b.mountPath));
   const grantedTiers = new Set(grant.dataTiers);
   const dataTiers = sortedUnique(manifest.dataTiers.filter((t) => grantedTiers.has(t)));
   // Rules serve only the view: without it granted, no rule is (docs/adr/0021).
@@ -169,7 +200,7 @@ export function needsApproval(manifest: Manifest, given: GrantSpec): Pending {
   const grant = isGrantShaped(given) ? given : EMPTY_GRANT_SPEC;
   const grantedCaps = new Set(grant.capabilities);
   const grantedHosts = new Set(grant.egress.map(egressKey));
-  const grantedSecrets = new Set(grant.secrets);
+  const grantedSecrets = grantedSecretNames(grant);
   const grantedTiers = new Set(grant.dataTiers);
   const rbac = uncoveredRules(manifest.rbac ?? [], grant.rbac ?? []);
   return {

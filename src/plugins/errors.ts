@@ -27,6 +27,8 @@ export const ErrorCode = {
   InvalidMountPath: "invalid_mount_path",
   MountOverlap: "mount_overlap",
   ReservedMountPath: "reserved_mount_path",
+  /** A grant that maps a Secret role to another installed instance's Secret (docs/adr/0161). */
+  ForeignSecret: "foreign_secret",
   // data tiers
   InvalidDataTier: "invalid_data_tier",
   // config

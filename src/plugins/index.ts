@@ -12,7 +12,7 @@ export { ErrorCode, fieldError, ok, fail, join, formatErrors } from "./errors.js
 export type { FieldError, Result } from "./errors.js";
 
 /** Plain shapes of Plugin, PluginGrant and Manifest, before validation. */
-export type { JsonValue, Capability, EgressHost, SecretMount, Manifest, PluginSpec, Plugin, GrantSpec, Grant } from "./types.js";
+export type { JsonValue, Capability, EgressHost, SecretMount, SecretRole, Manifest, PluginSpec, Plugin, GrantSpec, Grant } from "./types.js";
 export { CAPABILITIES, EMPTY_GRANT_SPEC } from "./types.js";
 
 /**
@@ -28,7 +28,7 @@ export * from "./constants.js";
 /** Validation of names, hosts, mount paths, configs; strict parsing of Plugin, PluginGrant and Manifest. */
 export { validatePluginName, validateSecretName, validateDataTier, isValidPluginName } from "./names.js";
 export { parseEgressHost, formatHostPort, egressKey, compareEgressHosts, isCanonicalHostname, DEFAULT_EGRESS_PORT } from "./egress-host.js";
-export { parseManifest, parsePlugin, parseGrant, validateMountPath, mountPathsOverlap } from "./validate.js";
+export { parseManifest, parsePlugin, parseGrant, validateMountPath, mountPathsOverlap, defaultSecretName } from "./validate.js";
 export { validateConfigSchema, validateConfig } from "./config-schema.js";
 export { isJsonValue } from "./json.js";
 
@@ -36,8 +36,8 @@ export { isJsonValue } from "./json.js";
 export { ImageRef, parseImageRef } from "./image-ref.js";
 
 /** Effective permissions (request ∩ grant) and what needs approval. */
-export { EffectivePermissions, effective, needsApproval, isEmptyPending, EMPTY_PENDING } from "./effective.js";
-export type { Pending } from "./effective.js";
+export { EffectivePermissions, effective, needsApproval, isEmptyPending, EMPTY_PENDING, grantedSecretNames } from "./effective.js";
+export type { Pending, GrantedSecret } from "./effective.js";
 
 /** The compiled workload and its Kubernetes objects. */
 export { Workload, compile, validateTopology, PLUGIN_LABEL } from "./compile.js";
@@ -97,3 +97,6 @@ export { parseUiBundle, DEFAULT_UI_ENTRY, MAX_UI_ENTRY } from "./ui-bundle.js";
 export type { UiBundle } from "./ui-bundle.js";
 /** The plugin ServiceAccount's ClusterRole and binding, `plugin-<name>-scope`. */
 export { scopeObjects, scopeName, SCOPE_SUFFIX } from "./scope-objects.js";
+/** One Secret per instance: the Secrets a grant maps that are another instance's (docs/adr/0161). */
+export { foreignSecretProblems } from "./secret-claims.js";
+export type { InstanceSecrets } from "./secret-claims.js";

@@ -25,6 +25,7 @@ const isName: Item = (v) => typeof v === "string";
 const isHost: Item = (v) =>
   isObject(v) && typeof v["host"] === "string" && Number.isInteger(v["port"]) && (v["port"] as number) >= 1 && (v["port"] as number) <= 65535;
 const isMount: Item = (v) => isObject(v) && typeof v["name"] === "string" && typeof v["mountPath"] === "string";
+const isRole: Item = (v) => isObject(v) && typeof v["role"] === "string" && typeof v["secret"] === "string";
 
 function listProblem(obj: Record<string, unknown>, key: string, path: string, item: Item, what: string): FieldError | undefined {
   const list = obj[key];
@@ -65,6 +66,7 @@ export function grantShapeProblem(value: unknown, path = "grant"): FieldError | 
       listProblem(value, "capabilities", path, isCapability, "a known capability") ??
       listProblem(value, "egress", path, isHost, "an egress host {host, port}") ??
       listProblem(value, "secrets", path, isName, "a Secret name") ??
+      (value["secretRoles"] === undefined ? undefined : listProblem(value, "secretRoles", path, isRole, "a Secret role {role, secret}")) ??
       listProblem(value, "dataTiers", path, isName, "a data tier name")
     );
   });

@@ -20,10 +20,22 @@ export interface EgressHost {
   readonly port: number;
 }
 
-/** A Secret the manifest asks for, with where to mount it (read-only). */
+/**
+ * A Secret the manifest asks for, with where to mount it (read-only). In a manifest `name` is the
+ * Secret's *role* (docs/adr/0160): the grant maps each approved role to the instance's own Secret.
+ */
 export interface SecretMount {
   readonly name: string;
   readonly mountPath: string;
+}
+
+/**
+ * A grant's mapping of one Secret role the manifest names to the Secret this instance mounts for
+ * it (docs/adr/0160). After parsing `secret` is always set: `<plugin>-<role>` when none is written.
+ */
+export interface SecretRole {
+  readonly role: string;
+  readonly secret: string;
 }
 
 /**
@@ -59,12 +71,18 @@ export interface Plugin {
 
 /**
  * `PluginGrant.spec`: what the owner approved. The grant's name is the plugin's name.
- * Secrets are granted by name only; the mount path comes from the manifest.
+ * Secrets are granted by role only; the mount path comes from the manifest.
  */
 export interface GrantSpec {
   readonly capabilities: readonly Capability[];
   readonly egress: readonly EgressHost[];
+  /**
+   * Secret roles approved the way grants did before roles (docs/adr/0160): each mounts the Secret
+   * named exactly as the role. Kept so existing grants mean what they meant.
+   */
   readonly secrets: readonly string[];
+  /** Secret roles approved with the Secret this instance mounts for each; absent when none. */
+  readonly secretRoles?: readonly SecretRole[];
   readonly dataTiers: readonly string[];
   /** The PolicyRules approved for a view plugin; absent approves none. */
   readonly rbac?: readonly PolicyRule[];

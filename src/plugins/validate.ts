@@ -7,11 +7,11 @@
 import { ErrorCode, fail, fieldError, join, ok } from "./errors.js";
 import type { FieldError, Result } from "./errors.js";
 import { CAPABILITIES } from "./types.js";
-import type { Capability, EgressHost, Grant, JsonValue, Manifest, Plugin, PluginSpec, SecretMount } from "./types.js";
+import type { Capability, EgressHost, Grant, JsonValue, Manifest, Plugin, PluginSpec, SecretMount, SecretRole } from "./types.js";
 import { CAPS, CONFIG_LIMITS, jsonLimitProblem, shown, tooManyItems } from "./caps.js";
 import { cloneJson, isJsonValue, isPlainObject, ownValue } from "./json.js";
 import { MountTable, checkSecretMount } from "./mount-path.js";
-import { validateDataTier, validatePluginName, validateSecretName } from "./names.js";
+import { MAX_SECRET_NAME, validateDataTier, validatePluginName, validateSecretName } from "./names.js";
 import { egressKey, parseEgressHost } from "./egress-host.js";
 import { validateConfigSchema } from "./config-schema.js";
 import { parseImageRef } from "./image-ref.js";
@@ -27,7 +27,8 @@ const SECRET_FIELDS = ["name", "mountPath"];
 const PLUGIN_FIELDS = ["name", "spec"];
 const PLUGIN_SPEC_FIELDS = ["image", "manifest", "config"];
 const GRANT_FIELDS = ["name", "spec"];
-const GRANT_SPEC_FIELDS = ["capabilities", "egress", "secrets", "dataTiers", "rbac"];
+const GRANT_SPEC_FIELDS = ["capabilities", "egress", "secrets", "secretRoles", "dataTiers", "rbac"];
+const SECRET_ROLE_FIELDS = ["role", "secret"];
 
 function unreadable(path: string): FieldError {
   return fieldError(ErrorCode.InvalidJSON, path, "the value could not be read as JSON");
@@ -178,6 +179,60 @@ function parseSecretNames(list: readonly unknown[], path: string, errors: FieldE
   return parseUniqueNames(list, path, "Secret", validateSecretName, errors);
 }
 
+/**
+ * The Secret an instance mounts for a role when its grant names none: `<plugin>-<role>`
+ * (docs/adr/0160). Distinct for two instances of one image, since their names differ.
+ */
+export function defaultSecretName(plugin: string, role: string): string {
+  return `${plugin}-${role}`;
+}
+
+/**
+ * `spec.secretRoles`: `[{role, secret?}]`, each role a Secret name as the manifest writes it, each
+ * secret a Kubernetes Secret name (default `<plugin>-<role>`, which must fit 253 characters); no
+ * role listed twice or also in `spec.secrets`, and no Secret mounted for two roles.
+ */
+function parseSecretRoles(list: readonly unknown[], plugin: string | undefined, legacy: readonly string[], path: string, errors: FieldError[]): SecretRole[] {
+  const out: SecretRole[] = [];
+  const roles = new Set<string>();
+  const secrets = new Map<string, string>(legacy.map((n) => [n, n]));
+  list.forEach((item, i) => {
+    const at = join(path, i);
+    const obj = objectAt(item, at, "a Secret role", errors);
+    if (obj === undefined) return;
+    unknownFields(obj, SECRET_ROLE_FIELDS, at, errors);
+    const role = ownValue(obj, "role");
+    const given = ownValue(obj, "secret");
+    const roleAt = join(at, "role");
+    const roleErrors = validateSecretName(role, roleAt);
+    const secretErrors = given === undefined ? [] : validateSecretName(given, join(at, "secret"));
+    errors.push(...roleErrors, ...secretErrors);
+    if (roleErrors.length > 0 || secretErrors.length > 0) return;
+    const r = role as string;
+    if (roles.has(r) || legacy.includes(r)) {
+      errors.push(duplicate(roleAt, `Secret role "${r}"`));
+      return;
+    }
+    roles.add(r);
+    if (plugin === undefined) return;
+    const secret = given === undefined ? defaultSecretName(plugin, r) : (given as string);
+    if (given === undefined && secret.length > MAX_SECRET_NAME) {
+      errors.push(
+        fieldError(ErrorCode.InvalidSecretName, roleAt, `the default Secret name "<plugin>-<role>" would be ${secret.length} characters, over ${MAX_SECRET_NAME}: name the Secret in "secret"`),
+      );
+      return;
+    }
+    const other = secrets.get(secret);
+    if (other !== undefined) {
+      errors.push(fieldError(ErrorCode.Duplicate, given === undefined ? roleAt : join(at, "secret"), `Secret "${secret}" is already mounted for role "${other}": each role gets its own Secret`));
+      return;
+    }
+    secrets.set(secret, r);
+    out.push({ role: r, secret });
+  });
+  return out;
+}
+
 function readManifest(value: unknown, path: string, errors: FieldError[]): Manifest | undefined {
   const obj = objectAt(value, path, "a manifest", errors);
   if (obj === undefined) return undefined;
@@ -254,8 +309,11 @@ export function parsePlugin(value: unknown): Result<Plugin> {
 }
 
 /**
- * Parses a grant `{name, spec: {capabilities?, egress?, secrets?, dataTiers?}}`. Missing lists are
- * empty and a grant may approve nothing; entries follow the manifest's rules, Secrets are names.
+ * Parses a grant `{name, spec: {capabilities?, egress?, secrets?, secretRoles?, dataTiers?}}`.
+ * Missing lists are empty and a grant may approve nothing; entries follow the manifest's rules.
+ * `secrets` approves roles that mount the Secret of the role's own name (as before roles);
+ * `secretRoles` approves roles and maps each to this instance's Secret, filled in with the default
+ * `<name>-<role>` so that parsing a parsed grant gives it back unchanged.
  */
 export function parseGrant(value: unknown): Result<Grant> {
   try {
@@ -271,10 +329,15 @@ export function parseGrant(value: unknown): Result<Grant> {
     const capabilities = parseCapabilities(listAt(spec, "capabilities", "spec", errors), "spec.capabilities", errors);
     const egress = parseEgressList(listAt(spec, "egress", "spec", errors), "spec.egress", errors);
     const secrets = parseSecretNames(listAt(spec, "secrets", "spec", errors), "spec.secrets", errors);
+    const rawRoles = ownValue(spec, "secretRoles");
+    const plugin = typeof name === "string" && validatePluginName(name, "name").length === 0 ? name : undefined;
+    const secretRoles = parseSecretRoles(listAt(spec, "secretRoles", "spec", errors), plugin, secrets, "spec.secretRoles", errors);
     const dataTiers = parseDataTiers(listAt(spec, "dataTiers", "spec", errors), "spec.dataTiers", errors);
     const view = parseGrantRules(spec, "spec", errors);
     if (errors.length > 0) return fail(errors);
-    return ok({ name: name as string, spec: { capabilities, egress, secrets, dataTiers, ...view } });
+    // `secretRoles` only when written, so a grant from before roles parses to what it did.
+    const roles = rawRoles === undefined ? {} : { secretRoles };
+    return ok({ name: name as string, spec: { capabilities, egress, secrets, ...roles, dataTiers, ...view } });
   } catch {
     return fail(unreadable(""));
   }

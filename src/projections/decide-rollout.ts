@@ -12,7 +12,8 @@
  * - previous: what the latest `rollout.decided` ran or, before any decision, the version the
  *   latest `previous.observed` names (the cluster's `status.deployed`, seed 000); only while its
  *   image's latest verdict still passes, and never for a deleted Plugin;
- * - grant: the latest observed grant when it parses; else the empty grant.
+ * - grant: the latest observed grant when it parses and the operator did not refuse it (it maps
+ *   another instance's Secret); else the empty grant.
  */
 import { manifestDigest, verdictKey } from "../events/index.js";
 import type { KnownEvent, PreviousObserved, RecordedVersion, RolloutDecided, VerdictOutcome } from "../events/index.js";
@@ -26,6 +27,13 @@ export interface PluginFacts {
   readonly spec: JsonValue | null;
   /** The latest observed grant spec; null when none or deleted. */
   readonly grant: JsonValue | null;
+  /**
+   * Whether the operator refused that grant (its latest `grant.verdict` is not ok: it maps another
+   * instance's Secret, docs/adr/0161). A refused grant approves nothing. Absent reads as false.
+   */
+  readonly grantRefused?: boolean;
+  /** The seq of the latest `grant.observed`, which a `grant.verdict` names; absent when none. */
+  readonly grantSeq?: number;
   /** The latest config verdict per image, for this plugin. */
   readonly configOk: ReadonlyMap<string, boolean>;
   /**
@@ -82,8 +90,9 @@ export function evolveFacts(f: PluginFacts | undefined, e: KnownEvent): PluginFa
   switch (e.type) {
     case "plugin.observed": return { ...base, spec: e.data.spec };
     case "plugin.deleted": return { ...base, spec: null };
-    case "grant.observed": return { ...base, grant: e.data.spec };
-    case "grant.deleted": return { ...base, grant: null };
+    case "grant.observed": return { ...base, grant: e.data.spec, grantSeq: e.seq, grantRefused: false };
+    case "grant.deleted": return { ...base, grant: null, grantRefused: false };
+    case "grant.verdict": return e.data.grant === base.grantSeq ? { ...base, grantRefused: !e.data.ok } : base;
     case "config.verdict": {
       const configOk = new Map(base.configOk);
       configOk.set(e.data.image, e.data.ok);
@@ -145,7 +154,8 @@ export function rolloutInputsFrom(state: DeciderState): { input: RolloutInput; r
   const deployed = state.deployed === null ? null : toVersion(state.deployed);
   const previous = state.spec !== null && deployed !== null && passes(state.verdicts, deployed) ? deployed : null;
   let grant: GrantSpec = EMPTY_GRANT_SPEC;
-  if (state.grant !== null) {
+  // A grant the operator refused approves nothing (docs/adr/0161).
+  if (state.grant !== null && state.grantRefused !== true) {
     const g = parseGrant({ name: state.name, spec: state.grant });
     if (g.ok) grant = g.value.spec;
   }

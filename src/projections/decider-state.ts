@@ -15,6 +15,8 @@ import { verdictFor } from "./lookup.js";
 export interface DeciderSources {
   readonly plugin: EventOf<"plugin.observed" | "plugin.deleted"> | null;
   readonly grant: EventOf<"grant.observed" | "grant.deleted"> | null;
+  /** The operator's verdict on that grant, when it is about it (docs/adr/0161). */
+  readonly grantVerdict?: EventOf<"grant.verdict"> | null;
   readonly config: EventOf<"config.verdict"> | null;
   readonly currentVerdict: EventOf<"signature.verdict"> | null;
   readonly previousDecision: EventOf<"rollout.decided"> | null;
@@ -76,6 +78,8 @@ export async function loadDeciderState(store: EventLog, name: string, beforeSeq 
   const stream = pluginStream(name);
   const plugin = await q.lastOf(stream, ["plugin.observed", "plugin.deleted"], beforeSeq);
   const grant = await q.lastOf(stream, ["grant.observed", "grant.deleted"], beforeSeq);
+  const verdict = grant?.type === "grant.observed" ? await q.lastOf(stream, ["grant.verdict"], beforeSeq) : null;
+  const grantVerdict = verdict?.type === "grant.verdict" && verdict.data.grant === grant?.seq ? verdict : null;
   const previous = await previousFrom(q, stream, beforeSeq);
   const previousDecision = previous?.source.type === "rollout.decided" ? previous.source : null;
   const previousObserved = previous?.source.type === "previous.observed" ? previous.source : null;
@@ -96,10 +100,11 @@ export async function loadDeciderState(store: EventLog, name: string, beforeSeq 
     ...emptyFacts(name),
     spec,
     grant: grant?.type === "grant.observed" ? grant.data.spec : null,
+    ...(grant?.type === "grant.observed" ? { grantSeq: grant.seq, grantRefused: grantVerdict !== null && !grantVerdict.data.ok } : {}),
     configOk,
     deployed,
     decided: previousDecision !== null,
     verdicts,
   };
-  return { state, sources: { plugin, grant, config, currentVerdict, previousDecision, previousObserved, previousVerdict } };
+  return { state, sources: { plugin, grant, grantVerdict, config, currentVerdict, previousDecision, previousObserved, previousVerdict } };
 }

@@ -2,13 +2,15 @@
  * The embedded default target: each running plugin's objects as one multi-document YAML file
  * under `<dir>/plugins/<name>.yaml`, and the allow-lists as the `openfief-egress-allowlist`
  * ConfigMap in `<dir>/openfief-egress-allowlist.yaml`, and the running WebAssembly plugins as the
- * `openfief-plugin-host` ConfigMap in `<dir>/openfief-plugin-host.yaml` (ADR 0080). Files are replaced atomically (write to a
+ * `openfief-plugin-host` ConfigMap in `<dir>/openfief-plugin-host.yaml` (ADR 0080). The Secrets
+ * plugins mount are the owner's files `<dir>/secrets/<name>.yaml`; OpenFief never writes them and
+ * deletes them only when an uninstall purges them (docs/adr/0162). Files are replaced atomically (write to a
  * temporary file, fsync, rename) so a crash never leaves a half-written object behind.
  */
-import { mkdir, open, readdir, rename, rm } from "node:fs/promises";
+import { mkdir, open, readdir, rename, rm, unlink } from "node:fs/promises";
 import { join } from "node:path";
 import { stringify } from "yaml";
-import { ALLOWLIST_CONFIGMAP, NAMESPACE, PLUGIN_HOST_CONFIGMAP } from "../plugins/index.js";
+import { ALLOWLIST_CONFIGMAP, NAMESPACE, PLUGIN_HOST_CONFIGMAP, validateSecretName } from "../plugins/index.js";
 import { processAlive } from "./process-alive.js";
 import type { KubeObject, Target } from "./target.js";
 
@@ -29,6 +31,24 @@ export class DirectoryTarget implements Target {
 
   async removePlugin(plugin: string): Promise<void> {
     await rm(this.pluginFile(plugin), { force: true });
+  }
+
+  async removeSecrets(names: readonly string[]): Promise<{ removed: string[]; absent: string[] }> {
+    const removed: string[] = [];
+    const absent: string[] = [];
+    for (const name of names) {
+      // The name reaches a file path: only a Secret name, so nothing escapes the folder.
+      if (validateSecretName(name, "name").length > 0) throw new Error(`directory target: invalid Secret name ${JSON.stringify(name.slice(0, 64))}`);
+      const file = join(this.dir, "secrets", `${name}.yaml`);
+      try {
+        await unlink(file);
+        removed.push(name);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+        absent.push(name);
+      }
+    }
+    return { removed, absent };
   }
 
   async applyAllowLists(data: Readonly<Record<string, string>>): Promise<void> {

@@ -18,13 +18,14 @@ import { canonicalize } from "json-canonicalize";
 import type { Logger } from "pino";
 import type { EventDataMap, EventOf, EventLog, EventTypeName, RolloutDecided } from "../events/index.js";
 import { isEventOf, manifestDigest, pluginStream, StoreError } from "../events/index.js";
-import { parseImageRef, parseManifest, parsePlugin } from "../plugins/index.js";
-import type { ImageRef, Manifest, Topology } from "../plugins/index.js";
+import { foreignSecretProblems, parseGrant, parseImageRef, parseManifest, parsePlugin } from "../plugins/index.js";
+import type { ImageRef, InstanceSecrets, Manifest, Topology } from "../plugins/index.js";
 import { allowListConfigData, deployedBy, pluginHostConfigData, loadDeciderState, moduleOfVersion, previousVersion, Projector } from "../projections/index.js";
 import type { PluginState } from "../projections/index.js";
 import type { ImageVerifier, VerdictRecorder } from "../trust/index.js";
-import { appliedRecord, desiredChanged, desiredWorkload, needsApply, nextConfigVerdict, nextDecision } from "./steps.js";
+import { appliedRecord, desiredChanged, desiredWorkload, needsApply, nextConfigVerdict, nextDecision, nextGrantVerdict } from "./steps.js";
 import type { KubeObject, Target } from "./target.js";
+import { completeUninstalls } from "./purge.js";
 
 /** What the reconciler needs from the outside, passed in (ports). */
 export interface ReconcilerDeps {
@@ -73,6 +74,7 @@ export class Reconciler {
 
   /** Reconciles every plugin the log knows, prunes what the target holds for unknown ones, publishes allow-lists. */
   async reconcileAll(): Promise<PluginResult[]> {
+    await this.completeUninstalls();
     await this.#projector.catchUp();
     const names = new Set((await this.#projector.rows<PluginState>("plugins")).keys());
     const results: PluginResult[] = [];
@@ -86,6 +88,19 @@ export class Reconciler {
     await this.publishAllowLists();
     await this.publishPluginHost();
     return results;
+  }
+
+  /**
+   * Finishes every uninstall the log holds as an open intent (docs/adr/0162): a purge that a
+   * crash interrupted converges at the next pass. A failure is logged and tried again next pass.
+   */
+  async completeUninstalls(): Promise<void> {
+    try {
+      const done = await completeUninstalls(this.#d.store, this.#d.target, this.#actor);
+      for (const u of done) this.#d.logger.info({ plugin: u.name, seq: u.seq, secrets: u.secrets.length }, "plugin uninstalled");
+    } catch (err) {
+      this.#d.logger.error({ err: err instanceof Error ? err.message : String(err) }, "completing an uninstall failed; trying again next pass");
+    }
   }
 
   /** Reconciles one plugin; a failure is recorded and returned, never thrown, so the pass goes on. */
@@ -181,7 +196,48 @@ export class Reconciler {
    * runs now (its signature is checked again before it may keep running), and the config verdict.
    */
   async #recordFacts(name: string, expected: Expected): Promise<number[]> {
-    return [...(await this.#currentFacts(name, expected)), ...(await this.#previousFacts(name))];
+    return [...(await this.#currentFacts(name, expected)), ...(await this.#previousFacts(name)), ...(await this.#grantFacts(name, expected))];
+  }
+
+  /**
+   * Step 2b: the verdict on the plugin's grant, refused when it maps a Secret that is another
+   * installed instance's (docs/adr/0161), recorded when it changed.
+   */
+  async #grantFacts(name: string, expected: Expected): Promise<number[]> {
+    const { store } = this.#d;
+    const stream = pluginStream(name);
+    const grant = await store.lookups.lastOf(stream, ["grant.observed", "grant.deleted"], Number.MAX_SAFE_INTEGER);
+    if (grant?.type !== "grant.observed") return [];
+    const self = await this.#instance(name);
+    const others: InstanceSecrets[] = [];
+    if (self !== null) {
+      for (const other of [...(await this.#projector.rows<PluginState>("plugins")).values()]) {
+        if (other.name === name || other.spec === null) continue;
+        const o = await this.#instance(other.name);
+        if (o !== null) others.push(o);
+      }
+    }
+    const problems = self === null ? [] : foreignSecretProblems(self, others);
+    const last = await store.lookups.lastOf(stream, ["grant.verdict"], Number.MAX_SAFE_INTEGER);
+    const v = nextGrantVerdict(name, grant.seq, problems, last);
+    if (v === null) return [];
+    if (!v.ok) this.#d.logger.warn({ plugin: name, problems: v.errors.map((e) => `${e.path}: ${e.code}`) }, "grant refused: it maps another instance's Secret");
+    return [(await this.#append(expected, "grant.verdict", v, grant.seq)).seq];
+  }
+
+  /** An installed plugin's Secret roles and grant, and when it was installed; null when it is not installed. */
+  async #instance(name: string): Promise<InstanceSecrets | null> {
+    const q = this.#d.store.lookups;
+    const stream = pluginStream(name);
+    const plugin = await q.lastOf(stream, ["plugin.observed", "plugin.deleted"], Number.MAX_SAFE_INTEGER);
+    if (plugin?.type !== "plugin.observed") return null;
+    const deleted = await q.lastOf(stream, ["plugin.deleted"], Number.MAX_SAFE_INTEGER);
+    const [installed] = await this.#d.store.read({ stream, type: "plugin.observed", afterSeq: deleted?.seq ?? 0, limit: 1 });
+    const parsed = parsePlugin({ name, spec: plugin.data.spec });
+    const roles = parsed.ok ? parsed.value.spec.manifest.secrets.map((s) => s.name) : [];
+    const g = await q.lastOf(stream, ["grant.observed", "grant.deleted"], Number.MAX_SAFE_INTEGER);
+    const grant = g?.type === "grant.observed" ? parseGrant({ name, spec: g.data.spec }) : null;
+    return { name, installedSeq: installed?.seq ?? plugin.seq, roles, grant: grant?.ok === true ? grant.value.spec : null };
   }
 
   /** The asked-for version's signature verdict and config verdict. */

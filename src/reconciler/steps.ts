@@ -5,9 +5,9 @@
  * are tested as deciders: given these facts, this event (or none).
  */
 import { canonicalize } from "json-canonicalize";
-import type { ConfigVerdict, EventOf, RolloutDecided, WorkloadApplied, WorkloadDesired } from "../events/index.js";
+import type { ConfigVerdict, EventOf, GrantVerdict, RolloutDecided, WorkloadApplied, WorkloadDesired } from "../events/index.js";
 import { buildHostedObjects, buildObjects, compile, effective, formatErrors, formatHostPort, hostedObjectsToJSON, objectsToJSON, parseGrant, parseImageRef, parseManifest, validateConfig } from "../plugins/index.js";
-import type { JsonValue, Manifest, Topology } from "../plugins/index.js";
+import type { FieldError, JsonValue, Manifest, Topology } from "../plugins/index.js";
 import { decideRollout, deployedBy } from "../projections/index.js";
 import type { DeciderSources, DeciderState } from "../projections/index.js";
 
@@ -20,6 +20,20 @@ export function nextConfigVerdict(
   const errors = spec.manifest.configSchema === undefined ? [] : validateConfig(spec.manifest.configSchema, spec.config, "spec.config");
   const data: ConfigVerdict = { name, image: spec.image, ok: errors.length === 0, errors: errors.map((e) => ({ code: e.code, path: e.path, message: e.message })) };
   return last !== null && canonicalize(last.data) === canonicalize(data) ? null : data;
+}
+
+/**
+ * Step 2b: the verdict on a plugin's grant (docs/adr/0161), or null when the latest one for the
+ * same grant event says the same (or there is no grant). `problems` are what
+ * `foreignSecretProblems` found; a grant that does not parse is left to the decider (it approves
+ * nothing already).
+ */
+export function nextGrantVerdict(name: string, grantSeq: number | null, problems: readonly FieldError[], last: EventOf<"grant.verdict"> | null): GrantVerdict | null {
+  if (grantSeq === null) return null;
+  const data: GrantVerdict = { name, grant: grantSeq, ok: problems.length === 0, errors: problems.map((e) => ({ code: e.code, path: e.path, message: e.message })) };
+  // Nothing to say about a grant that mounts only its own Secrets and was never refused.
+  if (last === null || last.data.grant !== grantSeq) return data.ok ? null : data;
+  return canonicalize(last.data) === canonicalize(data) ? null : data;
 }
 
 /** A decision to append, and the event it names as its cause. */
@@ -42,7 +56,7 @@ export function nextDecision(state: DeciderState, sources: DeciderSources, last:
 
 /** The newest event among the decider's inputs: the cause a decision names. */
 export function newestCause(s: DeciderSources): number | null {
-  const seqs = [s.plugin, s.grant, s.config, s.currentVerdict, s.previousVerdict].flatMap((e) => (e === null ? [] : [e.seq]));
+  const seqs = [s.plugin, s.grant, s.grantVerdict ?? null, s.config, s.currentVerdict, s.previousVerdict].flatMap((e) => (e === null ? [] : [e.seq]));
   return seqs.length === 0 ? null : Math.max(...seqs);
 }
 

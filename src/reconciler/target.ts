@@ -26,6 +26,11 @@ export interface Target {
    * ConfigMap's data, one key per plugin (ADR 0080). Keys not in `data` are removed.
    */
   applyPluginHost(data: Readonly<Record<string, string>>): Promise<void>;
+  /**
+   * Deletes these Secrets (an uninstall's purge, docs/adr/0162); those not found are `absent`.
+   * Idempotent: deleting a Secret already gone is not an error.
+   */
+  removeSecrets(names: readonly string[]): Promise<{ readonly removed: string[]; readonly absent: string[] }>;
   /** The plugins the target currently holds objects for, so a restart can prune leftovers. */
   listPlugins(): Promise<string[]>;
 }

@@ -6,18 +6,43 @@
  * is recorded as the cluster would hold it, with a warning on standard error naming the problem
  * and the `why` that will explain the decision.
  * `openfief delete plugin|grant|plugingrant NAME` records that a resource is gone; the plugin's
- * events stay. A running `openfief up` reconciles what they record; `openfief reconcile` does one pass here.
+ * events stay. `openfief delete plugin NAME --purge` uninstalls it and leaves nothing behind
+ * (docs/adr/0162). A running `openfief up` reconciles what they record; `openfief reconcile` does one pass here.
  */
+import { join } from "node:path";
 import type { Command } from "commander";
-import { AppError, applyResources, deletableKind, deleteResource, OWNER_CLI, parseResources } from "../../app/index.js";
+import { AppError, applyResources, deletableKind, deleteResource, folderPurgeTarget, OWNER_CLI, parseResources, removalText, storeLocationOf, uninstallPlugin } from "../../app/index.js";
 import type { Resource } from "../../app/index.js";
 import { formatErrors } from "../../plugins/index.js";
-import { pluginArg, print, printJson, warn, withData, withJson, withLog } from "../context.js";
+import { dataDir, pluginArg, print, printJson, warn, withData, withJson, withLog } from "../context.js";
 import type { DataOptions } from "../context.js";
 import { readInputs } from "../inputs.js";
 
 /** Who an edit made through the CLI is recorded as. */
 export const OWNER_ACTOR = OWNER_CLI;
+
+interface DeleteOptions extends DataOptions {
+  purge?: boolean;
+  out?: string;
+}
+
+/**
+ * `delete plugin NAME --purge`: records the intent and, on the data folder's own log, carries it
+ * out at once on the folder's cluster (`<data>/cluster`, where `up` writes, or `--out`); on
+ * another log (a cluster's) the operator carries it out.
+ */
+async function purge(name: string, o: DeleteOptions): Promise<void> {
+  const target = o.out !== undefined ? folderPurgeTarget(o.out) : storeLocationOf(o) === null ? folderPurgeTarget(join(dataDir(o), "cluster")) : null;
+  const r = await withLog(o, (store) => uninstallPlugin(store, name, OWNER_CLI, target));
+  if (o.json === true) {
+    printJson(r);
+    return;
+  }
+  const what = removalText(r.request);
+  print(`plugin/${name} ${r.request.resumed ? "uninstall resumed" : "uninstall recorded"} (event ${r.request.seq}): removes ${what}`);
+  if (r.uninstalled === null) print("The operator removes its objects and Secrets from the cluster and records plugin.uninstalled.");
+  else print(`plugin/${name} uninstalled (event ${r.uninstalled.seq})${r.uninstalled.absent.length === 0 ? "" : `; not found: ${r.uninstalled.absent.map((n) => `Secret ${n}`).join(", ")}`}`);
+}
 
 interface ApplyOptions extends DataOptions {
   filename?: string[];
@@ -60,10 +85,17 @@ export function register(program: Command): void {
     .description("record that a Plugin (its workload stops, its allow-list entry goes) or a PluginGrant is deleted")
     .argument("<kind>", "plugin, or grant (also plugingrant)")
     .argument("<name>", "the plugin's name")
-    .action(async (kindText: string, name: string, o: DataOptions) => {
+    .option("--purge", "uninstall the plugin and leave nothing behind: also its grant, its own Secrets and the module only it ran")
+    .option("--out <dir>", "with --purge: the folder the embedded control plane writes the cluster to (default: DATA/cluster)")
+    .action(async (kindText: string, name: string, o: DeleteOptions) => {
       const kind = deletableKind(kindText);
       if (kind === null) throw new AppError("usage", `unknown kind ${JSON.stringify(kindText)}: use plugin or grant (plugingrant)`);
       pluginArg(name);
+      if (o.purge === true) {
+        if (kind !== "plugin") throw new AppError("usage", "--purge uninstalls a plugin: use openfief delete plugin NAME --purge");
+        await purge(name, o);
+        return;
+      }
       const result = await withLog(o, (store) => deleteResource(store, kind, name, OWNER_CLI));
       if (o.json === true) printJson(result);
       else print(`${kind === "plugin" ? "plugin" : "plugingrant"}/${name} deleted (event ${result.seq})`);

@@ -17,6 +17,26 @@ export interface PluginDeleted { name: string }
 export interface GrantObserved { name: string; spec: JsonValue }
 /** `grant.deleted`. */
 export interface GrantDeleted { name: string }
+
+/**
+ * The operator's verdict on the grant recorded at seq `grant` (docs/adr/0161): refused (`ok` false)
+ * when it maps a Secret that is another installed instance's, each problem with its code
+ * (`foreign_secret`) and field path. A refused grant approves nothing. Recorded when it changes.
+ */
+export interface GrantVerdict { name: string; grant: number; ok: boolean; errors: { code: string; path: string; message: string }[] }
+
+/**
+ * An owner's intent to uninstall a plugin and leave nothing behind (docs/adr/0162), appended in one
+ * batch with the plugin's and the grant's deletion: what is to go. `secrets` are the Secrets its
+ * grant mapped; `module` the WebAssembly module it ran, when no other instance runs it.
+ */
+export interface PluginUninstallRequested { name: string; grant: boolean; secrets: string[]; module: string | null }
+
+/**
+ * A purge done (docs/adr/0162): what was removed, caused by its `plugin.uninstall.requested`.
+ * `secrets` lists the Secrets that existed and were deleted; `absent` those already gone.
+ */
+export interface PluginUninstalled { name: string; request: number; grant: boolean; secrets: string[]; absent: string[]; module: string | null }
 /** The outcome of checking an image's signatures. */
 export type VerdictOutcome = "verified" | "unverified" | "refused";
 /**
@@ -125,6 +145,9 @@ export interface PluginEventData {
   "plugin.deleted": PluginDeleted;
   "grant.observed": GrantObserved;
   "grant.deleted": GrantDeleted;
+  "grant.verdict": GrantVerdict;
+  "plugin.uninstall.requested": PluginUninstallRequested;
+  "plugin.uninstalled": PluginUninstalled;
   "signature.verdict": SignatureVerdict;
   "config.verdict": ConfigVerdict;
   "rollout.decided": RolloutDecided;
@@ -212,6 +235,26 @@ export function definePluginEvents(r: EventRegistry): void {
     fields: {
       name: req(name), image: req(nonEmpty), ok: req(boolean),
       errors: req({ type: "array", items: strict(["code", "path", "message"], { code: str, path: str, message: str }) }),
+    },
+  });
+  define({
+    type: "grant.verdict", version: 1, stream: inPlugin,
+    fields: {
+      name: req(name), grant: req({ type: "integer", minimum: 1 }), ok: req(boolean),
+      errors: req({ type: "array", items: strict(["code", "path", "message"], { code: str, path: str, message: str }) }),
+    },
+  });
+  const secretList = { type: "array", maxItems: 128, items: { type: "string", minLength: 1, maxLength: 253 } };
+  const moduleDigest = { type: ["string", "null"], pattern: "^[0-9a-f]{64}$" };
+  define({
+    type: "plugin.uninstall.requested", version: 1, stream: inPlugin,
+    fields: { name: req(name), grant: req(boolean), secrets: req(secretList), module: req(moduleDigest) },
+  });
+  define({
+    type: "plugin.uninstalled", version: 1, stream: inPlugin,
+    fields: {
+      name: req(name), request: req({ type: "integer", minimum: 1 }), grant: req(boolean),
+      secrets: req(secretList), absent: req(secretList), module: req(moduleDigest),
     },
   });
   const decidedFields = (p: object): object => shape<Omit<RolloutDecided, "rules">>({

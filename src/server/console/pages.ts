@@ -14,7 +14,7 @@ import { integrityPage } from "./integrity-page.js";
 import { proofDownload } from "./witnesses-card.js";
 import { page } from "./layout.js";
 import { logPage, logRows } from "./log-page.js";
-import { approveForm, pluginPageWithView } from "./plugin-page.js";
+import { approveForm, pluginPageWithView, uninstallForm, uninstallPage } from "./plugin-page.js";
 import { pluginsPage } from "./plugins-page.js";
 import { replayPage } from "./replay-page.js";
 
@@ -105,6 +105,15 @@ export function consolePageRoutes(): Route[] {
       method: "POST", path: "/plugins/{name}/approve", kind: "page", access: "owner", summary: "the approval form", query: [], headers: [], statuses: [303, 400, 401, 403, 404, 409, 412, 413, 415, 428, 500, 503],
       handle: async (ctx) => {
         const r = await approveForm(ctx);
+        if ("redirect" in r) redirect(ctx.res, r.redirect);
+        else sendHtml(ctx.res, r.status, r.markup);
+      },
+    },
+    pageRoute("/plugins/{name}/uninstall", "the uninstall confirmation", [], uninstallPage, "owner"),
+    {
+      method: "POST", path: "/plugins/{name}/uninstall", kind: "page", access: "owner", summary: "the uninstall form", query: [], headers: [], statuses: [303, 400, 401, 403, 404, 409, 412, 413, 415, 428, 500, 503],
+      handle: async (ctx) => {
+        const r = await uninstallForm(ctx);
         if ("redirect" in r) redirect(ctx.res, r.redirect);
         else sendHtml(ctx.res, r.status, r.markup);
       },

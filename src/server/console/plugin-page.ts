@@ -9,7 +9,7 @@
  * which it never swaps (that would reload it).
  */
 import { createHash } from "node:crypto";
-import { AppError, approve, blockerSubject, blockerText, containerText, describeRule, hostPort, pendingItems, pluginView, verdictHelp, verdictText, webActor } from "../../app/index.js";
+import { AppError, approve, uninstallPlan, uninstallPlugin, blockerSubject, blockerText, containerText, describeRule, hostPort, pendingItems, pluginView, verdictHelp, verdictText, webActor } from "../../app/index.js";
 import type { ApprovalInFlight, GrantSpec, NextSteps, Pending, PluginView, TimelineEntry, UserSession, ViewFrame, ViewsFace } from "../../app/index.js";
 import { assetUrls } from "./assets.js";
 import { mediaType, readBody } from "../http.js";
@@ -203,6 +203,7 @@ ${pendingCard(v, session)}
 ${whyCard(v, session)}
 <section class="card"><h2>Permissions</h2><div class="table-wrap"><table class="cards"><thead><tr><th></th><th>Asked for (the version asked for)</th><th>Granted</th><th>Runs with</th></tr></thead><tbody>${permissionRows(v.permissions)}</tbody></table></div>
 <p class="small muted">Only what is both asked for and granted runs.</p></section>
+${uninstallCard(v, session)}
 <section class="card"><h2>Config</h2>${v.asked === null ? html`<p class="muted">The Plugin is deleted.</p>` : html`<pre>${json(v.asked.config ?? {})}</pre>`}</section>
 <section class="card"><h2>Timeline</h2><p class="small muted">The latest ${v.timeline.entries.length} events of ${v.name}, newest first. <a href="/log?plugin=${v.name}">All of them in the log →</a></p>
 <div class="table-wrap"><table class="cards"><thead><tr><th class="num">Event</th><th>When</th><th>Type</th><th>By</th><th>What happened</th><th>Caused by</th></tr></thead><tbody>${[...v.timeline.entries].reverse().map((t) => timelineRow(t, now))}</tbody></table></div></section>
@@ -225,6 +226,58 @@ export async function approveForm(ctx: RequestContext): Promise<{ redirect: stri
   } catch (err) {
     if (!(err instanceof AppError) || err.code !== "precondition_failed") throw err;
     const notice = html`<div class="flash bad" role="alert"><strong>Nothing was approved.</strong> ${name} changed since you looked at it (version ${version}): look again at what is pending now, below, and approve that if you agree.</div>`;
+    return { status: 412, markup: await pluginPage(ctx, notice, null) };
+  }
+}
+
+/** The way to uninstall, for an owner, while the plugin is installed: a link to the confirmation. */
+function uninstallCard(v: PluginView, session: UserSession | null): Markup {
+  if (session?.role !== "owner" || v.row.deleted) return html``;
+  return html`<section class="card" id="uninstall"><h2>Uninstall</h2>
+<p>Removes ${v.name} and leaves nothing behind: its objects, its grant, its own Secrets. What it did stays in the log.</p>
+<div class="actions"><a class="button danger" href="/plugins/${v.name}/uninstall">Uninstall ${v.name}…</a></div></section>`;
+}
+
+/** `GET /plugins/{name}/uninstall`: the confirmation, naming exactly what goes; refused with what blocks it. */
+export async function uninstallPage(ctx: RequestContext): Promise<string> {
+  const { app, params, session } = ctx;
+  const name = params.name ?? "";
+  let body: Markup;
+  try {
+    const plan = await uninstallPlan(app.store, name);
+    const goes = [html`its objects and its allow-list entry (it stops running)`, ...(plan.grant ? [html`its grant`] : []), ...plan.secrets.map((s) => html`Secret <code>${s}</code>`), ...(plan.module === null ? [] : [html`module ${hash(plan.module)}`])];
+    body = html`<div class="page-head"><h1>Uninstall ${name}?</h1></div>
+<section class="card callout" id="confirm-uninstall"><h2>This removes, and nothing else:</h2>
+<ul class="adds">${goes.map((g) => html`<li><span class="plus minus" aria-hidden="true">−</span>${g}</li>`)}</ul>
+<p>Its decisions, deliveries and egress decisions stay in the log, shown as from a removed instance.</p>
+<form method="post" action="/plugins/${name}/uninstall" class="actions">
+<input type="hidden" name="version" value="${plan.version}">
+<button type="submit" class="danger">Uninstall ${name}</button> <a href="/plugins/${name}">Cancel</a>
+</form>
+<p class="small muted">Pinned to version ${plan.version} of ${name}'s events: if anything changes first, nothing is removed.</p></section>`;
+  } catch (err) {
+    if (!(err instanceof AppError) || err.code !== "plugin_pinned") throw err;
+    body = html`<div class="page-head"><h1>Uninstall ${name}?</h1></div>
+<section class="card callout" id="confirm-uninstall"><h2>Cannot uninstall ${name} now</h2><p>${err.message} (plugin_pinned).</p><p><a href="/plugins/${name}">Back to ${name}</a></p></section>`;
+  }
+  return page({ title: `Uninstall ${name}`, section: "plugins", session, body });
+}
+
+/** `POST /plugins/{name}/uninstall` (the confirmation's form, with the version seen): record the uninstall; the reconciler carries it out. */
+export async function uninstallForm(ctx: RequestContext): Promise<{ redirect: string } | { status: number; markup: string }> {
+  const { app, params, session, req } = ctx;
+  if (session === null) throw new AppError("unauthorized", "sign in first");
+  if (mediaType(req) !== "application/x-www-form-urlencoded") throw new AppError("unsupported_media_type", "send the uninstall from the console's form");
+  const form = new URLSearchParams(await readBody(req, MAX_FORM_BYTES, "the form"));
+  const version = form.get("version") ?? "";
+  if (!/^\d{1,15}$/.test(version)) throw new AppError("precondition_required", "the uninstall must name the version it was shown (reload the page)", "version");
+  const name = params.name ?? "";
+  try {
+    await uninstallPlugin(app.store, name, webActor(session.role, session.user), null, Number(version));
+    return { redirect: `/plugins/${encodeURIComponent(name)}` };
+  } catch (err) {
+    if (!(err instanceof AppError) || err.code !== "precondition_failed") throw err;
+    const notice = html`<div class="flash bad" role="alert"><strong>Nothing was removed.</strong> ${name} changed since you looked at it (version ${version}): look again before uninstalling.</div>`;
     return { status: 412, markup: await pluginPage(ctx, notice, null) };
   }
 }

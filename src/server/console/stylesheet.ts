@@ -93,6 +93,7 @@ ul.plain li + li { margin-top: 0.25em; }
 ul.adds { list-style: none; padding: 0; margin: 0.5em 0; }
 ul.adds li { font-weight: 600; }
 .plus { color: var(--ok); font-weight: 700; margin-right: 0.35em; }
+.plus.minus { color: var(--bad); }
 .why li { margin: 0.2em 0; }
 .why ul { margin: 0.2em 0; }
 dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: 0.3rem 1rem; margin: 0; }
@@ -107,6 +108,7 @@ input[type="range"] { padding: 0; width: 100%; }
 button { font: inherit; cursor: pointer; border-radius: 6px; padding: 0.35rem 0.9rem; border: 1px solid var(--line); background: var(--paper); color: var(--ink); }
 button.primary { background: var(--ok); color: #fff; border-color: var(--ok); font-weight: 600; padding: 0.5rem 1.1rem; }
 button.primary:hover { background: #116329; }
+button.danger, a.button.danger { background: var(--bad); color: #fff; border: 1px solid var(--bad); border-radius: 6px; font-weight: 600; padding: 0.5rem 1.1rem; text-decoration: none; display: inline-block; }
 button[disabled] { opacity: 0.55; cursor: not-allowed; }
 .actions { display: flex; gap: 0.75rem; align-items: center; flex-wrap: wrap; margin-top: 0.75rem; }
 
