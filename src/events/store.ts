@@ -228,15 +228,17 @@ export class SqliteEventLog implements EventLog {
    */
   appendInTransaction(batch: readonly NewEvent[]): KnownEvent[] {
     this.#open();
-    const events = this.#appendTx(this.#preparer.prepare(batch), undefined);
-    // Its commit is the caller's: the tree reads these rows back instead.
-    this.#written = null;
-    return events;
+    // Its leaves go to the tree in afterCommit, once the caller's transaction committed.
+    return this.#appendTx(this.#preparer.prepare(batch), undefined);
   }
 
   /** Tells the checkpoint thread and the listeners of events a caller's transaction committed. */
   afterCommit(events: readonly KnownEvent[]): void {
     if (events.length === 0) return;
+    // The leaves of exactly these rows (the same seqs and hashes), when this connection wrote them last.
+    const w = this.#written;
+    if (w !== null && w.first === events[0]?.seq && w.hashes.length === events.length && events.every((e, i) => e.hash === w.hashes[i])) this.#feedLeaves();
+    else this.#written = null;
     this.#committed(events.length);
     this.#notify(events);
   }

@@ -215,13 +215,17 @@ export class StoredTree implements LogTree {
 
   /** Appends the leaves of seqs (size, to] to the resumed tree; `touched` gets every tile they change. */
   async #extend(resumed: Resumed, size: number, to: number, touched: Map<string, OpenTile>): Promise<void> {
-    const kept = this.#kept(size, to);
+    // The rows before this process's own kept appends (another process's, or before the tree asked) are read back.
+    const first = this.#pending?.first ?? Number.POSITIVE_INFINITY;
+    const from = first > size + 1 && first <= to ? first - 1 : size;
+    if (from > size) await this.#extendFromRows(resumed, size, from, touched);
+    const kept = this.#kept(from, to);
     if (kept !== null) {
       // This process's own appends, hashed as they were written: nothing to read back.
       for (const leaf of kept.leaves) appendLeaf(resumed, leaf, touched);
       resumed.lastHash = kept.last;
-    } else {
-      await this.#extendFromRows(resumed, size, to, touched);
+    } else if (from < to) {
+      await this.#extendFromRows(resumed, from, to, touched);
     }
     // Tiles written now are copies: a partial tile keeps growing in memory.
     for (const [k, t] of touched) touched.set(k, { ...t, hashes: [...t.hashes] });
