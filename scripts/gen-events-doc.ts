@@ -54,6 +54,8 @@ export const CAUSES: Readonly<Record<string, string>> = {
   "grant.deleted": "The PluginGrant was deleted: `openfief delete grant NAME`, or the operator seeing the resource gone.",
   "signature.verdict":
     "The reconciler checked an image's signatures against the trusted signers and its signed label against the Plugin's manifest, for a digest and manifest it had no verdict for. Stream `trust`: a verdict is about an image, whichever plugin asked.",
+  "catalog.observed":
+    "The control plane started with a catalog whose SHA-256 differs from the last one recorded (or none was). Stream `trust`. From this event on, its entries count as verified; each signature verdict names the catalog event it was decided with.",
   "config.verdict": "The reconciler checked a plugin's config against the config schema of the image asked for (the config or the schema changed).",
   "rollout.decided":
     "The reconciler decided which version runs, whenever one of the decision's inputs changed: the Plugin, its grant, a verdict, the version running. Its `causedBy` names the event that triggered it, and `openfief check-decisions` re-decides it from the recorded inputs.",
@@ -95,6 +97,9 @@ export const FIELDS: Readonly<Record<string, string>> = {
   "signature.verdict.trustRoot": "The SHA-256 of the Sigstore trusted root the signatures were verified against.",
   "signature.verdict.catalog": "The SHA-256 of the catalog the verdict was decided with.",
   "signature.verdict.module": "For a WebAssembly plugin, the SHA-256 of its module (the artifact's one layer).",
+  "signature.verdict.catalogEvent": "The seq of the `catalog.observed` event recording the catalog the verdict was decided with; absent in verdicts recorded before catalogs were.",
+  "catalog.observed.sha256": "The SHA-256 of the catalog file's bytes, as a verdict's `catalog` names it.",
+  "catalog.observed.entries": "Every entry as the file writes it: the plugin's name, its image pinned by digest, and its publisher's exact identity (an issuer and subject, or one public key).",
   "config.verdict.image": "The image whose config schema the config was checked against.",
   "config.verdict.ok": "Whether the config matches.",
   "config.verdict.errors": "Every mismatch, each with its code, its path (`config.a[1].b`) and a message that names keys and constraints, never config values.",
