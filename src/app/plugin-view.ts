@@ -315,5 +315,5 @@ async function whyText(store: EventLog, answer: WhyAnswer, steps: NextSteps | un
   // The catalog's word on the version asked for: since when it counts as verified, or what does not match.
   if (c === null) return lines;
   const text = catalogText(c);
-  return [...lines, `${text.charAt(0).toUpperCase()}${text.slice(1)}${c.standing === "verified" ? "." : "; so it is not verified."}`];
+  return [...lines, c.standing === "verified" ? `${text.charAt(0).toUpperCase()}${text.slice(1)}.` : `The ${text}; so it is not verified.`];
 }

@@ -106,17 +106,16 @@ export async function openRuntime(o: RuntimeOptions): Promise<Runtime> {
       return checkImage({ image, source, repository, trustedRoot: root.root, policy, ...(declared === undefined ? {} : { declared }) });
     },
   });
-  const recorder = await verdictRecorder(store, catalog.value, catalogText, root.sha256);
+  const recorder = verdictRecorder(store, catalog.value, catalogText, root.sha256);
   const target = o.target ?? new DirectoryTarget(o.outDir ?? join(o.dataDir, "cluster"));
   const reconciler = new Reconciler({ store, verifier, recorder, target, topology: o.topology ?? EMBEDDED_TOPOLOGY, logger: o.logger });
   return { sourceFor, store, reconciler, verifier, target, ownerSigners: owner, close: () => store.close() };
 }
 
-/** Records the catalog (when it changed) and makes the recorder whose verdicts cite it. */
-async function verdictRecorder(store: EventLog, catalog: Catalog, catalogText: string, trustRoot: string): Promise<VerdictRecorder> {
+/** The recorder whose verdicts cite the catalog's event, recording the catalog (when it changed) before its first verdict. */
+function verdictRecorder(store: EventLog, catalog: Catalog, catalogText: string, trustRoot: string): VerdictRecorder {
   const sha = sha256Hex(catalogText);
-  const catalogEvent = await recordCatalog(store, catalog, sha);
-  return new VerdictRecorder(storeVerdictLog(store), { trustRoot, catalog: sha, catalogEvent });
+  return new VerdictRecorder(storeVerdictLog(store), { trustRoot, catalog: sha }, "reconciler", () => recordCatalog(store, catalog, sha));
 }
 
 async function exists(path: string): Promise<boolean> {

@@ -86,15 +86,36 @@ export function storeVerdictLog(store: EventLog): VerdictLog {
 
 /** Records verdicts, skipping ones unchanged since the last recorded for the same digest. */
 export class VerdictRecorder {
+  #catalogEvent: Promise<number> | undefined;
+
+  /**
+   * `catalogEvent`, when given, records the catalog (once, before the first verdict: never for a
+   * process that checks nothing, and never before the log was found intact) and answers the seq
+   * each verdict cites.
+   */
   constructor(
     readonly log: VerdictLog,
     readonly inputs: VerdictInputs,
     readonly actor: string = "reconciler",
+    readonly catalogEvent?: () => Promise<number>,
   ) {}
+
+  /** The seq of the catalog's event, recording it on first use; a failed recording is tried again next time. */
+  async #catalogSeq(): Promise<number | undefined> {
+    if (this.inputs.catalogEvent !== undefined || this.catalogEvent === undefined) return this.inputs.catalogEvent;
+    this.#catalogEvent ??= this.catalogEvent();
+    try {
+      return await this.#catalogEvent;
+    } catch (err) {
+      this.#catalogEvent = undefined;
+      throw err;
+    }
+  }
 
   /** Appends the verdict unless it equals the last one for its digest and manifest; returns the new seq, or undefined. */
   async record(verdict: ImageVerdict, causedBy?: number, declared?: Manifest): Promise<number | undefined> {
-    const data = verdictEventData(verdict, this.inputs, declared);
+    const catalogEvent = await this.#catalogSeq();
+    const data = verdictEventData(verdict, { ...this.inputs, ...(catalogEvent === undefined ? {} : { catalogEvent }) }, declared);
     const last = await this.log.last(data.digest, data.manifest ?? null);
     if (last !== undefined && canonicalize(last) === canonicalize(data)) return undefined;
     return this.log.append(data, this.actor, causedBy);
