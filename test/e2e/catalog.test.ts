@@ -114,6 +114,17 @@ describe("a catalog entry that does not match is never verified", () => {
     expect((await spawnOpenfief(["why", "nbp-fx", ...data])).stdout).toContain(`The catalog lists nbp-fx at ${V2} by openfief-release; this image is ${V1}; so it is not verified.`);
   }, 60_000);
 
+  it("verify says which catalog entry an image does not match, and still never calls it verified", async () => {
+    const v2 = await openfief(["verify", "--plugin", join(ROOT, "examples", "upgrade", "nbp-fx-v2.yaml"), "--oci-layout", LAYOUT, "--trusted-signers", SIGNERS]);
+    expect(v2.code).toBe(0);
+    expect(v2.stdout).toContain(`trusted: localhost/openfief-demo/nbp-fx@${V2}: signed by demo-owner, a signer you trust; catalog lists nbp-fx at ${V1} by openfief-release; this image is ${V2}\n`);
+    const refused = await openfief(["verify", "--plugin", join(ROOT, "examples", "upgrade", "nbp-fx-v2.yaml"), "--oci-layout", LAYOUT]);
+    expect(refused.code).toBe(1);
+    expect(refused.stdout).toMatch(/^refused: .*\(untrusted_signer\); catalog lists nbp-fx at sha256:32a1/);
+    const v1 = await openfief(["verify", "--plugin", join(ROOT, "examples", "plugins", "nbp-fx.yaml"), "--oci-layout", LAYOUT]);
+    expect(v1.stdout).toMatch(/^verified: .*: signed by openfief-release, the catalog's publisher; in the catalog as entry nbp-fx\n/);
+  }, 60_000);
+
   it("a wrong publisher: says the image is not signed by the catalog's publisher", async () => {
     const data = await folder();
     const other = generateKeyPairSync("ec", { namedCurve: "P-256" }).publicKey.export({ type: "spki", format: "pem" }).toString();
