@@ -65,6 +65,8 @@ export const CAUSES: Readonly<Record<string, string>> = {
   "grant.verdict": "The reconciler judged a plugin's grant against the other installed instances: refused when it maps a Secret that is another instance's, accepted again once it no longer does (recorded when the verdict changes).",
   "plugin.uninstall.requested": "The owner asked to uninstall a plugin and leave nothing behind: `openfief delete plugin NAME --purge`, or the console's Uninstall button. Appended in one batch with the plugin's and the grant's deletion.",
   "plugin.uninstalled": "A purge was carried out: by the same command, or by the reconciler (`reconcile`, `up`, the operator) finishing an intent a crash interrupted. Once per intent.",
+  "catalog.observed":
+    "The control plane started with a catalog whose SHA-256 differs from the last one recorded (or none was). Stream `trust`. From this event on, its entries count as verified; each signature verdict names the catalog event it was decided with.",
   "config.verdict": "The reconciler checked a plugin's config against the config schema of the image asked for (the config or the schema changed).",
   "rollout.decided":
     "The reconciler decided which version runs, whenever one of the decision's inputs changed: the Plugin, its grant, a verdict, the version running. Its `causedBy` names the event that triggered it, and `openfief check-decisions` re-decides it from the recorded inputs.",
@@ -117,6 +119,9 @@ export const FIELDS: Readonly<Record<string, string>> = {
   "plugin.uninstalled.secrets": "The Secrets deleted.",
   "plugin.uninstalled.absent": "The Secrets the intent named that were not found (never created, or removed before a crash).",
   "plugin.uninstalled.module": "The module removed, or null.",
+  "signature.verdict.catalogEvent": "The seq of the `catalog.observed` event recording the catalog the verdict was decided with; absent in verdicts recorded before catalogs were.",
+  "catalog.observed.sha256": "The SHA-256 of the catalog file's bytes, as a verdict's `catalog` names it.",
+  "catalog.observed.entries": "Every entry as the file writes it: the plugin's name, its image pinned by digest, and its publisher's exact identity (an issuer and subject, or one public key).",
   "config.verdict.image": "The image whose config schema the config was checked against.",
   "config.verdict.ok": "Whether the config matches.",
   "config.verdict.errors": "Every mismatch, each with its code, its path (`config.a[1].b`) and a message that names keys and constraints, never config values.",

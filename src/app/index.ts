@@ -15,8 +15,11 @@ export { describeDecision, lastCallText, problemText, removalText, runtimeText, 
 /** Verdicts as what they mean, blockers, grant edits as what they changed, outcomes, the embedded mode's objects. */
 export {
   blockerSubject, containerText, DESCRIBED_TYPES, embeddedFolder, grantChange, objectsOnlyNote, OUTCOME_TEXT, outcomeText, refusalText, shortRefs, signersText,
-  verdictCell, verdictHelp, verdictText, verdictWord,
+  verdictCell, verdictHelp, verdictText, verdictWord, catalogText, catalogObservedText, utcTime,
 } from "./wording.js";
+/** The catalog's word on an image, read from the log: verified since when, or which entry does not match. */
+export { catalogView } from "./catalog-view.js";
+export type { CatalogView } from "./catalog-view.js";
 /** Errors: one type, one code registry, each code with its exit code and HTTP status. */
 export { APP_ERRORS, AppError, toAppError } from "./errors.js";
 export type { AppErrorCode } from "./errors.js";

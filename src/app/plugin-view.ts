@@ -17,8 +17,8 @@ import { AppError } from "./errors.js";
 import { checkLogQuery, eventSentence, eventSentences, pluginVerdicts } from "./log.js";
 import { grantWithPending, pendingOf } from "./owner-edits.js";
 import { listPlugins } from "./plugins.js";
-import type { PluginRow } from "./plugins.js";
-import { describeEvent, describePending, describeRule, pendingItems, removalText, viewDecisionSentences, whySentences } from "./wording.js";
+import type { PluginRow, SignatureView } from "./plugins.js";
+import { catalogText, describeEvent, describePending, describeRule, pendingItems, removalText, viewDecisionSentences, whySentences } from "./wording.js";
 import type { NextSteps } from "./wording.js";
 
 /** What a Plugin asks for, as given. */
@@ -297,7 +297,7 @@ export async function explain(store: EventLog, name: string, steps?: NextSteps):
   const removed = await removedText(store, name);
   return {
     answer,
-    sentences: [...(removed === null ? [] : [removed]), ...(await whyText(store, answer, steps)), ...viewDecisionSentences(recent)],
+    sentences: [...(removed === null ? [] : [removed]), ...(await whyText(store, answer, steps, (await listPlugins(store)).find((r) => r.name === name)?.signature)), ...viewDecisionSentences(recent)],
     gateway: recent.length === 0 ? null : { summary: summarizeDecisions(recent), recent },
   };
 }
@@ -323,13 +323,18 @@ export async function pluginView(store: EventLog, name: string, o: { timeline?: 
     permissions: { asked: askedPermissions(name, asked), granted: grantLists(grant), effective: runLists(running) },
     pending: row.deleted ? null : await pendingApproval(store, name, version),
     approved: row.deleted ? null : await approvalInFlight(store, name),
-    why: answer === null ? null : { answer, sentences: [...await removedSentences(store, name), ...await whyText(store, answer, o.steps)] },
+    why: answer === null ? null : { answer, sentences: [...await removedSentences(store, name), ...await whyText(store, answer, o.steps, row.signature)] },
     timeline: await pluginTimeline(store, name, { latest: true, limit: o.timeline ?? 50 }),
   };
 }
 
 /** `why`'s sentences, each event of its chain worded with what the log knows around it. */
-async function whyText(store: EventLog, answer: WhyAnswer, steps: NextSteps | undefined): Promise<string[]> {
+async function whyText(store: EventLog, answer: WhyAnswer, steps: NextSteps | undefined, signature: SignatureView | null | undefined): Promise<string[]> {
   const sentences = await eventSentences(store, answer.chain);
-  return whySentences(answer, steps, (e) => sentences.get(e.seq) ?? describeEvent(e));
+  const lines = whySentences(answer, steps, (e) => sentences.get(e.seq) ?? describeEvent(e));
+  const c = signature?.catalog ?? null;
+  // The catalog's word on the version asked for: since when it counts as verified, or what does not match.
+  if (c === null) return lines;
+  const text = catalogText(c);
+  return [...lines, c.standing === "verified" ? `${text.charAt(0).toUpperCase()}${text.slice(1)}.` : `The ${text}; so it is not verified.`];
 }

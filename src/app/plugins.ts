@@ -9,6 +9,8 @@ import { pluginStream } from "../events/index.js";
 import type { EventLog, KnownEvent } from "../events/index.js";
 import { parseImageRef } from "../plugins/index.js";
 import type { Pending } from "../plugins/index.js";
+import { catalogView } from "./catalog-view.js";
+import type { CatalogView } from "./catalog-view.js";
 import { Projector, specManifestDigest, standingBlockers, standingVerdict } from "../projections/index.js";
 import type { HardBlocker, PluginState, VerdictState, WorkloadState } from "../projections/index.js";
 
@@ -77,6 +79,11 @@ export interface SignatureView {
   /** A refusal's code (`untrusted_signer`, `manifest_mismatch`, …); null otherwise. */
   readonly reason: string | null;
   readonly signers: readonly { readonly name: string; readonly kind: string }[];
+  /**
+   * The catalog's word on the image (verified since when, or which entry does not match); null
+   * when the catalog the verdict was decided with does not list it. Absent where no log was read.
+   */
+  readonly catalog?: CatalogView | null;
 }
 
 /** A plugin's latest recorded call outcome. */
@@ -118,10 +125,10 @@ function askedVerdict(p: PluginState, verdicts: ReadonlyMap<string, VerdictState
   return ref !== null && ref.ok ? standingVerdict(verdicts, ref.value.digest, specManifestDigest(p.name, p.spec)) : undefined;
 }
 
-function signatureView(v: VerdictState | undefined): SignatureView | null {
+async function signatureView(store: EventLog, v: VerdictState | undefined, name: string): Promise<SignatureView | null> {
   if (v === undefined) return null;
   const signers = Array.isArray(v.signers) ? v.signers.flatMap((x) => (typeof x === "object" && x !== null && !Array.isArray(x) && typeof x.name === "string" ? [{ name: x.name, kind: typeof x.kind === "string" ? x.kind : "owner" }] : [])) : [];
-  return { outcome: v.outcome, reason: v.reason, signers };
+  return { outcome: v.outcome, reason: v.reason, signers, catalog: await catalogView(store, v.seq, name) };
 }
 
 /** The problem each blocker is shown as in a table. */
@@ -148,7 +155,7 @@ async function rowOf(store: EventLog, p: PluginState, verdicts: ReadonlyMap<stri
     running: p.runningImage,
     asked: p.deleted ? null : p.askedImage,
     verdict: v === undefined ? null : v.outcome === "refused" ? `refused (${v.reason ?? "?"})` : v.outcome,
-    signature: signatureView(v),
+    signature: await signatureView(store, v, p.name),
     pending: pendingList(asPending(p.pending)),
     problems: problemsOf(blockers, latest),
     blockers,

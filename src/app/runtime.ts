@@ -9,8 +9,8 @@ import { join } from "node:path";
 import type { Logger } from "pino";
 import type { EventLog } from "../events/index.js";
 import { formatErrors, newTrustPolicy, parseCatalog } from "../plugins/index.js";
-import type { ImageRef, Signer, Topology } from "../plugins/index.js";
-import { checkImage, ImageVerifier, loadOwnerSignersFile, loadShippedTrustedRoot, loadTrustedRootFile, OciLayoutSource, RegistryClient, registryLocation, sha256Hex, shippedFile, storeVerdictLog, VerdictRecorder } from "../trust/index.js";
+import type { Catalog, ImageRef, Signer, Topology } from "../plugins/index.js";
+import { checkImage, ImageVerifier, loadOwnerSignersFile, loadShippedTrustedRoot, loadTrustedRootFile, OciLayoutSource, recordCatalog, RegistryClient, registryLocation, sha256Hex, shippedFile, storeVerdictLog, VerdictRecorder } from "../trust/index.js";
 import type { ImageSource } from "../trust/index.js";
 import { DirectoryTarget, Reconciler } from "../reconciler/index.js";
 import type { Target } from "../reconciler/index.js";
@@ -106,10 +106,16 @@ export async function openRuntime(o: RuntimeOptions): Promise<Runtime> {
       return checkImage({ image, source, repository, trustedRoot: root.root, policy, ...(declared === undefined ? {} : { declared }) });
     },
   });
-  const recorder = new VerdictRecorder(storeVerdictLog(store), { trustRoot: root.sha256, catalog: sha256Hex(catalogText) });
+  const recorder = verdictRecorder(store, catalog.value, catalogText, root.sha256);
   const target = o.target ?? new DirectoryTarget(o.outDir ?? join(o.dataDir, "cluster"));
   const reconciler = new Reconciler({ store, verifier, recorder, target, topology: o.topology ?? EMBEDDED_TOPOLOGY, logger: o.logger });
   return { sourceFor, store, reconciler, verifier, target, ownerSigners: owner, close: () => store.close() };
+}
+
+/** The recorder whose verdicts cite the catalog's event, recording the catalog (when it changed) before its first verdict. */
+function verdictRecorder(store: EventLog, catalog: Catalog, catalogText: string, trustRoot: string): VerdictRecorder {
+  const sha = sha256Hex(catalogText);
+  return new VerdictRecorder(storeVerdictLog(store), { trustRoot, catalog: sha }, "reconciler", () => recordCatalog(store, catalog, sha));
 }
 
 async function exists(path: string): Promise<boolean> {

@@ -14,6 +14,7 @@ import type { EventOf } from "../events/index.js";
 import type { Blocker, GatewayRecord, WhyAnswer } from "../projections/index.js";
 import type { RefusalReason } from "../trust/index.js";
 import { shortImage } from "./plugins.js";
+import type { CatalogView } from "./catalog-view.js";
 import type { LastCallView, PluginProblem, PluginRow, PluginStatus, SignatureView } from "./plugins.js";
 
 /** A PolicyRule as a phrase: "rule get,list plugins of openfief.io named a,b", "rule get /healthz". */
@@ -129,11 +130,31 @@ export function signersText(signers: readonly { readonly name: string; readonly 
 }
 
 /** A verdict as what it means: "signed by demo-owner, a signer you trust; not in the catalog". */
-export function verdictText(v: Pick<SignatureView, "outcome" | "reason" | "signers">): string {
+export function verdictText(v: Pick<SignatureView, "outcome" | "reason" | "signers" | "catalog">): string {
+  const c = v.catalog ?? null;
   switch (v.outcome) {
-    case "verified": return `signed by ${signersText(v.signers)}; in the catalog`;
-    case "unverified": return `signed by ${signersText(v.signers)}; not in the catalog`;
-    case "refused": return `refused: ${refusalText(v.reason)}`;
+    case "verified": return `signed by ${signersText(v.signers)}; in the catalog${c?.standing === "verified" ? ` as ${c.entry}, verified since ${utcTime(c.since)}` : ""}`;
+    case "unverified": return `signed by ${signersText(v.signers)}; ${c === null ? "not in the catalog" : catalogText(c)}`;
+    case "refused": return `refused: ${refusalText(v.reason)}${c === null || c.standing === "verified" ? "" : `; ${catalogText(c)}`}`;
+  }
+}
+
+/** An ISO time as people read it: `2026-12-02 11:20:03 UTC`. */
+export function utcTime(iso: string): string {
+  return iso.replace("T", " ").replace(/\.\d+Z$|Z$/, " UTC");
+}
+
+/**
+ * The catalog's word on an image: "the catalog pins nbp-fx at sha256:… by openfief-release, verified
+ * since …", or what does not match: "catalog lists nbp-fx at sha256:… by openfief-release; this
+ * image is sha256:…" (`short`: digests cut to 12 hex digits, for a line under a table).
+ */
+export function catalogText(c: CatalogView, o: { readonly short?: boolean } = {}): string {
+  const d = (digest: string): string => (o.short === true ? digest.slice(0, "sha256:".length + 12) : digest);
+  switch (c.standing) {
+    case "verified": return `the catalog pins ${c.entry} at ${d(c.digest)} by ${c.publisher}, who signed it: verified since ${utcTime(c.since)} (event ${c.sinceEvent})`;
+    case "other_digest": return `catalog lists ${c.entry} at ${d(c.listed)} by ${c.publisher}; this image is ${d(c.digest)}`;
+    case "other_publisher": return `catalog lists ${c.entry} at ${d(c.digest)} by ${c.publisher}; this image is not signed by ${c.publisher}`;
   }
 }
 
@@ -143,13 +164,15 @@ export function verdictWord(outcome: SignatureView["outcome"]): string {
 }
 
 /** A verdict in a table cell: "catalog (acme)", "signed by demo-owner", "refused: untrusted signer". */
-export function verdictCell(v: Pick<SignatureView, "outcome" | "reason" | "signers"> | null): string {
+export function verdictCell(v: Pick<SignatureView, "outcome" | "reason" | "signers" | "catalog"> | null): string {
   if (v === null) return "not checked yet";
   const names = v.signers.map((s) => s.name).join(",");
+  const publishers = v.signers.filter((s) => s.kind === "publisher").map((s) => s.name).join(",");
+  const mismatch = v.catalog === undefined || v.catalog === null || v.catalog.standing === "verified" ? "" : ` (not as the catalog lists ${v.catalog.entry})`;
   switch (v.outcome) {
-    case "verified": return `in the catalog (${names})`;
-    case "unverified": return `signed by ${names}`;
-    case "refused": return `refused: ${(v.reason ?? "refused").replace(/_/g, " ")}`;
+    case "verified": return `in the catalog (${publishers === "" ? names : publishers})`;
+    case "unverified": return `signed by ${names}${mismatch}`;
+    case "refused": return `refused: ${(v.reason ?? "refused").replace(/_/g, " ")}${mismatch}`;
   }
 }
 
@@ -246,6 +269,7 @@ const DESCRIBE: { readonly [T in KnownEvent["type"]]: (e: Extract<KnownEvent, { 
   "grant.verdict": (e) => (e.data.ok ? `the grant of event ${e.data.grant} mounts only this instance's own Secrets` : `the grant of event ${e.data.grant} was refused, so it approves nothing: ${e.data.errors.map((x) => `${x.path}: ${x.message}`).join("; ")}`),
   "plugin.uninstall.requested": (e) => `${e.actor} asked to uninstall the plugin and remove ${removalText(e.data)}`,
   "plugin.uninstalled": (e) => `the plugin was uninstalled: removed ${removalText({ grant: e.data.grant, secrets: e.data.secrets, module: e.data.module })}${e.data.absent.length === 0 ? "" : `; ${e.data.absent.map((n) => `Secret ${n}`).join(", ")} already gone`}`,
+  "catalog.observed": (e) => catalogObservedText(e.data.sha256, e.data.entries),
   "config.verdict": (e) => (e.data.ok ? `the config matches the schema of ${e.data.image}` : `the config does not match the schema of ${e.data.image}: ${e.data.errors.map((x) => `${x.path}: ${x.message}`).join("; ")}`),
   "rollout.decided": (e) => decisionSentence(e),
   "workload.desired": (e) => (e.data.running ? `the workload of ${e.data.image ?? "?"} was compiled` : "the workload was stopped"),
@@ -265,6 +289,13 @@ const DESCRIBE: { readonly [T in KnownEvent["type"]]: (e: Extract<KnownEvent, { 
   "log.checkpoint": (e) => `the log signed a checkpoint of its first ${e.data.size} event${e.data.size === 1 ? "" : "s"} as ${e.data.origin} (root ${e.data.root})`,
   "egress.refusals": (e) => `refused ${refusalCount(e.data.count, "more CONNECT")} from ${e.data.source} before identity (${e.data.code}) ${between(e.data.first, e.data.last)}, counted rather than recorded one by one`,
 };
+
+/** A recorded catalog in a sentence: "the catalog 3f2a…c0de was observed, pinning ecb-fx, ledger-view and nbp-fx". */
+export function catalogObservedText(sha256: string, entries: readonly JsonValue[]): string {
+  const names = entries.flatMap((e) => (typeof e === "object" && e !== null && !Array.isArray(e) && typeof e["name"] === "string" ? [e["name"]] : [])).sort();
+  const pinned = names.length === 0 ? "pinning no plugin" : `pinning ${names.length === 1 ? names[0] : `${names.slice(0, -1).join(", ")} and ${names.at(-1)}`}`;
+  return `the catalog ${sha256.slice(0, 12)} was observed, ${pinned}`;
+}
 
 function refusalCount(n: number, what: string): string {
   return `${n} ${what}${n === 1 ? "" : "s"}`;

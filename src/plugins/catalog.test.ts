@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { emptyCatalog, parseCatalog, parseOwnerSigners } from "./catalog.js";
+import { catalogEntriesJSON, emptyCatalog, parseCatalog, parseOwnerSigners } from "./catalog.js";
+import type { Catalog } from "./catalog.js";
 import { CAPS } from "./caps.js";
 import { ErrorCode } from "./errors.js";
 
@@ -31,7 +32,8 @@ describe("parseCatalog accepts a valid catalog", () => {
     const r = parseCatalog(text);
     expect(r.ok).toBe(true);
     if (!r.ok) return;
-    expect(r.value.entries).toEqual([]);
+    expect(r.value.entries.map((e) => e.name).sort()).toEqual(["ecb-fx", "ledger-view", "nbp-fx"]);
+    for (const e of r.value.entries) expect(e.publisher).toMatchObject({ name: "openfief-release", identity: { publicKey: expect.stringContaining("PUBLIC KEY") } });
   });
 
   it("reads every entry with its pinned digest and exact publisher", () => {
@@ -44,6 +46,15 @@ describe("parseCatalog accepts a valid catalog", () => {
     ]);
     expect(r.value.entries[0]?.publisher.identity).toEqual({ issuer: GH, subject: publisher().subject });
     expect(r.value.entriesForDigest(DIGEST_B).map((e) => e.name)).toEqual(["ibkr-flex"]);
+  });
+
+  it("reads a publisher whose exact identity is one public key (a release key)", () => {
+    const r = parseCatalog(catalog(entry({ publisher: { name: "openfief-release", publicKey: KEY } })));
+    expect(r.ok).toBe(true);
+    if (!r.ok) return;
+    expect(r.value.entries[0]?.publisher).toEqual({ name: "openfief-release", kind: "publisher", identity: { publicKey: KEY } });
+    expect(catalogEntriesJSON(r.value)).toEqual([{ name: "nbp-fx", image: `ghcr.io/acme/nbp-fx@${DIGEST_A}`, publisher: { name: "openfief-release", publicKey: KEY } }]);
+    expect(parseCatalog(JSON.stringify({ plugins: catalogEntriesJSON(r.value) }))).toEqual(r);
   });
 
   it("offers an empty catalog", () => {
@@ -90,14 +101,39 @@ describe("parseCatalog refuses the whole file for any problem, naming each", () 
       errors: [[ErrorCode.InvalidCatalog, "plugins[0].publisher.subjectPattern"]],
     },
     {
-      name: "a publisher with a key identity",
-      text: catalog(entry({ publisher: { name: "Acme", publicKey: KEY } })),
+      name: "a key publisher with an issuer besides",
+      text: catalog(entry({ publisher: { name: "Acme", issuer: GH, publicKey: KEY } })),
+      errors: [[ErrorCode.InvalidCatalog, "plugins[0].publisher.issuer"]],
+    },
+    {
+      name: "a publisher with both a subject and a key",
+      text: catalog(entry({ publisher: publisher({ publicKey: KEY }) })),
       errors: [
-        [ErrorCode.InvalidCatalog, "plugins[0].publisher.publicKey"],
-        [ErrorCode.Required, "plugins[0].publisher.issuer"],
-        [ErrorCode.Required, "plugins[0].publisher.subject"],
+        [ErrorCode.InvalidCatalog, "plugins[0].publisher.issuer"],
+        [ErrorCode.InvalidCatalog, "plugins[0].publisher.subject"],
       ],
     },
+    {
+      name: "a publisher whose key is not a PEM public key",
+      text: catalog(entry({ publisher: { name: "Acme", publicKey: "-----BEGIN PUBLIC KEY-----\nnope\n-----END PUBLIC KEY-----\n" } })),
+      errors: [[ErrorCode.InvalidIdentity, "plugins[0].publisher.publicKey"]],
+    },
+    { name: "a wrong digest (too short)", text: catalog(entry({ image: `ghcr.io/acme/nbp-fx@sha256:${"a".repeat(63)}` })), errors: [[ErrorCode.InvalidImageRef, "plugins[0].image"]] },
+    { name: "a wrong digest (upper-case hex)", text: catalog(entry({ image: `ghcr.io/acme/nbp-fx@sha256:${"A".repeat(64)}` })), errors: [[ErrorCode.InvalidImageRef, "plugins[0].image"]] },
+    { name: "a wrong digest (not sha256)", text: catalog(entry({ image: `ghcr.io/acme/nbp-fx@sha512:${"a".repeat(128)}` })), errors: [[ErrorCode.InvalidImageRef, "plugins[0].image"]] },
+    {
+      name: "one digest pinned by two entries",
+      text: catalog(entry(), entry({ name: "nbp-fx-mirror", image: `mirror.example/acme/nbp-fx@${DIGEST_A}` })),
+      errors: [[ErrorCode.Duplicate, "plugins[1].image"]],
+    },
+    {
+      name: "a wrong publisher: an OIDC issuer that is not https",
+      text: catalog(entry({ publisher: publisher({ issuer: "token.actions.githubusercontent.com" }) })),
+      errors: [[ErrorCode.InvalidIdentity, "plugins[0].publisher.issuer"]],
+    },
+    { name: "a publisher that is a string", text: catalog(entry({ publisher: "Acme" })), errors: [[ErrorCode.InvalidType, "plugins[0].publisher"]] },
+    { name: "trailing data after the catalog", text: `${catalog(entry())} x`, errors: [[ErrorCode.InvalidJSON, ""]] },
+    { name: "a second JSON value after the catalog", text: `${catalog(entry())}[]`, errors: [[ErrorCode.InvalidJSON, ""]] },
     {
       name: "a publisher with an http:// issuer",
       text: catalog(entry({ publisher: publisher({ issuer: "http://token.actions.githubusercontent.com" }) })),
@@ -239,5 +275,36 @@ describe("the catalog and owner signers on hostile files", () => {
   ])("refuses a signer with %s, at its path", (_what, signer, path) => {
     const r = parseOwnerSigners(JSON.stringify({ signers: [signer] }));
     expect(r.ok ? [] : r.errors).toContainEqual(expect.objectContaining({ code: ErrorCode.TooLarge, path }));
+  });
+});
+
+describe("where an image stands with the catalog", () => {
+  const keyId = { kind: "key" as const, publicKey: KEY };
+  const otherKeyId = { kind: "key" as const, publicKey: OTHER_KEY };
+  const keyless = { kind: "keyless" as const, issuer: GH, subject: publisher().subject as string };
+  const parsed = (text: string): Catalog => {
+    const r = parseCatalog(text);
+    if (!r.ok) throw new Error("bad test catalog");
+    return r.value;
+  };
+  const cat = parsed(catalog(entry({ publisher: { name: "release", publicKey: KEY } }), entry({ name: "ecb-fx", image: `ghcr.io/acme/ecb-fx@${DIGEST_B}` })));
+  const nbp = { name: "nbp-fx", repository: "ghcr.io/acme/nbp-fx", digest: DIGEST_A };
+
+  it.each<[string, typeof nbp, Array<typeof keyId | typeof keyless>, string, string | null]>([
+    ["the pinned digest signed by its publisher's key", nbp, [otherKeyId, keyId], "verified", "nbp-fx"],
+    ["the pinned digest signed by its keyless publisher, pulled from a mirror", { name: "fx", repository: "mirror.example/ecb", digest: DIGEST_B }, [keyless], "verified", "ecb-fx"],
+    ["the pinned digest signed by someone else only", nbp, [otherKeyId, keyless], "other_publisher", "nbp-fx"],
+    ["another digest of a plugin the catalog lists by name", { ...nbp, digest: `sha256:${"c".repeat(64)}` }, [keyId], "other_digest", "nbp-fx"],
+    ["another digest from a repository the catalog lists", { name: "my-fx", repository: "ghcr.io/acme/ecb-fx", digest: `sha256:${"c".repeat(64)}` }, [keyless], "other_digest", "ecb-fx"],
+    ["an image the catalog does not know", { name: "hello", repository: "x/hello", digest: `sha256:${"c".repeat(64)}` }, [keyId], "not_listed", null],
+  ])("%s", (_what, image, ids, kind, entryName) => {
+    const s = cat.standing(image, ids);
+    expect(s.kind).toBe(kind);
+    expect(s.kind === "not_listed" ? null : s.entry.name).toBe(entryName);
+  });
+
+  it("fails closed on identities it cannot read", () => {
+    expect(cat.standing(nbp, [null as unknown as typeof keyId]).kind).toBe("other_publisher");
+    expect(emptyCatalog().standing(nbp, [keyId])).toEqual({ kind: "not_listed" });
   });
 });

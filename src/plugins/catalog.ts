@@ -10,14 +10,17 @@ import type { FieldError, Result } from "./errors.js";
 import { parseImageRef } from "./image-ref.js";
 import type { ImageRef } from "./image-ref.js";
 import { validatePluginName } from "./names.js";
-import { compilePattern, identityProblems } from "./signers.js";
-import type { ExactIdentity, Signer, SignerIdentity } from "./signers.js";
+import { compilePattern, identityMatches, identityProblems } from "./signers.js";
+import type { ExactIdentity, KeyIdentity, Signer, SignerIdentity, VerifiedIdentity } from "./signers.js";
 import { isJsonObject, own, parseStrictJson, unknownFields } from "./strict-json.js";
 
-/** A catalog publisher: always an exact keyless identity, never a pattern or a key (D-44). */
+/**
+ * A catalog publisher: always an exact identity (D-44), never a pattern: a keyless identity with an
+ * exact subject, or one public key (a release key; docs/adr/0157).
+ */
 export interface Publisher extends Signer {
   readonly kind: "publisher";
-  readonly identity: ExactIdentity;
+  readonly identity: ExactIdentity | KeyIdentity;
 }
 
 /** One verified plugin: its name, the image whose digest it pins, and who must have signed it. */
@@ -53,9 +56,64 @@ export class Catalog {
       .filter((e) => e.image.digest === digest)
       .sort((a, b) => compareStrings(a.name, b.name));
   }
+
+  /** Where `image` stands with this catalog, given the identities whose signatures over its digest verified. Never throws. */
+  standing(image: CatalogLookup, identities: readonly VerifiedIdentity[]): CatalogStanding {
+    try {
+      const pinned = this.entriesForDigest(image.digest);
+      const signed = pinned.find((e) => identities.some((id) => identityMatches(e.publisher.identity, id)));
+      if (signed !== undefined) return { kind: "verified", entry: signed };
+      if (pinned[0] !== undefined) return { kind: "other_publisher", entry: pinned[0] };
+      const listed = this.#entries.find((e) => e.name === image.name) ?? this.#entries.find((e) => e.image.name === image.repository);
+      return listed === undefined ? { kind: "not_listed" } : { kind: "other_digest", entry: listed };
+    } catch {
+      return { kind: "not_listed" };
+    }
+  }
 }
 
-/** A catalog with no entries: what the product ships today. */
+/**
+ * Where an image stands with the catalog (D-44), from the identities whose signatures over its
+ * digest verified: `verified` (an entry pins the digest and its publisher signed it),
+ * `other_publisher` (an entry pins the digest, but its publisher's signature is not among them),
+ * `other_digest` (an entry lists this plugin, by name or repository, at another digest) or
+ * `not_listed`. Only `verified` makes an image verified; the two others are told as such.
+ */
+export type CatalogStanding =
+  | { readonly kind: "verified"; readonly entry: CatalogEntry }
+  | { readonly kind: "other_publisher"; readonly entry: CatalogEntry }
+  | { readonly kind: "other_digest"; readonly entry: CatalogEntry }
+  | { readonly kind: "not_listed" };
+
+/** What {@link Catalog.standing} looks an image up by. */
+export interface CatalogLookup {
+  /** The plugin's (instance's) name. */
+  readonly name: string;
+  /** The image's name without its digest (`registry/repository`), as its reference writes it. */
+  readonly repository: string;
+  /** `sha256:<hex>`. */
+  readonly digest: string;
+}
+
+/** A catalog entry as the file and the `catalog.observed` event write it. */
+export interface CatalogEntryJSON {
+  readonly name: string;
+  readonly image: string;
+  readonly publisher: { readonly name: string; readonly issuer: string; readonly subject: string } | { readonly name: string; readonly publicKey: string };
+}
+
+/** A catalog's entries as the file writes them: what a `catalog.observed` event records, and reads back with {@link parseCatalog}. */
+export function catalogEntriesJSON(catalog: Catalog): CatalogEntryJSON[] {
+  return catalog.entries.map((e) => ({
+    name: e.name,
+    image: e.image.toString(),
+    publisher: "publicKey" in e.publisher.identity
+      ? { name: e.publisher.name, publicKey: e.publisher.identity.publicKey }
+      : { name: e.publisher.name, issuer: e.publisher.identity.issuer, subject: e.publisher.identity.subject },
+  }));
+}
+
+/** A catalog with no entries. */
 export function emptyCatalog(): Catalog {
   return construct([]);
 }
@@ -84,11 +142,28 @@ export function parseCatalog(text: string): Result<Catalog> {
     const root = parsed.value;
     const errors: FieldError[] = [];
     const entries = readNamedList(root, { key: "plugins", what: "plugin", maxItems: CAPS.catalogEntries }, readCatalogEntry, errors);
+    errors.push(...repeatedDigests(root));
     if (errors.length > 0) return fail(errors);
     return ok(construct(entries));
   } catch {
     return fail(fieldError(ErrorCode.InvalidCatalog, "", "the catalog could not be read"));
   }
+}
+
+/** An image digest pinned by two entries: which entry would vouch for it is not for the file's order to say. */
+function repeatedDigests(root: unknown): FieldError[] {
+  const list = isJsonObject(root) ? own(root, "plugins") : undefined;
+  if (!Array.isArray(list) || list.length > CAPS.catalogEntries) return [];
+  const first = new Map<string, number>();
+  const errors: FieldError[] = [];
+  list.forEach((item: unknown, i) => {
+    const ref = isJsonObject(item) ? parseImageRef(own(item, "image"), "") : undefined;
+    if (ref === undefined || !ref.ok) return;
+    const at = first.get(ref.value.digest);
+    if (at === undefined) first.set(ref.value.digest, i);
+    else errors.push(fieldError(ErrorCode.Duplicate, join(join("plugins", i), "image"), `the digest ${ref.value.digest} is already pinned at plugins[${at}]`));
+  });
+  return errors;
 }
 
 function readCatalogEntry(item: unknown, path: string, errors: FieldError[]): CatalogEntry | undefined {
@@ -118,26 +193,38 @@ function readPublisher(value: unknown, path: string, errors: FieldError[]): Publ
   }
   const before = errors.length;
   for (const key of Object.keys(value)) {
-    if (key === "subjectPattern" || key === "publicKey") {
+    if (key === "subjectPattern") {
       errors.push(
         fieldError(
           ErrorCode.InvalidCatalog,
           join(path, key),
-          `a catalog publisher has an exact issuer and subject, never a ${key === "publicKey" ? "key" : "pattern"}: a catalog entry vouches for exactly one publisher`,
+          "a catalog publisher has an exact subject or one public key, never a pattern: a catalog entry vouches for exactly one publisher",
         ),
       );
-    } else if (!["name", "issuer", "subject"].includes(key)) {
+    } else if (!["name", "issuer", "subject", "publicKey"].includes(key)) {
       errors.push(fieldError(ErrorCode.UnknownField, join(path, key), `unknown field "${key}"`));
     }
   }
   const name = readSignerName(value, path, errors);
+  const identity = readPublisherIdentity(value, path, errors);
+  if (identity !== undefined && errors.length === before) errors.push(...identityProblems(identity, path));
+  if (errors.length > before || name === undefined || identity === undefined) return undefined;
+  return { name, kind: "publisher", identity };
+}
+
+/** A publisher's exact identity: one public key (no issuer, no subject), or an issuer and an exact subject. */
+function readPublisherIdentity(value: object, path: string, errors: FieldError[]): ExactIdentity | KeyIdentity | undefined {
+  if (own(value, "publicKey") !== undefined) {
+    if (own(value, "issuer") !== undefined) errors.push(fieldError(ErrorCode.InvalidCatalog, join(path, "issuer"), "a key publisher has no issuer"));
+    if (own(value, "subject") !== undefined) {
+      errors.push(fieldError(ErrorCode.InvalidCatalog, join(path, "subject"), "a publisher has exactly one of subject (with an issuer) or publicKey, not both"));
+    }
+    const publicKey = readString(value, "publicKey", path, errors);
+    return publicKey === undefined ? undefined : { publicKey };
+  }
   const issuer = readString(value, "issuer", path, errors);
   const subject = readString(value, "subject", path, errors);
-  if (issuer !== undefined && subject !== undefined) {
-    errors.push(...identityProblems({ issuer, subject }, path));
-  }
-  if (errors.length > before || name === undefined || issuer === undefined || subject === undefined) return undefined;
-  return { name, kind: "publisher", identity: { issuer, subject } };
+  return issuer === undefined || subject === undefined ? undefined : { issuer, subject };
 }
 
 /**

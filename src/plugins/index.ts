@@ -64,8 +64,8 @@ export { openFiefCI, identityMatches, isKeyIdentity, compilePattern, GITHUB_ACTI
 export type { SignerKind, SignerIdentity, KeyIdentity, Signer, VerifiedIdentity } from "./signers.js";
 /** Strict JSON: duplicate keys, trailing data and inexact numbers refused. */
 export { parseStrictJson } from "./strict-json.js";
-export { Catalog, emptyCatalog, parseCatalog, parseOwnerSigners } from "./catalog.js";
-export type { CatalogEntry, Publisher } from "./catalog.js";
+export { Catalog, catalogEntriesJSON, emptyCatalog, parseCatalog, parseOwnerSigners } from "./catalog.js";
+export type { CatalogEntry, CatalogEntryJSON, CatalogLookup, CatalogStanding, Publisher } from "./catalog.js";
 export { TrustPolicy, newTrustPolicy } from "./trust.js";
 export type { SignedImage, TrustDecision } from "./trust.js";
 export { parseManifestLabel } from "./manifest-label.js";

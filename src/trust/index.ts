@@ -37,7 +37,7 @@ export { loadOwnerSignersAtStart, loadOwnerSignersFile, OwnerSignersError, parse
 export { ImageVerifier, RETRY_INTERVAL_MS } from "./verifier.js";
 export type { CachedVerdict, CheckImage, ImageVerifierOptions } from "./verifier.js";
 /** Every verdict as a `signature.verdict` event. */
-export { storeVerdictLog, VerdictRecorder, verdictEventData } from "./verdict-recorder.js";
+export { recordCatalog, storeVerdictLog, VerdictRecorder, verdictEventData } from "./verdict-recorder.js";
 export { TRUST_STREAM, VERDICT_EVENT } from "./verdict-stream.js";
 export type { VerdictInputs, VerdictLog } from "./verdict-recorder.js";
 /** A WebAssembly plugin's module from its OCI artifact (one `application/vnd.wasm.content.layer.v1+wasm` layer). */

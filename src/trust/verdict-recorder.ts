@@ -9,7 +9,8 @@
 import { canonicalize } from "json-canonicalize";
 import { manifestDigest } from "../events/index.js";
 import type { EventLog, SignatureVerdict } from "../events/index.js";
-import type { Manifest } from "../plugins/index.js";
+import { catalogEntriesJSON } from "../plugins/index.js";
+import type { Catalog, JsonValue, Manifest } from "../plugins/index.js";
 import type { ImageVerdict } from "./image-check.js";
 import { TRUST_STREAM, VERDICT_EVENT } from "./verdict-stream.js";
 
@@ -27,6 +28,8 @@ export interface VerdictInputs {
   readonly trustRoot: string;
   /** SHA-256 (hex) of the catalog file. */
   readonly catalog: string;
+  /** The seq of the `catalog.observed` event recording that catalog ({@link recordCatalog}). */
+  readonly catalogEvent?: number;
 }
 
 /** The event data for a verdict. */
@@ -44,7 +47,22 @@ export function verdictEventData(verdict: ImageVerdict, inputs: VerdictInputs, d
     trustRoot: inputs.trustRoot,
     catalog: inputs.catalog,
     ...(verdict.module === undefined ? {} : { module: verdict.module.digest }),
+    ...(inputs.catalogEvent === undefined ? {} : { catalogEvent: inputs.catalogEvent }),
   };
+}
+
+/**
+ * Records the catalog a process starts with as a `catalog.observed` event in stream `trust`, unless
+ * the latest one recorded has the same SHA-256; returns the seq of the event that records it, for
+ * the verdicts decided with it to cite.
+ */
+export async function recordCatalog(store: EventLog, catalog: Catalog, sha256: string, actor = "reconciler"): Promise<number> {
+  const last = await store.last(TRUST_STREAM, "catalog.observed");
+  if (last !== null && last.data.sha256 === sha256) return last.seq;
+  const entries = catalogEntriesJSON(catalog) as unknown as JsonValue[];
+  const [stored] = await store.append([{ stream: TRUST_STREAM, type: "catalog.observed", data: { sha256, entries }, actor }], { durable: true });
+  if (stored === undefined) throw new Error("the store appended nothing");
+  return stored.seq;
 }
 
 /**
@@ -68,15 +86,36 @@ export function storeVerdictLog(store: EventLog): VerdictLog {
 
 /** Records verdicts, skipping ones unchanged since the last recorded for the same digest. */
 export class VerdictRecorder {
+  #catalogEvent: Promise<number> | undefined;
+
+  /**
+   * `catalogEvent`, when given, records the catalog (once, before the first verdict: never for a
+   * process that checks nothing, and never before the log was found intact) and answers the seq
+   * each verdict cites.
+   */
   constructor(
     readonly log: VerdictLog,
     readonly inputs: VerdictInputs,
     readonly actor: string = "reconciler",
+    readonly catalogEvent?: () => Promise<number>,
   ) {}
+
+  /** The seq of the catalog's event, recording it on first use; a failed recording is tried again next time. */
+  async #catalogSeq(): Promise<number | undefined> {
+    if (this.inputs.catalogEvent !== undefined || this.catalogEvent === undefined) return this.inputs.catalogEvent;
+    this.#catalogEvent ??= this.catalogEvent();
+    try {
+      return await this.#catalogEvent;
+    } catch (err) {
+      this.#catalogEvent = undefined;
+      throw err;
+    }
+  }
 
   /** Appends the verdict unless it equals the last one for its digest and manifest; returns the new seq, or undefined. */
   async record(verdict: ImageVerdict, causedBy?: number, declared?: Manifest): Promise<number | undefined> {
-    const data = verdictEventData(verdict, this.inputs, declared);
+    const catalogEvent = await this.#catalogSeq();
+    const data = verdictEventData(verdict, { ...this.inputs, ...(catalogEvent === undefined ? {} : { catalogEvent }) }, declared);
     const last = await this.log.last(data.digest, data.manifest ?? null);
     if (last !== undefined && canonicalize(last) === canonicalize(data)) return undefined;
     return this.log.append(data, this.actor, causedBy);

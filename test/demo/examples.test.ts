@@ -6,14 +6,14 @@
  * ecb-fx WebAssembly plugin's one layer is the committed module.
  */
 import { createHash } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gunzipSync } from "node:zlib";
 import { Ajv } from "ajv";
 import { afterAll, describe, expect, it } from "vitest";
 import { parse as parseYaml, parseAllDocuments } from "yaml";
-import { parseCatalog, parseOwnerSigners } from "../../src/plugins/catalog.js";
+import { emptyCatalog, parseCatalog, parseOwnerSigners } from "../../src/plugins/catalog.js";
 import { validateConfig } from "../../src/plugins/config-schema.js";
 import { MANIFEST_LABEL } from "../../src/plugins/constants.js";
 import { effective, needsApproval } from "../../src/plugins/effective.js";
@@ -72,7 +72,10 @@ const TAGS: Record<string, string> = {
   "upgrade/nbp-fx-v2.yaml": "nbp-fx-v2",
 };
 /** Every image in the layout, with its bundle: one index entry each; and the UI artifacts of the views. */
-const INDEX_ENTRIES = 2 * (DEMO_IMAGES.length + DEMO_WASM_IMAGES.length) + DEMO_IMAGES.filter((d) => d.ui !== undefined).length;
+const ALL_IMAGES = [...DEMO_IMAGES, ...DEMO_WASM_IMAGES];
+/** Each image and its demo-owner bundle; a release's second bundle (the release key); the views' UI artifacts. */
+const INDEX_ENTRIES = 2 * ALL_IMAGES.length + ALL_IMAGES.filter((d) => d.released === true).length + DEMO_IMAGES.filter((d) => d.ui !== undefined).length;
+const RELEASED = ["plugins/nbp-fx.yaml", "plugins/ledger-view.yaml", "plugins/ecb-fx.yaml"];
 
 function ownerSigners(dir = EXAMPLES): Signer[] {
   return must(parseOwnerSigners(readFileSync(join(dir, "trusted-signers.json"), "utf8")));
@@ -144,13 +147,14 @@ describe("the demo's resources", () => {
 describe("the demo's images", () => {
   const source = new OciLayoutSource(LAYOUT);
 
-  it("are listed in the layout's index.json under their tags, each with one Sigstore bundle attached", async () => {
+  it("are listed in the layout's index.json under their tags, each with the demo owner's Sigstore bundle and a release's with the release key's", async () => {
     const index = await source.index();
     const tagged = index.filter((d) => d.annotations?.["org.opencontainers.image.ref.name"] !== undefined);
     expect(tagged.map((d) => d.annotations?.["org.opencontainers.image.ref.name"]).sort()).toEqual(["ecb-fx-v1", "ledger-view-v1", "nbp-fx-v1", "nbp-fx-v2"]);
     for (const d of tagged) {
       const referrers = await source.referrers("any", d.digest);
-      expect(referrers.filter((r) => r.artifactType === MEDIA_TYPE.sigstoreBundle)).toHaveLength(1);
+      const tag = d.annotations?.["org.opencontainers.image.ref.name"];
+      expect(referrers.filter((r) => r.artifactType === MEDIA_TYPE.sigstoreBundle)).toHaveLength(tag === "nbp-fx-v2" ? 1 : 2);
       // The only other referrer is a view's UI bundle.
       const ui = d.annotations?.["org.opencontainers.image.ref.name"] === "ledger-view-v1" ? [UI_ARTIFACT_TYPE] : [];
       expect(referrers.filter((r) => r.artifactType !== MEDIA_TYPE.sigstoreBundle).map((r) => r.artifactType)).toEqual(ui);
@@ -172,17 +176,37 @@ describe("the demo's images", () => {
     expect(manifestEqual(must(parseManifestLabel(label as string)), p.spec.manifest)).toBe(true);
   });
 
-  it.each(PLUGIN_FILES)("%s verifies offline as unverified: signed by the demo owner, not pinned in the catalog", async (file) => {
+  it.each(RELEASED)("%s verifies offline as verified: the catalog pins its digest, and the release key signed it", async (file) => {
     const p = asPlugin(resource(file));
     const policy = newTrustPolicy(shippedCatalog(), ownerSigners());
     const verdict = await checkImage({ image: imageOf(p), source, trustedRoot, policy, declared: p.spec.manifest });
-    expect(verdict).toMatchObject({ outcome: "unverified", signers: [{ name: "demo-owner", kind: "owner" }], rejectedBundles: [] });
+    expect(verdict).toMatchObject({ outcome: "verified", catalogEntry: p.name, rejectedBundles: [] });
+    expect(verdict.signers).toEqual([{ name: "demo-owner", kind: "owner" }, { name: "openfief-release", kind: "publisher" }]);
     expect(verdict.manifest !== undefined && manifestEqual(verdict.manifest, p.spec.manifest)).toBe(true);
+    // Without the owner's signers the release key alone still makes it verified; without the catalog, the demo owner makes it trusted.
+    expect((await checkImage({ image: imageOf(p), source, trustedRoot, policy: newTrustPolicy(shippedCatalog(), []), declared: p.spec.manifest })).outcome).toBe("verified");
+    expect((await checkImage({ image: imageOf(p), source, trustedRoot, policy: newTrustPolicy(emptyCatalog(), ownerSigners()), declared: p.spec.manifest })).outcome).toBe("unverified");
   });
 
-  it("are refused when the owner does not trust the demo key", async () => {
+  it("upgrade/nbp-fx-v2.yaml verifies offline as unverified: signed by the demo owner, at a digest the catalog does not pin", async () => {
+    const p = asPlugin(resource("upgrade/nbp-fx-v2.yaml"));
+    const verdict = await checkImage({ image: imageOf(p), source, trustedRoot, policy: newTrustPolicy(shippedCatalog(), ownerSigners()), declared: p.spec.manifest });
+    expect(verdict).toMatchObject({ outcome: "unverified", signers: [{ name: "demo-owner", kind: "owner" }], rejectedBundles: [] });
+    expect(shippedCatalog().standing({ name: "nbp-fx", repository: imageOf(p).name, digest: imageOf(p).digest }, verdict.identities)).toMatchObject({ kind: "other_digest", entry: { name: "nbp-fx" } });
+  });
+
+  it("catalog/plugins.json pins each release's digest with the committed release key as its publisher", () => {
+    const pub = readFileSync(join(ROOT, "catalog/openfief-release.pub"), "utf8");
+    expect(pub).toMatch(/^-----BEGIN PUBLIC KEY-----\n/);
+    const entries = shippedCatalog().entries;
+    expect(entries.map((e) => [e.name, e.image.toString()])).toEqual(RELEASED.map((f) => [asPlugin(resource(f)).name, asPlugin(resource(f)).spec.image]));
+    for (const e of entries) expect(e.publisher).toEqual({ name: "openfief-release", kind: "publisher", identity: { publicKey: pub } });
+    expect(readFileSync(join(ROOT, "catalog/plugins.json"), "utf8")).not.toMatch(/PRIVATE KEY/);
+  });
+
+  it("are refused when the owner trusts neither the demo key nor the catalog", async () => {
     const p = asPlugin(resource("plugins/nbp-fx.yaml"));
-    const verdict = await checkImage({ image: imageOf(p), source, trustedRoot, policy: newTrustPolicy(shippedCatalog(), []), declared: p.spec.manifest });
+    const verdict = await checkImage({ image: imageOf(p), source, trustedRoot, policy: newTrustPolicy(emptyCatalog(), []), declared: p.spec.manifest });
     expect(verdict.outcome).toBe("refused");
   });
 
@@ -338,10 +362,19 @@ describe("scripts/make-demo.ts", () => {
   afterAll(() => rmSync(out, { recursive: true, force: true }));
 
   it("writes the same images and resources on every run, with a new key that verifies them", async () => {
-    const first = await makeDemo(out);
+    const releaseKeyFile = join(out, "home", "release-key.pem");
+    const first = await makeDemo(out, { releaseKeyFile });
+    expect(first.releaseKey).toEqual({ file: releaseKeyFile, generated: true });
+    expect(statSync(releaseKeyFile).mode & 0o777).toBe(0o600);
     const firstKey = readFileSync(join(out, "demo-owner.pub"), "utf8");
-    const second = await makeDemo(out);
+    const firstRelease = readFileSync(join(out, "catalog", "openfief-release.pub"), "utf8");
+    const second = await makeDemo(out, { releaseKeyFile });
+    expect(second.releaseKey.generated).toBe(false);
     expect(second.images).toEqual(first.images);
+    // The release key is kept and reused; the catalog it writes matches it, and is the shipped one but for the key.
+    expect(readFileSync(join(out, "catalog", "openfief-release.pub"), "utf8")).toBe(firstRelease);
+    const shippedPub = readFileSync(join(ROOT, "catalog/openfief-release.pub"), "utf8");
+    expect(readFileSync(join(out, "catalog", "plugins.json"), "utf8")).toBe(readFileSync(join(ROOT, "catalog/plugins.json"), "utf8").split(JSON.stringify(shippedPub)).join(JSON.stringify(firstRelease)));
     expect(readFileSync(join(out, "demo-owner.pub"), "utf8")).not.toBe(firstKey);
     for (const file of [...PLUGIN_FILES, ...GRANT_FILES]) {
       expect(readFileSync(join(out, file), "utf8")).toBe(readFileSync(join(EXAMPLES, file), "utf8"));
@@ -350,7 +383,8 @@ describe("scripts/make-demo.ts", () => {
     const source = new OciLayoutSource(join(out, "oci"));
     expect(await source.index()).toHaveLength(INDEX_ENTRIES);
     const p = asPlugin(resource("plugins/nbp-fx.yaml"));
-    const verdict = await checkImage({ image: imageOf(p), source, trustedRoot, policy: newTrustPolicy(shippedCatalog(), ownerSigners(out)), declared: p.spec.manifest });
-    expect(verdict.outcome).toBe("unverified");
+    const ownCatalog = must(parseCatalog(readFileSync(join(out, "catalog", "plugins.json"), "utf8")));
+    expect((await checkImage({ image: imageOf(p), source, trustedRoot, policy: newTrustPolicy(emptyCatalog(), ownerSigners(out)), declared: p.spec.manifest })).outcome).toBe("unverified");
+    expect((await checkImage({ image: imageOf(p), source, trustedRoot, policy: newTrustPolicy(ownCatalog, []), declared: p.spec.manifest })).outcome).toBe("verified");
   });
 });

@@ -60,14 +60,14 @@ afterAll(async () => {
 describe("the plugin lifecycle through the CLI", () => {
   it("runs the demo plugins on first install, with their objects and allow-lists written", async () => {
     const r = await rows();
-    expect(r.get("nbp-fx")).toMatchObject({ verdict: "unverified", pending: [] });
+    expect(r.get("nbp-fx")).toMatchObject({ verdict: "verified", pending: [] });
     expect(r.get("nbp-fx")?.running).toContain(V1);
     // ledger-view's digest moves with its UI bundle: the demo's Plugin names it.
     const ledger = (parse(await readFile(join(ROOT, "examples/plugins/ledger-view.yaml"), "utf8")) as { spec: { image: string } }).spec.image;
     expect(r.get("ledger-view")?.running).toContain((ledger.split("@sha256:")[1] ?? "?").slice(0, 8));
     // The WebAssembly plugin runs in the plugin host: only its identity and its Service selecting the
     // host are its own; the host is told what to run in openfief-plugin-host; an allow-list all the same.
-    expect(r.get("ecb-fx")).toMatchObject({ verdict: "unverified", pending: [], runtime: "wasm", module: ECB_MODULE });
+    expect(r.get("ecb-fx")).toMatchObject({ verdict: "verified", pending: [], runtime: "wasm", module: ECB_MODULE });
     expect(r.get("nbp-fx")).toMatchObject({ runtime: "container", module: null });
     expect((await readdir(join(dir, "cluster", "plugins"))).sort()).toEqual(["ecb-fx.yaml", "ledger-view.yaml", "nbp-fx.yaml"]);
     const ecb = parseAllDocuments(await readFile(join(dir, "cluster", "plugins", "ecb-fx.yaml"), "utf8")).map((d) => d.toJSON() as { kind: string; spec?: { selector?: unknown } });

@@ -107,7 +107,7 @@ describe("1. two plugins on one image digest with different manifests", () => {
     await ok(["apply", "-f", await file("twin.yaml", `${plugin("twin", V1_IMAGE)}---\n${grant("twin")}`), ...data]);
     await ok(["reconcile", ...data]);
     const rows = new Map((await json<Row[]>(["get", "plugins", ...data])).map((r) => [r.name, r]));
-    expect(rows.get("nbp-fx")?.verdict).toBe("unverified");
+    expect(rows.get("nbp-fx")?.verdict).toBe("verified");
     expect(rows.get("twin")?.verdict).toMatch(/^refused/);
     const before = (await logLines(["--type", "signature.verdict", ...data])).length;
     await ok(["reconcile", ...data]);

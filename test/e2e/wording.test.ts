@@ -46,9 +46,11 @@ describe("get plugins", () => {
     const out = await run(["get", "plugins"]);
     const row = (name: string) => out.split("\n").find((l) => l.startsWith(`${name} `)) ?? "";
     expect(out.split("\n")[0]).toMatch(/^NAME +STATUS +RUNTIME +RUNNING +ASKED FOR +SIGNATURE +PENDING/);
-    expect(row("nbp-fx")).toMatch(/held back +objects only .* signed by demo-owner +egress:static\.nbp\.pl:443/);
+    expect(row("nbp-fx")).toMatch(/held back +objects only .* signed by demo-owner \(not as the catalog lists nbp-fx\) +egress:static\.nbp\.pl:443/);
+    expect(out).toContain("nbp-fx: catalog lists nbp-fx at sha256:32a155bf1326 by openfief-release; this image is sha256:ac327d8f7783; not verified.");
     expect(row("ecb-fx")).toMatch(/running +wasm 1750a4f19745/);
-    expect(row("conf")).toMatch(/signed by demo-owner +\(blocked by its config\) .*config refused by its schema/);
+    // conf runs nbp-fx v1's digest, which the catalog pins: only the digest counts.
+    expect(row("conf")).toMatch(/in the catalog \(openfief-release\) +\(blocked by its config\) .*config refused by its schema/);
     expect(out).not.toMatch(/unverified| container +\S+@/);
     expect(out).toContain(`RUNTIME "objects only": objects written to ${join(dir, "data", "cluster")} (no container runtime in the embedded mode).`);
     expect(out).toMatch(/^SIGNATURE "signed by NAME": a signer you trust signed the image asked for, so it may run; /m);
@@ -69,7 +71,8 @@ describe("why", () => {
 describe("the log of a plugin", () => {
   it("holds its signature and config verdicts, and words each event as what happened", async () => {
     const out = await run(["log", "--plugin", "nbp-fx"]);
-    expect(out).toMatch(/trust +signature\.verdict +reconciler +the signature check of nbp-fx@sha256:32a155bf1326: signed by demo-owner, a signer you trust; not in the catalog/);
+    expect(out).toMatch(/trust +signature\.verdict +reconciler +the signature check of nbp-fx@sha256:32a155bf1326: signed by demo-owner, a signer you trust and openfief-release, the catalog's publisher; in the catalog/);
+    expect(out).toMatch(/trust +signature\.verdict +reconciler +the signature check of nbp-fx@sha256:ac327d8f7783: signed by demo-owner, a signer you trust; not in the catalog/);
     expect(out).toMatch(/config\.verdict +reconciler +the config matches the schema of nbp-fx@sha256:ac327d8f7783/);
     expect(out).toMatch(/grant\.observed +owner:cli +the grant was set by owner:cli: \+capability connector, \+egress api\.nbp\.pl:443, \+data tier fx-rates/);
     expect(out).toMatch(/rollout\.decided +reconciler +keeps nbp-fx@sha256:32a155bf1326 running under the current grant; nbp-fx@sha256:ac327d8f7783 waits for approval of egress static\.nbp\.pl:443/);

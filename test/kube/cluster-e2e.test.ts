@@ -204,7 +204,7 @@ describe("the operator in a cluster, end to end on the signed demo (fake API ser
     }
   });
 
-  it("writes each Plugin's status: the deployed image, signed but not catalog-verified, nothing to approve", async () => {
+  it("writes each Plugin's status: the deployed image, verified by the catalog, nothing to approve", async () => {
     await until("nbp-fx status written", () => status("nbp-fx")?.deployed?.image === NBP_V1 && condition(status("nbp-fx"), "SignatureVerified") !== undefined);
     await until("ledger-view status written", () => status("ledger-view")?.deployed?.image === LEDGER);
     for (const [plugin, image] of [["nbp-fx", NBP_V1], ["ledger-view", LEDGER]] as const) {
@@ -214,7 +214,7 @@ describe("the operator in a cluster, end to end on the signed demo (fake API ser
       expect(s?.deployed?.manifest).toMatchObject({ capabilities: expect.arrayContaining([expect.any(String)]) });
       expect(s?.observedGeneration).toBe(1);
       expect(s?.pendingApproval).toBeUndefined();
-      expect(condition(s, "SignatureVerified")).toMatchObject({ status: "True", reason: "Signed", observedGeneration: 1 });
+      expect(condition(s, "SignatureVerified")).toMatchObject({ status: "True", reason: "Verified", observedGeneration: 1 });
       expect(condition(s, "ApprovalRequired")).toMatchObject({ status: "False", observedGeneration: 1 });
     }
     const statusPatches = server.requests.filter((r) => r.method === "PATCH" && r.path.endsWith("/plugins/nbp-fx/status"));
@@ -442,7 +442,7 @@ describe("an operator that starts on an empty store while an upgrade is held bac
       expect(decisions[0]?.data.plan).toMatchObject({ outcome: "previous", run: { image: NBP_V1 } });
       const v1Digest = NBP_V1.split("@")[1];
       const verdicts = (await store.read({ type: "signature.verdict" })).map((e) => e.data as { digest: string; outcome: string });
-      expect(verdicts).toEqual(expect.arrayContaining([expect.objectContaining({ digest: v1Digest, outcome: "unverified" })]));
+      expect(verdicts).toEqual(expect.arrayContaining([expect.objectContaining({ digest: v1Digest, outcome: "verified" })]));
       expect(await checkDecisions(store)).toMatchObject({ checked: 1, divergences: [], upgrades: [] });
       const desired = await store.last(stream, "workload.desired");
       const applied = (await store.read({ stream, type: "kube.applied" })) as StoredEvent<KubeApplied>[];

@@ -201,10 +201,10 @@ spec: {capabilities: [connector]}
     expect(await demo.cp.runtime.store.head()).toBe(before);
   });
 
-  it("says who signed a version, and that in the embedded mode its objects are only written out", async () => {
+  it("says who signed a version, since when the catalog makes it verified, and that in the embedded mode its objects are only written out", async () => {
     const page = (await call(base, "/plugins/ledger-view", { headers: { cookie: viewerCookie } })).text;
-    expect(page).toMatch(/<span class="badge neutral" title="Signed by a signer you trust, so it may run; [^"]*">trusted<\/span>/);
-    expect(page).toContain("</span> signed by demo-owner, a signer you trust; not in the catalog.<br>");
+    expect(page).toMatch(/<span class="badge good" title="A catalog entry pins this image and its publisher signed it: it may run\.">verified<\/span>/);
+    expect(page).toMatch(/<\/span> signed by demo-owner, a signer you trust and openfief-release, the catalog(?:'|&#39;|&#x27;)s publisher; in the catalog as ledger-view, verified since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC\.<br>/);
     expect(page).toMatch(/objects written to \S+\/cluster \(no container runtime in the embedded mode\)/);
     expect(page).not.toMatch(/as a container|>unverified</);
     const plugins = (await call(base, "/", { headers: { cookie: viewerCookie } })).text;

@@ -5,7 +5,7 @@
  * refused config or signature, a failed reconcile). Lines under the table say what its words mean.
  */
 import type { Command } from "commander";
-import { blockerSubject, lastCallText, listPlugins, objectsOnlyNote, problemText, runtimeText, shortImage, statusText, verdictCell } from "../../app/index.js";
+import { blockerSubject, catalogText, lastCallText, listPlugins, objectsOnlyNote, problemText, runtimeText, shortImage, statusText, verdictCell } from "../../app/index.js";
 import type { PluginRow } from "../../app/index.js";
 import { CliError } from "../cli-error.js";
 import { print, printJson, table, withData, withJson, withLog } from "../context.js";
@@ -32,6 +32,8 @@ export function pluginsTable(rows: readonly PluginRow[]): string {
     objectsOnlyNote(rows),
     rows.some((r) => !r.deleted && r.signature?.outcome === "unverified") ? "SIGNATURE \"signed by NAME\": a signer you trust signed the image asked for, so it may run; only a catalog entry would make it verified." : null,
     rows.some((r) => r.blockers.length > 0) ? "blocked: the version asked for cannot run whatever is approved; openfief why NAME says what to fix." : null,
+    // A catalog entry that does not match the image asked for: said, never shown as verified.
+    ...rows.map((r) => (r.deleted || r.signature?.catalog == null || r.signature.catalog.standing === "verified" ? null : `${r.name}: ${catalogText(r.signature.catalog, { short: true })}; not verified.`)),
   ].filter((n): n is string => n !== null);
   return [body, ...notes].join("\n");
 }

@@ -11,10 +11,11 @@ import { basename, join } from "node:path";
 import type { Command } from "commander";
 import { CliError } from "../cli-error.js";
 import { readAllResources } from "./apply.js";
-import { refusalText, SHIPPED_CATALOG, verdictHelp, verdictText, verdictWord } from "../../app/index.js";
+import { catalogText, refusalText, SHIPPED_CATALOG, verdictHelp, verdictText, verdictWord } from "../../app/index.js";
+import type { CatalogView } from "../../app/index.js";
 import { usageExit } from "./verify-bundle.js";
 import { formatErrors, newTrustPolicy, parseCatalog, parseImageRef } from "../../plugins/index.js";
-import type { Manifest, Signer } from "../../plugins/index.js";
+import type { Catalog, ImageRef, Manifest, Signer } from "../../plugins/index.js";
 import { checkImage, ImageSourceError, loadOwnerSignersFile, loadShippedTrustedRoot, loadTrustedRootFile, OciLayoutSource, OwnerSignersError, RegistryClient, registryLocation, TrustRootError } from "../../trust/index.js";
 import type { ImageSource, ImageVerdict, LoadedTrustedRoot } from "../../trust/index.js";
 
@@ -38,10 +39,20 @@ function read(path: string, what: string): Buffer {
 }
 
 /** Reads the one Plugin of a file (YAML or JSON, as written for the cluster). */
-async function readPlugin(path: string): Promise<{ image: string; manifest: Manifest }> {
+async function readPlugin(path: string): Promise<{ name: string; image: string; manifest: Manifest }> {
   const plugins = (await readAllResources([path])).flatMap((r) => (r.kind === "Plugin" ? [r.plugin] : []));
   if (plugins.length !== 1 || plugins[0] === undefined) throw new CliError(`${path} must hold exactly one Plugin, not ${plugins.length}`, 2);
-  return { image: plugins[0].spec.image, manifest: plugins[0].spec.manifest };
+  return { name: plugins[0].name, image: plugins[0].spec.image, manifest: plugins[0].spec.manifest };
+}
+
+/** A catalog entry that lists the plugin (by name or repository) but does not match the image: said, never verified. */
+function catalogMismatch(catalog: Catalog, image: ImageRef, plugin: { readonly name: string } | undefined, verdict: ImageVerdict): CatalogView | null {
+  if (verdict.outcome === "verified") return null;
+  const name = plugin?.name ?? image.repository.split("/").at(-1) ?? image.repository;
+  const s = catalog.standing({ name, repository: image.name, digest: image.digest }, verdict.identities);
+  if (s.kind === "other_digest") return { standing: "other_digest", entry: s.entry.name, publisher: s.entry.publisher.name, listed: s.entry.image.digest, digest: image.digest };
+  if (s.kind === "other_publisher") return { standing: "other_publisher", entry: s.entry.name, publisher: s.entry.publisher.name, digest: image.digest };
+  return null;
 }
 
 function ownerSigners(opts: Options): Signer[] {
@@ -66,19 +77,20 @@ function ownerSigners(opts: Options): Signer[] {
 }
 
 /** The verdict's line and its line of help. */
-export function verdictLines(verdict: ImageVerdict, ownerSigners: number): [string, string] {
-  const view = { outcome: verdict.outcome, reason: verdict.reason ?? null, signers: verdict.signers };
+export function verdictLines(verdict: ImageVerdict, ownerSigners: number, catalog: CatalogView | null = null): [string, string] {
+  const view = { outcome: verdict.outcome, reason: verdict.reason ?? null, signers: verdict.signers, catalog };
   const entry = verdict.catalogEntry === undefined ? "" : ` as entry ${verdict.catalogEntry}`;
-  const first = `${verdictWord(verdict.outcome)}: ${verdict.image}: ${verdict.outcome === "refused" ? refusalText(view.reason) : `${verdictText(view)}${entry}`}`;
+  const mismatch = catalog === null ? "" : `; ${catalogText(catalog)}`;
+  const first = `${verdictWord(verdict.outcome)}: ${verdict.image}: ${verdict.outcome === "refused" ? `${refusalText(view.reason)}${mismatch}` : `${verdictText(view)}${entry}`}`;
   if (verdict.outcome !== "refused") return [first, `  ${verdictHelp(verdict.outcome)}`];
   // Refused for want of a signer the owner trusts, and the owner named none: say how to name one.
   if (verdict.reason === "untrusted_signer" && ownerSigners === 0) return [first, "  No signer of yours was given: --trusted-signers FILE (or --key PEM) names the signers you trust."];
   return [first, `  ${verdict.message ?? verdictHelp("refused")}`];
 }
 
-function printVerdict(verdict: ImageVerdict, json: boolean, ownerSigners: number): void {
-  if (json) process.stdout.write(`${JSON.stringify(verdict)}\n`);
-  else process.stdout.write(`${verdictLines(verdict, ownerSigners).join("\n")}\n`);
+function printVerdict(verdict: ImageVerdict, json: boolean, ownerSigners: number, catalog: CatalogView | null): void {
+  if (json) process.stdout.write(`${JSON.stringify(catalog === null ? verdict : { ...verdict, catalog })}\n`);
+  else process.stdout.write(`${verdictLines(verdict, ownerSigners, catalog).join("\n")}\n`);
   process.exitCode = verdict.outcome === "refused" ? 1 : 0;
 }
 
@@ -138,7 +150,7 @@ async function run(imageArg: string | undefined, opts: Options): Promise<void> {
       rejectedBundles: [],
     };
   }
-  printVerdict(verdict, opts.json === true, owners.length);
+  printVerdict(verdict, opts.json === true, owners.length, catalogMismatch(catalog.value, image, plugin, verdict));
 }
 
 /** Registers `verify`. */

@@ -66,6 +66,21 @@ export interface SignatureVerdict {
    * 003's ValidDigest). Absent for a container image. What runs the version follows from it.
    */
   module?: string;
+  /**
+   * The seq of the `catalog.observed` event recording the catalog this verdict was decided with
+   * (the one whose `sha256` is {@link catalog}); absent in verdicts recorded before catalogs were.
+   */
+  catalogEvent?: number;
+}
+/**
+ * `catalog.observed`: the catalog the control plane started with, when it differs from the last
+ * one recorded: the SHA-256 of the file and its entries as the file writes them (the catalog's
+ * strict parser reads them back). Stream `trust`. Since this event, its entries count as verified.
+ */
+export interface CatalogObserved {
+  /** SHA-256 (hex) of the catalog file's bytes: what a verdict's `catalog` names. */
+  sha256: string;
+  entries: JsonValue[];
 }
 /** `config.verdict`: whether a plugin's config matches its image's config schema. */
 export interface ConfigVerdict { name: string; image: string; ok: boolean; errors: { code: string; path: string; message: string }[] }
@@ -149,6 +164,7 @@ export interface PluginEventData {
   "plugin.uninstall.requested": PluginUninstallRequested;
   "plugin.uninstalled": PluginUninstalled;
   "signature.verdict": SignatureVerdict;
+  "catalog.observed": CatalogObserved;
   "config.verdict": ConfigVerdict;
   "rollout.decided": RolloutDecided;
   "workload.desired": WorkloadDesired;
@@ -205,6 +221,21 @@ const VERDICT_V1 = strict(["digest", "image", "outcome", "signers", "identities"
   signers: { type: "array", items: strict(["name", "kind"], { name: str, kind: str }) }, identities: { type: "array" }, trustRoot: nonEmpty, catalog: nonEmpty,
 });
 
+const VERDICT_V2_FIELDS = {
+  digest: req(digest),
+  manifest: opt({ type: "string", pattern: "^[a-f0-9]{64}$" }),
+  image: req(nonEmpty),
+  outcome: req({ enum: ["verified", "unverified", "refused"] }),
+  reason: opt(str),
+  signers: req({ type: "array", items: strict(["name", "kind"], { name: str, kind: str }) }),
+  identities: req({ type: "array" }),
+  trustRoot: req(nonEmpty),
+  catalog: req(nonEmpty),
+  module: opt({ type: "string", pattern: "^[0-9a-f]{64}$" }),
+};
+/** `signature.verdict` version 2: as version 3 without `catalogEvent`. */
+const VERDICT_V2 = shape<Omit<SignatureVerdict, "catalogEvent">>(VERDICT_V2_FIELDS);
+
 export function definePluginEvents(r: EventRegistry): void {
   const define = definer<PluginEventData>(r);
   const inPlugin = inNamedStream("plugin", "name");
@@ -213,21 +244,17 @@ export function definePluginEvents(r: EventRegistry): void {
   define({ type: "grant.observed", version: 1, stream: inPlugin, observeWith: ["grant.deleted"], fields: { name: req(name), spec: req(any) } });
   define({ type: "grant.deleted", version: 1, stream: inPlugin, observeWith: ["grant.observed"], fields: { name: req(name) } });
   define({
-    type: "signature.verdict", version: 2, stream: inStream("trust"),
+    type: "signature.verdict", version: 3, stream: inStream("trust"),
     // Version 2 adds the optional `manifest` and `module`; a version-1 verdict reads as one checked
-    // against no manifest, about a container image.
-    history: [{ version: 1, schema: VERDICT_V1, upcast: (d) => d }],
+    // against no manifest, about a container image. Version 3 adds the optional `catalogEvent`.
+    history: [{ version: 1, schema: VERDICT_V1, upcast: (d) => d }, { version: 2, schema: VERDICT_V2, upcast: (d) => d }],
+    fields: { ...VERDICT_V2_FIELDS, catalogEvent: opt({ type: "integer", minimum: 1 }) },
+  });
+  define({
+    type: "catalog.observed", version: 1, stream: inStream("trust"),
     fields: {
-      digest: req(digest),
-      manifest: opt({ type: "string", pattern: "^[a-f0-9]{64}$" }),
-      image: req(nonEmpty),
-      outcome: req({ enum: ["verified", "unverified", "refused"] }),
-      reason: opt(str),
-      signers: req({ type: "array", items: strict(["name", "kind"], { name: str, kind: str }) }),
-      identities: req({ type: "array" }),
-      trustRoot: req(nonEmpty),
-      catalog: req(nonEmpty),
-      module: opt({ type: "string", pattern: "^[0-9a-f]{64}$" }),
+      sha256: req({ type: "string", pattern: "^[a-f0-9]{64}$" }),
+      entries: req({ type: "array", maxItems: 1000, items: { type: "object" } }),
     },
   });
   define({

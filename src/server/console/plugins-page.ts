@@ -5,7 +5,7 @@
  * plugins waiting for the owner: only versions an approval would let run. The table refreshes
  * itself (htmx polls and swaps it).
  */
-import { blockerSubject, blockerText, outcomeText, pendingItems, pluginsOverview, problemText, verdictHelp, verdictWord } from "../../app/index.js";
+import { blockerSubject, blockerText, catalogText, outcomeText, pendingItems, pluginsOverview, problemText, verdictHelp, verdictWord } from "../../app/index.js";
 import type { ApprovalInFlight, PendingApproval, PluginRow } from "../../app/index.js";
 import type { RequestContext } from "../routes.js";
 import { absoluteTime, ago, imageCell, statusBadge, verdictBadge } from "./format.js";
@@ -76,6 +76,12 @@ function signatureLegend(): Markup {
   return html`<p class="small signature-legend">Signature: ${outcomes.map((o, i) => html`${i === 0 ? "" : "; "}<strong>${verdictWord(o)}</strong>: ${verdictHelp(o).replace(/\.$/, "")}`)}.</p>`;
 }
 
+/** A line for each plugin whose catalog entry does not match the image asked for: said, never shown as verified. */
+function catalogNotes(rows: readonly PluginRow[]): Markup {
+  const notes = rows.flatMap((r) => (r.deleted || r.signature?.catalog == null || r.signature.catalog.standing === "verified" ? [] : [html`<li><strong>${r.name}</strong>: ${catalogText(r.signature.catalog, { short: true })}; not verified.</li>`]));
+  return notes.length === 0 ? html`` : html`<ul class="small catalog-notes">${notes}</ul>`;
+}
+
 /** The plugins whose page frames a view (their running version has a UI), when views run. */
 async function withViews(ctx: RequestContext, rows: readonly PluginRow[]): Promise<ReadonlySet<string>> {
   const views = ctx.app.views;
@@ -98,6 +104,7 @@ export async function pluginsPage(ctx: RequestContext): Promise<string> {
 ${blocked(cannotRun)}
 ${waiting(pending)}
 ${table}
+${catalogNotes(rows)}
 ${rows.length === 0 ? "" : signatureLegend()}
 <p class="small muted">As of ${absoluteTime(now.toISOString())}; this table refreshes by itself.</p>
 </div>`;
