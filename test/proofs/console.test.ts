@@ -41,7 +41,7 @@ function serve(answer: (body: string) => [number, string]): Promise<{ server: Se
 }
 
 beforeAll(async () => {
-  demo = await startConsoleDemo({ history: false });
+  demo = await startConsoleDemo({ history: false, checkpoints: true });
   const link = new URL(await demo.signIn("bob", "viewer"));
   cookie = cookieOf(await call(demo.url, link.pathname + link.search));
   const store = demo.cp.runtime.store;

@@ -54,7 +54,7 @@ async function day(cp: ControlPlane, setNow: (t: number) => void, start: number,
 }
 
 /** Starts the demo in a fresh data folder (or `dir`), its history a day long, ending now. */
-export async function startConsoleDemo(o: { dir?: string; history?: boolean; views?: boolean; intervalMs?: number } = {}): Promise<ConsoleDemo> {
+export async function startConsoleDemo(o: { dir?: string; history?: boolean; views?: boolean; intervalMs?: number; checkpoints?: boolean } = {}): Promise<ConsoleDemo> {
   const dir = o.dir ?? mkdtempSync(join(tmpdir(), "openfief-console-"));
   const real = Date.now();
   const start = o.history === false ? real : real - 24 * HOUR;
@@ -65,6 +65,9 @@ export async function startConsoleDemo(o: { dir?: string; history?: boolean; vie
   const cp = await startControlPlane({
     dataDir: dir, logger: pino({ level: "warn" }), egress: null, clock, intervalMs: o.intervalMs ?? 100,
     server: serverFactory({ host: "127.0.0.1", port: 0 }),
+    // The log keeps its key, but signs checkpoints (each an event) only where a test asks: tests
+    // that check a refused write appended nothing compare the log's head.
+    ...(o.checkpoints === true ? {} : { checkpoints: { every: 1_000_000, intervalMs: 3_600_000 } }),
     // With views: the plugin proxy and the gateway on free ports of localhost (the other site).
     ...(o.views === true
       ? { settings: { ...demoSettings(), pluginProxyOrigin: "http://localhost:0", gatewayOrigin: "http://localhost:0" }, views: {} }

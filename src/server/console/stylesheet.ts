@@ -17,6 +17,8 @@ a { color: var(--link); text-decoration: none; }
 a:hover, a:focus-visible { text-decoration: underline; }
 code, pre, .mono { font-family: ui-monospace, SFMono-Regular, "SF Mono", Menlo, Consolas, "Liberation Mono", monospace; font-size: 0.9em; }
 code { background: var(--soft); border: 1px solid var(--line); border-radius: 4px; padding: 0 0.3em; overflow-wrap: anywhere; }
+/* A sentence may hold a hash or a key (a checkpoint's root, base64): it breaks rather than widen the page. */
+main p { overflow-wrap: anywhere; }
 code.img { white-space: nowrap; overflow-wrap: normal; }
 td.type code { white-space: nowrap; overflow-wrap: normal; }
 pre { background: var(--soft); border: 1px solid var(--line); border-radius: 6px; padding: 0.75em 1em; overflow: auto; max-height: 24em; margin: 0; white-space: pre-wrap; overflow-wrap: anywhere; }

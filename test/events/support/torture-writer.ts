@@ -1,5 +1,5 @@
 /**
- * A writer process of the PostgreSQL torture test (test/events/postgres-torture.test.ts), run
+ * A writer process of the PostgreSQL torture test (test/events/postgres-torture.slow.test.ts), run
  * with `node --import tsx`. Its writers append until the deadline, each append held inside its
  * transaction by the log's test hook (`whileLocked`) for a random while, 5 % of them rolled back
  * by the hook throwing; they report each id they were told committed, and each refused with its

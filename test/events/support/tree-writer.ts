@@ -1,5 +1,5 @@
 /**
- * A writer process of the tree's kill test (test/events/tree-kill.test.ts), run with
+ * A writer process of the tree's kill test (test/events/tree-kill.slow.test.ts), run with
  * `node --import tsx`: appends batches to a SQLite log and extends its Merkle tree between them,
  * telling the parent the head after each step, until it is killed.
  */
