@@ -76,8 +76,12 @@ async function failedCallsSince(store: EventLog, name: string, since: Date): Pro
     .sort((a, b) => b.count - a.count || (a.code < b.code ? -1 : 1));
 }
 
-/** How many of a plugin's newest egress decisions `why` looks through for each proxy's latest. */
-const EGRESS_SCAN = 500;
+/**
+ * How many of a plugin's newest egress decisions `why` looks through for each proxy's latest: a
+ * replica silent for that many of its peers' decisions is left out. Each one read is parsed and
+ * upcast: with 500, `why` took 5.9 ms at a million events in bench:store (0.9 ms before it looked).
+ */
+const EGRESS_SCAN = 100;
 /** The most proxies `why` names. */
 const MAX_PROXIES = 16;
 
