@@ -2,24 +2,14 @@
  * The messages between the egress writer (main thread) and its worker thread, which owns its
  * own connection to the event store's file. Plain data: structured-cloned both ways.
  */
+import type { LogWriterOptions } from "../events/index.js";
 import type { AnonymousRecord, EgressDecisionRecord } from "./decision.js";
 
 /**
  * What the worker is started with: who its events name (`actor`: each replica of the proxy its
  * own), and the log's SQLite file or its PostgreSQL database (docs/adr/0165).
  */
-export type WriterWorkerData = { readonly actor: string } & (
-  | {
-    readonly file: string;
-    /** Each batch on disk before its commit returns (`synchronous=FULL`), or not (`NORMAL`; docs/adr/0096). */
-    readonly durable: boolean;
-  }
-  | {
-    /** The PostgreSQL URL, password included: given to the worker in memory, never shown. */
-    readonly url: string;
-    /** The longest a batch waits: the session's lock timeout and the connection attempt's bound. */
-    readonly commitTimeoutMs: number;
-  });
+export type WriterWorkerData = { readonly actor: string } & LogWriterOptions;
 
 /** A batch to commit in one transaction. `deadline` (epoch ms): past it, refuse rather than wait. */
 export type WriteRequest =

@@ -21,6 +21,13 @@ import type { DataOptions } from "../context.js";
 
 const repeatable = (v: string, prev: string[] = []) => [...prev, v];
 
+/** The keys an offline check is given: the log's, and each witness whose cosignature it requires. */
+function withKeys(cmd: Command): Command {
+  return cmd
+    .requiredOption("--key <key>", "the log's verifier key (<name>+<key ID>+<base64>), or a file holding it")
+    .option("--witness <key>", "a witness whose cosignature is required: its verifier key, or a file holding it (repeatable)", repeatable);
+}
+
 interface VerifyOptions {
   key: string;
   witness?: string[];
@@ -103,11 +110,9 @@ export function register(program: Command): void {
       }
     });
 
-  withJson(program.command("verify-proof"))
+  withKeys(withJson(program.command("verify-proof")))
     .description("check a proof file offline with the log's public key (and the witnesses you require): one line per failure, exit 1 when any")
     .argument("<file>", "the proof file (openfief prove)")
-    .requiredOption("--key <key>", "the log's verifier key (<name>+<key ID>+<base64>), or a file holding it")
-    .option("--witness <key>", "a witness whose cosignature is required: its verifier key, or a file holding it (repeatable)", repeatable)
     .action((file: string, o: VerifyOptions) => {
       const { log, witnesses } = keysOf(o);
       const verdict = verifyProofFile(readInputFile(file, "FILE", MAX_PROOF_FILE_BYTES), log, witnesses);
@@ -141,11 +146,9 @@ export function register(program: Command): void {
       }
     });
 
-  withJson(program.command("verify-export"))
+  withKeys(withJson(program.command("verify-export")))
     .description("check an export offline with the log's public key (and the witnesses you require): one line per failure, exit 1 when any")
     .argument("<file>", "the export file (openfief export)")
-    .requiredOption("--key <key>", "the log's verifier key (<name>+<key ID>+<base64>), or a file holding it")
-    .option("--witness <key>", "a witness whose cosignature is required: its verifier key, or a file holding it (repeatable)", repeatable)
     .option("--events", "once the export holds, print its events as JSON lines")
     .action(async (file: string, o: VerifyOptions & { events?: boolean }) => {
       const { log, witnesses } = keysOf(o);
