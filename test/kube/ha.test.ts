@@ -3,8 +3,8 @@
  * against the fake API server, appending to one real PostgreSQL log given by
  * `$OPENFIEF_STORE_FILE`, as the postgres overlay's Secret gives it. The leader is killed
  * (SIGKILL, no release of the Lease) in the middle of its first reconcile pass; the standby takes
- * the Lease when it expires, and finishes the work: every plugin decided, verified and desired
- * exactly once, its workload applied, nothing the dead leader recorded decided again, the chain
+ * the Lease when it expires, and finishes the work: every object observed once, no decision made
+ * twice on the same inputs, every workload applied, nothing the dead leader recorded decided again, the chain
  * intact and every decision reproduced by `check-decisions` — both read through the CLI with
  * `--store postgres://…`.
  */
@@ -136,11 +136,21 @@ describe("two operators on one PostgreSQL log", () => {
     const lease = fake.get("coordination.k8s.io/v1", "Lease", NAMESPACE, "openfief-operator")?.["spec"] as { leaseTransitions: number };
     expect(lease.leaseTransitions).toBeGreaterThanOrEqual(1);
 
-    const after = counts(await events());
+    const all = await events();
+    const after = counts(all);
     for (const p of PLUGINS) {
-      for (const type of ["plugin.observed", "grant.observed", "config.verdict", "rollout.decided", "workload.desired"]) {
-        expect(after[`plugin/${p} ${type}`], `${p} ${type}`).toBe(1);
+      // Each object was observed once, whoever led.
+      for (const type of ["plugin.observed", "grant.observed", "config.verdict"]) expect(after[`plugin/${p} ${type}`], `${p} ${type}`).toBe(1);
+      // A leader that saw a plugin before its grant decides again when the grant comes (new inputs);
+      // what must never happen is the same decision twice — the standby redoing what the dead leader did.
+      for (const type of ["rollout.decided", "workload.desired"]) {
+        const made = all.filter((e) => e.stream === `plugin/${p}` && e.type === type).map((e) => JSON.stringify(e.data));
+        expect(made.length, `${p} ${type}`).toBeGreaterThanOrEqual(1);
+        for (let i = 1; i < made.length; i++) expect(made[i], `${p} ${type} #${i + 1} repeats #${i}`).not.toBe(made[i - 1]);
       }
+      // And the last decision is on the grant.
+      const last = all.filter((e) => e.stream === `plugin/${p}` && e.type === "workload.desired").at(-1);
+      expect((last?.data as { running?: boolean } | undefined)?.running, `${p} runs under its grant`).toBe(true);
     }
     expect(after["trust signature.verdict"]).toBe(PLUGINS.length);
     // Every event the dead leader appended is still there, in the same place.
