@@ -9,6 +9,9 @@ export default defineConfig({
     include: ["src/**/*.test.ts", "test/**/*.test.ts", "sdk/**/*.test.ts", "plugins/**/*.test.ts", "migrations/**/*.test.ts", "bench/**/*.test.ts"],
     exclude: ["**/node_modules/**", "dist/**", ...(slow ? [] : ["**/*.slow.test.ts"])],
     pool: "forks",
+    // Vitest's default is one worker fewer than the cores, so one on a two-core machine; most files
+    // wait on processes, sockets and a browser rather than the CPU, and two workers finish sooner.
+    maxWorkers: 2,
     testTimeout: 20_000,
     hookTimeout: 60_000,
     reporters: ["default", "./test/support/summary-reporter.ts"],
