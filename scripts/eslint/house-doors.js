@@ -23,9 +23,13 @@ export const ARROWS = {
   kube: ["events", "plugins", "projections", "reconciler", "trust"],
   app: ["events", "plugins", "tlog", "projections", "trust", "egress", "host", "views", "reconciler", "kube"],
   server: ["app", "tlog"],
-  // Composition: how a running process is assembled (the console in a cluster; more to move here).
-  // It may import any room, the server among them; only the CLI imports it.
-  compose: ["app", "server", "events", "plugins", "tlog", "projections", "trust", "egress", "host", "views", "reconciler", "kube"],
+  // The connector server: the face the core calls a plugin host through. Like the server, a face
+  // over the application layer.
+  connector: ["app"],
+  // Composition: how a running process is assembled (the embedded control plane, the operator's
+  // reconciler, the plugin hosts, the views' listeners, the console in a cluster). It may import
+  // any room, the faces among them; only the CLI imports it.
+  compose: ["app", "server", "connector", "events", "plugins", "tlog", "projections", "trust", "egress", "host", "views", "reconciler", "kube"],
   // The CLI still calls the rooms directly until its use cases move into src/app. It
   // composes `openfief up`, so it hands the server (a face) to the application layer (ADR 0050).
   cli: ["app", "compose", "server", "events", "plugins", "tlog", "projections", "trust", "egress", "host", "views", "reconciler", "kube", "witness"],

@@ -11,8 +11,6 @@ import net from "node:net";
 import { fromJson, toJson } from "@bufbuild/protobuf";
 import { Code, ConnectError, createContextKey, createContextValues, type ConnectRouter, type HandlerContext } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
-import type { CallResult } from "../host/index.js";
-import type { JsonValue } from "../plugins/index.js";
 import {
   ConnectorService,
   FileHeaderSchema,
@@ -21,7 +19,7 @@ import {
   SyncResponseSchema,
   type ImportFileRequest,
 } from "../gen/openfief/connector/v1/connector_pb.js";
-import type { CoreTokenRefusal, CoreTokenResult } from "./core-token.js";
+import type { CallResult, CoreTokenRefusal, CoreTokenResult, JsonValue } from "../app/index.js";
 
 /** The largest file an ImportFile stream may carry to a plugin. */
 export const MAX_IMPORT_BYTES = 8 * 1024 * 1024;

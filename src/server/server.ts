@@ -13,7 +13,7 @@ import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
 import { isIP } from "node:net";
 import { AppError, toAppError } from "../app/index.js";
-import type { Face, FaceContext, FaceFactory, UserSession } from "../app/index.js";
+import type { Face, FaceContext, UserSession } from "../app/index.js";
 import { apiRoutes } from "./api.js";
 import { authenticate, checkOrigin, isWrite, presented, sessionCookie } from "./auth.js";
 import { assetRoutes } from "./console/assets.js";
@@ -291,12 +291,6 @@ export async function startServer(app: FaceContext, o: ServerOptions): Promise<F
     void dispatcher.handle(req, res);
   });
   return new HttpFace({ url: base, origin: canonical, origins: answered, tls: settings.tls }, server, streams);
-}
-
-/** The `server` option of `startControlPlane`: this server with these options. */
-export function serverFactory(o: ServerOptions): FaceFactory {
-  checkListen(o);
-  return (app) => startServer(app, o);
 }
 
 /** Every route the server answers (the OpenAPI check reads it). */
