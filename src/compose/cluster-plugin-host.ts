@@ -10,7 +10,8 @@
  * digest, so the host restarts on any node), or its own SQLite file on its volume. `/healthz`, `/readyz` (the
  * ConfigMap read and its modules prepared) and `/metrics` on the health port.
  */
-import { createServer, type Server } from "node:http";
+import type { Server } from "node:http";
+import { createListener } from "../http/index.js";
 import type { AddressInfo } from "node:net";
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { Logger } from "pino";
@@ -74,7 +75,7 @@ export interface ClusterPluginHost {
   close(): Promise<void>;
 }
 
-class HostMetrics {
+export class HostMetrics {
   readonly registry = new Registry();
   readonly calls: Counter<"method" | "outcome">;
   readonly refused: Counter<"reason">;
@@ -109,8 +110,9 @@ async function follow(host: PluginHost, sourceFor: ImageSourceFor, plugins: Read
   for (const m of await host.modules()) if (!listed.has(m.digest)) await host.uninstall(m.digest, { actor: PLUGIN_HOST_ACTOR });
 }
 
-function healthServer(metrics: HostMetrics, ready: () => boolean): Server {
-  return createServer((req, res) => {
+export function healthServer(metrics: HostMetrics, ready: () => boolean): Server {
+  // The limits every listener has (src/http).
+  return createListener((req, res) => {
     const path = (req.url ?? "/").split("?")[0];
     if (req.method !== "GET") return void res.writeHead(405).end();
     if (path === "/healthz") return void res.writeHead(200, { "content-type": "text/plain" }).end("ok\n");
@@ -204,6 +206,7 @@ export async function startClusterPluginHost(o: ClusterPluginHostOptions): Promi
       notRunning: (instance, method) => void host.refuse(instance, "", method, hostError(HostErrorCode.NotApproved, `the plugin host does not run ${instance}`)),
       call,
       onRefused: (reason) => metrics.refused.inc({ reason }),
+      logger: o.logger.child({ component: "connectors" }),
     },
     o.listen,
   );
