@@ -179,14 +179,14 @@ async function roleEmbedded(): Promise<void> {
   const upstreamPort = Number(arg("--upstream"));
   const dnsPort = Number(arg("--dns"));
   const dir = mkdtempSync(join(tmpdir(), "bench-embedded-"));
-  const [app, egress, server, { pino }] = await Promise.all([import("../src/app/index.js"), import("../src/egress/index.js"), import("../src/server/index.js"), import("pino")]);
-  const cp = await app.startControlPlane({
+  const [app, compose, egress, { pino }] = await Promise.all([import("../src/app/index.js"), import("../src/compose/index.js"), import("../src/egress/index.js"), import("pino")]);
+  const cp = await compose.startControlPlane({
     dataDir: dir,
     logger: pino({ level: "silent" }),
     settings: { ...app.demoSettings(), pluginProxyOrigin: "http://localhost:0", gatewayOrigin: "http://localhost:0" },
     egress: { port: 0, dnsServers: [`127.0.0.1:${dnsPort}`], connect: (a) => (a.address === "8.8.4.4" ? egress.dialTcp({ address: "127.0.0.1", family: 4, port: upstreamPort }) : new Socket()) },
     views: {},
-    server: server.serverFactory({ host: "127.0.0.1", port: 0 }),
+    server: { host: "127.0.0.1", port: 0 },
   });
   await app.applyDemoFolder(cp.runtime.store, "plugins");
   await cp.pass();

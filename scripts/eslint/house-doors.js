@@ -7,6 +7,9 @@ import { dirname, relative, resolve, sep } from "node:path";
 /** Which rooms each room may import (its door only). The pure model imports none; the log no reader. */
 export const ARROWS = {
   plugins: [],
+  // The HTTP plumbing every listener shares (limits, declared bodies, JSON answers, each request's
+  // logger): a leaf, like tlog. A room with a listener adds "http" to its own list.
+  http: [],
   // The transparency-log formats (signed notes, checkpoints, tiles, proofs, the witness's decision):
   // a pure leaf. A room that serves or checks the verifiable log adds "tlog" to its own list.
   tlog: [],
@@ -18,17 +21,21 @@ export const ARROWS = {
   trust: ["events", "plugins"],
   egress: ["events", "plugins"],
   host: ["events", "plugins", "egress", "trust"],
-  views: ["events", "plugins", "projections"],
+  views: ["events", "plugins", "projections", "http"],
   reconciler: ["events", "plugins", "projections", "trust"],
-  kube: ["events", "plugins", "projections", "reconciler", "trust"],
+  kube: ["events", "plugins", "projections", "reconciler", "trust", "http"],
   app: ["events", "plugins", "tlog", "projections", "trust", "egress", "host", "views", "reconciler", "kube"],
-  server: ["app", "tlog"],
-  // Composition: how a running process is assembled (the console in a cluster; more to move here).
-  // It may import any room, the server among them; only the CLI imports it.
-  compose: ["app", "server", "events", "plugins", "tlog", "projections", "trust", "egress", "host", "views", "reconciler", "kube"],
+  server: ["app", "tlog", "http"],
+  // The connector server: the face the core calls a plugin host through. Like the server, a face
+  // over the application layer.
+  connector: ["app", "http"],
+  // Composition: how a running process is assembled (the embedded control plane, the operator's
+  // reconciler, the plugin hosts, the views' listeners, the console in a cluster). It may import
+  // any room, the faces among them; only the CLI imports it.
+  compose: ["app", "server", "connector", "http", "events", "plugins", "tlog", "projections", "trust", "egress", "host", "views", "reconciler", "kube"],
   // The CLI still calls the rooms directly until its use cases move into src/app. It
   // composes `openfief up`, so it hands the server (a face) to the application layer (ADR 0050).
-  cli: ["app", "compose", "server", "events", "plugins", "tlog", "projections", "trust", "egress", "host", "views", "reconciler", "kube", "witness"],
+  cli: ["app", "compose", "server", "connector", "http", "events", "plugins", "tlog", "projections", "trust", "egress", "host", "views", "reconciler", "kube", "witness"],
 };
 
 const DOORLESS = new Set(["gen"]);

@@ -1,13 +1,12 @@
 /**
- * The application layer: the use cases an owner or operator runs, and the composition of a
- * running control plane. The faces (CLI, HTTP API, console) call these; they hold no domain logic.
+ * The application layer: the use cases an owner or operator runs. The faces (CLI, HTTP API,
+ * console, the connector server) call these; they hold no domain logic. How a running process is
+ * assembled from the rooms is src/compose's.
  */
 
-/** A control plane's parts from options: store, verifier, target, reconciler. */
-export { EMBEDDED_TOPOLOGY, openRuntime, SHIPPED_CATALOG } from "./runtime.js";
-export type { Runtime, RuntimeOptions } from "./runtime.js";
-/** Cluster mode: the reconciler driven by Plugin and PluginGrant resources, status written back. */
-export { CLUSTER_ACTOR, clusterReconcilerFactory, kubeChange, observe, observePrevious, recordKubeChanges, signatureState, topologyFromEnv } from "./cluster.js";
+/** What a running process hands an HTTP face, and what the face hands back; the views part as the console sees it. */
+export type { Face, FaceContext, Readiness, ViewFrame, ViewsFace } from "./face.js";
+
 /** The words the faces share: `why`'s codes, events and pending permissions as sentences. */
 export { blockerText, describeEvent, describePending, describeRule, egressDecisionText, egressReasonText, hostPort, pendingItems, reasonText, viewDecisionSentences, whySentences } from "./wording.js";
 export type { EventContext, PendingLike } from "./wording.js";
@@ -55,29 +54,25 @@ export type { StoreFlags, StoreLocation } from "./store-location.js";
 export { initPostgresStore, migrateStore, openLogAt, storeSetupSql, storeText } from "./open-log.js";
 export type { OpenLogOptions } from "./open-log.js";
 /** The settings `up` was started with, saved in the data folder. */
-export { loadSettings, mergeSettings, saveSettings } from "./settings.js";
+export { checkLimitsSettings, loadSettings, mergeSettings, saveSettings } from "./settings.js";
 export type { Settings } from "./settings.js";
 /** The log's integrity: the chain, its guards, re-checked decisions. */
 export { assertLogHolds, chainHead, checkLogDecisions, decisionsCheckLines, integrityReport, verifyLog } from "./integrity.js";
 export type { ChainHead, DecisionsCheck, IntegrityReport, LogIntegrity } from "./integrity.js";
-/** `openfief up` as one value: lock, runtime, egress, the reconcile loop; an ordered stop. */
-export { startControlPlane } from "./control-plane.js";
-export type { ControlPlane, ControlPlaneOptions } from "./control-plane.js";
 /** A file the product ships (from the sources and from the CLI's bundle alike), for the faces' own assets. */
 export { shippedFile } from "../trust/index.js";
 /** The shipped demo. */
 export { applyDemoFolder, demoSettings, EXAMPLES, resetDataDir } from "./demo.js";
 /** Egress tokens for a plugin, signed by the data folder's embedded key. */
 export { checkEmbeddedKey, mintPluginEgressToken } from "./tokens.js";
-/** WebAssembly plugins run by this process: the plugin host fed what the log says runs. */
-export { startHostedPlugins } from "./hosted-plugins.js";
-/** `openfief plugin-host`: the cluster's plugin host, following openfief-plugin-host and serving ConnectorService (ADRs 0080, 0081). */
-export { startClusterPluginHost } from "./plugin-host-loader.js";
-export type { ClusterPluginHost, ClusterPluginHostOptions } from "./cluster-plugin-host.js";
+/** A plugin's WebAssembly module installed in a plugin host, by digest, under its signed manifest: the one install both hosts call. */
+export { installModule, MAX_MODULE_CONFIG_BYTES } from "./module-install.js";
+export type { ModuleInstalled, ModuleSourceFor, ModuleToInstall } from "./module-install.js";
 /** The core's token as the plugin host checks it: the cluster's JWKS, the core's subject, one `openfief-plugin:<instance>` audience. */
 export { CoreTokenVerifier, instanceOfAudience } from "./core-token.js";
 export type { CoreTokenRefusal, CoreTokenResult } from "./core-token.js";
-export type { HostedPlugins, HostedPluginsOptions } from "./hosted-plugins.js";
+/** A plugin call's answer, as the faces that carry calls (the connector server) hand it on. */
+export type { CallResult } from "../host/index.js";
 /** The log read and followed with the filters of `openfief log`, paged by sequence number. */
 export { checkLogQuery, eventSentence, eventSentences, eventTypes, followLog, MAX_LOG_TYPES, parseCount, parseTime, pluginVerdicts, readLog, readLogTail, requireKnownPlugin } from "./log.js";
 export type { FollowOptions, LogPage, LogQuery, LogTail } from "./log.js";
@@ -95,10 +90,8 @@ export { checkKubeIdentity, checkUserName, defaultUser, MAX_KUBE_GROUPS, running
 export type { KubeIdentity, Minted, Role, SessionCheck, SessionProblem, UserSession, UserSessionVerifier } from "./sessions.js";
 /** The control plane's metrics, in the registry `/metrics` serves. */
 export { ControlPlaneMetrics } from "./metrics.js";
-/** What an HTTP face is handed by `startControlPlane`, and what it hands back. */
-export type { Face, FaceContext, FaceFactory, Readiness } from "./control-plane.js";
 /** What `why`'s sentences tell an owner to do next, per face. */
-export { CLI_STEPS } from "./wording.js";
+export { CLI_STEPS, containerCallRefusal } from "./wording.js";
 export type { NextSteps } from "./wording.js";
 /** The shapes the use cases answer in, for the faces (which import only this room). */
 export type { EventLog, KnownEvent } from "../events/index.js";
@@ -106,10 +99,9 @@ export type { EventLog, KnownEvent } from "../events/index.js";
 export type { GrantSpec, JsonValue, Pending } from "../plugins/index.js";
 /** `why`'s answer in codes and facts; what keeps a version from running. */
 export type { Blocker, HardBlocker, WhyAnswer } from "../projections/index.js";
-/** The views part of `up` (keys, the mint, the gateway and the plugin proxy), started by `startControlPlane`; its settings and constants. */
+/** The views part's settings and constants (the part itself is started by src/compose). */
 export { consoleUserRoles, CONSOLE_USER_RULES, VIEW_DEFAULTS, VIEW_KEYS_FILE, JWKS_PATH, KEY_MAX_AGE_SECONDS } from "./view-settings.js";
 export type { ViewSettings } from "./view-settings.js";
-export type { RunningViews, ViewFrame, ViewsFace, ViewsOptions } from "./views.js";
 
 /** The log's signing key: read from a file or the data folder (made there on first use), its verifier key and origin (docs/adr/0142). */
 export { defaultLogName, loadLogKey, LOG_KEY_ENV, LOG_KEY_FILE, newLogSignerKey, readLogKey, writeNewLogKey } from "./log-key.js";

@@ -4,8 +4,8 @@
  * that saw the Lease), and only while the last successful list is recent: a source whose lists
  * keep failing is not ready, so Kubernetes shows it rather than hiding a blind operator.
  */
-import { createServer } from "node:http";
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
+import { createListener, sendJson } from "../http/index.js";
 
 /** What readiness looks at. */
 export interface HealthState {
@@ -47,7 +47,8 @@ export function healthHandler(state: HealthState, options: HealthOptions = {}): 
 
 /** Starts the health server on `port` (all interfaces: the kubelet probes the pod IP). */
 export async function startHealthServer(port: number, state: HealthState, options: HealthOptions = {}, host = "0.0.0.0"): Promise<Server> {
-  const server = createServer(healthHandler(state, options));
+  // The limits every listener has (src/http): a probe is small and quick, a slow client is cut.
+  const server = createListener(healthHandler(state, options));
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(port, host, () => resolve());
@@ -56,7 +57,5 @@ export async function startHealthServer(port: number, state: HealthState, option
 }
 
 function reply(res: ServerResponse, code: number, body: Record<string, unknown>): void {
-  const text = JSON.stringify(body);
-  res.writeHead(code, { "content-type": "application/json", "content-length": Buffer.byteLength(text), "cache-control": "no-store" });
-  res.end(text);
+  sendJson(res, code, body);
 }

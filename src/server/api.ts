@@ -89,6 +89,7 @@ function writeRoutes(): Route[] {
   };
   return [
     api({ method: "POST", path: "/api/v1/apply", access: "owner", summary: "record Plugin and PluginGrant documents (YAML or JSON, several with ---), validated as the CLI does", statuses: [...WRITE, 415, 422],
+      body: { types: [...RESOURCE_TYPES], maxBytes: MAX_APPLY_BYTES, unsupported: "send the documents as application/yaml or application/json" },
       handle: async ({ res, app, req, session }) => {
         notInCluster(app);
         const type = mediaType(req);
@@ -189,6 +190,7 @@ async function installationIdOf(req: RequestContext["req"]): Promise<unknown> {
 function viewRoutes(): Route[] {
   return [
     api({ method: "POST", path: "/api/v1/plugin-tokens", access: "viewer", summary: "a PluginToken for a view, acting as the session's user within what both the user and the plugin may do; refusals carry the mint's reason", statuses: [200, 401, 403, 404, 409, 415, ...BASE_STATUSES],
+      body: { types: ["application/json"], maxBytes: MAX_MINT_BYTES, unsupported: "send {\"installationId\": …} as application/json" },
       handle: async ({ res, app, req }) => {
         if (app.views === null) throw new AppError("not_found", "no views run here (openfief up without --no-views serves them)");
         const installationId = await installationIdOf(req);

@@ -5,6 +5,7 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { AppError, toAppError } from "../app/index.js";
+import { readBody as readAtMost, sendJson as sendJsonAnswer } from "../http/index.js";
 
 /** The console's Content-Security-Policy: nothing inline, nothing from elsewhere, never framed. */
 export const CSP = "default-src 'self'; script-src 'self'; style-src 'self'; frame-ancestors 'none'; base-uri 'none'; object-src 'none'; form-action 'self'";
@@ -27,11 +28,9 @@ export function secureHeaders(res: ServerResponse, pluginProxyOrigin: string | n
   res.setHeader("Cross-Origin-Resource-Policy", "same-origin");
 }
 
-/** Answers with JSON. Nothing the answer holds is cached by a shared cache. */
+/** Answers with JSON, indented (src/http's answer). Nothing the answer holds is cached by a shared cache. */
 export function sendJson(res: ServerResponse, status: number, value: unknown, headers: Readonly<Record<string, string>> = {}): void {
-  const body = `${JSON.stringify(value, null, 2)}\n`;
-  res.writeHead(status, { "Content-Type": "application/json; charset=utf-8", "Cache-Control": "no-store", "Content-Length": Buffer.byteLength(body), ...headers });
-  res.end(body);
+  sendJsonAnswer(res, status, value, headers, 2);
 }
 
 /** Answers with an HTML page or fragment. */
@@ -55,44 +54,18 @@ export function sendError(res: ServerResponse, err: unknown, headers: Readonly<R
 }
 
 /**
- * Reads a request body of at most `max` bytes: refused (`too_large`) by its Content-Length before
- * a byte is read, or as soon as more than `max` bytes arrived.
+ * Reads a request body of at most `max` bytes (src/http's reader): refused (`too_large`) by its
+ * Content-Length before a byte is read, or as soon as more than `max` bytes arrived.
  */
-export function readBody(req: IncomingMessage, max: number, what = "the request body"): Promise<string> {
-  const tooLarge = () => new AppError("too_large", `${what} is over the ${max}-byte limit`);
-  const declared = req.headers["content-length"];
-  if (declared !== undefined && (!/^\d{1,15}$/.test(declared) || Number(declared) > max)) {
-    req.resume();
-    return Promise.reject(tooLarge());
-  }
-  // Events, not for-await: leaving a for-await loop destroys the request, and the answer with it.
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let done = false;
-    const finish = (err: AppError | null) => {
-      if (done) return;
-      done = true;
-      if (err === null) resolve(Buffer.concat(chunks).toString("utf8"));
-      else reject(err);
-    };
-    req.on("data", (b: Buffer) => {
-      if (done) return;
-      size += b.length;
-      // Over the cap: refuse now; what still arrives is read and dropped (Node's request timeout bounds it).
-      if (size > max) finish(tooLarge());
-      else chunks.push(b);
-    });
-    req.on("end", () => finish(null));
-    req.on("close", () => finish(new AppError("usage", `${what} ended before it was complete`)));
-    req.on("error", () => finish(new AppError("usage", `${what} could not be read`)));
-  });
+export async function readBody(req: IncomingMessage, max: number, what = "the request body"): Promise<string> {
+  const r = await readAtMost(req, max);
+  if (r.ok) return r.body.toString("utf8");
+  if (r.reason === "too_large") throw new AppError("too_large", `${what} is over the ${max}-byte limit`);
+  throw new AppError("usage", r.reason === "incomplete" ? `${what} ended before it was complete` : `${what} could not be read`);
 }
 
 /** The media type of a request, lower case, without parameters. */
-export function mediaType(req: IncomingMessage): string {
-  return (req.headers["content-type"] ?? "").split(";")[0]?.trim().toLowerCase() ?? "";
-}
+export { mediaType } from "../http/index.js";
 
 /**
  * The stream version an `If-Match` names (`"12"`, `W/"12"` or `12`): `precondition_required`

@@ -5,8 +5,8 @@
  * the application layer, whose use cases it calls.
  */
 
-/** Starts the server over a control plane's context, or makes the factory `startControlPlane` takes. */
-export { checkListen, isLoopback, routeTable, serverFactory, startServer } from "./server.js";
+/** Starts the server over a control plane's context; whether a listener is allowed where it binds. */
+export { checkListen, isLoopback, routeTable, startServer } from "./server.js";
 export type { ServerOptions } from "./server.js";
 /** The route table's shapes (the OpenAPI check reads them). */
 export type { Access, Method, Route, RouteKind } from "./routes.js";

@@ -7,6 +7,8 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { AppError } from "../app/index.js";
 import type { FaceContext, Role, UserSession } from "../app/index.js";
+import type { BodySpec } from "../http/index.js";
+import type { Logger } from "pino";
 
 /** Who may call a route: anyone, any signed-in user, or an owner. */
 export type Access = "public" | "viewer" | "owner";
@@ -42,6 +44,8 @@ export interface RequestContext {
   readonly extraHeaders: Record<string, string | string[]>;
   /** Aborted when the request's deadline passes or the client goes away. */
   readonly signal: AbortSignal;
+  /** The request's own logger (a child of the face's, naming the request's id). */
+  readonly log: Logger;
 }
 
 /** A route. */
@@ -60,6 +64,11 @@ export interface Route {
   readonly statuses: readonly number[];
   /** Long-lived (server-sent events): no request deadline; the stream bounds itself. */
   readonly stream?: boolean;
+  /**
+   * The body it takes (media types, size): any other is refused with 415 or 413 before a byte is
+   * read. Absent: it takes none, and a request that declares one is refused with 413.
+   */
+  readonly body?: BodySpec;
   handle(ctx: RequestContext): Promise<void> | void;
 }
 

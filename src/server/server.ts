@@ -8,12 +8,13 @@
  * Listening beyond loopback requires TLS. `close()` ends the event streams, stops taking
  * connections and ends the open ones.
  */
-import { createServer as createHttpServer } from "node:http";
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
 import { isIP } from "node:net";
 import { AppError, toAppError } from "../app/index.js";
-import type { Face, FaceContext, FaceFactory, UserSession } from "../app/index.js";
+import type { Face, FaceContext, UserSession } from "../app/index.js";
+import { createListener, listenerOptions, NO_BODY, refuseBody, requestLogger, withLimits } from "../http/index.js";
+import type { Logger } from "pino";
 import { apiRoutes } from "./api.js";
 import { authenticate, checkOrigin, isWrite, presented, sessionCookie } from "./auth.js";
 import { assetRoutes } from "./console/assets.js";
@@ -174,6 +175,7 @@ class Dispatcher {
     const isApi = target.startsWith("/api/");
     let route: Route | null = null;
     let session: UserSession | null = null;
+    const log = requestLogger(this.app.logger, req, res);
     try {
       const url = this.#unanswered(req, res, target);
       if (url === null) return;
@@ -185,13 +187,14 @@ class Dispatcher {
       const query = new Query(url.searchParams, route.query);
       const extraHeaders: Record<string, string | string[]> = {};
       session = await this.#session(req, route, extraHeaders);
-      const ctx: RequestContext = { req, res, url, params: found.params, query, session, app: this.app, settings: this.settings, extraHeaders, signal: new AbortController().signal };
+      checkBody(req, route);
+      const ctx: RequestContext = { req, res, url, params: found.params, query, session, app: this.app, settings: this.settings, extraHeaders, signal: new AbortController().signal, log };
       for (const [k, v] of Object.entries(extraHeaders)) res.setHeader(k, v);
       await (route.stream === true ? route.handle(ctx) : this.#withDeadline(ctx, route));
     } catch (err) {
       // A body left unread (refused by its size, or before a deadline) is not read on: the connection ends.
       if (!req.complete) res.setHeader("Connection", "close");
-      this.#fail(res, err, route === null ? (isApi ? "api" : "page") : route.kind, session);
+      this.#fail(res, err, route === null ? (isApi ? "api" : "page") : route.kind, session, log);
     }
   }
 
@@ -250,9 +253,9 @@ class Dispatcher {
     }
   }
 
-  #fail(res: ServerResponse, err: unknown, kind: Route["kind"], session: UserSession | null): void {
+  #fail(res: ServerResponse, err: unknown, kind: Route["kind"], session: UserSession | null, log: Logger): void {
     const e = toAppError(err);
-    if (e.code === "internal") this.app.logger.error({ err: e.message }, "request failed");
+    if (e.code === "internal") log.error({ err: e.message }, "request failed");
     if (res.headersSent) {
       res.destroy();
       return;
@@ -262,12 +265,17 @@ class Dispatcher {
   }
 }
 
+/** Refuses a body the route does not take (its media type, its declared size) before a byte of it is read. */
+function checkBody(req: IncomingMessage, route: Route): void {
+  const refused = refuseBody(req, route.body ?? NO_BODY);
+  if (refused !== null) throw new AppError(refused.reason, refused.message, refused.status === 415 ? "Content-Type" : undefined);
+}
+
 /** Starts the server over a control plane's context. */
 export async function startServer(app: FaceContext, o: ServerOptions): Promise<Face> {
   checkListen(o);
-  const options = { maxHeaderSize: 16 * 1024, requestTimeout: 30_000, headersTimeout: 10_000, keepAliveTimeout: 5_000 };
-  const server: Server = o.tls === undefined ? createHttpServer(options) : createHttpsServer({ ...options, cert: o.tls.cert, key: o.tls.key });
-  server.maxHeadersCount = 100;
+  // The limits every listener has (src/http).
+  const server: Server = o.tls === undefined ? createListener() : withLimits(createHttpsServer({ ...listenerOptions(), cert: o.tls.cert, key: o.tls.key }));
   await new Promise<void>((resolve, reject) => {
     const refused = (err: NodeJS.ErrnoException) => {
       const where = hostPort(o.host, o.port);
@@ -291,12 +299,6 @@ export async function startServer(app: FaceContext, o: ServerOptions): Promise<F
     void dispatcher.handle(req, res);
   });
   return new HttpFace({ url: base, origin: canonical, origins: answered, tls: settings.tls }, server, streams);
-}
-
-/** The `server` option of `startControlPlane`: this server with these options. */
-export function serverFactory(o: ServerOptions): FaceFactory {
-  checkListen(o);
-  return (app) => startServer(app, o);
 }
 
 /** Every route the server answers (the OpenAPI check reads it). */

@@ -1,47 +1,16 @@
-/** Small HTTP helpers of the views room: bounded bodies, JSON answers, Kubernetes Status bodies. */
+/** Small HTTP helpers of the views room over src/http's: bounded bodies, JSON answers, Kubernetes Status bodies. */
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { readBody as readAtMost, sendJson as sendJsonAnswer } from "../http/index.js";
 
-/** Reads a request body of at most `max` bytes; null when it is longer (the rest is not read). */
-export function readBody(req: IncomingMessage, max: number): Promise<Buffer | null> {
-  return new Promise((resolve, reject) => {
-    const declared = Number(req.headers["content-length"] ?? "0");
-    if (Number.isFinite(declared) && declared > max) {
-      resolve(null);
-      req.resume();
-      return;
-    }
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let done = false;
-    req.on("data", (c: Buffer) => {
-      if (done) return;
-      size += c.length;
-      if (size > max) {
-        done = true;
-        resolve(null);
-        req.resume();
-        return;
-      }
-      chunks.push(c);
-    });
-    req.on("end", () => {
-      if (!done) resolve(Buffer.concat(chunks));
-    });
-    req.on("error", reject);
-  });
+/** Reads a request body of at most `max` bytes (src/http's reader); null when it is longer, or did not arrive whole (the rest is not read). */
+export async function readBody(req: IncomingMessage, max: number): Promise<Buffer | null> {
+  const r = await readAtMost(req, max);
+  return r.ok ? r.body : null;
 }
 
-/** Answers JSON; tokens are never cached. */
+/** Answers JSON; tokens are never cached (src/http's answer). */
 export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  const text = JSON.stringify(body);
-  res.writeHead(status, {
-    "content-type": "application/json",
-    "content-length": String(Buffer.byteLength(text)),
-    "cache-control": "no-store",
-    "x-content-type-options": "nosniff",
-    ...headers,
-  });
-  res.end(text);
+  sendJsonAnswer(res, status, body, headers);
 }
 
 /** Kubernetes' reason for a status code. */

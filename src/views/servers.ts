@@ -6,11 +6,11 @@
  * connections and ends the open ones (a watch would keep a server open for an hour). At debug
  * level each answer is an access line (method, target, status): preflights too.
  */
-import { createServer } from "node:http";
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Duplex } from "node:stream";
 import type { Logger } from "pino";
+import { createListener, requestLogger } from "../http/index.js";
 
 /** What serves one listener. */
 export interface ViewHandler {
@@ -46,9 +46,6 @@ export class ViewListenerFailed extends Error {
   }
 }
 
-/** Bounds on every request the listeners read (Node's own limits, tightened). */
-const SERVER_OPTIONS = { maxHeaderSize: 16 * 1024, headersTimeout: 10_000, requestTimeout: 30_000, keepAliveTimeout: 5_000 };
-
 /** The port an origin names: its own, the scheme's default, or 0 ("any") as written. */
 export function originPort(origin: string): number {
   const u = new URL(origin);
@@ -66,15 +63,17 @@ function notYet(_req: IncomingMessage, res: ServerResponse): void {
   res.end("starting\n");
 }
 
-/** One access line per answer, at debug level: the method, the target (capped; tokens never ride in one), the status. */
+/** One access line per answer, at debug level, by the request's own logger: the method, the target (capped; tokens never ride in one), the status. */
 function accessLog(logger: Logger | undefined, listener: string, req: IncomingMessage, res: ServerResponse): void {
-  if (logger === undefined || !logger.isLevelEnabled("debug")) return;
-  res.once("finish", () => logger.debug({ listener, method: req.method, target: (req.url ?? "").slice(0, 512), status: res.statusCode }, "views: answered"));
+  if (logger === undefined) return;
+  const log = requestLogger(logger, req, res);
+  if (!log.isLevelEnabled("debug")) return;
+  res.once("finish", () => log.debug({ listener, method: req.method, target: (req.url ?? "").slice(0, 512), status: res.statusCode }, "views: answered"));
 }
 
 async function bind(host: string, port: number, name: "plugin-proxy" | "gateway", logger: Logger | undefined): Promise<{ slot: Slot; port: number }> {
-  const server = createServer(SERVER_OPTIONS);
-  server.maxHeadersCount = 100;
+  // The limits every listener has (src/http).
+  const server = createListener();
   const slot: Slot = { server, handler: null };
   server.on("request", (req: IncomingMessage, res: ServerResponse) => {
     accessLog(logger, name, req, res);

@@ -11,7 +11,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { openDataStore, startControlPlane, storeFile } from "../../src/app/index.js";
+import { openDataStore, storeFile } from "../../src/app/index.js";
+import { startControlPlane } from "../../src/compose/index.js";
 import { tamper, withFile } from "../support/sqlite-file.js";
 import { BIN, BUNDLE_ENV, freshBundle, json, ok, openfief, ROOT, spawnOpenfief } from "./support.js";
 

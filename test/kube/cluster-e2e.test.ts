@@ -26,7 +26,7 @@ import { runOperator } from "../../src/kube/operator.js";
 import { allowListFieldManager, OPERATOR_FIELD_MANAGER } from "../../src/kube/target.js";
 import { ALLOWLIST_CONFIGMAP, NAMESPACE, TRUSTED_SIGNERS_CONFIGMAP } from "../../src/plugins/constants.js";
 import { checkDecisions } from "../../src/projections/check-decisions.js";
-import { clusterReconcilerFactory, topologyFromEnv } from "../../src/app/index.js";
+import { clusterReconcilerFactory, topologyFromEnv } from "../../src/compose/index.js";
 import { openDataStore } from "../../src/app/index.js";
 import { FakeApiServer } from "./fake-apiserver.js";
 import { EXAMPLES, operatorOptions, putTrustedSigners, setOperatorEnv, until as waitUntil } from "./operator-fixture.js";

@@ -14,7 +14,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { EventLog } from "../../src/events/index.js";
 import { runOperator } from "../../src/kube/operator.js";
 import { NAMESPACE } from "../../src/plugins/constants.js";
-import { clusterReconcilerFactory, openDataStore, requestUninstall } from "../../src/app/index.js";
+import { openDataStore, requestUninstall } from "../../src/app/index.js";
+import { clusterReconcilerFactory } from "../../src/compose/index.js";
 import { FakeApiServer } from "./fake-apiserver.js";
 import { EXAMPLES, operatorOptions, putTrustedSigners, setOperatorEnv, until } from "./operator-fixture.js";
 

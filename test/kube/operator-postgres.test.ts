@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse as parseYaml } from "yaml";
-import { clusterReconcilerFactory } from "../../src/app/index.js";
+import { clusterReconcilerFactory } from "../../src/compose/index.js";
 import { openPostgresLog, type EventLog } from "../../src/events/index.js";
 import { runOperator } from "../../src/kube/operator.js";
 import { startLogDatabases, type LogDatabases } from "../events/postgres-support.js";

@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { Service, ServiceAccount } from "kubernetes-models/v1";
 import { parse as parseYaml } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { clusterReconcilerFactory } from "../../src/app/index.js";
+import { clusterReconcilerFactory } from "../../src/compose/index.js";
 import { runOperator } from "../../src/kube/operator.js";
 import { pluginHostFieldManager } from "../../src/kube/target.js";
 import { decodeHostedPlugins, NAMESPACE, PLUGIN_HOST_CONFIGMAP, PLUGIN_HOST_TOKEN_ROLE } from "../../src/plugins/index.js";

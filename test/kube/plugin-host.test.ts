@@ -18,7 +18,7 @@ import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startClusterPluginHost, type ClusterPluginHost } from "../../src/app/index.js";
+import { startClusterPluginHost, type ClusterPluginHost } from "../../src/compose/index.js";
 import { ConnectorService, FileHeaderSchema, ImportFileRequestSchema, IngestMode } from "../../src/gen/openfief/connector/v1/connector_pb.js";
 import { proxyHttp, type HttpCapability } from "../../src/host/index.js";
 import { encodeHostedPlugins, NAMESPACE, PLUGIN_HOST_CONFIGMAP } from "../../src/plugins/index.js";

@@ -9,8 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pino } from "pino";
 import { afterAll, describe, expect, it } from "vitest";
-import { startControlPlane } from "../../src/app/index.js";
-import { serverFactory } from "../../src/server/index.js";
+import { startControlPlane } from "../../src/compose/index.js";
 import { bearer, call } from "./support.js";
 
 const dir = mkdtempSync(join(tmpdir(), "openfief-console-life-"));
@@ -22,7 +21,7 @@ afterAll(() => {
 describe("the console's server in the control plane", () => {
   it("is not ready before the first reconcile pass, ready after, and stops before the store, ending its streams", async () => {
     // No pass until asked: the loop's interval is longer than the test.
-    const cp = await startControlPlane({ dataDir: dir, logger: pino({ level: "silent" }), egress: null, intervalMs: 600_000, server: serverFactory({ host: "127.0.0.1", port: 0 }) });
+    const cp = await startControlPlane({ dataDir: dir, logger: pino({ level: "silent" }), egress: null, intervalMs: 600_000, server: { host: "127.0.0.1", port: 0 } });
     const url = cp.server?.url ?? "";
     const before = await call(url, "/readyz");
     expect([before.status, before.json()]).toEqual([503, { ready: false, reasons: ["the first reconcile pass has not finished"] }]);

@@ -8,7 +8,8 @@ import { request as httpRequest } from "node:http";
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from "node:http";
 import { request as httpsRequest } from "node:https";
 import { pino } from "pino";
-import type { ControlPlane, FaceContext } from "../../src/app/index.js";
+import type { FaceContext } from "../../src/app/index.js";
+import type { ControlPlane } from "../../src/compose/index.js";
 import { routeTable } from "../../src/server/index.js";
 import type { Route } from "../../src/server/index.js";
 

@@ -9,9 +9,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { exportTiles, publishedPaths, startControlPlane } from "../../src/app/index.js";
-import type { ControlPlane } from "../../src/app/index.js";
-import { serverFactory } from "../../src/server/index.js";
+import { exportTiles, publishedPaths } from "../../src/app/index.js";
+import { startControlPlane } from "../../src/compose/index.js";
+import type { ControlPlane } from "../../src/compose/index.js";
 import { openCheckpoint, parseVerifierKey, proveInclusion, rootOf, tileHashReader, verifyInclusion, parseTilePath, leafHash, decodeEntryBundle } from "../../src/tlog/index.js";
 import type { Hash, TileId } from "../../src/tlog/index.js";
 import { call } from "./support.js";
@@ -28,7 +28,7 @@ beforeAll(async () => {
   out = mkdtempSync(join(tmpdir(), "openfief-tiles-"));
   cp = await startControlPlane({
     dataDir: dir, logger: pino({ level: "warn" }), egress: null, host: null, intervalMs: 60_000,
-    server: serverFactory({ host: "127.0.0.1", port: 0 }),
+    server: { host: "127.0.0.1", port: 0 },
     // Signed only when the test asks: the log does not move under the comparison.
     checkpoints: { every: 1_000_000, intervalMs: 3_600_000 },
   });

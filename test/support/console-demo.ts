@@ -11,9 +11,10 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pino } from "pino";
-import { applyDemoFolder, demoSettings, signInLink, startControlPlane } from "../../src/app/index.js";
-import type { ControlPlane, Role } from "../../src/app/index.js";
-import { serverFactory } from "../../src/server/index.js";
+import { applyDemoFolder, demoSettings, signInLink } from "../../src/app/index.js";
+import { startControlPlane } from "../../src/compose/index.js";
+import type { Role } from "../../src/app/index.js";
+import type { ControlPlane } from "../../src/compose/index.js";
 
 /** A running demo with its console. */
 export interface ConsoleDemo {
@@ -64,7 +65,7 @@ export async function startConsoleDemo(o: { dir?: string; history?: boolean; vie
   const clock = () => new Date(frozen ? now : Math.max(Date.now(), now));
   const cp = await startControlPlane({
     dataDir: dir, logger: pino({ level: "warn" }), egress: null, clock, intervalMs: o.intervalMs ?? 100,
-    server: serverFactory({ host: "127.0.0.1", port: 0 }),
+    server: { host: "127.0.0.1", port: 0 },
     // The log keeps its key, but signs checkpoints (each an event) only where a test asks: tests
     // that check a refused write appended nothing compare the log's head.
     ...(o.checkpoints === true ? {} : { checkpoints: { every: 1_000_000, intervalMs: 3_600_000 } }),

@@ -27,9 +27,10 @@ import { fileURLToPath } from "node:url";
 import type { Frame, Page, Request } from "playwright-core";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { applyDemoFolder, deleteResource, demoSettings, OWNER_CLI, signInLink, startControlPlane } from "../../src/app/index.js";
-import type { ControlPlane, RunningViews } from "../../src/app/index.js";
-import { consoleCsp, serverFactory } from "../../src/server/index.js";
+import { applyDemoFolder, deleteResource, demoSettings, OWNER_CLI, signInLink } from "../../src/app/index.js";
+import { startControlPlane } from "../../src/compose/index.js";
+import type { ControlPlane, RunningViews } from "../../src/compose/index.js";
+import { consoleCsp } from "../../src/server/index.js";
 import { recentDecisions } from "../../src/views/index.js";
 import { launchChromium } from "../support/chromium.js";
 import type { TestBrowser } from "../support/chromium.js";
@@ -132,7 +133,7 @@ beforeAll(async () => {
   cp = await startControlPlane({
     dataDir: dir, logger: pino({ level: "debug" }, sink), egress: null, host: null, intervalMs: 200,
     settings: { ...demoSettings(), pluginProxyOrigin: "http://localhost:0", gatewayOrigin: "http://localhost:0" },
-    server: serverFactory({ host: "127.0.0.1", port: 0 }), views: { ttlSeconds: TTL_SECONDS },
+    server: { host: "127.0.0.1", port: 0 }, views: { ttlSeconds: TTL_SECONDS },
   });
   if (cp.views === null || cp.server === null) throw new Error("no views or no console");
   views = cp.views;

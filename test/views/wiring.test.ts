@@ -16,8 +16,9 @@ import { connectNodeAdapter, createConnectTransport } from "@connectrpc/connect-
 import { createLocalJWKSet, jwtVerify } from "jose";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { applyDemoFolder, deleteResource, demoSettings, JWKS_PATH, OWNER_CLI, startControlPlane, VIEW_KEYS_FILE } from "../../src/app/index.js";
-import type { ControlPlane, RunningViews } from "../../src/app/index.js";
+import { applyDemoFolder, deleteResource, demoSettings, JWKS_PATH, OWNER_CLI, VIEW_KEYS_FILE } from "../../src/app/index.js";
+import { startControlPlane } from "../../src/compose/index.js";
+import type { ControlPlane, RunningViews } from "../../src/compose/index.js";
 import { TokenService } from "../../src/gen/openfief/auth/v1/token_pb.js";
 import { LogInstallations, pluginProxyCsp, recentDecisions } from "../../src/views/index.js";
 import type { MintCaller } from "../../src/views/index.js";

@@ -5,7 +5,8 @@
  * `openfief up` holding the data folder; with none running, HTTP fails (and is recorded).
  */
 import type { Command } from "commander";
-import { AppError, loadSettings, openRuntime, requireLog, runningEgress, startHostedPlugins, storeLocationOf } from "../../app/index.js";
+import { AppError, loadSettings, requireLog, runningEgress, storeLocationOf } from "../../app/index.js";
+import { openRuntime, startHostedPlugins } from "../../compose/index.js";
 import { parseStrictJson } from "../../plugins/index.js";
 import { dataDir, pluginArg, print, printJson, withData, withJson } from "../context.js";
 import type { DataOptions } from "../context.js";

@@ -6,7 +6,8 @@
  */
 import type { Command } from "commander";
 import { pino } from "pino";
-import { startClusterPluginHost, storeLocationOf, type StoreLocation } from "../../app/index.js";
+import { storeLocationOf, type StoreLocation } from "../../app/index.js";
+import { startClusterPluginHost } from "../../compose/index.js";
 import { CliError } from "../cli-error.js";
 import { parseListen } from "./egress.js";
 import { SA_JWKS_DIR } from "../../plugins/index.js";

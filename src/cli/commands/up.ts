@@ -10,11 +10,11 @@
  * holds a log already it keeps the owner's state, and `--reset` starts over.
  */
 import { Option, type Command } from "commander";
-import {
-  AppError, applyDemoFolder, assertLogHolds, checkUserName, defaultUser, demoSettings, JWKS_PATH, listPlugins, logFile, mergeSettings, loadSettings, openRuntime, saveSettings,
-  parseWitnessTarget, signInLink, SIGN_IN_TTL_SECONDS, startControlPlane, storeLocationOf, storeText,
-} from "../../app/index.js";
-import type { ControlPlane, FaceFactory, Settings, WitnessTarget } from "../../app/index.js";
+import { AppError, applyDemoFolder, assertLogHolds, checkUserName, defaultUser, demoSettings, JWKS_PATH, listPlugins, logFile, mergeSettings, loadSettings, saveSettings, parseWitnessTarget, signInLink, SIGN_IN_TTL_SECONDS, storeLocationOf, storeText } from "../../app/index.js";
+import { openRuntime, startControlPlane } from "../../compose/index.js";
+import type { Settings, WitnessTarget } from "../../app/index.js";
+import type { ServerOptions } from "../../server/index.js";
+import type { ControlPlane } from "../../compose/index.js";
 import { commandName, dataDir, openDataFolder, print, printJson, withData, withJson } from "../context.js";
 import type { DataOptions } from "../context.js";
 import { parseListen, tlsOf } from "../listen.js";
@@ -123,12 +123,11 @@ function witnessesOption(o: UpOptions): { witnesses?: WitnessTarget[] } {
 }
 
 /** The API and console the flags ask for, or none with --no-server. The server is loaded only by `up`. */
-async function serverOption(o: UpOptions): Promise<FaceFactory | undefined> {
+function serverOption(o: UpOptions): ServerOptions | undefined {
   if (o.server === false) return undefined;
   const { host, port } = parseListen(o.listen ?? "127.0.0.1:4780");
   const tls = tlsOf(o);
-  const { serverFactory } = await import("../../server/index.js");
-  return serverFactory({ host, port, ...(tls === undefined ? {} : { tls }), ...(o.origin === undefined ? {} : { origins: o.origin }) });
+  return { host, port, ...(tls === undefined ? {} : { tls }), ...(o.origin === undefined ? {} : { origins: o.origin }) };
 }
 
 export function register(program: Command): void {
@@ -185,7 +184,7 @@ export function register(program: Command): void {
       const interval = wholeNumber(o.interval ?? "300", "--interval", 50, 3_600_000);
       const egressPort = wholeNumber(o.egressPort ?? "4750", "--egress-port", 0, 65535);
       const checkpoints = checkpointOption(o);
-      const server = await serverOption(o);
+      const server = serverOption(o);
       const witnesses = witnessesOption(o);
       const user = checkUserName(o.user ?? defaultUser());
       // The log: the data folder's own file, or --store's (a SQLite file, or a PostgreSQL database

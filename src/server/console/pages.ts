@@ -14,7 +14,7 @@ import { integrityPage } from "./integrity-page.js";
 import { proofDownload } from "./witnesses-card.js";
 import { page } from "./layout.js";
 import { logPage, logRows } from "./log-page.js";
-import { approveForm, pluginPageWithView, uninstallForm, uninstallPage } from "./plugin-page.js";
+import { approveForm, MAX_FORM_BYTES, pluginPageWithView, uninstallForm, uninstallPage } from "./plugin-page.js";
 import { pluginsPage } from "./plugins-page.js";
 import { replayPage } from "./replay-page.js";
 
@@ -37,6 +37,8 @@ const HOW_TO_SIGN_IN_CLUSTER = html`<p>Sign in with a token the cluster accepts:
 
 /** The longest sign-in form (a long OIDC id token fits). */
 const MAX_SIGN_IN_FORM_BYTES = 16 * 1024;
+/** The media type of the console's forms. */
+const FORM = "application/x-www-form-urlencoded";
 
 const TITLES: Partial<Record<AppErrorCode, string>> = {
   not_found: "Not found", unauthorized: "Sign in", forbidden: "Not allowed", precondition_failed: "Changed since you looked",
@@ -103,6 +105,7 @@ export function consolePageRoutes(): Route[] {
     pageRoute("/plugins/{name}", "one plugin", ["approved"], pluginPageWithView),
     {
       method: "POST", path: "/plugins/{name}/approve", kind: "page", access: "owner", summary: "the approval form", query: [], headers: [], statuses: [303, 400, 401, 403, 404, 409, 412, 413, 415, 428, 500, 503],
+      body: { types: [FORM], maxBytes: MAX_FORM_BYTES, unsupported: "send the approval from the console's form" },
       handle: async (ctx) => {
         const r = await approveForm(ctx);
         if ("redirect" in r) redirect(ctx.res, r.redirect);
@@ -112,6 +115,7 @@ export function consolePageRoutes(): Route[] {
     pageRoute("/plugins/{name}/uninstall", "the uninstall confirmation", [], uninstallPage, "owner"),
     {
       method: "POST", path: "/plugins/{name}/uninstall", kind: "page", access: "owner", summary: "the uninstall form", query: [], headers: [], statuses: [303, 400, 401, 403, 404, 409, 412, 413, 415, 428, 500, 503],
+      body: { types: [FORM], maxBytes: MAX_FORM_BYTES, unsupported: "send the uninstall from the console's form" },
       handle: async (ctx) => {
         const r = await uninstallForm(ctx);
         if ("redirect" in r) redirect(ctx.res, r.redirect);
@@ -125,7 +129,9 @@ export function consolePageRoutes(): Route[] {
     { method: "GET", path: "/integrity/proof", kind: "page", access: "viewer", summary: "an event's proof (C2SP tlog-proof) as a download", query: ["seq"], headers: [], statuses: PAGE_STATUSES, handle: proofDownload },
     pageRoute("/replay", "the state as of an event", ["at"], replayPage),
     { method: "GET", path: "/signin", kind: "page", access: "public", summary: "sign in with a one-time link", query: ["code"], headers: [], statuses: [200, 303, 400, 401, 403, 500, 503], handle: signIn },
-    { method: "POST", path: "/signin", kind: "page", access: "public", summary: "sign in with a token the cluster accepts (the console in a cluster)", query: [], headers: [], statuses: [303, 400, 401, 403, 413, 415, 500, 503], handle: signInWithToken },
-    { method: "POST", path: "/signout", kind: "page", access: "public", summary: "sign out", query: [], headers: [], statuses: [303, 400, 403, 500, 503], handle: signOut },
+    { method: "POST", path: "/signin", kind: "page", access: "public", summary: "sign in with a token the cluster accepts (the console in a cluster)", query: [], headers: [], statuses: [303, 400, 401, 403, 413, 415, 500, 503],
+      body: { types: [FORM], maxBytes: MAX_SIGN_IN_FORM_BYTES, unsupported: "send the token from the console's sign-in form" }, handle: signInWithToken },
+    { method: "POST", path: "/signout", kind: "page", access: "public", summary: "sign out", query: [], headers: [], statuses: [303, 400, 403, 413, 415, 500, 503],
+      body: { types: [FORM], maxBytes: 1024 }, handle: signOut },
   ];
 }

@@ -14,9 +14,8 @@ import { checkImage, ImageVerifier, loadOwnerSignersFile, loadShippedTrustedRoot
 import type { ImageSource } from "../trust/index.js";
 import { DirectoryTarget, Reconciler } from "../reconciler/index.js";
 import type { Target } from "../reconciler/index.js";
-import { openDataDir, openDataStore, tightenedText } from "./data-dir.js";
-import { openLogAt } from "./open-log.js";
-import type { StoreLocation } from "./store-location.js";
+import { openDataDir, openDataStore, openLogAt, tightenedText } from "../app/index.js";
+import type { StoreLocation } from "../app/index.js";
 
 /** The catalog released with the product. */
 export const SHIPPED_CATALOG = shippedFile("catalog", "plugins.json");

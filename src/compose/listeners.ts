@@ -3,7 +3,7 @@
  * face can name the flag that moves it), where, and why in words. Everything started before it is
  * stopped by the caller.
  */
-import { AppError } from "./errors.js";
+import { AppError } from "../app/index.js";
 
 /** The listeners of the embedded control plane besides the console (whose face reports its own). */
 export type Listener = "egress" | "plugin-proxy" | "gateway";

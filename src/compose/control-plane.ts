@@ -3,8 +3,7 @@
  * runtime (store, verifier, target, reconciler), the embedded egress proxy fed the projected
  * allow-lists, a reconcile loop — a pass whenever the log moved, a full pass every minute so a
  * retried registry or a changed verdict is picked up — and, when asked, the owner's HTTP face (the
- * API and the console, built by `src/server` and handed in as a factory, since the application
- * layer imports no face), the plugin host running WebAssembly plugins, and, when asked, the views
+ * API and the console of `src/server`), the plugin host running WebAssembly plugins, and, when asked, the views
  * part (the mint, the gateway and the plugin proxy on their own origins). `stop()` closes in
  * order: the loop (waiting for a pass under way, without polling), the HTTP face and the views'
  * listeners (so no request acts on a store being closed; open watches are cut), the plugin host,
@@ -17,30 +16,16 @@ import { CheckpointSchedule, refusalBudgetProblem } from "../events/index.js";
 import type { EventLog } from "../events/index.js";
 import type { PluginResult } from "../reconciler/index.js";
 import { allowListConfigData, Projector } from "../projections/index.js";
-import { lockDataDir } from "./data-dir.js";
-import type { DataLock } from "./data-dir.js";
-import type { ClusterAccess } from "./cluster-access.js";
-import { AppError } from "./errors.js";
-import { resetDataDir } from "./demo.js";
-import { assertLogHolds } from "./integrity.js";
+import { AppError, assertLogHolds, checkEmbeddedKey, checkLimitsSettings, ControlPlaneMetrics, loadLogKey, loadSettings, lockDataDir, mergeSettings, resetDataDir, saveSettings, Sessions, VIEW_DEFAULTS, Witnesses } from "../app/index.js";
+import type { DataLock, Face, LogKey, Readiness, Settings, StoreLocation, ViewsFace, WitnessTarget } from "../app/index.js";
+import type { ServerOptions } from "../server/index.js";
 import { isListenError, listenRefused } from "./listeners.js";
-import { loadLogKey } from "./log-key.js";
-import type { LogKey } from "./log-key.js";
 import { keepProjections } from "./kept-projections.js";
-import { ControlPlaneMetrics } from "./metrics.js";
 import { openRuntime } from "./runtime.js";
 import type { Runtime } from "./runtime.js";
-import type { StoreLocation } from "./store-location.js";
-import { Sessions } from "./sessions.js";
-import { checkLimitsSettings, loadSettings, mergeSettings, saveSettings } from "./settings.js";
-import { checkEmbeddedKey } from "./tokens.js";
 import { startHostedPlugins } from "./hosted-plugins.js";
 import type { HostedPlugins } from "./hosted-plugins.js";
-import type { Settings } from "./settings.js";
-import { VIEW_DEFAULTS } from "./view-settings.js";
-import { Witnesses } from "./witnesses.js";
-import type { WitnessTarget } from "./witnesses.js";
-import type { RunningViews, ViewsFace, ViewsOptions } from "./views.js";
+import type { RunningViews, ViewsOptions } from "./views.js";
 
 /** Options of {@link startControlPlane}. */
 export interface ControlPlaneOptions {
@@ -66,8 +51,8 @@ export interface ControlPlaneOptions {
   readonly clock?: () => Date;
   /** Start over: remove the data folder's state (log, settings, keys, cluster objects) once it is locked. */
   readonly reset?: boolean;
-  /** The owner's HTTP face (API and console), started once the log is checked; none without it. */
-  readonly server?: FaceFactory;
+  /** Where the owner's HTTP face (API and console) listens, started once the log is checked; none without it. */
+  readonly server?: ServerOptions;
   /** The metrics to count into (a fresh registry when absent). */
   readonly metrics?: ControlPlaneMetrics;
   /** The plugin host running WebAssembly plugins in this process (on by default); null turns it off. */
@@ -86,53 +71,6 @@ export interface ControlPlaneOptions {
    */
   readonly checkpoints?: { readonly every?: number; readonly intervalMs?: number; readonly keyFile?: string } | null;
 }
-
-/** Whether the control plane can serve: the log checked and a first reconcile pass done. */
-export interface Readiness {
-  readonly ready: boolean;
-  /** Why not, as short phrases (empty when ready). */
-  readonly reasons: readonly string[];
-}
-
-/** What an HTTP face is given: the use cases' store, the sessions, the metrics, readiness, the views. */
-export interface FaceContext {
-  readonly dataDir: string;
-  readonly store: EventLog;
-  readonly sessions: Sessions;
-  /** The views part, when it runs: the console frames views from it and mounts its mint. */
-  readonly views: ViewsFace | null;
-  /** The console's configured origin (its canonical one); absent: the face's own address. */
-  readonly consoleOrigin?: string;
-  readonly metrics: ControlPlaneMetrics;
-  readonly logger: Logger;
-  readonly clock: () => Date;
-  /**
-   * The console in a cluster: sign-in and roles are the cluster's (TokenReview, SubjectAccessReview),
-   * approvals write the PluginGrant as the user, and Plugins and grants are changed with kubectl,
-   * not through the face. Absent for `openfief up`.
-   */
-  readonly cluster?: ClusterAccess;
-  readiness(): Readiness;
-  /** The log's public key and origin, when it signs checkpoints (`/api/v1/log/key`, the integrity page). */
-  readonly logKey?: { readonly origin: string; readonly verifierKey: string } | null;
-}
-
-/** A started HTTP face. */
-export interface Face {
-  /** Its base URL, where it listens (`http://127.0.0.1:4780`). */
-  readonly url: string;
-  /** Its canonical origin, where a browser opens it: the configured console origin, else `url`. */
-  readonly origin: string;
-  /** Every origin it answers at (writes must come from one); its other loopback names are redirected to `origin`. */
-  readonly origins: readonly string[];
-  /** Whether it speaks TLS (the session cookie is then `__Host-`). */
-  readonly tls: boolean;
-  /** Stops taking requests and ends the open ones. */
-  close(): Promise<void>;
-}
-
-/** Starts an HTTP face over a control plane's context. */
-export type FaceFactory = (ctx: FaceContext) => Promise<Face>;
 
 /** A running control plane. */
 export interface ControlPlane {
@@ -166,6 +104,11 @@ const DEFAULT_FULL_PASS_MS = 60_000;
 
 /** Starts a control plane on a data folder; refuses (`conflict`) a folder another `up` holds and (`log_broken`) a log that does not hold. */
 export async function startControlPlane(o: ControlPlaneOptions): Promise<ControlPlane> {
+  if (o.server !== undefined) {
+    // A listener beyond this machine without TLS is refused before the data folder is taken.
+    const { checkListen } = await import("../server/index.js");
+    checkListen(o.server);
+  }
   const lock = lockDataDir(o.dataDir, o.clock);
   const opened: Opened = { rt: null, stopProjections: null, proxy: null, hosted: null, face: null, views: null, checkpoints: null, witnesses: null };
   try {
@@ -356,13 +299,14 @@ function startHost(o: ControlPlaneOptions, rt: Runtime, settings: Settings, egre
   });
 }
 
-/** The HTTP face, handed what it serves. */
-function startFace(o: ControlPlaneOptions, factory: FaceFactory, p: { store: EventLog; sessions: Sessions; metrics: ControlPlaneMetrics; state: LoopState; views: ViewsFace | null; consoleOrigin: string | undefined; logKey: { readonly origin: string; readonly verifierKey: string } | null }): Promise<Face> {
-  return factory({
+/** The HTTP face, handed what it serves. The server is loaded only when asked for. */
+async function startFace(o: ControlPlaneOptions, server: ServerOptions, p: { store: EventLog; sessions: Sessions; metrics: ControlPlaneMetrics; state: LoopState; views: ViewsFace | null; consoleOrigin: string | undefined; logKey: { readonly origin: string; readonly verifierKey: string } | null }): Promise<Face> {
+  const { startServer } = await import("../server/index.js");
+  return startServer({
     logKey: p.logKey,
     dataDir: o.dataDir, store: p.store, sessions: p.sessions, views: p.views, ...(p.consoleOrigin === undefined ? {} : { consoleOrigin: p.consoleOrigin }), metrics: p.metrics, logger: o.logger.child({ component: "server" }),
     clock: o.clock ?? (() => new Date()), readiness: () => readinessOf(p.state),
-  });
+  }, server);
 }
 
 interface LoopState {

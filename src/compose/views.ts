@@ -27,16 +27,11 @@ import {
   viewOriginProblems, ViewListenerFailed,
 } from "../views/index.js";
 import type {
-  BlobRead, Gateway, GatewayLimitsInput, MintCaller, MintDeps, MintResult, SessionVerifier, TokenProblem, UiBlobSource, Upstream, UserRoles, ViewAccess, ViewHandler, ViewOrigins,
+  BlobRead, Gateway, GatewayLimitsInput, MintDeps, SessionVerifier, TokenProblem, UiBlobSource, Upstream, UserRoles, ViewAccess, ViewHandler, ViewOrigins,
 } from "../views/index.js";
-import { consoleCallerGate } from "./caller.js";
-import type { ConsoleOrigins } from "./caller.js";
-import { checkPrivateFile } from "./data-dir.js";
-import { AppError } from "./errors.js";
+import { AppError, checkPrivateFile, consoleCallerGate, consoleUserRoles, JWKS_PATH, KEY_MAX_AGE_SECONDS, VIEW_DEFAULTS, VIEW_KEYS_FILE } from "../app/index.js";
+import type { ConsoleOrigins, SessionProblem, UserSessionVerifier, ViewFrame, ViewsFace, ViewSettings } from "../app/index.js";
 import { listenRefused } from "./listeners.js";
-import type { SessionProblem, UserSessionVerifier } from "./sessions.js";
-import { consoleUserRoles, JWKS_PATH, KEY_MAX_AGE_SECONDS, VIEW_DEFAULTS, VIEW_KEYS_FILE } from "./view-settings.js";
-import type { ViewSettings } from "./view-settings.js";
 
 /** Options of {@link startViews}. */
 export interface ViewsOptions {
@@ -59,37 +54,6 @@ export interface ViewsOptions {
   readonly clock?: () => Date;
   /** The gateway's limits, in part (the `gatewayLimits` setting); the rest default. */
   readonly limits?: GatewayLimitsInput;
-}
-
-/** What the console frames for a plugin: the view's entry on the plugin proxy, and whose it is. */
-export interface ViewFrame {
-  /** The iframe's `src`: `<plugin proxy>/plugins/<name>/<version>/console/<entry>`. */
-  readonly src: string;
-  readonly installationId: string;
-  readonly installationName: string;
-  /** Whether a mint can succeed now (`ready`), or why not (`deleting`, `inactive`). */
-  readonly state: "ready" | "deleting" | "inactive";
-}
-
-/** What the console needs of the views part: where views live, the frame of a plugin's view, the mint. */
-export interface ViewsFace {
-  /** The plugin proxy's origin: the only one the console frames (`frame-src`). */
-  readonly pluginProxyOrigin: string;
-  /** Where a view sends Kubernetes requests: `<gateway>/clusters/<cluster>`. */
-  readonly gatewayUrl: string;
-  readonly clusterId: string;
-  /** The view a plugin's page frames, or null when the plugin has no UI that runs. */
-  frame(name: string): Promise<ViewFrame | null>;
-  /**
-   * Mints a PluginToken for the session's user: the use case behind the JSON route and the RPC,
-   * which reads the caller's session (Bearer or the console's cookie) and checks its `Origin` the
-   * way every write to the console is checked.
-   */
-  mint(caller: MintCaller, installationId: unknown): Promise<MintResult>;
-  /** The Connect RPC `openfief.auth.v1.TokenService/MintPluginToken` as a `node:http` handler, reading at most {@link MAX_MINT_BYTES}. */
-  readonly connect: (req: IncomingMessage, res: ServerResponse) => void;
-  /** The path prefix the Connect handler answers (`/openfief.auth.v1.TokenService/`). */
-  readonly connectPrefix: string;
 }
 
 /** The views part, running. Its listeners answer 503 until {@link RunningViews.serve} names the console. */

@@ -16,14 +16,12 @@ import type { EventLog } from "../events/index.js";
 import { pluginStream } from "../events/index.js";
 import { createPluginHost, hostError, HostErrorCode, originsOf, proxyHttp } from "../host/index.js";
 import type { CallResult, HttpCapability, PluginHost } from "../host/index.js";
-import { parseImageRef, parseManifest } from "../plugins/index.js";
+import { parseManifest } from "../plugins/index.js";
 import type { EgressHost, JsonValue } from "../plugins/index.js";
 import { Projector } from "../projections/index.js";
 import type { WorkloadState } from "../projections/index.js";
-import { readWasmModule } from "../trust/index.js";
-import { AppError } from "./errors.js";
+import { AppError, containerCallRefusal, installModule } from "../app/index.js";
 import type { Runtime } from "./runtime.js";
-import { containerCallRefusal } from "./wording.js";
 
 /** Options of {@link startHostedPlugins}. */
 export interface HostedPluginsOptions {
@@ -83,19 +81,12 @@ export function startHostedPlugins(rt: Runtime, o: HostedPluginsOptions): Hosted
     pinned: async (digest) => (await running()).some((w) => w.module === digest),
   });
 
-  /** Reads the module of a running version from its image and installs it, checked against the signed manifest. */
+  /** Installs the module of a running version from its image, under the manifest the rollout decided on (the use case both hosts call). */
   const install = async (w: WorkloadState): Promise<void> => {
-    const image = w.image === null ? null : parseImageRef(w.image);
-    if (image === null || !image.ok) return;
+    if (w.image === null || w.module === null) return;
     const decision = await rt.store.last(pluginStream(w.name), "rollout.decided");
     const manifest = decision?.data.plan.run === null || decision === null ? null : parseManifest(decision.data.plan.run.manifest);
-    const { source, repository } = await rt.sourceFor(image.value);
-    const artifact = await readWasmModule(source, repository, image.value.digest, host.caps.moduleBytes);
-    const r = await host.install(artifact.bytes, manifest !== null && manifest.ok ? { manifest: manifest.value } : {});
-    if (!r.ok) {
-      // Recorded as a refused call of the plugin, so `why` and the log say why it cannot run.
-      await host.refuse(w.name, w.module ?? artifact.digest, "install", r.error);
-    }
+    await installModule(host, rt.sourceFor, { plugin: w.name, image: w.image, module: w.module, manifest: manifest !== null && manifest.ok ? manifest.value : null });
   };
 
   return {

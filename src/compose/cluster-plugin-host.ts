@@ -10,7 +10,8 @@
  * digest, so the host restarts on any node), or its own SQLite file on its volume. `/healthz`, `/readyz` (the
  * ConfigMap read and its modules prepared) and `/metrics` on the health port.
  */
-import { createServer, type Server } from "node:http";
+import type { Server } from "node:http";
+import { createListener } from "../http/index.js";
 import type { AddressInfo } from "node:net";
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { Logger } from "pino";
@@ -18,22 +19,16 @@ import { collectDefaultMetrics, Counter, Gauge, Registry } from "prom-client";
 import type { EventLog } from "../events/index.js";
 import { createPluginHost, hostError, HostErrorCode, proxyHttp } from "../host/index.js";
 import type { HttpCapability, Limits, PluginHost } from "../host/index.js";
-import { formatErrors, parseImageRef, parseManifestLabel } from "../plugins/index.js";
 import type { HostedPlugin, JsonValue } from "../plugins/index.js";
-import { readLabel, readWasmModule } from "../trust/index.js";
-import { serveConnectors, type ConnectorServer } from "./connector-server.js";
-import { CoreTokenVerifier } from "./core-token.js";
+import { serveConnectors, type ConnectorServer } from "../connector/index.js";
+import { CoreTokenVerifier, installModule, openDataStore, openLogAt } from "../app/index.js";
+import type { StoreLocation } from "../app/index.js";
 import { tokenRequestTokens, type EgressTokens } from "./egress-tokens.js";
 import { watchHostedPlugins, type HostedPluginsSource } from "./hosted-config.js";
-import { openDataStore } from "./data-dir.js";
-import { openLogAt } from "./open-log.js";
-import type { StoreLocation } from "./store-location.js";
 import { imageSources, type ImageSourceFor } from "./runtime.js";
 
 /** Who the host's own events name. */
 export const PLUGIN_HOST_ACTOR = "plugin-host";
-/** The largest image config the host reads the signed label from. */
-const MAX_CONFIG_BYTES = 1024 * 1024;
 
 /** Options of {@link startClusterPluginHost}. */
 export interface ClusterPluginHostOptions {
@@ -80,7 +75,7 @@ export interface ClusterPluginHost {
   close(): Promise<void>;
 }
 
-class HostMetrics {
+export class HostMetrics {
   readonly registry = new Registry();
   readonly calls: Counter<"method" | "outcome">;
   readonly refused: Counter<"reason">;
@@ -95,22 +90,9 @@ class HostMetrics {
   }
 }
 
-/** Reads a listed plugin's module from its image and installs it, checked against the image's signed label. */
+/** Installs a listed plugin's module from its image, under the image's signed label (the use case both hosts call). */
 async function install(host: PluginHost, sourceFor: ImageSourceFor, name: string, p: HostedPlugin): Promise<void> {
-  const refuse = async (code: HostErrorCode, message: string): Promise<void> => {
-    await host.refuse(name, p.module, "install", hostError(code, message));
-  };
-  const ref = parseImageRef(p.image);
-  if (!ref.ok) return refuse(HostErrorCode.ModuleInvalid, "the published image is not pinned by digest");
-  const { source, repository } = await sourceFor(ref.value);
-  const artifact = await readWasmModule(source, repository, ref.value.digest, host.caps.moduleBytes);
-  if (artifact.digest !== p.module) return refuse(HostErrorCode.ModuleInvalid, "the image's module is not the module the operator published");
-  if (artifact.config.size > MAX_CONFIG_BYTES) return refuse(HostErrorCode.ManifestInvalid, "the image's config is too large to read its label");
-  const label = readLabel(await source.blob(repository, artifact.config.digest, artifact.config.size));
-  const manifest = label === undefined ? null : parseManifestLabel(label, "label");
-  if (manifest === null || !manifest.ok) return refuse(HostErrorCode.ManifestInvalid, `the image carries no readable signed manifest label${manifest === null ? "" : `: ${formatErrors(manifest.errors)}`}`);
-  const r = await host.install(artifact.bytes, { manifest: manifest.value, actor: PLUGIN_HOST_ACTOR });
-  if (!r.ok) await host.refuse(name, p.module, "install", r.error);
+  await installModule(host, sourceFor, { plugin: name, image: p.image, module: p.module, actor: PLUGIN_HOST_ACTOR });
 }
 
 /** Installs and prepares what `plugins` lists, and uninstalls modules nothing lists any more. */
@@ -128,8 +110,9 @@ async function follow(host: PluginHost, sourceFor: ImageSourceFor, plugins: Read
   for (const m of await host.modules()) if (!listed.has(m.digest)) await host.uninstall(m.digest, { actor: PLUGIN_HOST_ACTOR });
 }
 
-function healthServer(metrics: HostMetrics, ready: () => boolean): Server {
-  return createServer((req, res) => {
+export function healthServer(metrics: HostMetrics, ready: () => boolean): Server {
+  // The limits every listener has (src/http).
+  return createListener((req, res) => {
     const path = (req.url ?? "/").split("?")[0];
     if (req.method !== "GET") return void res.writeHead(405).end();
     if (path === "/healthz") return void res.writeHead(200, { "content-type": "text/plain" }).end("ok\n");
@@ -223,6 +206,7 @@ export async function startClusterPluginHost(o: ClusterPluginHostOptions): Promi
       notRunning: (instance, method) => void host.refuse(instance, "", method, hostError(HostErrorCode.NotApproved, `the plugin host does not run ${instance}`)),
       call,
       onRefused: (reason) => metrics.refused.inc({ reason }),
+      logger: o.logger.child({ component: "connectors" }),
     },
     o.listen,
   );

@@ -11,8 +11,6 @@ import net from "node:net";
 import { fromJson, toJson } from "@bufbuild/protobuf";
 import { Code, ConnectError, createContextKey, createContextValues, type ConnectRouter, type HandlerContext } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
-import type { CallResult } from "../host/index.js";
-import type { JsonValue } from "../plugins/index.js";
 import {
   ConnectorService,
   FileHeaderSchema,
@@ -21,7 +19,9 @@ import {
   SyncResponseSchema,
   type ImportFileRequest,
 } from "../gen/openfief/connector/v1/connector_pb.js";
-import type { CoreTokenRefusal, CoreTokenResult } from "./core-token.js";
+import type { CallResult, CoreTokenRefusal, CoreTokenResult, JsonValue } from "../app/index.js";
+import { http2Settings, listenerLimits, listenerOptions, requestLogger, withHttp2Limits, withLimits } from "../http/index.js";
+import type { Logger } from "pino";
 
 /** The largest file an ImportFile stream may carry to a plugin. */
 export const MAX_IMPORT_BYTES = 8 * 1024 * 1024;
@@ -45,6 +45,8 @@ export interface ConnectorPorts {
   call(instance: string, method: string, params: JsonValue, signal: AbortSignal): Promise<CallResult>;
   /** Told every refused request's reason (metrics); never the token. */
   onRefused?(reason: CoreTokenRefusal | "not_running"): void;
+  /** The server's logger: each request logs through a child naming its request id. */
+  readonly logger?: Logger;
 }
 
 /** A running connector server. */
@@ -143,6 +145,7 @@ export async function serveConnectors(p: ConnectorPorts, listen: { readonly host
       return;
     }
     inflight++;
+    const log = p.logger === undefined ? undefined : requestLogger(p.logger, req, res);
     res.once("close", () => {
       inflight--;
       if (inflight === 0) drained?.();
@@ -152,28 +155,38 @@ export async function serveConnectors(p: ConnectorPorts, listen: { readonly host
     void p.verify(token).then((who) => {
       if (!who.ok) {
         p.onRefused?.(who.code);
+        log?.debug({ reason: who.code }, "connector call refused: the core's token");
         req.resume();
         return refuse(res, 401, "the core's token was refused");
       }
       if (!p.runs(who.instance)) {
         p.onRefused?.("not_running");
+        log?.debug({ instance: who.instance }, "connector call refused: not running here");
         p.notRunning(who.instance, methodOf(req.url));
         req.resume();
         return refuse(res, 403, `the plugin host does not run ${who.instance}`);
       }
       instances.set(req, who.instance);
       connect(req as never, res as never);
-    }).catch(() => {
+    }).catch((err: unknown) => {
+      log?.error({ err: err instanceof Error ? err.message : String(err) }, "connector call failed");
       if (!res.headersSent) res.writeHead(500, { "content-type": "application/json" }).end(JSON.stringify({ code: "internal", message: "the request could not be served" }));
     });
   };
-  const h1 = http.createServer(gate);
-  const h2 = http2.createServer(gate);
+  // The limits every listener has (src/http), on both protocols the one port speaks.
+  const h1 = withLimits(http.createServer(listenerOptions(), gate));
+  const h2 = withHttp2Limits(http2.createServer({ settings: http2Settings() }, gate));
+  const { headersTimeoutMs } = listenerLimits();
+  // h1 never listens itself (the front hands it connections), so its timeouts' periodic check, which
+  // Node starts when a server starts listening, is started here; closing h1 stops it.
+  h1.emit("listening");
   const sockets = new Set<net.Socket>();
   const front = net.createServer((socket) => {
     sockets.add(socket);
     socket.once("close", () => sockets.delete(socket));
     socket.on("error", () => socket.destroy());
+    // A client that sends nothing is cut like one slow with its headers; once handed on, the server's limits apply.
+    socket.setTimeout(headersTimeoutMs, () => socket.destroy());
     let seen = Buffer.alloc(0);
     const sniff = (chunk: Buffer): void => {
       seen = Buffer.concat([seen, chunk]);
@@ -181,6 +194,7 @@ export async function serveConnectors(p: ConnectorPorts, listen: { readonly host
       const h2c = seen.subarray(0, n).equals(H2_PREFACE.subarray(0, n));
       if (h2c && seen.length < H2_PREFACE.length) return;
       socket.off("data", sniff);
+      socket.setTimeout(0);
       socket.pause();
       socket.unshift(seen);
       if (h2c) h2.emit("connection", socket);
@@ -216,6 +230,7 @@ export async function serveConnectors(p: ConnectorPorts, listen: { readonly host
         });
       }
       for (const s of sockets) s.destroy();
+      h1.close();
       await closed;
     },
   };

@@ -19,7 +19,7 @@ import { EMPTY_PENDING, formatErrors, parseImageRef, validateTopology } from "..
 import type { PluginState, VerdictState } from "../projections/index.js";
 import { previousVersion, Projector, specManifestDigest, standingVerdict } from "../projections/index.js";
 import { EMBEDDED_TOPOLOGY, openRuntime } from "./runtime.js";
-import { storeLocationOf } from "./store-location.js";
+import { storeLocationOf } from "../app/index.js";
 
 /** Who cluster observations are recorded as. */
 export const CLUSTER_ACTOR = "cluster";
