@@ -126,5 +126,7 @@ export type { CheckpointFinding, EventProof, ExportSummary, ExportVerdict, LeafE
 /** Witnesses on up: checkpoints submitted with C2SP tlog-witness, their cosignatures kept beside the log (docs/adr/0155). */
 export { parseWitnessTarget, Witnesses } from "./witnesses.js";
 export type { WitnessTarget, WitnessesOptions } from "./witnesses.js";
+export { checkOperatorWitnesses, startOperatorCheckpoints } from "./operator-checkpoints.js";
+export type { OperatorCheckpointContext, OperatorCheckpoints } from "./operator-checkpoints.js";
 export { cosignedCheckpoints, witnessStates, WITNESS_TABLE } from "./witness-states.js";
 export type { CosignedCheckpoints, WitnessState, WitnessStatus } from "./witness-states.js";
