@@ -11,7 +11,7 @@
  */
 import { Buffer } from "node:buffer";
 import {
-  encodeEntryBundle, fail, hashFromTile, HASH_SIZE, leafHash, MerkleTree, partialTiles, rightEdge, rootAt, TILE_WIDTH, tileCoordinates, TlogErrorCode,
+  encodeEntryBundle, fail, hashFromTile, HASH_SIZE, leafHash, MerkleTree, partialTiles, rightEdge, rootAt, TILE_HEIGHT, TILE_WIDTH, tileCoordinates, TlogErrorCode,
 } from "../tlog/index.js";
 import type { BundleId, Hash, HashReader, Result, TileId } from "../tlog/index.js";
 import type { RawEventRow } from "./chain.js";
@@ -19,6 +19,7 @@ import { StoreError, StoreErrorCode } from "./errors.js";
 import { chainBytes, GENESIS_HASH } from "./hash.js";
 import type { EventLog, LogTree } from "./port.js";
 import type { StoredCheckpoint, StoredTile, TreeTable } from "./tables.js";
+import { treeHasher } from "./tree-hasher.js";
 
 /** Events read per page while catching up, and leaves per transaction that stores tiles. */
 const PAGE = 4_096;
@@ -30,7 +31,7 @@ const key = (level: number, index: number): string => `${level}/${index}`;
 
 /** The tree in memory between catch-ups: its right edge, the hashes of its partial tiles, and the last row's hash. */
 interface Resumed {
-  readonly tree: MerkleTree;
+  tree: MerkleTree;
   /** The hashes of each partial tile of the tree, by level/index. */
   readonly open: Map<string, OpenTile>;
   /** The chain hash of the event at the tree's size (what the next row must link to). */
@@ -65,6 +66,38 @@ function appendLeaf(resumed: Resumed, leaf: Hash, touched: Map<string, OpenTile>
     touched.set(k, t);
     if (e.completesTile) resumed.open.delete(k);
   }
+}
+
+/** Puts hashes at positions [start, start + hashes.length) of tile (level, index) and on, tile by tile. */
+function place(resumed: Resumed, level: number, first: number, hashes: readonly Hash[], touched: Map<string, OpenTile>): void {
+  let i = 0;
+  while (i < hashes.length) {
+    const at = first + i;
+    const position = at % TILE_WIDTH;
+    const index = (at - position) / TILE_WIDTH;
+    const end = Math.min(TILE_WIDTH, position + hashes.length - i);
+    const k = key(level, index);
+    let t = resumed.open.get(k);
+    if (t === undefined) resumed.open.set(k, (t = { level, index, hashes: [] }));
+    for (let p = position; p < end; p++) t.hashes[p] = hashes[i + p - position] as Hash;
+    touched.set(k, t);
+    if (end === TILE_WIDTH) resumed.open.delete(k);
+    i += end - position;
+  }
+}
+
+/**
+ * Appends leaves to the resumed tree of `size` leaves in one step: the level-0 tiles take the
+ * leaves, and the hashing thread gives the new right edge and the nodes of the upper tile levels.
+ */
+async function appendLeaves(resumed: Resumed, size: number, leaves: readonly Hash[], touched: Map<string, OpenTile>): Promise<void> {
+  if (leaves.length === 0) return;
+  const r = await treeHasher.extend(size, resumed.tree.edge().map((n) => n.hash), Buffer.concat(leaves));
+  const tree = MerkleTree.resume(size + leaves.length, r.edge);
+  if (!tree.ok) throw new StoreError(StoreErrorCode.Tampered, `the tree cannot grow to ${size + leaves.length}: ${tree.error.message}`);
+  place(resumed, 0, size, leaves, touched);
+  for (const u of r.upper) place(resumed, u.level / TILE_HEIGHT, u.index, [u.hash], touched);
+  resumed.tree = tree.value;
 }
 
 /** {@link LogTree} over a log's port and its tree table. */
@@ -221,8 +254,9 @@ export class StoredTree implements LogTree {
     if (from > size) await this.#extendFromRows(resumed, size, from, touched);
     const kept = this.#kept(from, to);
     if (kept !== null) {
-      // This process's own appends, hashed as they were written: nothing to read back.
-      for (const leaf of kept.leaves) appendLeaf(resumed, leaf, touched);
+      // This process's own appends, hashed as they were written: nothing to read back, and the
+      // interior hashes computed on the hashing thread (docs/adr/0146).
+      await appendLeaves(resumed, from, kept.leaves, touched);
       resumed.lastHash = kept.last;
     } else if (from < to) {
       await this.#extendFromRows(resumed, from, to, touched);
