@@ -24,7 +24,10 @@ import { treeHasher } from "./tree-hasher.js";
 /** Events read per page while catching up, and leaves per transaction that stores tiles. */
 const PAGE = 4_096;
 const BATCH = 8_192;
-/** Full tiles kept in memory (32 bytes × 256 each: 8 MiB at most). */
+/**
+ * Full tiles kept in memory, level 0 apart from the levels above (32 bytes × 256 each: 8 MiB at most
+ * each): a proof's many reads of random leaf tiles never push out the few upper tiles every proof reads.
+ */
 const CACHE_TILES = 1_024;
 
 const key = (level: number, index: number): string => `${level}/${index}`;
@@ -105,6 +108,9 @@ export class StoredTree implements LogTree {
   readonly #log: EventLog;
   readonly #table: () => TreeTable;
   readonly #full = new Map<string, Uint8Array>();
+  readonly #upper = new Map<string, Uint8Array>();
+  /** The widest partial tiles read, by level/index: their first `width` hashes never change. */
+  readonly #partial = new Map<string, StoredTile>();
   #resumed: Resumed | null = null;
   /** Leaves of this process's own appends, contiguous from seq `first`, not yet in the stored tree. */
   #pending: { first: number; leaves: Hash[]; hashes: string[] } | null = null;
@@ -197,20 +203,32 @@ export class StoredTree implements LogTree {
     return out;
   }
 
-  /** A stored tile (full ones from the cache), or null. */
-  async #tile(level: number, index: number): Promise<StoredTile | null> {
+  /**
+   * A stored tile (full ones from the cache), or null. With `need`, a partial tile read before that
+   * is at least `need` hashes wide is taken from memory too (a node's hash reads no further).
+   */
+  async #tile(level: number, index: number, need?: number): Promise<StoredTile | null> {
     const k = key(level, index);
-    const cached = this.#full.get(k);
+    const cached = (level === 0 ? this.#full : this.#upper).get(k);
     if (cached !== undefined) return { level, index, width: TILE_WIDTH, hashes: cached };
+    const partial = need === undefined ? undefined : this.#partial.get(k);
+    if (partial !== undefined && need !== undefined && partial.width >= need) return partial;
     const [stored] = await this.#table().tiles([{ level, index }]);
     if (stored === undefined) return null;
-    if (stored.width === TILE_WIDTH) this.#remember(k, stored.hashes);
+    if (stored.width === TILE_WIDTH) {
+      this.#remember(k, level, stored.hashes);
+      this.#partial.delete(k);
+    } else if ((this.#partial.get(k)?.width ?? 0) < stored.width) {
+      if (this.#partial.size >= CACHE_TILES) this.#partial.delete(this.#partial.keys().next().value as string);
+      this.#partial.set(k, stored);
+    }
     return stored;
   }
 
-  #remember(k: string, hashes: Uint8Array): void {
-    if (this.#full.size >= CACHE_TILES) this.#full.delete(this.#full.keys().next().value as string);
-    this.#full.set(k, hashes);
+  #remember(k: string, level: number, hashes: Uint8Array): void {
+    const cache = level === 0 ? this.#full : this.#upper;
+    if (cache.size >= CACHE_TILES) cache.delete(cache.keys().next().value as string);
+    cache.set(k, hashes);
   }
 
   /** A node's hash from the stored tiles. */
@@ -219,7 +237,7 @@ export class StoredTree implements LogTree {
       return fail(TlogErrorCode.InvalidArgument, "node", `no node (${level}, ${index})`);
     }
     const at = tileCoordinates({ level, index });
-    const stored = await this.#tile(at.level, at.index);
+    const stored = await this.#tile(at.level, at.index, at.end);
     if (stored === null || stored.width < at.end) return fail(TlogErrorCode.ReadFailed, "node", `node (${level}, ${index}) is past the stored tree`);
     return hashFromTile({ level: at.level, index: at.index, width: stored.width }, stored.hashes, { level, index });
   }
@@ -238,7 +256,7 @@ export class StoredTree implements LogTree {
       // SQLite answers synchronously: between batches, the process's other work gets its turn.
       await new Promise((r) => setImmediate(r));
       if (await table.advance(size, to, tiles)) {
-        for (const t of tiles) if (t.width === TILE_WIDTH) this.#remember(key(t.level, t.index), t.hashes);
+        for (const t of tiles) if (t.width === TILE_WIDTH) this.#remember(key(t.level, t.index), t.level, t.hashes);
       } else {
         // Another process extended the tree meanwhile: start again from what it stored.
         this.#resumed = null;
