@@ -22,6 +22,7 @@ describe("the tree's hashing off the appending thread", () => {
     const tree = new MerkleTree();
     let edge: Hash[] = [];
     let size = 0;
+    const answered = treeHasher.answered;
     // Batches across tile boundaries, below and above the thread's threshold, up past a level-2 node.
     for (const count of [1, 255, 3, WORKER_MIN_LEAVES, 65_600, 1, 700]) {
       const want = reference(tree, size, count);
@@ -36,6 +37,8 @@ describe("the tree's hashing off the appending thread", () => {
       size += count;
     }
     expect(size).toBe(66_816);
+    // The batches of 256 leaves and more went to the thread (a failed thread would hash them here).
+    expect(treeHasher.answered - answered).toBe(3);
     const resumed = MerkleTree.resume(size, edge);
     expect(resumed.ok && hex([resumed.value.root()])).toEqual(hex([tree.root()]));
   });

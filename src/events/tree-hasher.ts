@@ -109,6 +109,7 @@ class TreeHasher {
   #worker: Worker | null = null;
   #failed = false;
   #next = 1;
+  #answered = 0;
   readonly #waiting = new Map<number, { resolve: (r: Reply) => void; reject: (e: Error) => void }>();
 
   #start(): Worker | null {
@@ -137,6 +138,11 @@ class TreeHasher {
     return this.#worker;
   }
 
+  /** Batches the thread has hashed (a test's way to see it ran). */
+  get answered(): number {
+    return this.#answered;
+  }
+
   /** {@link extendTree} on the thread; in place when the batch is small or the thread cannot run. */
   async extend(size: number, edge: readonly Hash[], leaves: Buffer): Promise<Extended> {
     const count = leaves.length / 32;
@@ -159,6 +165,7 @@ class TreeHasher {
     if (reply.error !== undefined || reply.bytes === undefined || reply.edges === undefined || reply.levels === undefined || reply.indexes === undefined) {
       return extendTree(size, edge, leaves);
     }
+    this.#answered++;
     const bytes = Buffer.from(reply.bytes);
     const upperHashes = asHashes(bytes, reply.edges, reply.levels.length);
     return {
