@@ -53,15 +53,18 @@ export function newLogSignerKey(name?: string): string {
 export function readLogKey(path: string): LogKey {
   let size: number;
   let mode: number;
+  let mounted: boolean;
   try {
     const st = statSync(path);
     if (!st.isFile()) throw new Error("not a file");
     size = st.size;
     mode = st.mode & 0o777;
+    mounted = st.uid === 0 && process.getuid?.() !== 0;
   } catch (err) {
     throw new AppError("bad_setting", `cannot read the log key ${path} (${err instanceof Error && "code" in err ? String(err.code) : "not a file"})`);
   }
-  if ((mode & 0o077) !== 0) throw new AppError("bad_setting", `the log key ${path} may be read by others (mode ${mode.toString(8).padStart(4, "0")}): run chmod 600 ${path}`);
+  // A Secret mounted in a pod is root's, readable by the pod's group (fsGroup makes 0400 into 0440): that group may read it.
+  if ((mode & (mounted ? 0o037 : 0o077)) !== 0) throw new AppError("bad_setting", `the log key ${path} may be read by others (mode ${mode.toString(8).padStart(4, "0")}): run chmod 600 ${path}`);
   if (size > MAX_KEY_FILE) throw new AppError("bad_setting", `${path} is not a log key (over ${MAX_KEY_FILE} bytes)`);
   const text = readFileSync(path, "latin1").replace(/\r?\n$/, "");
   const signer = parseSignerKey(text);

@@ -18,6 +18,7 @@ import type { ApplyRecord, DeployedStatus, PluginMeta, ReconcilerFactory, Signat
 import { EMPTY_PENDING, formatErrors, parseImageRef, validateTopology } from "../plugins/index.js";
 import type { PluginState, VerdictState } from "../projections/index.js";
 import { previousVersion, Projector, specManifestDigest, standingVerdict } from "../projections/index.js";
+import { startOperatorCheckpoints } from "./operator-checkpoints.js";
 import { EMBEDDED_TOPOLOGY, openRuntime } from "./runtime.js";
 import { storeLocationOf } from "../app/index.js";
 
@@ -140,6 +141,11 @@ export const clusterReconcilerFactory: ReconcilerFactory = async (ctx) => {
     ...listFromEnv("OPENFIEF_OCI_LAYOUTS", (v) => ({ ociLayouts: v })),
     ...listFromEnv("OPENFIEF_INSECURE_REGISTRIES", (v) => ({ insecureRegistries: v })),
   });
+  // The leader's signed checkpoints and witnesses (docs/adr/0144).
+  const checkpoints = await startOperatorCheckpoints(rt.store, ctx.checkpoints, { isLeader: ctx.isLeader, logger: ctx.log, env: process.env }).catch(async (err: unknown) => {
+    await rt.close();
+    throw err;
+  });
   const projector = new Projector(rt.store);
   const meta = new Map<string, PluginMeta>();
   // What the target changed during the running pass, by plugin; recorded when the pass ends.
@@ -191,6 +197,9 @@ export const clusterReconcilerFactory: ReconcilerFactory = async (ctx) => {
         }
       }
     },
-    close: () => rt.close(),
+    close: async () => {
+      await checkpoints?.stop();
+      await rt.close();
+    },
   };
 };

@@ -28,3 +28,5 @@ export type { Listener } from "./listeners.js";
 /** The console and the API in a cluster over its shared log, with the cluster's identity. */
 export { startClusterConsole } from "./cluster-console.js";
 export type { ClusterConsole, ClusterConsoleOptions } from "./cluster-console.js";
+export { checkOperatorWitnesses, startOperatorCheckpoints } from "./operator-checkpoints.js";
+export type { OperatorCheckpointContext, OperatorCheckpoints } from "./operator-checkpoints.js";

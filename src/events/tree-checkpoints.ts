@@ -53,6 +53,8 @@ export interface CheckpointScheduleOptions {
   /** Told of each checkpoint written and of each failure (the schedule carries on). */
   readonly onCheckpoint?: (c: StoredCheckpoint) => void;
   readonly onError?: (err: unknown) => void;
+  /** Whether to sign now (the operator's leader only); asked before each checkpoint. Default always. */
+  readonly active?: () => boolean;
 }
 
 export const DEFAULT_CHECKPOINT_EVERY = 10_000;
@@ -116,6 +118,7 @@ export class CheckpointSchedule {
   }
 
   async #run(): Promise<void> {
+    if (this.#opts.active !== undefined && !this.#opts.active()) return;
     try {
       const c = await writeCheckpoint(this.#log, this.#signer);
       if (c !== null && c.size !== this.#last?.size) {

@@ -11,7 +11,7 @@
  */
 import { Buffer } from "node:buffer";
 import {
-  encodeEntryBundle, fail, hashFromTile, HASH_SIZE, leafHash, MerkleTree, partialTiles, rightEdge, rootAt, TILE_WIDTH, tileCoordinates, TlogErrorCode,
+  encodeEntryBundle, fail, hashFromTile, HASH_SIZE, leafHash, MerkleTree, partialTiles, rightEdge, rootAt, TILE_HEIGHT, TILE_WIDTH, tileCoordinates, TlogErrorCode,
 } from "../tlog/index.js";
 import type { BundleId, Hash, HashReader, Result, TileId } from "../tlog/index.js";
 import type { RawEventRow } from "./chain.js";
@@ -19,18 +19,22 @@ import { StoreError, StoreErrorCode } from "./errors.js";
 import { chainBytes, GENESIS_HASH } from "./hash.js";
 import type { EventLog, LogTree } from "./port.js";
 import type { StoredCheckpoint, StoredTile, TreeTable } from "./tables.js";
+import { treeHasher } from "./tree-hasher.js";
 
 /** Events read per page while catching up, and leaves per transaction that stores tiles. */
 const PAGE = 4_096;
 const BATCH = 8_192;
-/** Full tiles kept in memory (32 bytes × 256 each: 8 MiB at most). */
+/**
+ * Full tiles kept in memory, level 0 apart from the levels above (32 bytes × 256 each: 8 MiB at most
+ * each): a proof's many reads of random leaf tiles never push out the few upper tiles every proof reads.
+ */
 const CACHE_TILES = 1_024;
 
 const key = (level: number, index: number): string => `${level}/${index}`;
 
 /** The tree in memory between catch-ups: its right edge, the hashes of its partial tiles, and the last row's hash. */
 interface Resumed {
-  readonly tree: MerkleTree;
+  tree: MerkleTree;
   /** The hashes of each partial tile of the tree, by level/index. */
   readonly open: Map<string, OpenTile>;
   /** The chain hash of the event at the tree's size (what the next row must link to). */
@@ -67,11 +71,46 @@ function appendLeaf(resumed: Resumed, leaf: Hash, touched: Map<string, OpenTile>
   }
 }
 
+/** Puts hashes at positions [start, start + hashes.length) of tile (level, index) and on, tile by tile. */
+function place(resumed: Resumed, level: number, first: number, hashes: readonly Hash[], touched: Map<string, OpenTile>): void {
+  let i = 0;
+  while (i < hashes.length) {
+    const at = first + i;
+    const position = at % TILE_WIDTH;
+    const index = (at - position) / TILE_WIDTH;
+    const end = Math.min(TILE_WIDTH, position + hashes.length - i);
+    const k = key(level, index);
+    let t = resumed.open.get(k);
+    if (t === undefined) resumed.open.set(k, (t = { level, index, hashes: [] }));
+    for (let p = position; p < end; p++) t.hashes[p] = hashes[i + p - position] as Hash;
+    touched.set(k, t);
+    if (end === TILE_WIDTH) resumed.open.delete(k);
+    i += end - position;
+  }
+}
+
+/**
+ * Appends leaves to the resumed tree of `size` leaves in one step: the level-0 tiles take the
+ * leaves, and the hashing thread gives the new right edge and the nodes of the upper tile levels.
+ */
+async function appendLeaves(resumed: Resumed, size: number, leaves: readonly Hash[], touched: Map<string, OpenTile>): Promise<void> {
+  if (leaves.length === 0) return;
+  const r = await treeHasher.extend(size, resumed.tree.edge().map((n) => n.hash), Buffer.concat(leaves));
+  const tree = MerkleTree.resume(size + leaves.length, r.edge);
+  if (!tree.ok) throw new StoreError(StoreErrorCode.Tampered, `the tree cannot grow to ${size + leaves.length}: ${tree.error.message}`);
+  place(resumed, 0, size, leaves, touched);
+  for (const u of r.upper) place(resumed, u.level / TILE_HEIGHT, u.index, [u.hash], touched);
+  resumed.tree = tree.value;
+}
+
 /** {@link LogTree} over a log's port and its tree table. */
 export class StoredTree implements LogTree {
   readonly #log: EventLog;
   readonly #table: () => TreeTable;
   readonly #full = new Map<string, Uint8Array>();
+  readonly #upper = new Map<string, Uint8Array>();
+  /** The widest partial tiles read, by level/index: their first `width` hashes never change. */
+  readonly #partial = new Map<string, StoredTile>();
   #resumed: Resumed | null = null;
   /** Leaves of this process's own appends, contiguous from seq `first`, not yet in the stored tree. */
   #pending: { first: number; leaves: Hash[]; hashes: string[] } | null = null;
@@ -164,20 +203,32 @@ export class StoredTree implements LogTree {
     return out;
   }
 
-  /** A stored tile (full ones from the cache), or null. */
-  async #tile(level: number, index: number): Promise<StoredTile | null> {
+  /**
+   * A stored tile (full ones from the cache), or null. With `need`, a partial tile read before that
+   * is at least `need` hashes wide is taken from memory too (a node's hash reads no further).
+   */
+  async #tile(level: number, index: number, need?: number): Promise<StoredTile | null> {
     const k = key(level, index);
-    const cached = this.#full.get(k);
+    const cached = (level === 0 ? this.#full : this.#upper).get(k);
     if (cached !== undefined) return { level, index, width: TILE_WIDTH, hashes: cached };
+    const partial = need === undefined ? undefined : this.#partial.get(k);
+    if (partial !== undefined && need !== undefined && partial.width >= need) return partial;
     const [stored] = await this.#table().tiles([{ level, index }]);
     if (stored === undefined) return null;
-    if (stored.width === TILE_WIDTH) this.#remember(k, stored.hashes);
+    if (stored.width === TILE_WIDTH) {
+      this.#remember(k, level, stored.hashes);
+      this.#partial.delete(k);
+    } else if ((this.#partial.get(k)?.width ?? 0) < stored.width) {
+      if (this.#partial.size >= CACHE_TILES) this.#partial.delete(this.#partial.keys().next().value as string);
+      this.#partial.set(k, stored);
+    }
     return stored;
   }
 
-  #remember(k: string, hashes: Uint8Array): void {
-    if (this.#full.size >= CACHE_TILES) this.#full.delete(this.#full.keys().next().value as string);
-    this.#full.set(k, hashes);
+  #remember(k: string, level: number, hashes: Uint8Array): void {
+    const cache = level === 0 ? this.#full : this.#upper;
+    if (cache.size >= CACHE_TILES) cache.delete(cache.keys().next().value as string);
+    cache.set(k, hashes);
   }
 
   /** A node's hash from the stored tiles. */
@@ -186,7 +237,7 @@ export class StoredTree implements LogTree {
       return fail(TlogErrorCode.InvalidArgument, "node", `no node (${level}, ${index})`);
     }
     const at = tileCoordinates({ level, index });
-    const stored = await this.#tile(at.level, at.index);
+    const stored = await this.#tile(at.level, at.index, at.end);
     if (stored === null || stored.width < at.end) return fail(TlogErrorCode.ReadFailed, "node", `node (${level}, ${index}) is past the stored tree`);
     return hashFromTile({ level: at.level, index: at.index, width: stored.width }, stored.hashes, { level, index });
   }
@@ -205,7 +256,7 @@ export class StoredTree implements LogTree {
       // SQLite answers synchronously: between batches, the process's other work gets its turn.
       await new Promise((r) => setImmediate(r));
       if (await table.advance(size, to, tiles)) {
-        for (const t of tiles) if (t.width === TILE_WIDTH) this.#remember(key(t.level, t.index), t.hashes);
+        for (const t of tiles) if (t.width === TILE_WIDTH) this.#remember(key(t.level, t.index), t.level, t.hashes);
       } else {
         // Another process extended the tree meanwhile: start again from what it stored.
         this.#resumed = null;
@@ -221,8 +272,9 @@ export class StoredTree implements LogTree {
     if (from > size) await this.#extendFromRows(resumed, size, from, touched);
     const kept = this.#kept(from, to);
     if (kept !== null) {
-      // This process's own appends, hashed as they were written: nothing to read back.
-      for (const leaf of kept.leaves) appendLeaf(resumed, leaf, touched);
+      // This process's own appends, hashed as they were written: nothing to read back, and the
+      // interior hashes computed on the hashing thread (docs/adr/0146).
+      await appendLeaves(resumed, from, kept.leaves, touched);
       resumed.lastHash = kept.last;
     } else if (from < to) {
       await this.#extendFromRows(resumed, from, to, touched);

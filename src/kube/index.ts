@@ -2,7 +2,7 @@
 export { apiError, httpStatus, KubeError, KubeErrorCode } from "./errors.js";
 export { healthHandler, startHealthServer, type HealthOptions, type HealthState } from "./health.js";
 export { LEASE_NAME, LeaderElector, type LeaderElectorOptions } from "./leader.js";
-export { deployedFromStatus, loadKubeConfig, runOperator, type OperatorContext, type OperatorOptions, type ReconcilerFactory } from "./operator.js";
+export { deployedFromStatus, loadKubeConfig, runOperator, type OperatorCheckpointSettings, type OperatorContext, type OperatorOptions, type ReconcilerFactory } from "./operator.js";
 export type { ClusterReconciler, PluginMeta } from "./ports.js";
 export { KubernetesSource, type CustomResource, type SourceCallbacks, type SourceOptions, type Timers } from "./source.js";
 export { keepTransitionTimes, pluginStatus, PluginStatusWriter, reasonFromCode, type Condition, type PluginStatus, type PluginStatusInput, type PluginStatusWriterOptions, type SignatureState } from "./status.js";

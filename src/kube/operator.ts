@@ -27,6 +27,21 @@ import { KubernetesTarget } from "./target.js";
 import type { ApplyRecord } from "./target.js";
 import { readTrustedSigners } from "./trusted-signers.js";
 
+/**
+ * When the leader signs checkpoints of the log's Merkle tree, with which key, and which witnesses
+ * it asks (`--checkpoint-every`, `--checkpoint-interval`, `--log-key`, `--witness`; docs/adr/0144).
+ */
+export interface OperatorCheckpointSettings {
+  /** Every this many events this replica appends. */
+  readonly every: number;
+  /** And every this many ms while the log has new events (whoever appended them). */
+  readonly intervalMs: number;
+  /** `--log-key FILE`; else the file `$OPENFIEF_LOG_KEY_FILE` names. */
+  readonly keyFile?: string;
+  /** `--witness` texts, `<url>[ <verifier key>]`. */
+  readonly witnesses: readonly string[];
+}
+
 /** What the reconciler factory gets to build the cluster reconciler with. */
 export interface OperatorContext {
   readonly kc: KubeConfig;
@@ -37,6 +52,8 @@ export interface OperatorContext {
   /** The folder of the event store (on the operator's volume). */
   readonly dataDir: string;
   readonly log: Logger;
+  /** The checkpoints the leader signs; null with `--no-checkpoints`. */
+  readonly checkpoints: OperatorCheckpointSettings | null;
   /** Whether this replica leads now; check before every apply. */
   isLeader(): boolean;
   /** Subscribes to every apply/prune record, to append as events. Set by the reconciler. */
@@ -70,6 +87,8 @@ export interface OperatorOptions {
   readonly renewDeadlineSeconds?: number;
   /** Coalescing delay before a reconcile; default 100 ms. */
   readonly reconcileDelayMs?: number;
+  /** The checkpoints the leader signs (default: every 10,000 events and every second, no witness); null signs none. */
+  readonly checkpoints?: OperatorCheckpointSettings | null;
   /** Called once the health server listens, with its port. */
   readonly onListening?: (port: number) => void;
 }
@@ -110,6 +129,7 @@ export async function runOperator(options: OperatorOptions, factory: ReconcilerF
     ownerSigners,
     dataDir: options.dataDir,
     log,
+    checkpoints: options.checkpoints === undefined ? { every: 10_000, intervalMs: 1_000, witnesses: [] } : options.checkpoints,
     isLeader: () => leading && elector.isLeader(),
     onApplyRecord: (l) => recordListeners.push(l),
   });

@@ -145,6 +145,15 @@ describe("the manifests under deploy/", () => {
     expect(find("PersistentVolumeClaim", "openfief-operator-data")).toBeDefined();
   });
 
+  it("let the operator read the log's signing key from the optional Secret openfief-log-key, as a read-only file", () => {
+    const spec = podSpec(find("Deployment", "openfief-operator"));
+    const c = spec.containers[0] as Container & { env?: Array<{ name: string; value?: string }>; volumeMounts?: Array<{ name: string; mountPath: string; readOnly?: boolean }> };
+    expect(c.env).toContainEqual({ name: "OPENFIEF_LOG_KEY_FILE", value: "/var/run/secrets/openfief-log-key/key" });
+    expect(c.volumeMounts).toContainEqual({ name: "openfief-log-key", mountPath: "/var/run/secrets/openfief-log-key", readOnly: true });
+    // (0400 is octal to Kubernetes' YAML 1.1; this parser reads YAML 1.2: the rendered overlay's test checks the mode.)
+    expect(spec.volumes).toContainEqual({ name: "openfief-log-key", secret: expect.objectContaining({ secretName: "openfief-log-key", optional: true, items: [{ key: "key", path: "key" }] }) });
+  });
+
   it("expose the proxy on 4750 with a numeric targetPort, as the operator copies it into NetworkPolicies", () => {
     const ports = (find("Service", "openfief-egress-proxy")["spec"] as { ports: Array<Record<string, unknown>> }).ports;
     expect(ports).toEqual([{ name: "proxy", port: 4750, targetPort: 4750, protocol: "TCP" }]);

@@ -93,6 +93,16 @@ describe("deploy/overlays/postgres", () => {
     expect(p.volumes).toContainEqual({ name: "openfief-store", secret: { secretName: "openfief-store", defaultMode: 0o400, items: [{ key: "url", path: file.slice((mount?.mountPath.length ?? 0) + 1) }] } });
   });
 
+  it("gives the log's signing key to the operators only (the leader signs checkpoints)", () => {
+    for (const name of WRITERS) {
+      const p = pod(find("Deployment", name));
+      const keyed = (p.containers[0]?.env ?? []).some((e) => e.name === "OPENFIEF_LOG_KEY_FILE");
+      expect(keyed, name).toBe(name === "openfief-operator");
+      expect(p.volumes?.some((v) => v.name === "openfief-log-key"), name).toBe(name === "openfief-operator");
+    }
+    expect(pod(find("Deployment", "openfief-operator")).volumes).toContainEqual({ name: "openfief-log-key", secret: { secretName: "openfief-log-key", optional: true, defaultMode: 0o400, items: [{ key: "key", path: "key" }] } });
+  });
+
   it.each(WRITERS)("runs %s non-root, read-only, without capabilities or escalation", (name) => {
     const p = pod(find("Deployment", name));
     expect(p.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 65532, seccompProfile: { type: "RuntimeDefault" } });

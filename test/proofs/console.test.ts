@@ -74,7 +74,9 @@ describe("the integrity page", () => {
     expect(r.status).toBe(200);
     expect(r.text).toMatch(/<h2>Witnesses /);
     expect(r.text).toContain(`witness.test/console+${w.verifierKey.split("+")[1] ?? ""}`);
-    expect(r.text).toMatch(new RegExp(`<td>${checkpoint.size}</td>\\s*<td>cosigned the newest checkpoint it was sent`));
+    expect(r.text).toMatch(new RegExp(`<td data-label="Newest size cosigned">${checkpoint.size}</td>\\s*<td data-label="Last answer">cosigned the newest checkpoint it was sent`));
+    // On a phone, one card per witness (the table does not widen the page).
+    expect(r.text).toMatch(/<div class="table-wrap"><table class="cards"><thead><tr><th>Witness<\/th>/);
     expect(r.text).toMatch(/A witness refused a checkpoint of this log/);
     expect(r.text).toMatch(/<strong>refused a checkpoint<\/strong><br><span class="small">the witness refuses the checkpoint of \d+ events as inconsistent/);
     expect(r.text).toMatch(/<form method="get" action="\/integrity\/proof"/);

@@ -5,6 +5,8 @@
  * not one exactly, is 404; none of it needs a session. And the schedule signs as events come.
  */
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { get } from "node:http";
+import { gunzipSync } from "node:zlib";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pino } from "pino";
@@ -12,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { exportTiles, publishedPaths } from "../../src/app/index.js";
 import { startControlPlane } from "../../src/compose/index.js";
 import type { ControlPlane } from "../../src/compose/index.js";
+import { acceptsGzip } from "../../src/server/tlog-routes.js";
 import { openCheckpoint, parseVerifierKey, proveInclusion, rootOf, tileHashReader, verifyInclusion, parseTilePath, leafHash, decodeEntryBundle } from "../../src/tlog/index.js";
 import type { Hash, TileId } from "../../src/tlog/index.js";
 import { call } from "./support.js";
@@ -122,6 +125,31 @@ describe("the /tlog files", () => {
     const narrow = Buffer.from(await (await fetch(`${base}/tlog/tile/0/002.p/10`)).arrayBuffer());
     expect(narrow.equals(readFileSync(join(out, "tile", "0", "002.p", "188")).subarray(0, 320))).toBe(true);
     expect(parseTilePath("tile/0/002.p/10").ok).toBe(true);
+  });
+
+  it("sends an entry bundle gzipped to a client that accepts gzip, the same bundle once unzipped; tiles and checkpoints as they are", async () => {
+    const raw = (path: string, acceptEncoding?: string): Promise<{ headers: Record<string, string | string[] | undefined>; body: Buffer }> => new Promise((resolve, reject) => {
+      get(`${base}/tlog/${path}`, { headers: acceptEncoding === undefined ? {} : { "accept-encoding": acceptEncoding } }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (c: Buffer) => chunks.push(c));
+        res.on("end", () => resolve({ headers: res.headers, body: Buffer.concat(chunks) }));
+      }).on("error", reject);
+    });
+    const exported = readFileSync(join(out, "tile", "entries", "000"));
+    const zipped = await raw("tile/entries/000", "gzip, deflate, br");
+    expect(zipped.headers["content-encoding"]).toBe("gzip");
+    expect(zipped.headers["vary"]).toBe("Accept-Encoding");
+    expect(zipped.headers["cache-control"]).toBe("public, max-age=31536000, immutable");
+    expect(Number(zipped.headers["content-length"])).toBe(zipped.body.length);
+    expect(zipped.body.length).toBeLessThan(exported.length);
+    expect(gunzipSync(zipped.body).equals(exported)).toBe(true);
+    for (const enc of [undefined, "identity", "gzip;q=0", "br"]) {
+      const plain = await raw("tile/entries/000", enc);
+      expect(plain.headers["content-encoding"], String(enc)).toBeUndefined();
+      expect(plain.body.equals(exported), String(enc)).toBe(true);
+    }
+    for (const p of ["tile/0/000", "checkpoint"]) expect((await raw(p, "gzip")).headers["content-encoding"], p).toBeUndefined();
+    expect([acceptsGzip("GZIP;q=0.5"), acceptsGzip("*"), acceptsGzip("*, gzip;q=0"), acceptsGzip(["br", "x-gzip"]), acceptsGzip("gzip;q=abc"), acceptsGzip(undefined)]).toEqual([true, true, false, true, false, false]);
   });
 
   it("signs a new checkpoint as events come, covering the last one's record", async () => {

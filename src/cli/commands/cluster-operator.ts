@@ -3,7 +3,7 @@
  * only `clusterReconcilerFactory` from the application layer: a dynamic import of the layer's door
  * would make every use case part of every command's start-up (ADR 0113).
  */
-import { clusterReconcilerFactory } from "../../compose/index.js";
+import { checkOperatorWitnesses, clusterReconcilerFactory } from "../../compose/index.js";
 import { registerOperator } from "./operator.js";
 
-export const register = registerOperator(clusterReconcilerFactory);
+export const register = registerOperator(clusterReconcilerFactory, { checkWitness: (text) => checkOperatorWitnesses([text]) });

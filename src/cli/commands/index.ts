@@ -29,7 +29,7 @@ export const COMMANDS: readonly CommandModule[] = [
   { names: ["plugin-host"], load: async () => { const { register } = await import("./plugin-host.js"); return register; } },
   { names: ["store", "migrate-store"], load: async () => { const { register } = await import("./store.js"); return register; } },
   { names: ["prove", "verify-proof", "export", "verify-export"], load: async () => { const { register } = await import("./proofs.js"); return register; } },
-  { names: ["export-tiles"], load: async () => { const { register } = await import("./tlog.js"); return register; } },
+  { names: ["export-tiles", "log-key"], load: async () => { const { register } = await import("./tlog.js"); return register; } },
   { names: ["witness"], load: async () => { const { register } = await import("./witness.js"); return register; } },
 ];
 

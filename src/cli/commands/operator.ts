@@ -10,7 +10,7 @@
 import type { Command } from "commander";
 import { pino } from "pino";
 import { CliError } from "../cli-error.js";
-import type { ReconcilerFactory } from "../../kube/index.js";
+import type { OperatorCheckpointSettings, ReconcilerFactory } from "../../kube/index.js";
 
 interface Options {
   kubeconfig?: string;
@@ -21,6 +21,11 @@ interface Options {
   leaderElectRenewDeadline: string;
   leaderElectRetryPeriod: string;
   json?: boolean;
+  checkpoints?: boolean;
+  checkpointEvery: string;
+  checkpointInterval: string;
+  logKey?: string;
+  witness?: string[];
 }
 
 /** The default data folder inside the operator's pod (the PVC's mount). */
@@ -43,8 +48,42 @@ function leaseTimes(o: Options): { leaseDurationSeconds: number; renewDeadlineSe
   return { leaseDurationSeconds, renewDeadlineSeconds, retryPeriodSeconds };
 }
 
+function repeatable(v: string, prev: string[] = []): string[] {
+  return [...prev, v];
+}
+
+/**
+ * The checkpoints the leader signs (docs/adr/0144), from the flags; each `--witness` is handed to
+ * `checkWitness`, which throws on a bad one (exit 2).
+ */
+function checkpointSettings(o: Options, checkWitness: (text: string) => void): OperatorCheckpointSettings | null {
+  const every = Number(o.checkpointEvery);
+  if (!/^[0-9]+$/.test(o.checkpointEvery) || every < 1 || every > 100_000_000) throw new CliError(`--checkpoint-every must be a whole number from 1 to 100000000, not ${JSON.stringify(o.checkpointEvery.slice(0, 32))}`);
+  const interval = Number(o.checkpointInterval);
+  if (!/^[0-9]+(\.[0-9]{1,3})?$/.test(o.checkpointInterval) || interval < 0.05 || interval > 86_400) throw new CliError(`--checkpoint-interval must be seconds from 0.05 to 86400, such as 1 or 0.5, not ${JSON.stringify(o.checkpointInterval.slice(0, 32))}`);
+  const witnesses = o.witness ?? [];
+  for (const w of witnesses) {
+    try {
+      checkWitness(w);
+    } catch (err) {
+      throw new CliError(err instanceof Error ? err.message : String(err));
+    }
+  }
+  if (o.checkpoints === false) {
+    if (witnesses.length > 0) throw new CliError("--witness asks witnesses to cosign checkpoints: it cannot go with --no-checkpoints");
+    return null;
+  }
+  return { every, intervalMs: Math.round(interval * 1000), witnesses, ...(o.logKey === undefined ? {} : { keyFile: o.logKey }) };
+}
+
+/** What `registerOperator` may be given beside the factory. */
+export interface OperatorCommandHooks {
+  /** Checks one `--witness` text, throwing a one-line reason (default: takes any). */
+  readonly checkWitness?: (text: string) => void;
+}
+
 /** A `register` for `openfief operator` driving the reconciler `factory` builds. */
-export function registerOperator(factory: ReconcilerFactory): (program: Command) => void {
+export function registerOperator(factory: ReconcilerFactory, hooks: OperatorCommandHooks = {}): (program: Command) => void {
   return (program) => {
     program
       .command("operator")
@@ -56,9 +95,15 @@ export function registerOperator(factory: ReconcilerFactory): (program: Command)
       .option("--leader-elect-lease-duration <s>", "seconds a leader's Lease lasts without renewal: a standby takes over this long after the leader dies", "15")
       .option("--leader-elect-renew-deadline <s>", "seconds a leader that cannot renew keeps leading (below the lease duration)", "10")
       .option("--leader-elect-retry-period <s>", "seconds between tries to acquire or renew the Lease", "2")
+      .option("--checkpoint-every <n>", "the leader signs a checkpoint of the log's Merkle tree every n events it appends", "10000")
+      .option("--checkpoint-interval <seconds>", "and every so many seconds while the log grows", "1")
+      .option("--log-key <file>", "the log's signing key (PRIVATE+KEY+<name>+…; default: the file $OPENFIEF_LOG_KEY_FILE names, the Secret openfief-log-key); without one the operator signs nothing")
+      .option("--no-checkpoints", "sign no checkpoints")
+      .option("--witness <url>", "a C2SP tlog-witness each signed checkpoint is submitted to, optionally followed by a space and its verifier key (repeatable)", repeatable)
       .option("--json", "log JSON lines (the default; kept for symmetry with other commands)")
       .action(async (opts: Options) => {
         const lease = leaseTimes(opts);
+        const checkpoints = checkpointSettings(opts, hooks.checkWitness ?? (() => undefined));
         const port = Number(opts.healthPort);
         if (!Number.isInteger(port) || port < 0 || port > 65535) throw new CliError(`--health-port must be a port number, not ${JSON.stringify(opts.healthPort)}`);
         const log = pino({ base: null, level: process.env["OPENFIEF_LOG_LEVEL"] ?? "info" });
@@ -76,6 +121,7 @@ export function registerOperator(factory: ReconcilerFactory): (program: Command)
               dataDir: opts.data,
               healthPort: port,
               ...lease,
+              checkpoints,
               log,
               signal: controller.signal,
             },

@@ -3,11 +3,21 @@
  * checkpoint, its tiles and entry bundles) in a folder any static web server can publish, each
  * file exactly what the console's `/tlog/<path>` serves. `--sign` first signs a checkpoint of the
  * whole log with the log's key (docs/adr/0141–0143).
+ *
+ * `openfief log-key FILE [--name NAME]`: makes a log signing key in a new file (0600), for a
+ * cluster's Secret (docs/adr/0144), and prints the verifier key anyone checks checkpoints with.
  */
+import { existsSync } from "node:fs";
+import { dirname } from "node:path";
 import type { Command } from "commander";
-import { checkExportDir, exportTiles, loadLogKey, signCheckpointNow } from "../../app/index.js";
+import { AppError, checkExportDir, exportTiles, loadLogKey, readLogKey, signCheckpointNow, writeNewLogKey } from "../../app/index.js";
 import { dataDir, print, printJson, withData, withJson, withLog } from "../context.js";
 import type { DataOptions } from "../context.js";
+
+interface LogKeyOptions {
+  name?: string;
+  json?: boolean;
+}
 
 interface ExportOptions extends DataOptions {
   sign?: boolean;
@@ -32,6 +42,21 @@ export function register(program: Command): void {
       else {
         print(`wrote the checkpoint of ${r.checkpoint.size} events (root ${r.checkpoint.root}), ${r.tiles} tile(s) and ${r.bundles} entry bundle(s) to ${r.dir}`);
         for (const s of r.skipped) print(`  left out ${s}: an event in it is over 65,535 bytes, which a bundle cannot hold (its proof carries it)`);
+      }
+    });
+
+  withJson(program.command("log-key"))
+    .argument("<file>", "the file to make (refused when it is there: a log's key is never replaced)")
+    .description("make a log signing key (Ed25519, C2SP signed-note) in a new file, readable by its owner only, and print its verifier key; for the cluster's Secret openfief-log-key")
+    .option("--name <name>", "the log's name, the origin line of its checkpoints (default: openfief/log/ and 16 hex digits of its public key)")
+    .action((file: string, o: LogKeyOptions) => {
+      if (!existsSync(dirname(file))) throw new AppError("usage", `cannot make ${file}: its folder ${dirname(file)} does not exist`, "FILE");
+      if (!writeNewLogKey(file, o.name)) throw new AppError("usage", `${file} is there: a log's key is never replaced (remove it first, if no checkpoint was signed with it)`, "FILE");
+      const key = readLogKey(file);
+      if (o.json === true) printJson({ file, origin: key.origin, verifierKey: key.verifierKey });
+      else {
+        print(`made the log key ${file} (mode 0600); checkpoints signed with it say ${key.origin}`);
+        print(`verifier key: ${key.verifierKey}`);
       }
     });
 }

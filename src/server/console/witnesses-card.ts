@@ -20,10 +20,12 @@ const STATUS: Record<WitnessState["status"], string> = {
 };
 
 function row(s: WitnessState, now: Date): Markup {
-  return html`<tr><td><code>${s.witness === "" ? s.url : s.witness}</code><br><span class="small muted">${s.url}</span></td>
-<td>${s.size === 0 ? html`<span class="muted">none yet</span>` : String(s.size)}</td>
-<td>${s.status === "refused" ? html`<strong>${STATUS[s.status]}</strong>` : STATUS[s.status]}${s.detail === "" ? "" : html`<br><span class="small">${s.detail}</span>`}</td>
-<td>${when(s.at === "" ? null : s.at, now)}</td></tr>`;
+  // Named by its key when it gave one (or it was given), its URL under it; else by its URL alone.
+  const name = s.witness === "" ? html`<code>${s.url}</code>` : html`<code>${s.witness}</code><br><span class="small muted">${s.url}</span>`;
+  return html`<tr><td data-label="Witness">${name}</td>
+<td data-label="Newest size cosigned">${s.size === 0 ? html`<span class="muted">none yet</span>` : String(s.size)}</td>
+<td data-label="Last answer">${s.status === "refused" ? html`<strong>${STATUS[s.status]}</strong>` : STATUS[s.status]}${s.detail === "" ? "" : html`<br><span class="small">${s.detail}</span>`}</td>
+<td data-label="When">${when(s.at === "" ? null : s.at, now)}</td></tr>`;
 }
 
 /** The witnesses' card, read from what the log keeps beside it (whichever process submitted). */
@@ -34,11 +36,11 @@ export async function witnessesCard(ctx: RequestContext): Promise<Markup> {
   const proofForm = html`<form method="get" action="/integrity/proof" class="inline"><label>Proof of event <input type="number" name="seq" min="1" required></label> <button type="submit">Download</button></form>
 <p class="small muted">A proof file holds the event, its inclusion proof and a signed checkpoint with its witnesses' cosignatures: <code>openfief verify-proof FILE --key KEY</code> checks it anywhere, offline.</p>`;
   if (states.length === 0) {
-    return html`<section class="card"><h2>Witnesses</h2><p>No witness cosigns this log's checkpoints yet. With <code>openfief up --witness URL</code> each checkpoint is sent to a witness that refuses to cosign a history other than the one it saw: then nobody, not even whoever holds the database, can show two histories unnoticed.</p>${proofForm}</section>`;
+    return html`<section class="card"><h2>Witnesses</h2><p>No witness cosigns this log's checkpoints yet. With <code>openfief up --witness URL</code> (in a cluster, the operator's <code>--witness</code>) each checkpoint is sent to a witness that refuses to cosign a history other than the one it saw: then nobody, not even whoever holds the database, can show two histories unnoticed.</p>${proofForm}</section>`;
   }
   return html`<section class="card ${refused ? "callout bad" : ""}"><h2>Witnesses ${checkBadge(!refused, "agree", "refused")}</h2>
 ${refused ? html`<p><strong>A witness refused a checkpoint of this log</strong> as inconsistent with one it cosigned before: the log may have been rewritten, or shown another history. Check it with <code>openfief verify-log --checkpoint</code> against a checkpoint kept elsewhere.</p>` : ""}
-<table><thead><tr><th>Witness</th><th>Newest size cosigned</th><th>Last answer</th><th>When</th></tr></thead><tbody>${states.map((s) => row(s, now))}</tbody></table>
+<div class="table-wrap"><table class="cards"><thead><tr><th>Witness</th><th>Newest size cosigned</th><th>Last answer</th><th>When</th></tr></thead><tbody>${states.map((s) => row(s, now))}</tbody></table></div>
 ${proofForm}</section>`;
 }
 
