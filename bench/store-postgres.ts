@@ -24,6 +24,7 @@
  *   BENCH_EVENTS=1000000 (largest log)   BENCH_RUNS=3 (runs per append figure)
  *   BENCH_PART=tables (only the tables' figures)   BENCH_COUNTED=100000 (events of the log counted)
  */
+import { readdirSync, readFileSync } from "node:fs";
 import { availableParallelism, loadavg } from "node:os";
 import pg from "pg";
 import { openPostgresLog } from "../src/events/postgres/index.js";
@@ -82,6 +83,51 @@ async function appendRate(log: EventLog, workload: Workload, n: number, per: num
   return count / await time(async () => { for (const b of batches) await log.append(b); });
 }
 
+/**
+ * CPU seconds used so far by the PostgreSQL server: the postmaster and every process it started
+ * (backends, WAL writer, checkpointer), from Linux's /proc; NaN elsewhere. With the benchmark's
+ * own CPU it prices an append in CPU, which the load of other work on the machine moves less than
+ * the wall clock.
+ */
+function serverCpuSeconds(postmaster: number): number {
+  try {
+    let ticks = 0;
+    for (const name of readdirSync("/proc")) {
+      if (!/^[0-9]+$/.test(name)) continue;
+      let stat: string;
+      try { stat = readFileSync(`/proc/${name}/stat`, "utf8"); } catch { continue; }
+      // The fields after the command's closing parenthesis: state, ppid, …; utime and stime are the 14th and 15th.
+      const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      if (Number(name) === postmaster || Number(f[1]) === postmaster) ticks += Number(f[11]) + Number(f[12]);
+    }
+    return ticks / 100;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/** The postmaster's pid (the parent of any backend), or NaN when /proc cannot tell. */
+function postmasterOf(server: Awaited<ReturnType<typeof startPostgres>>): number {
+  try {
+    const backend = Number(server.psql("SELECT pg_backend_pid()"));
+    const status = readFileSync(`/proc/${backend}/status`, "utf8");
+    return Number(/^PPid:\s+(\d+)/m.exec(status)?.[1] ?? Number.NaN);
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/** {@link appendRate}, also per CPU-second of this process and the server's processes together. */
+async function appendRates(log: EventLog, workload: Workload, n: number, per: number, postmaster: number): Promise<{ wall: number; cpu: number }> {
+  const batches = workload.batches(await log.head(), n, per);
+  const count = batches.reduce((s, b) => s + b.length, 0);
+  const c0 = process.cpuUsage();
+  const s0 = serverCpuSeconds(postmaster);
+  const wall = count / await time(async () => { for (const b of batches) await log.append(b); });
+  const c = process.cpuUsage(c0);
+  return { wall, cpu: count / ((c.user + c.system) / 1e6 + serverCpuSeconds(postmaster) - s0) };
+}
+
 /** The median of each run's ratio of x to y, in %: steadier than a ratio of medians when the load moves. */
 const ratio = (xs: readonly number[], ys: readonly number[]): number => median(xs.map((x, i) => (100 * x) / (ys[i] as number)));
 
@@ -120,7 +166,7 @@ async function appendComparison(server: Awaited<ReturnType<typeof startPostgres>
   return ratio(res.batched, res.rawBatched);
 }
 
-interface SizeFigures { size: number; append: number; pages: { wall: number; cpu: number }; lookups: Map<string, { p50: number; p95: number }> }
+interface SizeFigures { size: number; append: number; appendCpu: number; pages: { wall: number; cpu: number }; lookups: Map<string, { p50: number; p95: number }> }
 
 async function lookupLatencies(log: EventLog, rounds: number): Promise<Map<string, { p50: number; p95: number }>> {
   const head = await log.head();
@@ -168,6 +214,7 @@ function report(figures: readonly SizeFigures[], batchedRatio: number): void {
   console.log(`| figure | ${figures.map((f) => `${fmt(f.size)} events`).join(" | ")} |`);
   console.log(`| --- |${figures.map(() => " ---: |").join("")}`);
   console.log(`| batched append | ${figures.map((f) => `${fmt(f.append)} events/s`).join(" | ")} |`);
+  console.log(`| batched append, per CPU-second of this process and the server's | ${figures.map((f) => `${fmt(f.appendCpu)} events/s`).join(" | ")} |`);
   console.log(`| page read | ${figures.map((f) => `${fmt(f.pages.wall)} events/s`).join(" | ")} |`);
   console.log(`| page read, per CPU-second of the reading process | ${figures.map((f) => `${fmt(f.pages.cpu)} events/s`).join(" | ")} |`);
   for (const name of first.lookups.keys()) {
@@ -178,7 +225,7 @@ function report(figures: readonly SizeFigures[], batchedRatio: number): void {
   console.log(`- batched append / raw inserts: ${fmt(batchedRatio, 1)} % (median of the runs' ratios; ≥ 50 %)`);
   console.log(`- slowest single-event lookup at ${fmt(last.size)}: ${fmt(worst, 2)} ms median (< 5 ms)`);
   console.log(`- page read at ${fmt(last.size)}: ${fmt(last.pages.wall)} events/s (≥ 100,000); ${fmt(last.pages.cpu)} per CPU-second of the reading process`);
-  console.log(`- append at ${fmt(last.size)} / at ${fmt(first.size)}: ${fmt((100 * last.append) / first.append, 1)} % (≥ 80 %)`);
+  console.log(`- append at ${fmt(last.size)} / at ${fmt(first.size)}: ${fmt((100 * last.append) / first.append, 1)} % (≥ 80 %); per CPU-second of this process and the server's ${fmt((100 * last.appendCpu) / first.appendCpu, 1)} %`);
   console.log(`(load average when done: ${loadavg().map((l) => l.toFixed(2)).join(", ")} on ${availableParallelism()} cores)`);
 }
 
@@ -282,6 +329,7 @@ async function main(): Promise<void> {
     const db = server.createDatabase("grow");
     const log = await openPostgresLog({ url: server.urlFor(db) });
     const workload = new Workload(PLUGINS);
+    const postmaster = postmasterOf(server);
     const figures: SizeFigures[] = [];
     for (const size of SIZES) {
       const head = await log.head();
@@ -293,11 +341,11 @@ async function main(): Promise<void> {
         await appendRate(log, workload, fill, BATCH);
         console.log(`(filled to ${fmt(await log.head())} events in ${fmt((Date.now() - t0) / 1000, 1)} s)`);
       }
-      const rates: number[] = [];
-      for (let i = 0; i < 4; i++) rates.push(await appendRate(log, workload, measured / 4, BATCH));
-      figures.push({ size: await log.head(), append: median(rates), pages: await pageRate(log), lookups: await lookupLatencies(log, workload.rounds) });
+      const rates: { wall: number; cpu: number }[] = [];
+      for (let i = 0; i < 4; i++) rates.push(await appendRates(log, workload, measured / 4, BATCH, postmaster));
+      figures.push({ size: await log.head(), append: median(rates.map((r) => r.wall)), appendCpu: median(rates.map((r) => r.cpu)), pages: await pageRate(log), lookups: await lookupLatencies(log, workload.rounds) });
       const f = figures[figures.length - 1] as SizeFigures;
-      console.log(`at ${fmt(f.size)} events: batched append ${fmt(f.append)} events/s, pages ${fmt(f.pages.wall)} events/s (${fmt(f.pages.cpu)} per CPU-second of this process)`);
+      console.log(`at ${fmt(f.size)} events: batched append ${fmt(f.append)} events/s (${fmt(f.appendCpu)} per CPU-second of this process and the server's), pages ${fmt(f.pages.wall)} events/s (${fmt(f.pages.cpu)} per CPU-second of this process)`);
     }
     report(figures, batchedRatio);
     await log.close();

@@ -5,6 +5,9 @@
  *   BENCH_EVENTS=1000000 (size of the large log)   BENCH_RUNS=5 (runs per append figure)
  *   BENCH_ONLY=owner (only the owner writes, FULL against NORMAL)   BENCH_OWNER_WRITES=400
  *   BENCH_ONLY=tree (only the Merkle tree's figures: bench/store-tree.ts)
+ *   BENCH_ONLY=scale (only the figures as the log grows, 10^4 to BENCH_EVENTS, and at the largest)
+ *   BENCH_ONLY=none (with --store postgres: only the PostgreSQL figures)
+ *   BENCH_ONLY=frames (the pages one batch writes, by table and index: bench/store-frames.ts)
  *   --store postgres: then the same figures for the log on PostgreSQL (bench/store-postgres.ts), in
  *   the same run, beside these
  *
@@ -26,6 +29,7 @@ import { checkDecisions } from "../src/projections/check-decisions.js";
 import { recheckAddresses } from "../src/egress/index.js";
 import { Workload } from "./workload.js";
 import { treeBench } from "./store-tree.js";
+import { framesBench } from "./store-frames.js";
 import { OWNER_CLI } from "../src/app/actor.js";
 import { applyResources, deleteResource } from "../src/app/owner-edits.js";
 import { parseResources } from "../src/app/resources.js";
@@ -253,6 +257,9 @@ try {
   // BENCH_ONLY=owner: only the owner writes' figure (seconds, not minutes).
   if (process.env.BENCH_ONLY === "owner") await ownerWrites();
   else if (process.env.BENCH_ONLY === "tree") await treeBench();
+  else if (process.env.BENCH_ONLY === "scale") await scale();
+  else if (process.env.BENCH_ONLY === "frames") await framesBench();
+  else if (process.env.BENCH_ONLY === "none") { /* only the PostgreSQL figures, with --store postgres */ }
   else {
     await appendComparison();
     await ownerWrites();

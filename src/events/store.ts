@@ -71,13 +71,14 @@ export async function openSqliteLog(opts: StoreOptions): Promise<SqliteEventLog>
   database.pragma(opts.durable === true ? "synchronous = FULL" : "synchronous = NORMAL");
   database.pragma("foreign_keys = ON");
   database.pragma("busy_timeout = 5000");
-  // The file memory-mapped (reads need no copy into SQLite's cache), and 64 MiB of page cache
-  // (default 2 MiB) for the pages appends change: the index pages at the end of each stream, one
-  // per stream and type, which stay hot. Not more: at the end of every write transaction SQLite
-  // walks its cache to drop the pages past the database's end, and with 256 MiB, filled as the
-  // log grew, that walk became the largest single cost of a commit at a million events.
-  database.pragma("cache_size = -65536");
-  database.pragma("mmap_size = 1073741824");
+  // 8 MiB of page cache and no memory-mapping (docs/adr/0148). At the end of a commit whose index
+  // pages split, SQLite walks its whole cache (a split renumbers pages through a number past the
+  // file's end), so every cached page costs every such commit, while the pages that stay hot for
+  // appends (each stream's last index pages) are few. And once the indexes spread over hundreds
+  // of megabytes, reading the pages an append changes through a mapping of the file cost the
+  // appending thread more (page faults, page-table work) than reading them with read().
+  database.pragma("cache_size = -8192");
+  database.pragma("mmap_size = 0");
   // Appends never copy the WAL back into the file: the store's checkpoint thread does (checkpointer.ts).
   database.pragma("wal_autocheckpoint = 0");
   try {
