@@ -129,7 +129,7 @@ function checkApprovedGrant(name: string, spec: GrantSpec): void {
   if (parsed.ok) return;
   const first = parsed.errors[0];
   const more = parsed.errors.length > 1 ? ` (and ${parsed.errors.length - 1} more)` : "";
-  throw new AppError("conflict", `${name}: nothing approved: the grant would not hold, at ${first?.path ?? "spec"}: ${first?.message ?? "invalid"}${more}; apply a PluginGrant naming that role's Secret in spec.secretRoles[].secret instead`, first?.path);
+  throw new AppError("conflict", `${name}: nothing approved (conflict): the grant would not hold, at ${first?.path ?? "spec"}: ${first?.message ?? "invalid"}${more}; apply a PluginGrant naming that role's Secret in spec.secretRoles[].secret instead`, first?.path);
 }
 
 /** What a plugin's current version waits for, as the log stands at `version` of its stream, and what keeps it from running whatever is approved. */
