@@ -12,7 +12,7 @@ const ERROR_TEXT: Readonly<Record<number, string>> = {
   401: "no session, or an expired or invalid one (code unauthorized)",
   403: "the role may not do this, or the write came from another site (code forbidden)",
   404: "no such plugin or decision (code not_found)",
-  409: "the state does not allow it (code conflict), or an approval for a version that cannot run whatever is approved (code spec_invalid, signature_refused or config_refused: the blocker)",
+  409: "the state does not allow it (code conflict), an approval for a version that cannot run whatever is approved (code spec_invalid, signature_refused or config_refused: the blocker), or an uninstall while another instance runs the plugin's module (code plugin_pinned)",
   412: "the plugin changed since the If-Match version: nothing was changed (code precondition_failed)",
   413: "a body or query over its limit (code too_large)",
   415: "a body in a media type the route does not read (code unsupported_media_type)",
@@ -71,6 +71,17 @@ const paths: Record<string, Record<string, Json>> = {
       summary: "approve exactly what is pending, at the If-Match version",
       parameters: [ref("Name"), ref("IfMatch")],
       responses: { ...ok("what was added", { $ref: "#/components/schemas/Approved" }, ETAG), ...errors(...WRITE_ERRORS, 404, 409, 412, 428) },
+      security: SECURED,
+    },
+  },
+  "/api/v1/plugins/{name}/uninstall": {
+    post: {
+      summary: "uninstall a plugin and leave nothing behind, as openfief delete --purge: the intent is recorded with the Plugin's and grant's deletion, and the reconciler removes its objects, its own Secrets and its module and records plugin.uninstalled",
+      parameters: [ref("Name"), ref("IfMatchOptional")],
+      responses: {
+        202: { description: "the intent recorded (or, resumed, the open one); the reconciler carries it out", content: { "application/json": { schema: { $ref: "#/components/schemas/UninstallRequest" } } } },
+        ...errors(...WRITE_ERRORS, 404, 409, 412),
+      },
       security: SECURED,
     },
   },
@@ -137,7 +148,7 @@ const parameters: Record<string, Json> = {
   Buckets: q("buckets", "how many equal buckets of time (1 to 200, default 24)", { type: "integer", minimum: 1, maximum: 200 }),
   Egress: q("egress", "include the plugin's egress decisions", { enum: ["true", "false"] }),
   IfMatch: { name: "If-Match", in: "header", required: true, description: "the plugin's version the owner looked at (its ETag)", schema: { type: "string" } },
-  IfMatchOptional: { name: "If-Match", in: "header", required: false, description: "the plugin's version the owner looked at; without it the delete re-reads the facts", schema: { type: "string" } },
+  IfMatchOptional: { name: "If-Match", in: "header", required: false, description: "the plugin's version the owner looked at; without it the write re-reads the facts", schema: { type: "string" } },
   LastEventId: { name: "Last-Event-ID", in: "header", required: false, description: "resume after this sequence number (sent by EventSource on reconnect)", schema: { type: "string" } },
 };
 
@@ -160,6 +171,11 @@ const schemas: Record<string, Json> = {
     running: { type: ["object", "null"] }, pending: { oneOf: [{ $ref: "#/components/schemas/PendingApproval" }, { type: "null" }] }, why: { type: ["object", "null"] }, timeline: { type: "object" },
   }, ["name", "version", "row"]),
   Approved: obj({ name: { type: "string" }, approved: { type: "object" }, seq: { type: ["integer", "null"] }, version: { type: "integer" } }, ["name", "approved", "seq", "version"]),
+  UninstallRequest: obj({
+    name: { type: "string" }, seq: { type: "integer", description: "the plugin.uninstall.requested event" }, grant: { type: "boolean", description: "whether the grant goes" },
+    secrets: { type: "array", items: { type: "string" }, description: "the Secrets that go" }, module: { type: ["string", "null"], description: "the module that goes" },
+    resumed: { type: "boolean", description: "the log already held this intent, still open" },
+  }, ["name", "seq", "grant", "secrets", "module", "resumed"]),
   Deleted: obj({ kind: { enum: ["plugin", "grant"] }, name: { type: "string" }, seq: { type: "integer" } }, ["kind", "name", "seq"]),
   Event: obj({
     seq: { type: "integer" }, stream: { type: "string" }, version: { type: "integer" }, type: { type: "string" }, schemaVersion: { type: "integer" }, time: { type: "string" },
