@@ -12,7 +12,7 @@
 import { pluginStream, StoreError } from "../events/index.js";
 import type { EventLog } from "../events/index.js";
 import { defaultSecretName, EMPTY_GRANT_SPEC, EMPTY_PENDING, isEmptyPending, needsApproval, parseGrant, parsePlugin, sortRules, validateConfig } from "../plugins/index.js";
-import type { FieldError, GrantSpec, JsonValue, Pending } from "../plugins/index.js";
+import type { FieldError, GrantSpec, JsonValue, Pending, SecretRole } from "../plugins/index.js";
 import { standingBlockers } from "../projections/index.js";
 import type { HardBlocker } from "../projections/index.js";
 import type { Actor } from "./actor.js";
@@ -97,6 +97,8 @@ export interface Approved {
   readonly seq: number | null;
   /** The plugin's stream version after the approval. */
   readonly version: number;
+  /** Each Secret role approved now with the instance's Secret it mounts (docs/adr/0151); absent when none. */
+  readonly secretRoles?: readonly SecretRole[];
 }
 
 /**
@@ -214,7 +216,8 @@ export async function appendApproval(store: EventLog, name: string, actor: Actor
     { expected: { [pluginStream(name)]: plan.version } },
   );
   if (e === undefined) throw new AppError("internal", "the store appended nothing");
-  return { name, approved: plan.pending, seq: e.seq, version: e.version };
+  const roles = (plan.spec.secretRoles ?? []).filter((r) => plan.pending.secrets.includes(r.role));
+  return { name, approved: plan.pending, seq: e.seq, version: e.version, ...(roles.length === 0 ? {} : { secretRoles: roles }) };
 }
 
 async function lastOf(store: EventLog, stream: string, types: readonly ("plugin.observed" | "plugin.deleted" | "grant.observed" | "grant.deleted")[], version: number): Promise<string | null> {

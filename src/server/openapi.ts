@@ -170,7 +170,10 @@ const schemas: Record<string, Json> = {
     name: { type: "string" }, version: { type: "integer" }, row: { $ref: "#/components/schemas/PluginRow" }, asked: { type: ["object", "null"] }, grant: { type: ["object", "null"] },
     running: { type: ["object", "null"] }, pending: { oneOf: [{ $ref: "#/components/schemas/PendingApproval" }, { type: "null" }] }, why: { type: ["object", "null"] }, timeline: { type: "object" },
   }, ["name", "version", "row"]),
-  Approved: obj({ name: { type: "string" }, approved: { type: "object" }, seq: { type: ["integer", "null"] }, version: { type: "integer" } }, ["name", "approved", "seq", "version"]),
+  Approved: obj({
+    name: { type: "string" }, approved: { type: "object" }, seq: { type: ["integer", "null"] }, version: { type: "integer" },
+    secretRoles: { type: "array", items: obj({ role: { type: "string" }, secret: { type: "string" } }, ["role", "secret"]), description: "each Secret role approved now with the plugin's own Secret it mounts; absent when none" },
+  }, ["name", "approved", "seq", "version"]),
   UninstallRequest: obj({
     name: { type: "string" }, seq: { type: "integer", description: "the plugin.uninstall.requested event" }, grant: { type: "boolean", description: "whether the grant goes" },
     secrets: { type: "array", items: { type: "string" }, description: "the Secrets that go" }, module: { type: ["string", "null"], description: "the module that goes" },

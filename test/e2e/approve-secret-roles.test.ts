@@ -65,7 +65,7 @@ describe("openfief approve with Secret roles (the bundle, as a process)", () => 
     for (const name of ["ledger-a", "ledger-b"]) {
       const r = await spawnOpenfief(["approve", name, ...data()]);
       expect(r.code, r.stderr).toBe(0);
-      expect(r.stdout).toContain("ledger-view-session");
+      expect(r.stdout).toContain(`Secret role ledger-view-session mounts this instance's Secret ${name}-ledger-view-session`);
     }
     const grants = (await events()).filter((e) => e.type === "grant.observed");
     expect(grants.map((e) => [e.stream, e.data["spec"]])).toEqual([
