@@ -69,6 +69,7 @@ export async function checkLogDecisions(store: EventLog, opts: { rules?: Decider
 const PART: Readonly<Record<Divergence["field"], string>> = {
   inputs: "inputs", plan: "plan", rules: "rules", "egress.list": "allow-list answer", "egress.address": "dialed address",
   "egress.refusal": "address refusal", "egress.rules": "rules",
+  "catalog.event": "catalog event", "catalog.publishers": "catalog publishers", "catalog.outcome": "outcome",
 };
 
 /** The rules of each family and the decisions checked under each version, in a line. */
