@@ -11,7 +11,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { openStore } from "../events/index.js";
-import type { EventLog, JsonValue, SignatureVerdict } from "../events/index.js";
+import type { EventLog, SignatureVerdict } from "../events/index.js";
+import type { JsonValue } from "../plugins/index.js";
 import { checkDecisions } from "./check-decisions.js";
 
 const TEXT = readFileSync(new URL("../../catalog/plugins.json", import.meta.url), "utf8");
@@ -58,7 +59,7 @@ describe("the catalog part of a signature verdict, re-decided", () => {
   it("reproduces a verified verdict from the catalog it cites, and counts it", async () => {
     const { r, found } = await check(verdict());
     expect(found).toEqual([]);
-    expect(r.checked).toBe(1);
+    expect([r.checked, r.verdicts]).toEqual([0, 1]);
   });
 
   it("reproduces an unverified one: signed by the owner only, and a publisher signing a digest the catalog does not pin", async () => {
@@ -93,6 +94,6 @@ describe("the catalog part of a signature verdict, re-decided", () => {
     const { catalogEvent: _c, ...old } = verdict({ outcome: "unverified" });
     const { r, found } = await check(old);
     expect(found).toEqual([]);
-    expect(r.checked).toBe(0);
+    expect(r.verdicts).toBe(0);
   });
 });

@@ -73,6 +73,11 @@ export interface CheckResult {
    * access review the cluster answered and the log does not hold.
    */
   readonly notRedecided: Readonly<Record<"gateway", FamilyRules>>;
+  /**
+   * Signature verdicts whose catalog part was re-decided from the catalog each cites (not counted
+   * in `checked`); those it does not reproduce are divergences of family `signature`.
+   */
+  readonly verdicts: number;
 }
 
 /** The rules each family re-decides with: the released ones, or a test's with a version more. */
@@ -153,6 +158,8 @@ export class DecisionChecker {
       upgrades: [...this.#upgrades],
       rules: { rollout: familyRules(this.#rules.today.version, this.#byRules), egress: familyRules(EGRESS_RULES.today.version, new Map()) },
       notRedecided: { gateway: familyRules(GATEWAY_RULES_VERSION, new Map()) },
+      // The rollout checker alone: verdicts are re-checked by checkCatalogVerdicts.
+      verdicts: 0,
     };
   }
 
@@ -201,10 +208,11 @@ export async function checkDecisions(
   more.push(...catalog.divergences.map((d): Divergence => ({ seq: d.seq, name: d.image, family: "signature", rules: CATALOG_RULES, field: `catalog.${d.field}`, recorded: d.recorded, expected: d.expected })));
   const upgrades = egress.upgrades.map((u): UpgradeEffect => ({ seq: u.seq, name: u.plugin, family: "egress", rules: u.rules, today: u.today, field: `egress.${u.field}`, before: u.before, after: u.after }));
   return {
-    checked: rollouts.checked + egress.checked + catalog.checked,
+    checked: rollouts.checked + egress.checked,
     divergences: [...rollouts.divergences, ...more].sort((a, b) => a.seq - b.seq),
     upgrades: [...rollouts.upgrades, ...upgrades].sort((a, b) => a.seq - b.seq),
     rules: { rollout: rollouts.rules.rollout, egress: familyRules(egressRules.today.version, egress.byRules) },
     notRedecided: { gateway: familyRules(GATEWAY_RULES_VERSION, gateway) },
+    verdicts: catalog.checked,
   };
 }

@@ -109,7 +109,8 @@ const paths: Record<string, Record<string, Json>> = {
   "/api/v1/verify-log": { get: get("the hash chain and guards", { ...ok("the result", obj({ ok: { type: "boolean" }, chain: { type: "object" }, guards: { type: "object" } }, ["ok", "chain", "guards"])), ...errors(...READ_ERRORS) }) },
   "/api/v1/check-decisions": { get: get("the decisions re-checked", { ...ok("the result: each decision re-decided under the rules it names (divergences fail), and under today's rules when older (upgrades, apart)", obj({
     checked: { type: "integer" }, reproduced: { type: "integer" }, diverged: { type: "integer" }, upgraded: { type: "integer" },
-    divergences: { type: "array" }, upgrades: { type: "array" }, rules: { type: "object" }, notRedecided: { type: "object" },
+    divergences: { type: "array", description: "decisions, and (family signature) signature verdicts whose catalog part the catalog they cite does not reproduce" }, upgrades: { type: "array" }, rules: { type: "object" }, notRedecided: { type: "object" },
+    verdicts: { type: "integer", description: "signature verdicts whose catalog part was re-decided from the catalog.observed each cites" },
   }, ["checked", "reproduced", "diverged", "upgraded", "divergences", "upgrades", "rules", "notRedecided"])), ...errors(...READ_ERRORS) }) },
   "/api/v1/egress/decisions": { get: get("egress decisions", { ...ok("a page", obj({ decisions: { type: "array" }, next: { type: ["integer", "null"] } }, ["decisions", "next"])), ...errors(...READ_ERRORS) }, [ref("PluginFilter"), ref("Host"), ref("Outcome"), ref("After"), ref("Limit")]) },
   "/api/v1/egress/summary": { get: get("egress counted by destination and over time", { ...ok("the summary", { type: "object" }), ...errors(...READ_ERRORS) }, [ref("PluginFilter"), ref("Since"), ref("Until"), ref("Buckets")]) },
