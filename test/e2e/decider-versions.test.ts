@@ -60,7 +60,7 @@ describe("check-decisions on the demo's log", () => {
     expect(lines[0]).toBe(`${rollouts + 1} decisions re-checked: every one reproduces`);
     expect(lines[1]).toBe(`  rollout: rules 1 today, ${rollouts} decisions made under rules 1; egress: rules 1 today, 1 decisions made under rules 1`);
     // The demo's signature verdicts cite the catalog they were decided with: their catalog part reproduces.
-    expect(lines[2]).toMatch(/^  signature verdicts: the catalog part of [1-9]\d* re-checked against the catalog each cites: every one reproduces$/);
+    expect(lines[2]).toMatch(/^ {2}signature verdicts: the catalog part of [1-9]\d* re-checked against the catalog each cites: every one reproduces$/);
     expect(lines).toHaveLength(3);
 
     const json = await spawnOpenfief(["check-decisions", "--json", ...data]);
