@@ -118,6 +118,7 @@ export const FIELDS: Readonly<Record<string, string>> = {
   "plugin.uninstalled.grant": "Whether the grant went.",
   "plugin.uninstalled.secrets": "The Secrets deleted.",
   "plugin.uninstalled.absent": "The Secrets the intent named that were not found (never created, or removed before a crash).",
+  "plugin.uninstalled.resources": "The Plugin and PluginGrant resources the operator deleted from the cluster (`removed`) or found gone (`absent`), so that nothing observes them back; empty where the log holds them (`up`, the CLI) and in version 1, recorded before the operator deleted them.",
   "plugin.uninstalled.module": "The module removed, or null.",
   "signature.verdict.catalogEvent": "The seq of the `catalog.observed` event recording the catalog the verdict was decided with; absent in verdicts recorded before catalogs were.",
   "catalog.observed.sha256": "The SHA-256 of the catalog file's bytes, as a verdict's `catalog` names it.",

@@ -61,7 +61,7 @@ export async function checkLogDecisions(store: EventLog, opts: { rules?: Decider
   // Egress decisions are re-decided too; their address step is the proxy's own (ADR 0032), by rules version.
   const r = await checkDecisions(store, { egressAddresses: ADDRESS_RULES, ...(opts.rules === undefined ? {} : { rules: opts.rules }) });
   // A decision whose inputs and plan both differ is one decision that does not reproduce.
-  const diverged = new Set(r.divergences.map((d) => d.seq)).size;
+  const diverged = new Set(r.divergences.filter((d) => d.family !== "signature").map((d) => d.seq)).size;
   return { ...r, reproduced: r.checked - diverged, diverged, upgraded: new Set(r.upgrades.map((u) => u.seq)).size };
 }
 
@@ -69,6 +69,7 @@ export async function checkLogDecisions(store: EventLog, opts: { rules?: Decider
 const PART: Readonly<Record<Divergence["field"], string>> = {
   inputs: "inputs", plan: "plan", rules: "rules", "egress.list": "allow-list answer", "egress.address": "dialed address",
   "egress.refusal": "address refusal", "egress.rules": "rules",
+  "catalog.event": "catalog event", "catalog.publishers": "catalog publishers", "catalog.outcome": "outcome",
 };
 
 /** The rules of each family and the decisions checked under each version, in a line. */
@@ -89,16 +90,23 @@ function rulesLine(r: DecisionsCheck): string {
 /** `check-decisions` as lines of text: what reproduces, what diverges, and an upgrade's effects apart. */
 export function decisionsCheckLines(r: DecisionsCheck): string[] {
   const out: string[] = [];
-  if (r.divergences.length === 0) out.push(`${r.checked} decisions re-checked: every one reproduces`);
+  const decisions = r.divergences.filter((d) => d.family !== "signature");
+  const verdicts = r.divergences.filter((d) => d.family === "signature");
+  if (decisions.length === 0) out.push(`${r.checked} decisions re-checked: every one reproduces`);
   else {
     out.push(`${r.diverged} of ${r.checked} decisions do not reproduce under the rules they name (a bug or tampering):`);
-    for (const d of r.divergences) {
+    for (const d of decisions) {
       out.push(d.field === "rules" || d.field === "egress.rules"
         ? `  event ${d.seq} (${d.name}): names ${d.family} rules ${d.rules}, which this release does not know (it has ${String(d.expected)})`
         : `  event ${d.seq} (${d.name}): the recorded ${PART[d.field]} differ from what ${d.family} rules ${d.rules} decide`);
     }
   }
   out.push(`  ${rulesLine(r)}`);
+  // The catalog part of signature verdicts, re-decided from the catalog each cites (docs/adr/0158).
+  if (verdicts.length > 0) {
+    out.push(`${new Set(verdicts.map((d) => d.seq)).size} of ${r.verdicts} signature verdicts do not reproduce the catalog they cite (a bug or tampering):`);
+    for (const d of verdicts) out.push(`  event ${d.seq} (${d.name}): the recorded ${PART[d.field]} ${d.field === "catalog.outcome" ? "differs from" : "differ from"} what the recorded catalog gives: ${JSON.stringify(d.expected)}`);
+  } else if (r.verdicts > 0) out.push(`  signature verdicts: the catalog part of ${r.verdicts} re-checked against the catalog each cites: every one reproduces`);
   if (r.upgrades.length > 0) {
     out.push(`${r.upgraded} decisions made under older rules would be decided differently under today's (an upgrade's effect, not a fault):`);
     for (const u of r.upgrades) out.push(`  event ${u.seq} (${u.name}): its ${PART[u.field]} under ${u.family} rules ${u.rules}, another under today's ${u.today}`);

@@ -11,8 +11,8 @@
  */
 import { pluginStream, StoreError } from "../events/index.js";
 import type { EventLog } from "../events/index.js";
-import { EMPTY_GRANT_SPEC, EMPTY_PENDING, isEmptyPending, needsApproval, parseGrant, parsePlugin, sortRules, validateConfig } from "../plugins/index.js";
-import type { FieldError, GrantSpec, JsonValue, Pending } from "../plugins/index.js";
+import { defaultSecretName, EMPTY_GRANT_SPEC, EMPTY_PENDING, isEmptyPending, needsApproval, parseGrant, parsePlugin, sortRules, validateConfig } from "../plugins/index.js";
+import type { FieldError, GrantSpec, JsonValue, Pending, SecretRole } from "../plugins/index.js";
 import { standingBlockers } from "../projections/index.js";
 import type { HardBlocker } from "../projections/index.js";
 import type { Actor } from "./actor.js";
@@ -97,18 +97,41 @@ export interface Approved {
   readonly seq: number | null;
   /** The plugin's stream version after the approval. */
   readonly version: number;
+  /** Each Secret role approved now with the instance's Secret it mounts (docs/adr/0151); absent when none. */
+  readonly secretRoles?: readonly SecretRole[];
 }
 
-/** The grant with the pending permissions added: the grant's lists in their order, then the new entries. */
-export function grantWithPending(grant: GrantSpec, pending: Pending): GrantSpec {
+/**
+ * The grant of plugin `name` with the pending permissions added: the grant's lists in their order,
+ * then the new entries. A pending Secret role is approved in `secretRoles` and mapped to this
+ * instance's own Secret, `<name>-<role>` (docs/adr/0160, 0151), never added to the old `secrets`
+ * list, which mounts the Secret named as the role and so is shared by every instance of an image.
+ * `secretRoles` is written only when it holds a role, so a grant without Secrets reads as before.
+ */
+export function grantWithPending(grant: GrantSpec, pending: Pending, name: string): GrantSpec {
   const rules = [...(grant.rbac ?? []), ...(pending.rbac ?? [])];
+  const roles = [...(grant.secretRoles ?? []), ...pending.secrets.map((role) => ({ role, secret: defaultSecretName(name, role) }))];
   return {
     capabilities: [...grant.capabilities, ...pending.capabilities],
     egress: [...grant.egress, ...pending.egress],
-    secrets: [...grant.secrets, ...pending.secrets],
+    secrets: [...grant.secrets],
+    ...(roles.length === 0 ? {} : { secretRoles: roles }),
     dataTiers: [...grant.dataTiers, ...pending.dataTiers],
     ...(rules.length === 0 ? {} : { rbac: sortRules(rules) }),
   };
+}
+
+/**
+ * Refuses (`conflict`, naming the field) an approval whose grant would not parse: a pending role
+ * whose default Secret `<name>-<role>` the grant already mounts for another role, or one too long
+ * for Kubernetes. The owner names that role's Secret in the grant instead (`spec.secretRoles[].secret`).
+ */
+function checkApprovedGrant(name: string, spec: GrantSpec): void {
+  const parsed = parseGrant({ name, spec });
+  if (parsed.ok) return;
+  const first = parsed.errors[0];
+  const more = parsed.errors.length > 1 ? ` (and ${parsed.errors.length - 1} more)` : "";
+  throw new AppError("conflict", `${name}: nothing approved (conflict): the grant would not hold, at ${first?.path ?? "spec"}: ${first?.message ?? "invalid"}${more}; apply a PluginGrant naming that role's Secret in spec.secretRoles[].secret instead`, first?.path);
 }
 
 /** What a plugin's current version waits for, as the log stands at `version` of its stream, and what keeps it from running whatever is approved. */
@@ -181,7 +204,9 @@ export async function planApproval(store: EventLog, name: string, expectedVersio
     const code = BLOCKER_REFUSAL[first.code];
     throw new AppError(code, `${name}: nothing approved (${code}): the version asked for cannot run whatever is approved, because ${blockers.map(blockerPhrase).join("; and ")}; fix that first`);
   }
-  return { pending, grant, spec: isEmptyPending(pending) ? null : grantWithPending(grant, pending), version, pluginSeq };
+  const spec = isEmptyPending(pending) ? null : grantWithPending(grant, pending, name);
+  if (spec !== null) checkApprovedGrant(name, spec);
+  return { pending, grant, spec, version, pluginSeq };
 }
 
 /** Appends a planned approval as `actor`'s grant edit, expecting the plan's version (a conflict is the store's `conflict`). */
@@ -191,7 +216,8 @@ export async function appendApproval(store: EventLog, name: string, actor: Actor
     { expected: { [pluginStream(name)]: plan.version } },
   );
   if (e === undefined) throw new AppError("internal", "the store appended nothing");
-  return { name, approved: plan.pending, seq: e.seq, version: e.version };
+  const roles = (plan.spec.secretRoles ?? []).filter((r) => plan.pending.secrets.includes(r.role));
+  return { name, approved: plan.pending, seq: e.seq, version: e.version, ...(roles.length === 0 ? {} : { secretRoles: roles }) };
 }
 
 async function lastOf(store: EventLog, stream: string, types: readonly ("plugin.observed" | "plugin.deleted" | "grant.observed" | "grant.deleted")[], version: number): Promise<string | null> {

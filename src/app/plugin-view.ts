@@ -148,7 +148,7 @@ export async function pendingApproval(store: EventLog, name: string, version?: n
   try {
     const p = await pendingOf(store, name, version ?? await store.version(pluginStream(name)));
     if (isEmptyPending(p.pending)) return null;
-    return { name, pending: p.pending, text: describePending(p.pending), grantAfter: grantWithPending(p.grant, p.pending), version: p.version, blockers: p.blockers };
+    return { name, pending: p.pending, text: describePending(p.pending), grantAfter: grantWithPending(p.grant, p.pending, name), version: p.version, blockers: p.blockers };
   } catch (err) {
     // A deleted plugin has nothing an approval could add.
     if (err instanceof AppError && err.code === "not_found") return null;

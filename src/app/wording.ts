@@ -212,6 +212,13 @@ export function grantChange(before: JsonValue | null, after: JsonValue | null): 
   return [...now.filter((i) => !had.has(i)).map((i) => `+${i}`), ...was.filter((i) => !has.has(i)).map((i) => `−${i}`)];
 }
 
+/** The cluster's resources a purge deleted, as a clause (empty where the log held them). */
+function clusterResourcesText(resources: readonly { readonly kind: string; readonly outcome: string }[]): string {
+  const removed = resources.filter((r) => r.outcome === "removed").map((r) => r.kind);
+  const absent = resources.filter((r) => r.outcome === "absent").map((r) => r.kind);
+  return `${removed.length === 0 ? "" : `; deleted its ${removed.join(" and ")} from the cluster`}${absent.length === 0 ? "" : `; its ${absent.join(" and ")} already gone from the cluster`}`;
+}
+
 /** What an uninstall removes, in words: `its objects, its grant, Secret a, Secret b`. */
 export function removalText(r: { readonly grant: boolean; readonly secrets: readonly string[]; readonly module: string | null }): string {
   const parts = ["its objects and allow-list entry", ...(r.grant ? ["its grant"] : []), ...r.secrets.map((n) => `Secret ${n}`), ...(r.module === null ? [] : [`module ${r.module.slice(0, 12)}`])];
@@ -268,7 +275,7 @@ const DESCRIBE: { readonly [T in KnownEvent["type"]]: (e: Extract<KnownEvent, { 
   "signature.verdict": (e) => `the signature check of ${e.data.image}: ${verdictText({ outcome: e.data.outcome, reason: e.data.reason ?? null, signers: e.data.signers })}`,
   "grant.verdict": (e) => (e.data.ok ? `the grant of event ${e.data.grant} mounts only this instance's own Secrets` : `the grant of event ${e.data.grant} was refused, so it approves nothing: ${e.data.errors.map((x) => `${x.path}: ${x.message}`).join("; ")}`),
   "plugin.uninstall.requested": (e) => `${e.actor} asked to uninstall the plugin and remove ${removalText(e.data)}`,
-  "plugin.uninstalled": (e) => `the plugin was uninstalled: removed ${removalText({ grant: e.data.grant, secrets: e.data.secrets, module: e.data.module })}${e.data.absent.length === 0 ? "" : `; ${e.data.absent.map((n) => `Secret ${n}`).join(", ")} already gone`}`,
+  "plugin.uninstalled": (e) => `the plugin was uninstalled: removed ${removalText({ grant: e.data.grant, secrets: e.data.secrets, module: e.data.module })}${e.data.absent.length === 0 ? "" : `; ${e.data.absent.map((n) => `Secret ${n}`).join(", ")} already gone`}${clusterResourcesText(e.data.resources)}`,
   "catalog.observed": (e) => catalogObservedText(e.data.sha256, e.data.entries),
   "config.verdict": (e) => (e.data.ok ? `the config matches the schema of ${e.data.image}` : `the config does not match the schema of ${e.data.image}: ${e.data.errors.map((x) => `${x.path}: ${x.message}`).join("; ")}`),
   "rollout.decided": (e) => decisionSentence(e),

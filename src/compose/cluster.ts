@@ -18,6 +18,7 @@ import type { ApplyRecord, DeployedStatus, PluginMeta, ReconcilerFactory, Signat
 import { EMPTY_PENDING, formatErrors, parseImageRef, validateTopology } from "../plugins/index.js";
 import type { PluginState, VerdictState } from "../projections/index.js";
 import { previousVersion, Projector, specManifestDigest, standingVerdict } from "../projections/index.js";
+import { openIntent } from "../reconciler/index.js";
 import { startOperatorCheckpoints } from "./operator-checkpoints.js";
 import { EMBEDDED_TOPOLOGY, openRuntime } from "./runtime.js";
 import { storeLocationOf } from "../app/index.js";
@@ -51,6 +52,8 @@ function listFromEnv<T>(name: string, wrap: (v: string[]) => T): T | Record<stri
 export async function observe(store: EventLog, kind: "plugin" | "grant", name: string, spec: JsonValue | null): Promise<void> {
   const stream = pluginStream(name);
   if (spec !== null) {
+    // A purge under way deletes the resource (docs/adr/0152): still seeing it is no new installation.
+    if ((await openIntent(store, name)) !== null) return;
     await store.observe({ stream, type: `${kind}.observed`, data: { name, spec }, actor: CLUSTER_ACTOR, causedBy: null });
     return;
   }

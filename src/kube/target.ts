@@ -23,6 +23,7 @@
 import { CustomObjectsApi, KubernetesObjectApi, PatchStrategy } from "@kubernetes/client-node";
 import type { KubeConfig, KubernetesObject } from "@kubernetes/client-node";
 import { ALLOWLIST_CONFIGMAP, PLUGIN_HOST_CONFIGMAP, pluginHostTokenRole, SERVICE_ACCOUNT_PREFIX, API_GROUP, API_VERSION, isValidPluginName, NAMESPACE, PLUGIN_LABEL, toClientNodeModel, validateSecretName } from "../plugins/index.js";
+import type { UninstalledResource } from "../events/index.js";
 import type { KubeObject, Target } from "../reconciler/index.js";
 import { apiError, httpStatus, KubeError, KubeErrorCode } from "./errors.js";
 
@@ -144,6 +145,26 @@ export class KubernetesTarget implements Target {
       }
     }
     return { removed, absent };
+  }
+
+  /**
+   * Deletes the plugin's Plugin and PluginGrant resources (an uninstall's purge, docs/adr/0152), so
+   * the source does not observe them back and the plugin stays uninstalled; one not found is
+   * `absent`. The Plugin goes last: it owns the objects, which the API server then collects.
+   */
+  async removeResources(plugin: string): Promise<UninstalledResource[]> {
+    checkPluginName(plugin);
+    const out: UninstalledResource[] = [];
+    for (const [kind, plural] of [["PluginGrant", "plugingrants"], ["Plugin", "plugins"]] as const) {
+      try {
+        await this.#custom.deleteNamespacedCustomObject({ group: API_GROUP, version: API_VERSION, namespace: this.#namespace, plural, name: plugin });
+        out.push({ kind, outcome: "removed" });
+      } catch (err) {
+        if (httpStatus(err) !== 404) throw apiError(`delete ${kind} ${this.#namespace}/${plugin}`, err);
+        out.push({ kind, outcome: "absent" });
+      }
+    }
+    return out;
   }
 
   /** {@link applyPlugin}, returning what it changed. */

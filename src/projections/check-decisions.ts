@@ -15,6 +15,7 @@ import { EGRESS_RULES, type EgressListStep, type RulesRegistry } from "../plugin
 import { emptyFacts, evolveFacts, ROLLOUT_RULES } from "./decide-rollout.js";
 import type { DeciderState, PluginFacts, RolloutDecider, RolloutDecision } from "./decide-rollout.js";
 import { checkEgress, type AddressRecheck, type AddressRules } from "./check-egress.js";
+import { CATALOG_RULES, checkCatalogVerdicts } from "./check-catalog.js";
 
 /** The decider families whose decisions are re-decided. */
 export type DecisionFamily = "rollout" | "egress";
@@ -23,15 +24,15 @@ export type DecisionFamily = "rollout" | "egress";
 export interface Divergence {
   readonly seq: number;
   readonly name: string;
-  /** Which decider made it. */
-  readonly family: DecisionFamily;
+  /** Which decider made it (`signature`: the catalog part of a signature verdict, docs/adr/0158). */
+  readonly family: DecisionFamily | "signature";
   /** The rules version the decision names. */
   readonly rules: number;
   /**
    * Which part differs (`egress.*`: an egress decision, re-decided by `check-egress.ts`); `rules`
    * or `egress.rules`: the decision names rules this release does not know, so nothing re-decides it.
    */
-  readonly field: "inputs" | "plan" | "rules" | "egress.list" | "egress.address" | "egress.refusal" | "egress.rules";
+  readonly field: "inputs" | "plan" | "rules" | "egress.list" | "egress.address" | "egress.refusal" | "egress.rules" | "catalog.event" | "catalog.publishers" | "catalog.outcome";
   readonly recorded: unknown;
   readonly expected: unknown;
 }
@@ -72,6 +73,11 @@ export interface CheckResult {
    * access review the cluster answered and the log does not hold.
    */
   readonly notRedecided: Readonly<Record<"gateway", FamilyRules>>;
+  /**
+   * Signature verdicts whose catalog part was re-decided from the catalog each cites (not counted
+   * in `checked`); those it does not reproduce are divergences of family `signature`.
+   */
+  readonly verdicts: number;
 }
 
 /** The rules each family re-decides with: the released ones, or a test's with a version more. */
@@ -152,6 +158,8 @@ export class DecisionChecker {
       upgrades: [...this.#upgrades],
       rules: { rollout: familyRules(this.#rules.today.version, this.#byRules), egress: familyRules(EGRESS_RULES.today.version, new Map()) },
       notRedecided: { gateway: familyRules(GATEWAY_RULES_VERSION, new Map()) },
+      // The rollout checker alone: verdicts are re-checked by checkCatalogVerdicts.
+      verdicts: 0,
     };
   }
 
@@ -195,6 +203,9 @@ export async function checkDecisions(
   for await (const page of store.pages({ types: ["gateway.decision"], toSeq, pageSize, hashes: false })) {
     for (const e of page) if (e.type === "gateway.decision") gateway.set(e.data.rules, (gateway.get(e.data.rules) ?? 0) + 1);
   }
+  // The catalog part of signature verdicts, from the catalog they cite (docs/adr/0158).
+  const catalog = await checkCatalogVerdicts(store, { toSeq, pageSize });
+  more.push(...catalog.divergences.map((d): Divergence => ({ seq: d.seq, name: d.image, family: "signature", rules: CATALOG_RULES, field: `catalog.${d.field}`, recorded: d.recorded, expected: d.expected })));
   const upgrades = egress.upgrades.map((u): UpgradeEffect => ({ seq: u.seq, name: u.plugin, family: "egress", rules: u.rules, today: u.today, field: `egress.${u.field}`, before: u.before, after: u.after }));
   return {
     checked: rollouts.checked + egress.checked,
@@ -202,5 +213,6 @@ export async function checkDecisions(
     upgrades: [...rollouts.upgrades, ...upgrades].sort((a, b) => a.seq - b.seq),
     rules: { rollout: rollouts.rules.rollout, egress: familyRules(egressRules.today.version, egress.byRules) },
     notRedecided: { gateway: familyRules(GATEWAY_RULES_VERSION, gateway) },
+    verdicts: catalog.checked,
   };
 }

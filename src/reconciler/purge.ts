@@ -4,7 +4,7 @@
  * of the app (`requestUninstall`); the reconciler finishes open intents at every pass, so a purge
  * a crash interrupted converges on restart.
  */
-import type { EventLog, EventOf } from "../events/index.js";
+import type { EventLog, EventOf, UninstalledResource } from "../events/index.js";
 import { pluginStream, StoreError } from "../events/index.js";
 
 /** Where a purge's effects happen: the reconciler's target (a directory, the cluster). */
@@ -13,6 +13,12 @@ export interface PurgeTarget {
   removePlugin(plugin: string): Promise<void>;
   /** Deletes these Secrets of the openfief namespace; those not found are `absent`. Idempotent. */
   removeSecrets(names: readonly string[]): Promise<{ readonly removed: string[]; readonly absent: string[] }>;
+  /**
+   * Deletes the plugin's Plugin and PluginGrant resources where they live apart from the log (a
+   * cluster), so that nothing observes them back; each found gone is `absent`. Idempotent. Absent
+   * where the log itself holds them (a folder).
+   */
+  removeResources?(plugin: string): Promise<UninstalledResource[]>;
 }
 
 /** What a completed purge removed (the `plugin.uninstalled` event's data and seq). */
@@ -23,6 +29,8 @@ export interface Uninstalled {
   readonly absent: string[];
   readonly grant: boolean;
   readonly module: string | null;
+  /** The cluster's resources deleted (or found gone); none where the log holds them. */
+  readonly resources: UninstalledResource[];
 }
 
 const MAX = Number.MAX_SAFE_INTEGER;
@@ -60,6 +68,8 @@ export async function completeUninstalls(store: EventLog, target: PurgeTarget, a
     if (intent === null) continue;
     const stream = pluginStream(n);
     const version = await store.version(stream);
+    // The resources first: nothing observes the Plugin back while its objects go.
+    const resources = target.removeResources === undefined ? [] : await target.removeResources(n);
     await target.removePlugin(n);
     const removed: string[] = [];
     const absent: string[] = [];
@@ -73,10 +83,10 @@ export async function completeUninstalls(store: EventLog, target: PurgeTarget, a
     if (module !== null && (await store.tables.modules.get(module)) !== undefined) {
       await store.tables.modules.uninstall(module, { stream: "system", type: "module.uninstalled", data: { digest: module }, actor, causedBy: intent.seq });
     }
-    const data = { name: n, request: intent.seq, grant: intent.data.grant, secrets: removed.sort(), absent: absent.sort(), module };
+    const data = { name: n, request: intent.seq, grant: intent.data.grant, secrets: removed.sort(), absent: absent.sort(), module, resources };
     try {
       const [e] = await store.append([{ stream, type: "plugin.uninstalled", data, actor, causedBy: intent.seq }], { expected: { [stream]: version }, durable: true });
-      if (e !== undefined) done.push({ name: n, seq: e.seq, secrets: data.secrets, absent: data.absent, grant: data.grant, module });
+      if (e !== undefined) done.push({ name: n, seq: e.seq, secrets: data.secrets, absent: data.absent, grant: data.grant, module, resources });
     } catch (err) {
       // Another completer recorded it meanwhile (or the owner wrote): the next pass looks again.
       if (!(err instanceof StoreError && err.code === "conflict")) throw err;

@@ -4,6 +4,8 @@
  * files (the embedded default); the Kubernetes target applies them to a cluster.
  */
 
+import type { UninstalledResource } from "../events/index.js";
+
 /** A Kubernetes object as the pure model builds it: plain JSON with apiVersion, kind, metadata. */
 export interface KubeObject {
   readonly apiVersion: string;
@@ -31,6 +33,11 @@ export interface Target {
    * Idempotent: deleting a Secret already gone is not an error.
    */
   removeSecrets(names: readonly string[]): Promise<{ readonly removed: string[]; readonly absent: string[] }>;
+  /**
+   * Deletes the plugin's Plugin and PluginGrant resources in a purge where they live apart from the
+   * log (a cluster; docs/adr/0152); absent where the log holds them. Idempotent.
+   */
+  removeResources?(plugin: string): Promise<UninstalledResource[]>;
   /** The plugins the target currently holds objects for, so a restart can prune leftovers. */
   listPlugins(): Promise<string[]>;
 }

@@ -1,12 +1,12 @@
 /**
  * The JSON API (`/api/v1/…`) over the application's use cases: plugins, one plugin, its timeline,
- * why, pending approvals, approve (`If-Match`), apply and delete, the log (paged and streamed),
+ * why, pending approvals, approve (`If-Match`), apply, delete and uninstall, the log (paged and streamed),
  * replay, verify-log, check-decisions, egress decisions and their summary, the caller's session.
  * Each handler parses its request, calls one use case and answers; none decides anything.
  */
 import {
   APP_ERRORS, AppError, applyResources, EGRESS_OUTCOMES, approve, checkLogDecisions, deleteResource, egressDecisions, egressSummary, explain, listPlugins,
-  parseReplayPoint, parseResources, pendingApprovals, pluginTimeline, pluginView, readLog, replay, verifyLog, webActor,
+  parseReplayPoint, parseResources, pendingApprovals, pluginTimeline, pluginView, readLog, replay, uninstallPlugin, verifyLog, webActor,
 } from "../app/index.js";
 import type { AppErrorCode, NextSteps, UserSession } from "../app/index.js";
 import { callerOf } from "./auth.js";
@@ -100,6 +100,12 @@ function writeRoutes(): Route[] {
         sendJson(res, 200, { applied: await applyResources(app.store, resources, actorOf(session)) });
       } }),
     api({ method: "DELETE", path: "/api/v1/plugins/{name}", access: "owner", summary: "record that a Plugin is deleted (its workload stops); If-Match optional", headers: ["If-Match"], statuses: [...WRITE, 404, 412], handle: del("plugin") }),
+    api({ method: "POST", path: "/api/v1/plugins/{name}/uninstall", access: "owner", summary: "uninstall a plugin and leave nothing behind (openfief delete --purge): record the intent with the Plugin's and grant's deletion; the reconciler removes its objects, its own Secrets and its module and records plugin.uninstalled; If-Match optional", headers: ["If-Match"], statuses: [202, 401, 403, ...BASE_STATUSES, 404, 409, 412],
+      handle: async ({ res, app, params, req, session }) => {
+        const name = pluginParam(app.store, params.name);
+        const { request } = await uninstallPlugin(app.store, name, actorOf(session), null, optionalIfMatch(req));
+        sendJson(res, 202, request);
+      } }),
     api({ method: "DELETE", path: "/api/v1/grants/{name}", access: "owner", summary: "record that a PluginGrant is deleted; If-Match optional", headers: ["If-Match"], statuses: [...WRITE, 404, 412], handle: del("grant") }),
   ];
 }

@@ -12,7 +12,7 @@ const ERROR_TEXT: Readonly<Record<number, string>> = {
   401: "no session, or an expired or invalid one (code unauthorized)",
   403: "the role may not do this, or the write came from another site (code forbidden)",
   404: "no such plugin or decision (code not_found)",
-  409: "the state does not allow it (code conflict), or an approval for a version that cannot run whatever is approved (code spec_invalid, signature_refused or config_refused: the blocker)",
+  409: "the state does not allow it (code conflict), an approval for a version that cannot run whatever is approved (code spec_invalid, signature_refused or config_refused: the blocker), or an uninstall while another instance runs the plugin's module (code plugin_pinned)",
   412: "the plugin changed since the If-Match version: nothing was changed (code precondition_failed)",
   413: "a body or query over its limit (code too_large)",
   415: "a body in a media type the route does not read (code unsupported_media_type)",
@@ -74,6 +74,17 @@ const paths: Record<string, Record<string, Json>> = {
       security: SECURED,
     },
   },
+  "/api/v1/plugins/{name}/uninstall": {
+    post: {
+      summary: "uninstall a plugin and leave nothing behind, as openfief delete --purge: the intent is recorded with the Plugin's and grant's deletion, and the reconciler removes its objects, its own Secrets and its module and records plugin.uninstalled",
+      parameters: [ref("Name"), ref("IfMatchOptional")],
+      responses: {
+        202: { description: "the intent recorded (or, resumed, the open one); the reconciler carries it out", content: { "application/json": { schema: { $ref: "#/components/schemas/UninstallRequest" } } } },
+        ...errors(...WRITE_ERRORS, 404, 409, 412),
+      },
+      security: SECURED,
+    },
+  },
   "/api/v1/pending": { get: get("every pending approval", { ...ok("the approvals", obj({ pending: { type: "array", items: { $ref: "#/components/schemas/PendingApproval" } } }, ["pending"])), ...errors(...READ_ERRORS) }) },
   "/api/v1/apply": {
     post: {
@@ -98,7 +109,8 @@ const paths: Record<string, Record<string, Json>> = {
   "/api/v1/verify-log": { get: get("the hash chain and guards", { ...ok("the result", obj({ ok: { type: "boolean" }, chain: { type: "object" }, guards: { type: "object" } }, ["ok", "chain", "guards"])), ...errors(...READ_ERRORS) }) },
   "/api/v1/check-decisions": { get: get("the decisions re-checked", { ...ok("the result: each decision re-decided under the rules it names (divergences fail), and under today's rules when older (upgrades, apart)", obj({
     checked: { type: "integer" }, reproduced: { type: "integer" }, diverged: { type: "integer" }, upgraded: { type: "integer" },
-    divergences: { type: "array" }, upgrades: { type: "array" }, rules: { type: "object" }, notRedecided: { type: "object" },
+    divergences: { type: "array", description: "decisions, and (family signature) signature verdicts whose catalog part the catalog they cite does not reproduce" }, upgrades: { type: "array" }, rules: { type: "object" }, notRedecided: { type: "object" },
+    verdicts: { type: "integer", description: "signature verdicts whose catalog part was re-decided from the catalog.observed each cites" },
   }, ["checked", "reproduced", "diverged", "upgraded", "divergences", "upgrades", "rules", "notRedecided"])), ...errors(...READ_ERRORS) }) },
   "/api/v1/egress/decisions": { get: get("egress decisions", { ...ok("a page", obj({ decisions: { type: "array" }, next: { type: ["integer", "null"] } }, ["decisions", "next"])), ...errors(...READ_ERRORS) }, [ref("PluginFilter"), ref("Host"), ref("Outcome"), ref("After"), ref("Limit")]) },
   "/api/v1/egress/summary": { get: get("egress counted by destination and over time", { ...ok("the summary", { type: "object" }), ...errors(...READ_ERRORS) }, [ref("PluginFilter"), ref("Since"), ref("Until"), ref("Buckets")]) },
@@ -137,7 +149,7 @@ const parameters: Record<string, Json> = {
   Buckets: q("buckets", "how many equal buckets of time (1 to 200, default 24)", { type: "integer", minimum: 1, maximum: 200 }),
   Egress: q("egress", "include the plugin's egress decisions", { enum: ["true", "false"] }),
   IfMatch: { name: "If-Match", in: "header", required: true, description: "the plugin's version the owner looked at (its ETag)", schema: { type: "string" } },
-  IfMatchOptional: { name: "If-Match", in: "header", required: false, description: "the plugin's version the owner looked at; without it the delete re-reads the facts", schema: { type: "string" } },
+  IfMatchOptional: { name: "If-Match", in: "header", required: false, description: "the plugin's version the owner looked at; without it the write re-reads the facts", schema: { type: "string" } },
   LastEventId: { name: "Last-Event-ID", in: "header", required: false, description: "resume after this sequence number (sent by EventSource on reconnect)", schema: { type: "string" } },
 };
 
@@ -159,7 +171,15 @@ const schemas: Record<string, Json> = {
     name: { type: "string" }, version: { type: "integer" }, row: { $ref: "#/components/schemas/PluginRow" }, asked: { type: ["object", "null"] }, grant: { type: ["object", "null"] },
     running: { type: ["object", "null"] }, pending: { oneOf: [{ $ref: "#/components/schemas/PendingApproval" }, { type: "null" }] }, why: { type: ["object", "null"] }, timeline: { type: "object" },
   }, ["name", "version", "row"]),
-  Approved: obj({ name: { type: "string" }, approved: { type: "object" }, seq: { type: ["integer", "null"] }, version: { type: "integer" } }, ["name", "approved", "seq", "version"]),
+  Approved: obj({
+    name: { type: "string" }, approved: { type: "object" }, seq: { type: ["integer", "null"] }, version: { type: "integer" },
+    secretRoles: { type: "array", items: obj({ role: { type: "string" }, secret: { type: "string" } }, ["role", "secret"]), description: "each Secret role approved now with the plugin's own Secret it mounts; absent when none" },
+  }, ["name", "approved", "seq", "version"]),
+  UninstallRequest: obj({
+    name: { type: "string" }, seq: { type: "integer", description: "the plugin.uninstall.requested event" }, grant: { type: "boolean", description: "whether the grant goes" },
+    secrets: { type: "array", items: { type: "string" }, description: "the Secrets that go" }, module: { type: ["string", "null"], description: "the module that goes" },
+    resumed: { type: "boolean", description: "the log already held this intent, still open" },
+  }, ["name", "seq", "grant", "secrets", "module", "resumed"]),
   Deleted: obj({ kind: { enum: ["plugin", "grant"] }, name: { type: "string" }, seq: { type: "integer" } }, ["kind", "name", "seq"]),
   Event: obj({
     seq: { type: "integer" }, stream: { type: "string" }, version: { type: "integer" }, type: { type: "string" }, schemaVersion: { type: "integer" }, time: { type: "string" },

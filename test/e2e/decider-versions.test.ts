@@ -21,6 +21,7 @@ interface Checked {
   upgrades: unknown[];
   rules: Record<"rollout" | "egress", { today: number; decisions: Record<string, number> }>;
   notRedecided: Record<"gateway", { today: number; decisions: Record<string, number> }>;
+  verdicts: number;
 }
 
 let dir: string;
@@ -58,7 +59,9 @@ describe("check-decisions on the demo's log", () => {
     const lines = text.stdout.trim().split("\n");
     expect(lines[0]).toBe(`${rollouts + 1} decisions re-checked: every one reproduces`);
     expect(lines[1]).toBe(`  rollout: rules 1 today, ${rollouts} decisions made under rules 1; egress: rules 1 today, 1 decisions made under rules 1`);
-    expect(lines).toHaveLength(2);
+    // The demo's signature verdicts cite the catalog they were decided with: their catalog part reproduces.
+    expect(lines[2]).toMatch(/^ {2}signature verdicts: the catalog part of [1-9]\d* re-checked against the catalog each cites: every one reproduces$/);
+    expect(lines).toHaveLength(3);
 
     const json = await spawnOpenfief(["check-decisions", "--json", ...data]);
     expect(json.code).toBe(0);
@@ -66,7 +69,7 @@ describe("check-decisions on the demo's log", () => {
     expect(r).toEqual({
       checked: rollouts + 1, reproduced: rollouts + 1, diverged: 0, upgraded: 0, divergences: [], upgrades: [],
       rules: { rollout: { today: 1, decisions: { 1: rollouts } }, egress: { today: 1, decisions: { 1: 1 } } },
-      notRedecided: { gateway: { today: 1, decisions: {} } },
+      notRedecided: { gateway: { today: 1, decisions: {} } }, verdicts: expect.any(Number) as number,
     });
   });
 
@@ -97,5 +100,21 @@ describe("check-decisions on the demo's log", () => {
     ]);
     // The chain sees the edit too: the hash of the edited rows no longer holds.
     expect((await spawnOpenfief(["verify-log", ...data])).code).toBe(1);
+  });
+  it("reports a signature verdict whose catalog part the catalog it cites does not give (verified with no publisher's signature), and exits 1", async () => {
+    const { data, folder } = await demoLog();
+    const store = await openDataStore(folder);
+    const verdict = (await store.read({ type: "signature.verdict" })).find((e) => e.data.outcome === "verified");
+    await store.close();
+    if (verdict === undefined) throw new Error("the demo recorded no verified verdict");
+    // Its identities replaced by one no catalog publisher holds: the catalog would not have made it verified.
+    tamper(storeFile(folder), `UPDATE events SET data = json_set(data, '$.identities', json('[{"kind":"keyless","issuer":"https://issuer.example","subject":"someone@example.com"}]')) WHERE seq = ${verdict.seq};`);
+    const text = await spawnOpenfief(["check-decisions", ...data]);
+    expect(text.code).toBe(1);
+    expect(text.stdout).toMatch(/^1 of \d+ signature verdicts do not reproduce the catalog they cite \(a bug or tampering\):$/m);
+    expect(text.stdout).toContain(`  event ${verdict.seq} (${verdict.data.image}): the recorded outcome differs from what the recorded catalog gives: "unverified"`);
+    const r = JSON.parse((await spawnOpenfief(["check-decisions", "--json", ...data])).stdout) as Checked;
+    expect(r.divergences.map((d) => [d.seq, d.family, d.field])).toEqual([[verdict.seq, "signature", "catalog.publishers"], [verdict.seq, "signature", "catalog.outcome"]]);
+    expect(r.diverged).toBe(0);
   });
 });

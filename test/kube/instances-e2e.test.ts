@@ -2,8 +2,9 @@
  * One Secret per instance and uninstall with --purge in a cluster: the real operator (client-node
  * 1.4) against the fake API server on 127.0.0.1, on the signed demo. Two instances of one image
  * mount their own Secrets; a grant mapping the other's Secret is refused; a purge requested on the
- * cluster's log deletes the instance's own Secret through the API, records `plugin.uninstalled`
- * once, and one left open while no operator ran converges when the operator starts again.
+ * cluster's log deletes the instance's Plugin, PluginGrant and own Secret through the API, records
+ * `plugin.uninstalled` once with what went, and one left open while no operator ran converges when
+ * the operator starts again.
  */
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -116,24 +117,34 @@ describe("one Secret per instance and uninstall --purge, in a cluster (fake API 
     expect(mounted("ledger-main")).toEqual(["ledger-main-ledger-view-session"]);
   });
 
-  it("purges ledger-kids: its Secret deleted through the API, ledger-main's kept, plugin.uninstalled once", { timeout: 30_000 }, async () => {
+  it("purges ledger-kids: the operator deletes its Plugin, its PluginGrant and its Secret through the API, keeps ledger-main's, records plugin.uninstalled once", { timeout: 30_000 }, async () => {
     putSecret("ledger-kids-ledger-view-session");
     putSecret("ledger-main-ledger-view-session");
-    // What `kubectl delete` of its resources and `openfief delete plugin ledger-kids --purge --store <the cluster's log>` do.
-    server.remove("openfief.io/v1alpha1", "Plugin", NS, "ledger-kids");
-    server.remove("openfief.io/v1alpha1", "PluginGrant", NS, "ledger-kids");
+    // What `openfief delete plugin ledger-kids --purge --store <the cluster's log>` (or the console's Uninstall) records.
     const request = await withLog((store) => requestUninstall(store, "ledger-kids", "owner:cli"));
     expect(request.secrets).toEqual(["ledger-kids-ledger-view-session"]);
     await wait("ledger-kids uninstalled", async () => (await typesOf("ledger-kids")).includes("plugin.uninstalled"));
+    expect(server.get("openfief.io/v1alpha1", "Plugin", NS, "ledger-kids")).toBeUndefined();
+    expect(server.get("openfief.io/v1alpha1", "PluginGrant", NS, "ledger-kids")).toBeUndefined();
+    expect(server.get("openfief.io/v1alpha1", "Plugin", NS, "ledger-main")).toBeDefined();
     expect(secretExists("ledger-kids-ledger-view-session")).toBe(false);
     expect(secretExists("ledger-main-ledger-view-session")).toBe(true);
     expect(mounted("ledger-kids")).toBeNull();
-    expect(server.requests.some((r) => r.method === "DELETE" && r.path === `/api/v1/namespaces/${NS}/secrets/ledger-kids-ledger-view-session`)).toBe(true);
+    for (const path of [`/api/v1/namespaces/${NS}/secrets/ledger-kids-ledger-view-session`, `/apis/openfief.io/v1alpha1/namespaces/${NS}/plugins/ledger-kids`, `/apis/openfief.io/v1alpha1/namespaces/${NS}/plugingrants/ledger-kids`]) {
+      expect(server.requests.some((r) => r.method === "DELETE" && r.path === path), path).toBe(true);
+    }
+    const done = await withLog(async (store) => store.read({ stream: "plugin/ledger-kids", type: "plugin.uninstalled" }));
+    expect(done.map((e) => e.data)).toEqual([expect.objectContaining({ request: request.seq, secrets: ["ledger-kids-ledger-view-session"], resources: [{ kind: "PluginGrant", outcome: "removed" }, { kind: "Plugin", outcome: "removed" }] })]);
+    // The resources seen before they went are not a new installation: nothing after the intent brings it back.
+    await new Promise((r) => setTimeout(r, 300));
+    const after = (await withLog(async (store) => store.read({ stream: "plugin/ledger-kids" }))).filter((e) => e.seq > request.seq).map((e) => e.type);
+    expect(after).not.toContain("plugin.observed");
+    expect(after).not.toContain("grant.observed");
+    expect(mounted("ledger-kids")).toBeNull();
   });
 
-  it("finishes a purge left open while no operator ran, once, with the Secret already gone recorded as not found", { timeout: 30_000 }, async () => {
+  it("finishes a purge left open while no operator ran, once: its Plugin deleted, the grant and Secret already gone recorded as such", { timeout: 30_000 }, async () => {
     await stop();
-    server.remove("openfief.io/v1alpha1", "Plugin", NS, "ledger-main");
     server.remove("openfief.io/v1alpha1", "PluginGrant", NS, "ledger-main");
     server.remove("v1", "Secret", NS, "ledger-main-ledger-view-session");
     const request = await withLog((store) => requestUninstall(store, "ledger-main", "owner:cli"));
@@ -142,7 +153,12 @@ describe("one Secret per instance and uninstall --purge, in a cluster (fake API 
     await wait("ledger-main uninstalled", async () => (await typesOf("ledger-main")).includes("plugin.uninstalled"));
     // Passes go on; the event stays single.
     await new Promise((r) => setTimeout(r, 300));
-    const done = await withLog(async (store) => store.read({ stream: "plugin/ledger-main", type: "plugin.uninstalled" }));
-    expect(done.map((e) => e.data)).toEqual([{ name: "ledger-main", request: request.seq, grant: true, secrets: [], absent: ["ledger-main-ledger-view-session"], module: null }]);
+    const events = (await withLog(async (store) => store.read({ stream: "plugin/ledger-main" }))).filter((e) => e.seq > request.seq);
+    expect(events.filter((e) => e.type === "plugin.uninstalled").map((e) => e.data)).toEqual([{
+      name: "ledger-main", request: request.seq, grant: true, secrets: [], absent: ["ledger-main-ledger-view-session"], module: null,
+      resources: [{ kind: "PluginGrant", outcome: "absent" }, { kind: "Plugin", outcome: "removed" }],
+    }]);
+    expect(events.map((e) => e.type)).not.toContain("plugin.observed");
+    expect(server.get("openfief.io/v1alpha1", "Plugin", NS, "ledger-main")).toBeUndefined();
   });
 });

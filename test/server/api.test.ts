@@ -296,6 +296,39 @@ describe("writing", () => {
     const again = await call(base, "/api/v1/plugins/gone", { method: "DELETE", headers: write() });
     expect([again.status, again.json().code]).toEqual([404, "not_found"]);
   });
+
+  it("uninstalls with purge as the owner (the CLI's events), owner only, and refuses what is gone, changed or pinned", async () => {
+    await applyAndSettle(renamed("purged"));
+    const store = demo.cp.runtime.store;
+    const viewerTry = await call(base, "/api/v1/plugins/purged/uninstall", { method: "POST", headers: { ...bearer(viewer), origin: base } });
+    expect([viewerTry.status, viewerTry.json().code]).toEqual([403, "forbidden"]);
+    const crossSite = await call(base, "/api/v1/plugins/purged/uninstall", { method: "POST", headers: { cookie: await signedInCookie(), origin: "http://evil.example" } });
+    expect(crossSite.status).toBe(403);
+    const stale = await call(base, "/api/v1/plugins/purged/uninstall", { method: "POST", headers: write({ "if-match": '"1"' }) });
+    expect([stale.status, stale.json().code]).toEqual([412, "precondition_failed"]);
+    expect((await store.read({ stream: "plugin/purged", type: ["plugin.uninstall.requested"] }))).toEqual([]);
+    const version = (await call(base, "/api/v1/plugins/purged", { headers: asOwner() })).headers.etag ?? "";
+    const r = await call(base, "/api/v1/plugins/purged/uninstall", { method: "POST", headers: write({ "if-match": version }) });
+    expect(r.status, r.text).toBe(202);
+    expect(r.json()).toMatchObject({ name: "purged", grant: true, secrets: [], module: null, resumed: false });
+    const recorded = (await store.read({ stream: "plugin/purged" })).filter((e) => e.seq >= r.json<{ seq: number }>().seq);
+    expect(recorded.slice(0, 3).map((e) => [e.type, e.actor])).toEqual([
+      ["plugin.uninstall.requested", "owner:web:alice"], ["plugin.deleted", "owner:web:alice"], ["grant.deleted", "owner:web:alice"],
+    ]);
+    await demo.cp.pass();
+    const done = await store.read({ stream: "plugin/purged", type: ["plugin.uninstalled"] });
+    expect(done.map((e) => e.data)).toEqual([expect.objectContaining({ request: r.json<{ seq: number }>().seq, grant: true, secrets: [] })]);
+    const again = await call(base, "/api/v1/plugins/purged/uninstall", { method: "POST", headers: write() });
+    expect([again.status, again.json().code]).toEqual([404, "not_found"]);
+    // A second instance of the WebAssembly ecb-fx runs its module: neither can leave nothing behind.
+    const ecb = readFileSync(join(EXAMPLES, "plugins", "ecb-fx.yaml"), "utf8").replace(/name: ecb-fx/, "name: ecb-two");
+    const ecbGrant = readFileSync(join(EXAMPLES, "plugins", "ecb-fx-grant.yaml"), "utf8").replace(/name: ecb-fx/, "name: ecb-two");
+    await applyAndSettle(`${ecb}---\n${ecbGrant}`);
+    const before = await store.head();
+    const pinned = await call(base, "/api/v1/plugins/ecb-two/uninstall", { method: "POST", headers: write() });
+    expect([pinned.status, pinned.json().code]).toEqual([409, "plugin_pinned"]);
+    expect(await store.head()).toBe(before);
+  });
 });
 
 describe("the live log", () => {

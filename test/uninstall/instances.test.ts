@@ -132,7 +132,7 @@ describe("uninstall with --purge", () => {
     await reconciler().reconcileAll();
     await reconciler().reconcileAll();
     const done = await store.read({ stream: "plugin/ibkr-main", type: "plugin.uninstalled" });
-    expect(done.map((e) => e.data)).toEqual([{ name: "ibkr-main", request: request.seq, grant: true, secrets: ["ibkr-main-credentials"], absent: [], module: null }]);
+    expect(done.map((e) => e.data)).toEqual([{ name: "ibkr-main", request: request.seq, grant: true, secrets: ["ibkr-main-credentials"], absent: [], module: null, resources: [] }]);
     expect(await readdir(join(dir, "cluster", "secrets"))).toEqual(["ibkr-kids-credentials.yaml"]);
     expect(await mounted("ibkr-main")).toBeNull();
     expect(await mounted("ibkr-kids")).toEqual(["ibkr-kids-credentials"]);

@@ -40,7 +40,7 @@ async function purge(name: string, o: DeleteOptions): Promise<void> {
   }
   const what = removalText(r.request);
   print(`plugin/${name} ${r.request.resumed ? "uninstall resumed" : "uninstall recorded"} (event ${r.request.seq}): removes ${what}`);
-  if (r.uninstalled === null) print("The operator removes its objects and Secrets from the cluster and records plugin.uninstalled.");
+  if (r.uninstalled === null) print("The operator removes its Plugin, PluginGrant, objects and Secrets from the cluster and records plugin.uninstalled.");
   else print(`plugin/${name} uninstalled (event ${r.uninstalled.seq})${r.uninstalled.absent.length === 0 ? "" : `; not found: ${r.uninstalled.absent.map((n) => `Secret ${n}`).join(", ")}`}`);
 }
 

@@ -17,6 +17,10 @@ export function register(program: Command): void {
       const result = await withLog(o, (store) => approve(store, name, OWNER_CLI));
       if (o.json === true) printJson(result);
       else if (result.seq === null) print(`${name}: nothing is pending approval`);
-      else print(`${name}: approved ${describePending(result.approved)} (grant edit, event ${result.seq})`);
+      else {
+        print(`${name}: approved ${describePending(result.approved)} (grant edit, event ${result.seq})`);
+        // The Secrets the owner creates for this instance (docs/adr/0151).
+        for (const r of result.secretRoles ?? []) print(`  Secret role ${r.role} mounts this instance's Secret ${r.secret}`);
+      }
     });
 }

@@ -36,7 +36,13 @@ export interface PluginUninstallRequested { name: string; grant: boolean; secret
  * A purge done (docs/adr/0162): what was removed, caused by its `plugin.uninstall.requested`.
  * `secrets` lists the Secrets that existed and were deleted; `absent` those already gone.
  */
-export interface PluginUninstalled { name: string; request: number; grant: boolean; secrets: string[]; absent: string[]; module: string | null }
+export interface PluginUninstalled { name: string; request: number; grant: boolean; secrets: string[]; absent: string[]; module: string | null; resources: UninstalledResource[] }
+/**
+ * A Plugin or PluginGrant resource a purge deleted from the cluster (`removed`) or found gone
+ * (`absent`); named as the plugin. Version 1 of `plugin.uninstalled` reads as none: it was
+ * recorded where the log, not the cluster, held the resources.
+ */
+export interface UninstalledResource { kind: "Plugin" | "PluginGrant"; outcome: "removed" | "absent" }
 /** The outcome of checking an image's signatures. */
 export type VerdictOutcome = "verified" | "unverified" | "refused";
 /**
@@ -277,12 +283,20 @@ export function definePluginEvents(r: EventRegistry): void {
     type: "plugin.uninstall.requested", version: 1, stream: inPlugin,
     fields: { name: req(name), grant: req(boolean), secrets: req(secretList), module: req(moduleDigest) },
   });
+  const uninstalledFields = {
+    name: req(name), request: req({ type: "integer", minimum: 1 }), grant: req(boolean),
+    secrets: req(secretList), absent: req(secretList), module: req(moduleDigest),
+  };
   define({
-    type: "plugin.uninstalled", version: 1, stream: inPlugin,
+    type: "plugin.uninstalled", version: 2, stream: inPlugin,
     fields: {
-      name: req(name), request: req({ type: "integer", minimum: 1 }), grant: req(boolean),
-      secrets: req(secretList), absent: req(secretList), module: req(moduleDigest),
+      ...uninstalledFields,
+      resources: req({ type: "array", maxItems: 2, items: strict(["kind", "outcome"], { kind: { enum: ["Plugin", "PluginGrant"] }, outcome: { enum: ["removed", "absent"] } }) }),
     },
+    history: [
+      // Before the operator deleted the cluster's resources in a purge: none were.
+      { version: 1, schema: shape(uninstalledFields), upcast: (data) => ({ ...(data as Record<string, unknown>), resources: [] }) },
+    ],
   });
   const decidedFields = (p: object): object => shape<Omit<RolloutDecided, "rules">>({
     name: req(name),

@@ -29,12 +29,22 @@ function hostPortOf(h: { host: string; port: number }): string {
   return hostPort(h.host, h.port);
 }
 
+/** The roles a grant approves, in its order: those written before roles, then `secretRoles`. */
+function secretRolesOf(g: GrantSpec): string[] {
+  return [...g.secrets, ...(g.secretRoles ?? []).map((r) => r.role)];
+}
+
+/** Each approved Secret role as the grant mounts it: `role` (its own name), or `role as Secret <name>` (docs/adr/0160). */
+function secretItems(g: GrantSpec): string[] {
+  return [...g.secrets, ...(g.secretRoles ?? []).map((r) => (r.secret === r.role ? r.role : `${r.role} as Secret ${r.secret}`))];
+}
+
 function grantAfterRows(after: GrantSpec, p: Pending): Markup {
   const mark = (items: readonly string[], added: ReadonlySet<string>) => items.length === 0 ? html`<span class="muted">none</span>` : html`${items.map((x, i) => html`${i === 0 ? "" : ", "}${added.has(x) ? html`<strong><span class="plus" aria-label="added">+</span>${x}</strong>` : x}`)}`;
   const rows: [string, readonly string[], ReadonlySet<string>][] = [
     ["Capabilities", after.capabilities, new Set(p.capabilities)],
     ["Egress", after.egress.map(hostPortOf), new Set(p.egress.map(hostPortOf))],
-    ["Secrets", after.secrets, new Set(p.secrets)],
+    ["Secrets", secretItems(after), new Set(secretItems(after).filter((_, i) => p.secrets.includes(secretRolesOf(after)[i] ?? "")))],
     ["Data tiers", after.dataTiers, new Set(p.dataTiers)],
     ...((after.rbac ?? []).length === 0 ? [] : [["Kubernetes rules", (after.rbac ?? []).map(describeRule), new Set((p.rbac ?? []).map(describeRule))] as [string, readonly string[], ReadonlySet<string>]]),
   ];
