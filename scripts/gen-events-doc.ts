@@ -45,9 +45,9 @@ const AREAS: readonly { title: string; define: (r: EventRegistry) => void; about
     about: "The gateway's decision on every request a view makes with a valid PluginToken.",
   },
   {
-    title: "Connector syncs",
+    title: "Connector syncs and imports",
     define: defineSyncEvents,
-    about: "The core calling a connector's `Sync` on its schedule: each attempt of a batch, the recorded delivery (its digest and counts, never its contents) and each failure with when it is retried.",
+    about: "The core calling a connector's `Sync` on its schedule: each attempt of a batch, the recorded delivery (its digest and counts, never its contents) and each failure with when it is retried; and files imported through `ImportFile`.",
   },
   {
     title: "The verifiable log",
@@ -94,6 +94,7 @@ export const CAUSES: Readonly<Record<string, string>> = {
   "sync.started": "The scheduler of `openfief up` called a running connector's `Sync`: the first attempt of a batch when its schedule (`spec.sync`) came due, or a retry of the same batch (the same batch ID) after a failure that may be retried or a restart that found the batch unfinished.",
   "sync.delivered": "The batch's delivery was stored in the deliveries store (content-addressed, each transaction's source prefixed with the instance's name); its watermark is the one the next sync passes. Appended only after the delivery is stored, so a crash in between retries the batch, which finds it stored and counts nothing twice.",
   "sync.failed": "An attempt of a batch failed: `unavailable` is retried with capped exponential backoff (`retryAt`), up to eight attempts; any other failure, or the last attempt, gives the batch up and the next scheduled sync starts a new one with the same watermark.",
+  "import.delivered": "`openfief import PLUGIN FILE` ran a running connector's `ImportFile` on a file as one batch, and its delivery was stored in the deliveries store (content-addressed, each transaction's source prefixed with the instance's name). A preview (`--preview`) stores and records nothing.",
   "gateway.decision": "A view made a request with a valid PluginToken: to the Kubernetes data path through the gateway, or to its installation's own routes. The decision names the gate that decided.",
 };
 
@@ -187,6 +188,11 @@ export const FIELDS: Readonly<Record<string, string>> = {
   "sync.delivered.digest": "The SHA-256 of the stored delivery.",
   "sync.delivered.counts": "How many transactions, postings, balance assertions, problems, prices, FX rates and index readings it holds.",
   "sync.delivered.fresh": "False when the batch was already stored by an attempt whose record was cut short (a crash between storing and recording): the stored delivery stands and nothing is counted twice.",
+  "import.delivered.batchId": "The batch the core generated for the import (`openfief deliveries get BATCH`).",
+  "import.delivered.fileName": "The file's name as given to the connector (a hint, never a path).",
+  "import.delivered.size": "The file's size in bytes.",
+  "import.delivered.digest": "The SHA-256 of the stored delivery.",
+  "import.delivered.counts": "How many transactions, postings, balance assertions, problems, prices, FX rates and index readings it holds.",
   "sync.failed.batchId": "The batch of the failed attempt.",
   "sync.failed.attempt": "Which attempt failed.",
   "sync.failed.code": "The failure's stable code: the host's (`http_failed`, `plugin_timed_out`, …), the plugin's own, or the core's (`invalid_delivery` for an answer that is not a delivery of this batch).",

@@ -20,7 +20,7 @@ import { backoffMs, DEFAULT_SYNC_BACKOFF, DEFAULT_SYNC_SCHEDULE, dueAt, nextSlot
 import type { Backoff, SyncSchedule } from "../plugins/index.js";
 import { Projector } from "../projections/index.js";
 import type { WorkloadState } from "../projections/index.js";
-import { checkDelivery } from "./deliveries.js";
+import { checkDelivery, dataDirDeliveries } from "./deliveries.js";
 import type { DeliveryStore } from "./deliveries.js";
 import type { HostedPlugins } from "./hosted-plugins.js";
 
@@ -114,6 +114,7 @@ export class SyncScheduler {
   #timer: NodeJS.Timeout | null = null;
   #running: Promise<unknown> = Promise.resolve();
   #stopped = false;
+  #recheckMs = 30_000;
 
   constructor(ports: SyncPorts) {
     this.#p = ports;
@@ -189,22 +190,32 @@ export class SyncScheduler {
 
   /** Runs `tick()` on timers: when the next sync is due, and at least every `recheckMs` (new connectors). */
   start(recheckMs = 30_000): void {
-    const run = (): void => {
+    this.#recheckMs = recheckMs;
+    this.#schedule(0);
+  }
+
+  /** Looks again now (after a reconcile pass: a connector may have started or stopped); no-op when not started or busy. */
+  poke(): void {
+    if (this.#timer !== null && !this.#stopped) {
+      clearTimeout(this.#timer);
+      this.#schedule(0);
+    }
+  }
+
+  #schedule(wait: number): void {
+    this.#timer = setTimeout(() => {
       this.#timer = null;
-      const done = this.tick().then(
+      this.#running = this.tick().then(
         (next) => next,
         (err: unknown) => {
           this.#p.logger?.error({ err: err instanceof Error ? err.message : String(err) }, "the sync scheduler failed; trying again");
           return null;
         },
-      );
-      this.#running = done.then((next) => {
+      ).then((next) => {
         if (this.#stopped) return;
-        const wait = next === null ? recheckMs : Math.min(Math.max(next.getTime() - this.#p.clock().getTime(), 0), recheckMs);
-        this.#timer = setTimeout(run, wait);
+        this.#schedule(next === null ? this.#recheckMs : Math.min(Math.max(next.getTime() - this.#p.clock().getTime(), 0), this.#recheckMs));
       });
-    };
-    this.#timer = setTimeout(run, 0);
+    }, wait);
   }
 
   /** Stops the timers and waits for the syncs under way. */
@@ -270,4 +281,53 @@ export function hostedSync(hosted: HostedPlugins): SyncPorts["sync"] {
  */
 function killAfterDeliveryForTests(): void {
   if (process.env["OPENFIEF_TEST_KILL_AFTER_DELIVERY"] === "1") process.kill(process.pid, "SIGKILL");
+}
+
+/** What {@link startSyncs} runs over. */
+export interface StartSyncsParts {
+  readonly store: EventLog;
+  /** The plugin host; none: no scheduler. */
+  readonly hosted: HostedPlugins | null;
+  readonly dataDir: string;
+  readonly clock?: (() => Date) | undefined;
+  readonly logger?: Logger;
+}
+
+/** Starts the scheduler of `openfief up` (the data folder's deliveries, the plugin host's connectors), when asked for and a host runs. */
+export function startSyncs(options: { readonly recheckMs?: number } | null | undefined, o: StartSyncsParts): SyncScheduler | null {
+  if (options === undefined || options === null || o.hosted === null) return null;
+  const s = new SyncScheduler({
+    store: o.store, deliveries: dataDirDeliveries(o.dataDir), clock: o.clock ?? (() => new Date()),
+    connectors: hostedConnectors(o.store), sync: hostedSync(o.hosted),
+    ...(o.logger === undefined ? {} : { logger: o.logger.child({ component: "syncs" }) }),
+  });
+  s.start(options.recheckMs);
+  return s;
+}
+
+/** A connector's sync state, for the faces: its schedule, its latest delivery and failure, and its next sync. */
+export interface ConnectorSyncState {
+  readonly name: string;
+  readonly schedule: SyncSchedule["text"];
+  /** When the next sync (or retry) is due; null when the schedule never comes again. */
+  readonly nextAt: string | null;
+  readonly retrying: boolean;
+  readonly lastDelivered: { readonly batchId: string; readonly at: string } | null;
+  readonly lastFailed: { readonly batchId: string; readonly at: string; readonly code: string; readonly attempt: number } | null;
+}
+
+/** The sync state of every connector the plugin host runs now. */
+export async function connectorSyncs(store: EventLog, now: Date = new Date()): Promise<ConnectorSyncState[]> {
+  const out: ConnectorSyncState[] = [];
+  for (const c of await hostedConnectors(store)()) {
+    const h = await syncHistory(store, c.name);
+    const plan = planSync(h, c.schedule, c.name, now);
+    out.push({
+      name: c.name, schedule: c.schedule.text,
+      nextAt: plan.kind === "never" ? null : plan.at.toISOString(), retrying: plan.kind === "retry",
+      lastDelivered: h.delivered === null ? null : { batchId: h.delivered.data.batchId, at: h.delivered.time },
+      lastFailed: h.failed === null ? null : { batchId: h.failed.data.batchId, at: h.failed.time, code: h.failed.data.code, attempt: h.failed.data.attempt },
+    });
+  }
+  return out;
 }

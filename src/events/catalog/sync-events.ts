@@ -55,11 +55,24 @@ export interface SyncFailed {
   retryAt?: string;
 }
 
+/** `import.delivered`: a file imported through a connector's `ImportFile` was stored as one batch. */
+export interface ImportDelivered {
+  name: string;
+  batchId: string;
+  /** The file's name (a hint the connector was given, never a path). */
+  fileName: string;
+  /** The file's size in bytes. */
+  size: number;
+  digest: string;
+  counts: DeliveryCounts;
+}
+
 /** Data type of each sync event type. */
 export interface SyncEventData {
   "sync.started": SyncStarted;
   "sync.delivered": SyncDelivered;
   "sync.failed": SyncFailed;
+  "import.delivered": ImportDelivered;
 }
 
 const batchId = { type: "string", pattern: "^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$" } as const;
@@ -74,16 +87,18 @@ export function defineSyncEvents(r: EventRegistry): void {
     type: "sync.started", version: 1, stream: inPlugin,
     fields: { name: req(name), batchId: req(batchId), attempt: req(attempt), slot: req(isoTime), watermark: req({ type: "boolean" }) },
   });
+  const counts = req({
+    type: "object", additionalProperties: false,
+    required: ["transactions", "postings", "balanceAssertions", "problems", "prices", "fxRates", "indexReadings"],
+    properties: { transactions: count, postings: count, balanceAssertions: count, problems: count, prices: count, fxRates: count, indexReadings: count },
+  });
   define({
     type: "sync.delivered", version: 1, stream: inPlugin,
-    fields: {
-      name: req(name), batchId: req(batchId), attempt: req(attempt), digest: req(digest), fresh: req({ type: "boolean" }),
-      counts: req({
-        type: "object", additionalProperties: false,
-        required: ["transactions", "postings", "balanceAssertions", "problems", "prices", "fxRates", "indexReadings"],
-        properties: { transactions: count, postings: count, balanceAssertions: count, problems: count, prices: count, fxRates: count, indexReadings: count },
-      }),
-    },
+    fields: { name: req(name), batchId: req(batchId), attempt: req(attempt), digest: req(digest), fresh: req({ type: "boolean" }), counts },
+  });
+  define({
+    type: "import.delivered", version: 1, stream: inPlugin,
+    fields: { name: req(name), batchId: req(batchId), fileName: req({ type: "string", minLength: 1, maxLength: 255 }), size: req(count), digest: req(digest), counts },
   });
   define({
     type: "sync.failed", version: 1, stream: inPlugin,
