@@ -92,6 +92,16 @@ export function checkDelivery(instance: string, batchId: string, answer: unknown
   return { ok: true, value: { delivery: toJson(DeliverySchema, message) as JsonValue, counts, watermark: message.watermark } };
 }
 
+/**
+ * The Delivery inside a `SyncResponse` or `ImportFileResponse` (`{delivery: {...}}`), as a
+ * connector answers; what is not such a response is returned as it is (and fails the check).
+ */
+export function deliveryOfResponse(result: unknown): unknown {
+  if (typeof result !== "object" || result === null || Array.isArray(result)) return result;
+  const keys = Object.keys(result);
+  return keys.length === 1 && keys[0] === "delivery" ? (result as { delivery: unknown }).delivery : result;
+}
+
 /** `sha256:<hex>` of a delivery's canonical text. */
 function digestOf(text: string): string {
   return `sha256:${createHash("sha256").update(text).digest("hex")}`;

@@ -12,7 +12,7 @@ import { basename } from "node:path";
 import type { EventLog } from "../events/index.js";
 import { pluginStream } from "../events/index.js";
 import type { JsonValue } from "../plugins/index.js";
-import { checkDelivery } from "./deliveries.js";
+import { checkDelivery, deliveryOfResponse } from "./deliveries.js";
 import type { DeliveryRecord, DeliveryStore } from "./deliveries.js";
 import { AppError } from "./errors.js";
 import type { HostedPlugins } from "./hosted-plugins.js";
@@ -77,7 +77,7 @@ export async function importFile(hosted: HostedPlugins, deliveries: DeliveryStor
   };
   const r = await hosted.call(o.plugin, "import_file", { header, contentBase64: content.toString("base64") });
   if (!r.ok) return { ok: false, batchId, code: r.error.code, message: r.error.message };
-  const checked = checkDelivery(o.plugin, batchId, r.result);
+  const checked = checkDelivery(o.plugin, batchId, deliveryOfResponse(r.result));
   if (!checked.ok) return { ok: false, batchId, code: checked.problem.code, message: checked.problem.message };
   if (o.preview === true) return { ok: true, batchId, preview: true, delivery: checked.value.delivery };
   const { record } = await deliveries.record({ batchId, plugin: o.plugin, kind: "import" }, checked.value, (o.clock ?? (() => new Date()))());

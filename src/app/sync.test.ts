@@ -214,6 +214,8 @@ describe("the sync scheduler", () => {
     await s.tick();
     expect(fake.calls.map((c) => c.name)).toEqual(["ecb-fx", "nbp-fx"]);
     expect((await syncEvents("nbp-fx")).map((e) => e.type)).toEqual(["sync.started", "sync.delivered"]);
+    // A call that never reached the connector is retried like an unavailable one.
+    expect((await syncEvents("ecb-fx")).at(-1)?.data).toMatchObject({ code: "call_failed", status: "unavailable", retryAt: expect.any(String) });
   });
 });
 

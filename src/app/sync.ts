@@ -20,7 +20,7 @@ import { backoffMs, DEFAULT_SYNC_BACKOFF, DEFAULT_SYNC_SCHEDULE, dueAt, nextSlot
 import type { Backoff, SyncSchedule } from "../plugins/index.js";
 import { Projector } from "../projections/index.js";
 import type { WorkloadState } from "../projections/index.js";
-import { checkDelivery, dataDirDeliveries } from "./deliveries.js";
+import { checkDelivery, dataDirDeliveries, deliveryOfResponse } from "./deliveries.js";
 import type { DeliveryStore } from "./deliveries.js";
 import type { HostedPlugins } from "./hosted-plugins.js";
 
@@ -157,7 +157,7 @@ export class SyncScheduler {
     }
     const [started] = await store.append([{ stream, type: "sync.started", actor: SYNC_ACTOR, data: { name, batchId, attempt, slot: plan.slot.toISOString(), watermark: watermark !== "" } }]);
     const cause = started?.seq ?? null;
-    const answer = await this.#p.sync(name, { batchId, watermark });
+    const answer = await this.#call(name, batchId, watermark);
     const failed = async (code: string, status: string): Promise<void> => {
       const retry = status === "unavailable" && attempt < this.#backoff.maxAttempts;
       const retryAt = retry ? new Date(this.#p.clock().getTime() + backoffMs(this.#backoff, attempt)).toISOString() : undefined;
@@ -175,6 +175,16 @@ export class SyncScheduler {
       stream, type: "sync.delivered", actor: SYNC_ACTOR, causedBy: cause,
       data: { name, batchId, attempt, digest: record.digest, counts: record.counts, fresh },
     }]);
+  }
+
+  /** Calls `Sync`; a call that did not reach the connector (the host's own trouble) fails like an unavailable connector. */
+  async #call(name: string, batchId: string, watermark: string): Promise<SyncAnswer> {
+    try {
+      return await this.#p.sync(name, { batchId, watermark });
+    } catch (err) {
+      this.#p.logger?.error({ plugin: name, batchId, err: err instanceof Error ? err.message : String(err) }, "cannot call the connector");
+      return { ok: false, code: "call_failed", status: "unavailable" };
+    }
   }
 
   /** Records the batch delivered when its delivery was stored; false when it was not. */
@@ -271,7 +281,7 @@ export function hostedConnectors(store: EventLog): () => Promise<SyncConnector[]
 export function hostedSync(hosted: HostedPlugins): SyncPorts["sync"] {
   return async (name, request) => {
     const r = await hosted.call(name, "sync", { batchId: request.batchId, watermark: request.watermark });
-    return r.ok ? { ok: true, delivery: r.result } : { ok: false, code: r.error.code, status: statusOfCode(r.error.code) };
+    return r.ok ? { ok: true, delivery: deliveryOfResponse(r.result) } : { ok: false, code: r.error.code, status: statusOfCode(r.error.code) };
   };
 }
 
