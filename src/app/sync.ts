@@ -21,7 +21,7 @@ import type { Backoff, SyncSchedule } from "../plugins/index.js";
 import { Projector } from "../projections/index.js";
 import type { WorkloadState } from "../projections/index.js";
 import { checkDelivery, dataDirDeliveries, deliveryOfResponse } from "./deliveries.js";
-import type { DeliveryStore } from "./deliveries.js";
+import type { DeliveryRecord, DeliveryStore } from "./deliveries.js";
 import type { HostedPlugins } from "./hosted-plugins.js";
 
 /** The actor of the scheduler's events. */
@@ -340,4 +340,10 @@ export async function connectorSyncs(store: EventLog, now: Date = new Date()): P
     });
   }
   return out;
+}
+
+/** A connector's page: its sync state (null when it is not a running connector) and its latest deliveries. */
+export async function connectorDeliveries(store: EventLog, deliveries: DeliveryStore, name: string, now: Date, limit = 5): Promise<{ readonly sync: ConnectorSyncState | null; readonly recent: DeliveryRecord[] }> {
+  const sync = (await connectorSyncs(store, now)).find((s) => s.name === name) ?? null;
+  return { sync, recent: await deliveries.list(name, limit) };
 }
