@@ -120,3 +120,10 @@ export { parseWitnessTarget, Witnesses } from "./witnesses.js";
 export type { WitnessTarget, WitnessesOptions } from "./witnesses.js";
 export { cosignedCheckpoints, witnessStates, WITNESS_TABLE } from "./witness-states.js";
 export type { CosignedCheckpoints, WitnessState, WitnessStatus } from "./witness-states.js";
+/** Connectors' syncs on their schedules, deliveries kept by digest, and files imported as one batch (docs/adr/0178–0180). */
+export { connectorDeliveries, connectorSyncs, hostedConnectors, hostedSync, planSync, scheduleOf, startSyncs, statusOfCode, syncHistory, SyncScheduler, SYNC_ACTOR } from "./sync.js";
+export type { ConnectorSyncState, StartSyncsParts, SyncAnswer, SyncConnector, SyncHistory, SyncPlan, SyncPorts } from "./sync.js";
+export { BATCH_ID, checkDelivery, dataDirDeliveries } from "./deliveries.js";
+export type { CheckedDelivery, DeliveryKind, DeliveryRecord, DeliveryStore, StoredDelivery } from "./deliveries.js";
+export { importFile, MAX_IMPORT_FILE_BYTES } from "./import-file.js";
+export type { ImportFileOptions, ImportOutcome } from "./import-file.js";

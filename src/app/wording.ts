@@ -295,7 +295,18 @@ const DESCRIBE: { readonly [T in KnownEvent["type"]]: (e: Extract<KnownEvent, { 
   "gateway.refusals": (e) => `the gateway refused ${refusalCount(e.data.count, "more request")} of ${e.data.user}'s through ${e.data.installationName} at ${e.data.gate} (${e.data.status}, ${e.data.reason}) ${between(e.data.first, e.data.last)}, counted rather than recorded one by one`,
   "log.checkpoint": (e) => `the log signed a checkpoint of its first ${e.data.size} event${e.data.size === 1 ? "" : "s"} as ${e.data.origin} (root ${e.data.root})`,
   "egress.refusals": (e) => `refused ${refusalCount(e.data.count, "more CONNECT")} from ${e.data.source} before identity (${e.data.code}) ${between(e.data.first, e.data.last)}, counted rather than recorded one by one`,
+  "sync.started": (e) => `the scheduler called Sync for batch ${e.data.batchId}${e.data.attempt === 1 ? "" : ` again (attempt ${e.data.attempt})`}${e.data.watermark ? ", after the last delivery's watermark" : ", from the start"}`,
+  "sync.delivered": (e) => `the delivery of batch ${e.data.batchId} was kept (${deliveryText(e.data.counts)})${e.data.fresh ? "" : ", as stored before a restart: nothing counted twice"}`,
+  "sync.failed": (e) => `Sync of batch ${e.data.batchId} failed (attempt ${e.data.attempt}) with ${e.data.code}${e.data.retryAt === undefined ? "; the batch was given up" : `; retried at ${e.data.retryAt}`}`,
+  "import.delivered": (e) => `${e.data.fileName} (${e.data.size} bytes) was imported by ${e.actor} as batch ${e.data.batchId} (${deliveryText(e.data.counts)})`,
 };
+
+/** A delivery's counts in words: "3 FX rates, 1 transaction", or "nothing new". */
+function deliveryText(c: { transactions: number; fxRates: number; prices: number; balanceAssertions: number; indexReadings: number; problems: number }): string {
+  const parts: [number, string][] = [[c.transactions, "transaction"], [c.fxRates, "FX rate"], [c.prices, "price"], [c.balanceAssertions, "balance"], [c.indexReadings, "index reading"], [c.problems, "problem"]];
+  const said = parts.filter(([n]) => n > 0).map(([n, what]) => `${n} ${what}${n === 1 ? "" : "s"}`);
+  return said.length === 0 ? "nothing new" : said.join(", ");
+}
 
 /** A recorded catalog in a sentence: "the catalog 3f2a…c0de was observed, pinning ecb-fx, ledger-view and nbp-fx". */
 export function catalogObservedText(sha256: string, entries: readonly JsonValue[]): string {

@@ -26,6 +26,7 @@ import type { Runtime } from "./runtime.js";
 import { startHostedPlugins } from "./hosted-plugins.js";
 import type { HostedPlugins } from "./hosted-plugins.js";
 import type { RunningViews, ViewsOptions } from "./views.js";
+import { startSyncs, SyncScheduler } from "../app/index.js";
 
 /** Options of {@link startControlPlane}. */
 export interface ControlPlaneOptions {
@@ -55,6 +56,8 @@ export interface ControlPlaneOptions {
   readonly server?: ServerOptions;
   /** The metrics to count into (a fresh registry when absent). */
   readonly metrics?: ControlPlaneMetrics;
+  /** The connectors' sync scheduler (docs/adr/0179), with the plugin host; off unless given. */
+  readonly syncs?: { readonly recheckMs?: number } | null;
   /** The plugin host running WebAssembly plugins in this process (on by default); null turns it off. */
   readonly host?: { readonly unconfinedDir?: string } | null;
   /**
@@ -357,6 +360,8 @@ class Loop implements ControlPlane {
   readonly logKey: { readonly origin: string; readonly verifierKey: string } | null;
   readonly #p: Parts;
   readonly #unwatch: () => void;
+  /** The connectors' sync scheduler, when it runs (stopped before the plugin host). */
+  readonly #syncs: SyncScheduler | null;
   #chain: Promise<PluginResult[]> = Promise.resolve([]);
   #seen = -1;
   #timer: NodeJS.Timeout | null = null;
@@ -379,6 +384,7 @@ class Loop implements ControlPlane {
     this.checkpoints = parts.checkpoints;
     this.logKey = parts.logKey;
     this.#unwatch = parts.metrics.watch(parts.runtime.store);
+    this.#syncs = startSyncs(o.syncs, { store: parts.runtime.store, hosted: parts.hosted, dataDir: o.dataDir, logger: o.logger, clock: o.clock });
     const interval = o.intervalMs ?? DEFAULT_INTERVAL_MS;
     const tick = () => {
       this.#timer = null;
@@ -416,6 +422,7 @@ class Loop implements ControlPlane {
         const r = await reconciler.reconcileAll();
         await this.#p.feedAllowLists();
         await this.hosted?.sync();
+        this.#syncs?.poke();
         return r;
       });
       this.#seen = await store.head();
@@ -443,6 +450,7 @@ class Loop implements ControlPlane {
       await this.#p.witnesses?.stop();
       await this.#p.face?.close();
       await this.views?.close();
+      await this.#syncs?.stop();
       await this.hosted?.close();
     } finally {
       try {

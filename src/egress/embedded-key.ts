@@ -31,7 +31,13 @@ export async function ensureEmbeddedKey(dataDir: string): Promise<{ privateJwk: 
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const { privateKey } = await generateKeyPair("ES256", { extractable: true });
   const privateJwk: JWK = { ...(await exportJWK(privateKey)), kid: randomUUID(), alg: "ES256", use: "sig" };
-  writeFileSync(keyPath, `${JSON.stringify(privateJwk)}\n`, { mode: 0o600, flag: "wx" });
+  try {
+    writeFileSync(keyPath, `${JSON.stringify(privateJwk)}\n`, { mode: 0o600, flag: "wx" });
+  } catch (err) {
+    // Another caller made it first (a sync and a demo's call minting at once): theirs is the key.
+    if ((err as NodeJS.ErrnoException).code === "EEXIST") return ensureEmbeddedKey(dataDir);
+    throw err;
+  }
   const jwks = { keys: [publicPart(privateJwk)] };
   // Public keys, but in the data folder every file is its owner's only.
   writeFileSync(jwksPath, `${JSON.stringify(jwks, null, 2)}\n`, { mode: 0o600 });

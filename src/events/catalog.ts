@@ -10,6 +10,7 @@ import { defineGatewayEvents, type GatewayEventData } from "./catalog/gateway-ev
 import { defineHostEvents, type HostEventData } from "./catalog/host-events.js";
 import { defineLogEvents, type LogEventData } from "./catalog/log-events.js";
 import { definePluginEvents, type PluginEventData } from "./catalog/plugin-events.js";
+import { defineSyncEvents, type SyncEventData } from "./catalog/sync-events.js";
 import { EventRegistry } from "./registry.js";
 import type { NewEvent, StoredEvent } from "./types.js";
 
@@ -19,10 +20,11 @@ export type * from "./catalog/egress-events.js";
 export type * from "./catalog/host-events.js";
 export type * from "./catalog/gateway-events.js";
 export type * from "./catalog/log-events.js";
+export type * from "./catalog/sync-events.js";
 export { LOG_STREAM } from "./catalog/log-events.js";
 
 /** Data type of each event type of the catalog. */
-export interface EventDataMap extends PluginEventData, EgressEventData, HostEventData, GatewayEventData, LogEventData {}
+export interface EventDataMap extends PluginEventData, EgressEventData, HostEventData, GatewayEventData, LogEventData, SyncEventData {}
 
 /** Every event type name of the catalog. */
 export type EventTypeName = keyof EventDataMap & string;
@@ -58,6 +60,7 @@ export function createCatalog(): EventRegistry {
   defineHostEvents(r);
   defineGatewayEvents(r);
   defineLogEvents(r);
+  defineSyncEvents(r);
   return r;
 }
 

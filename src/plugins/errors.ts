@@ -64,6 +64,9 @@ export const ErrorCode = {
   RbacLimitExceeded: "rbac_limit_exceeded",
   ViewRequired: "view_required",
   InvalidUiBundle: "invalid_ui_bundle",
+  // connectors
+  /** A `spec.sync` that is not a schedule, or one on a plugin that is no connector (docs/adr/0178). */
+  InvalidSyncSchedule: "invalid_sync_schedule",
 } as const;
 
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];

@@ -32,6 +32,13 @@ export { parseManifest, parsePlugin, parseGrant, validateMountPath, mountPathsOv
 export { validateConfigSchema, validateConfig } from "./config-schema.js";
 export { isJsonValue } from "./json.js";
 
+/** A connector's sync schedule (`Plugin.spec.sync`): interval or cron, jitter, retry backoff (docs/adr/0178). */
+export {
+  parseSyncSchedule, parseDuration, nextSlot, dueAt, slotJitterMs, backoffMs, DEFAULT_SYNC_SCHEDULE, DEFAULT_SYNC_BACKOFF,
+  MIN_SYNC_INTERVAL_MS, MAX_SYNC_INTERVAL_MS, MAX_SYNC_JITTER_MS,
+} from "./schedule.js";
+export type { SyncSchedule, SyncScheduleText, Backoff } from "./schedule.js";
+
 /** Image references pinned by digest; a parsed one is always valid. */
 export { ImageRef, parseImageRef } from "./image-ref.js";
 

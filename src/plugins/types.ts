@@ -56,11 +56,15 @@ export interface Manifest {
   readonly ui?: UiBundle;
 }
 
+import type { SyncScheduleText } from "./schedule.js";
+
 /** `Plugin.spec`: the image to run (pinned by digest), its manifest, and its config. */
 export interface PluginSpec {
   readonly image: string;
   readonly manifest: Manifest;
   readonly config?: JsonValue;
+  /** A connector's sync schedule (docs/adr/0178); absent: the default. */
+  readonly sync?: SyncScheduleText;
 }
 
 /** One installed, named instance of a plugin image (D-48). */

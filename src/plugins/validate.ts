@@ -16,6 +16,8 @@ import { egressKey, parseEgressHost } from "./egress-host.js";
 import { validateConfigSchema } from "./config-schema.js";
 import { parseImageRef } from "./image-ref.js";
 import { parseGrantRules, parseManifestViewFields } from "./view-fields.js";
+import { parseSyncSchedule } from "./schedule.js";
+import type { SyncScheduleText } from "./schedule.js";
 
 type Obj = Record<string, unknown>;
 
@@ -25,7 +27,7 @@ export { RESERVED_MOUNT_ROOTS, mountPathsOverlap, validateMountPath } from "./mo
 const MANIFEST_FIELDS = ["capabilities", "egress", "secrets", "dataTiers", "configSchema", "rbac", "ui"];
 const SECRET_FIELDS = ["name", "mountPath"];
 const PLUGIN_FIELDS = ["name", "spec"];
-const PLUGIN_SPEC_FIELDS = ["image", "manifest", "config"];
+const PLUGIN_SPEC_FIELDS = ["image", "manifest", "config", "sync"];
 const GRANT_FIELDS = ["name", "spec"];
 const GRANT_SPEC_FIELDS = ["capabilities", "egress", "secrets", "secretRoles", "dataTiers", "rbac"];
 const SECRET_ROLE_FIELDS = ["role", "secret"];
@@ -297,8 +299,9 @@ export function parsePlugin(value: unknown): Result<Plugin> {
     } else if (config !== undefined && !isJsonValue(config)) {
       errors.push(fieldError(ErrorCode.InvalidJSON, join("spec", "config"), "a config must be JSON"));
     }
+    const sync = readSync(ownValue(spec, "sync"), manifest, errors);
     if (errors.length > 0 || !image.ok || manifest === undefined) return fail(errors);
-    const pluginSpec: PluginSpec = { image: image.value.toString(), manifest };
+    const pluginSpec: PluginSpec = { image: image.value.toString(), manifest, ...(sync === undefined ? {} : { sync }) };
     return ok({
       name: name as string,
       spec: config === undefined ? pluginSpec : { ...pluginSpec, config: cloneJson(config as JsonValue) },
@@ -306,6 +309,22 @@ export function parsePlugin(value: unknown): Result<Plugin> {
   } catch {
     return fail(unreadable(""));
   }
+}
+
+/** `spec.sync`, parsed, when written: only a connector has a sync schedule. */
+function readSync(value: unknown, manifest: Manifest | undefined, errors: FieldError[]): SyncScheduleText | undefined {
+  if (value === undefined) return undefined;
+  const path = join("spec", "sync");
+  const r = parseSyncSchedule(value, path);
+  if (!r.ok) {
+    errors.push(...r.errors);
+    return undefined;
+  }
+  if (manifest !== undefined && !manifest.capabilities.includes("connector")) {
+    errors.push(fieldError(ErrorCode.InvalidSyncSchedule, path, "only a connector (capability connector) has a sync schedule"));
+    return undefined;
+  }
+  return r.value.text;
 }
 
 /**

@@ -19,6 +19,7 @@ export const COMMANDS: readonly CommandModule[] = [
   { names: ["get"], load: async () => { const { register } = await import("./get.js"); return register; } },
   { names: ["why"], load: async () => { const { register } = await import("./why.js"); return register; } },
   { names: ["log", "replay", "verify-log", "check-decisions"], load: async () => { const { register } = await import("./log.js"); return register; } },
+  { names: ["deliveries", "import"], load: async () => { const { register } = await import("./deliveries.js"); return register; } },
   { names: ["call"], load: async () => { const { register } = await import("./call.js"); return register; } },
   { names: ["verify"], load: async () => { const { register } = await import("./verify.js"); return register; } },
   { names: ["verify-bundle"], load: async () => { const { register } = await import("./verify-bundle.js"); return register; } },

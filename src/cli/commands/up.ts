@@ -205,6 +205,7 @@ export function register(program: Command): void {
         settings: { ...(demo ? demoSettings() : {}), ...givenSettings(o), ...viewSettings(o) },
         egress: o.egress === false ? null : { port: egressPort, ...(o.dnsServer !== undefined ? { dnsServers: o.dnsServer } : {}) },
         views: o.views === false ? null : {},
+        syncs: {},
         reset: o.reset === true,
         checkpoints,
         ...(server === undefined ? {} : { server }),

@@ -18,6 +18,7 @@ import { ago, hash, image, json, permissionRows, richText, statusBadge, verdictB
 import { html } from "./html.js";
 import type { Markup } from "./html.js";
 import { page } from "./layout.js";
+import { deliveriesCard } from "./deliveries-card.js";
 
 /** How the console's `why` sentences say what to do next. */
 export const WEB_STEPS: NextSteps = { approve: () => "Approve it below", check: "see the Integrity page" };
@@ -211,6 +212,7 @@ ${viewCard(frame, app.views, session)}
 ${blockersCard(v)}
 ${pendingCard(v, session)}
 ${whyCard(v, session)}
+${await deliveriesCard(app, v.name, now)}
 <section class="card"><h2>Permissions</h2><div class="table-wrap"><table class="cards"><thead><tr><th></th><th>Asked for (the version asked for)</th><th>Granted</th><th>Runs with</th></tr></thead><tbody>${permissionRows(v.permissions)}</tbody></table></div>
 <p class="small muted">Only what is both asked for and granted runs.</p></section>
 ${uninstallCard(v, session)}
