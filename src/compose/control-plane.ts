@@ -17,7 +17,7 @@ import type { EventLog } from "../events/index.js";
 import type { PluginResult } from "../reconciler/index.js";
 import { allowListConfigData, Projector } from "../projections/index.js";
 import { AppError, assertLogHolds, checkEmbeddedKey, checkLimitsSettings, ControlPlaneMetrics, loadLogKey, loadSettings, lockDataDir, mergeSettings, resetDataDir, saveSettings, Sessions, VIEW_DEFAULTS, Witnesses } from "../app/index.js";
-import type { DataLock, Face, LogKey, Readiness, Settings, StoreLocation, ViewsFace, WitnessTarget } from "../app/index.js";
+import type { DataLock, Face, LogKey, Readiness, Settings, StoreLocation, ViewsFace, WitnessTarget , SyncScheduler } from "../app/index.js";
 import type { ServerOptions } from "../server/index.js";
 import { isListenError, listenRefused } from "./listeners.js";
 import { keepProjections } from "./kept-projections.js";
@@ -26,7 +26,7 @@ import type { Runtime } from "./runtime.js";
 import { startHostedPlugins } from "./hosted-plugins.js";
 import type { HostedPlugins } from "./hosted-plugins.js";
 import type { RunningViews, ViewsOptions } from "./views.js";
-import { startSyncs, SyncScheduler } from "../app/index.js";
+import { startSyncs } from "../app/index.js";
 
 /** Options of {@link startControlPlane}. */
 export interface ControlPlaneOptions {
