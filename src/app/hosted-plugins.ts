@@ -9,6 +9,7 @@
  * told what runs after every reconcile pass (`sync`): it installs the module of every running
  * WebAssembly version from its verified image and prepares it, so no call compiles.
  */
+import { join } from "node:path";
 import type { Logger } from "pino";
 import type { Registry } from "prom-client";
 import { mintEgressToken } from "../egress/index.js";
@@ -22,6 +23,7 @@ import { Projector } from "../projections/index.js";
 import type { WorkloadState } from "../projections/index.js";
 import { readWasmModule } from "../trust/index.js";
 import { AppError } from "./errors.js";
+import { readGrantedSecrets, type GrantedSecretRef } from "./instance-secrets.js";
 import type { Runtime } from "./runtime.js";
 import { containerCallRefusal } from "./wording.js";
 
@@ -35,6 +37,8 @@ export interface HostedPluginsOptions {
   readonly unconfinedDir?: string;
   /** The registry the host's metrics join (the control plane's `/metrics`); none kept without it. */
   readonly registry?: Registry;
+  /** Where the instances' Secrets are (`<data>/cluster/secrets` by default; docs/adr/0184). */
+  readonly secretsDir?: string;
 }
 
 /** The plugin host, fed what the log says runs. */
@@ -64,6 +68,14 @@ async function runningWasm(projector: Projector, name: string): Promise<Workload
 async function effectiveEgress(store: EventLog, name: string): Promise<EgressHost[]> {
   const d = await store.last(pluginStream(name), "rollout.decided");
   return d?.data.plan.run?.permissions.egress.map((h) => ({ host: h.host, port: h.port })) ?? [];
+}
+
+/** The Secrets of what runs now (the latest decision's permissions), by the role the manifest names. */
+async function grantedSecrets(store: EventLog, name: string): Promise<GrantedSecretRef[]> {
+  const d = await store.last(pluginStream(name), "rollout.decided");
+  // Permissions recorded since Secret roles carry `role` when it differs from the Secret's name (docs/adr/0160).
+  const secrets = (d?.data.plan.run?.permissions.secrets ?? []) as readonly { name: string; role?: string }[];
+  return secrets.map((s) => (s.role === undefined ? { name: s.name } : { name: s.name, role: s.role }));
 }
 
 /** Starts the plugin host over a runtime's store. */
@@ -122,7 +134,9 @@ export function startHostedPlugins(rt: Runtime, o: HostedPluginsOptions): Hosted
       if (!(await host.modules()).some((m) => m.digest === w.module)) await install(w);
       const origins = originsOf(await effectiveEgress(rt.store, name));
       const { token } = await mintEgressToken(o.dataDir, name);
-      return host.call(name, w.module, { method, params, origins, egressToken: token });
+      // Read on every call, so a rotated Secret is used at once; the host redacts every value.
+      const secretValues = await readGrantedSecrets(o.secretsDir ?? join(o.dataDir, "cluster", "secrets"), await grantedSecrets(rt.store, name), o.logger, name);
+      return host.call(name, w.module, { method, params, origins, egressToken: token, secretValues });
     },
     close: () => host.close(),
   };

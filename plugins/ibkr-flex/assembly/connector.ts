@@ -14,10 +14,10 @@ import {
   Result,
   SyncRequest,
   ledgerDeliveryResponse,
-  get,
   secret,
   wait,
 } from "@openfief/sdk-wasm/assembly";
+import { getBase64 } from "./fetch";
 import { FlexDocument, ServiceAnswer, readFlex } from "./flex";
 
 /** Where the Flex Web Service (version 3) takes requests. */
@@ -70,7 +70,7 @@ function fetch(url: string, what: string): Result<HttpResponse> {
   const headers = new Map<string, string>();
   headers.set("user-agent", USER_AGENT);
   headers.set("accept", "application/xml, text/xml");
-  const res = get(url, headers, 4 << 20);
+  const res = getBase64(url, headers, MAX_STATEMENT_BYTES);
   if (!res.ok) return Result.err<HttpResponse>(res.error.code, what + ": " + res.error.message);
   if (res.value.status != 200) return Result.err<HttpResponse>(Code.HTTP_FAILED, what + ": IBKR answered HTTP " + res.value.status.toString());
   return res;
@@ -120,8 +120,8 @@ function mapped(doc: FlexDocument, delivery: LedgerDelivery, what: string): Resu
   return Result.ok<JSONValue>(ledgerDeliveryResponse(delivery));
 }
 
-function tooLarge(what: string, bytes: i32): Result<JSONValue> {
-  return Result.err<JSONValue>(Code.INVALID_REQUEST, what + " is " + bytes.toString() + " bytes, over the cap of " + MAX_STATEMENT_BYTES.toString() + ": narrow the Flex query's period or sections");
+function tooLarge(what: string): Result<JSONValue> {
+  return Result.err<JSONValue>(Code.INVALID_REQUEST, what + " is larger than the cap of " + MAX_STATEMENT_BYTES.toString() + " bytes: narrow the Flex query's period or sections");
 }
 
 /** `sync`: the statement the instance's Flex query names, mapped; the watermark as given. */
@@ -165,7 +165,7 @@ export function sync(params: JSONValue): Result<JSONValue> {
     const res = fetch(getUrl + "?t=" + token.value + "&q=" + reference + "&v=3", "GetStatement");
     if (!res.ok) return Result.fail<JSONValue>(res.error);
     const body = res.value.body;
-    if (body.length > MAX_STATEMENT_BYTES) return tooLarge("the statement", body.length);
+    if (body.length > MAX_STATEMENT_BYTES) return tooLarge("the statement");
     const doc = readFlex(body);
     const a = doc.answer;
     if (a === null) return mapped(doc, delivery, "the statement");
