@@ -50,6 +50,17 @@ async function readCapped(file: string): Promise<Buffer | null> {
   }
 }
 
+/** One `data` value: base64 of UTF-8 text. */
+function decodeValue(k: string, v: unknown): string {
+  const b64 = typeof v === "string" ? v.replace(/\s/g, "") : "";
+  if (typeof v !== "string" || !/^[A-Za-z0-9+/]*={0,2}$/.test(b64)) throw new Error(`data.${k} is not base64`);
+  try {
+    return STRICT_UTF8.decode(Buffer.from(b64, "base64"));
+  } catch {
+    throw new Error(`data.${k} is not UTF-8 text`);
+  }
+}
+
 /** A Secret's keys and values from its YAML: `data` (base64) and `stringData`, the latter winning. */
 export function secretData(text: string, name: string): Map<string, string> {
   let doc: unknown;
@@ -66,16 +77,7 @@ export function secretData(text: string, name: string): Map<string, string> {
   const data = doc.data ?? {};
   const stringData = doc.stringData ?? {};
   if (!isRecord(data) || !isRecord(stringData)) throw new Error("data and stringData must be maps");
-  for (const [k, v] of Object.entries(data)) {
-    if (typeof v !== "string" || !/^[A-Za-z0-9+/]*={0,2}$/.test(v.replace(/\s/g, ""))) throw new Error(`data.${k} is not base64`);
-    let text: string;
-    try {
-      text = STRICT_UTF8.decode(Buffer.from(v.replace(/\s/g, ""), "base64"));
-    } catch {
-      throw new Error(`data.${k} is not UTF-8 text`);
-    }
-    out.set(k, text);
-  }
+  for (const [k, v] of Object.entries(data)) out.set(k, decodeValue(k, v));
   for (const [k, v] of Object.entries(stringData)) {
     if (typeof v !== "string") throw new Error(`stringData.${k} is not a string`);
     out.set(k, v);
