@@ -127,3 +127,6 @@ export { BATCH_ID, checkDelivery, dataDirDeliveries } from "./deliveries.js";
 export type { CheckedDelivery, DeliveryKind, DeliveryRecord, DeliveryStore, StoredDelivery } from "./deliveries.js";
 export { importFile, MAX_IMPORT_FILE_BYTES } from "./import-file.js";
 export type { ImportFileOptions, ImportOutcome } from "./import-file.js";
+/** A running instance's granted Secrets, read from the data folder on each call (docs/adr/0184). */
+export { readGrantedSecrets } from "./instance-secrets.js";
+export type { GrantedSecretRef } from "./instance-secrets.js";

@@ -9,6 +9,7 @@
  * told what runs after every reconcile pass (`sync`): it installs the module of every running
  * WebAssembly version from its verified image and prepares it, so no call compiles.
  */
+import { join } from "node:path";
 import type { Logger } from "pino";
 import type { Registry } from "prom-client";
 import { mintEgressToken } from "../egress/index.js";
@@ -20,7 +21,8 @@ import { parseManifest } from "../plugins/index.js";
 import type { EgressHost, JsonValue } from "../plugins/index.js";
 import { Projector } from "../projections/index.js";
 import type { WorkloadState } from "../projections/index.js";
-import { AppError, containerCallRefusal, installModule } from "../app/index.js";
+import { AppError, containerCallRefusal, installModule, readGrantedSecrets } from "../app/index.js";
+import type { GrantedSecretRef } from "../app/index.js";
 import type { Runtime } from "./runtime.js";
 
 /** Options of {@link startHostedPlugins}. */
@@ -33,6 +35,8 @@ export interface HostedPluginsOptions {
   readonly unconfinedDir?: string;
   /** The registry the host's metrics join (the control plane's `/metrics`); none kept without it. */
   readonly registry?: Registry;
+  /** Where the instances' Secrets are (`<data>/cluster/secrets` by default; docs/adr/0184). */
+  readonly secretsDir?: string;
 }
 
 /** The plugin host, fed what the log says runs. */
@@ -62,6 +66,14 @@ async function runningWasm(projector: Projector, name: string): Promise<Workload
 async function effectiveEgress(store: EventLog, name: string): Promise<EgressHost[]> {
   const d = await store.last(pluginStream(name), "rollout.decided");
   return d?.data.plan.run?.permissions.egress.map((h) => ({ host: h.host, port: h.port })) ?? [];
+}
+
+/** The Secrets of what runs now (the latest decision's permissions), by the role the manifest names. */
+async function grantedSecrets(store: EventLog, name: string): Promise<GrantedSecretRef[]> {
+  const d = await store.last(pluginStream(name), "rollout.decided");
+  // Permissions recorded since Secret roles carry `role` when it differs from the Secret's name (docs/adr/0160).
+  const secrets = (d?.data.plan.run?.permissions.secrets ?? []) as readonly { name: string; role?: string }[];
+  return secrets.map((s) => (s.role === undefined ? { name: s.name } : { name: s.name, role: s.role }));
 }
 
 /** Starts the plugin host over a runtime's store. */
@@ -113,7 +125,9 @@ export function startHostedPlugins(rt: Runtime, o: HostedPluginsOptions): Hosted
       if (!(await host.modules()).some((m) => m.digest === w.module)) await install(w);
       const origins = originsOf(await effectiveEgress(rt.store, name));
       const { token } = await mintEgressToken(o.dataDir, name);
-      return host.call(name, w.module, { method, params, origins, egressToken: token });
+      // Read on every call, so a rotated Secret is used at once; the host redacts every value.
+      const secretValues = await readGrantedSecrets(o.secretsDir ?? join(o.dataDir, "cluster", "secrets"), await grantedSecrets(rt.store, name), o.logger, name);
+      return host.call(name, w.module, { method, params, origins, egressToken: token, secretValues });
     },
     close: () => host.close(),
   };

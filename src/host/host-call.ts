@@ -6,6 +6,7 @@
  */
 import { GuestErrorCode } from "./errors.js";
 import type { HttpCapability, HttpOutcome, PluginHttpRequest } from "./http.js";
+import { serveSecret, serveWait, type GrantedSecretValues } from "./secret-call.js";
 
 /** What the host knows about the call a `host_call` belongs to. */
 export interface HostCallContext {
@@ -17,6 +18,10 @@ export interface HostCallContext {
   readonly messageBytes: number;
   readonly requestBodyBytes: number;
   readonly responseBodyBytes: number;
+  /** The Secrets granted to the instance, by role, key and value (`secret`); none when absent. */
+  readonly secrets?: GrantedSecretValues;
+  /** Milliseconds left before the call's deadline, for `wait`; no pause is served without it. */
+  readonly remainingMs?: () => number;
 }
 
 /** What happened, for the host's log line (never a body, a header value or a token). */
@@ -87,7 +92,7 @@ function bad(message: string): { ok: false; refusal: Refusal } {
   return { ok: false, refusal: { code: GuestErrorCode.InvalidRequest, message } };
 }
 
-const PARAM_FIELDS: ReadonlySet<string> = new Set(["method", "url", "headers", "body", "bodyBase64"]);
+const PARAM_FIELDS: ReadonlySet<string> = new Set(["method", "url", "headers", "body", "bodyBase64", "answerBase64"]);
 
 /** The URL, `https` only, without credentials or fragment. */
 function checkUrl(raw: unknown): Checked<URL> {
@@ -157,7 +162,7 @@ function checkBody(params: Record<string, unknown>, method: string, cap: number)
 }
 
 /** Parses and checks an `http` request; a refusal names what is wrong. */
-export function parseHttpParams(params: unknown, ctx: Pick<HostCallContext, "origins" | "requestBodyBytes">): { ok: true; request: PluginHttpRequest; origin: string } | { ok: false; refusal: Refusal; origin?: string } {
+export function parseHttpParams(params: unknown, ctx: Pick<HostCallContext, "origins" | "requestBodyBytes">): { ok: true; request: PluginHttpRequest; origin: string; answerBase64?: boolean } | { ok: false; refusal: Refusal; origin?: string } {
   if (!isObject(params)) return bad("params must be an object");
   const unknown = Object.keys(params).find((k) => !PARAM_FIELDS.has(k));
   if (unknown !== undefined) return bad(`params.${unknown} is not a field of an http request`);
@@ -173,14 +178,18 @@ export function parseHttpParams(params: unknown, ctx: Pick<HostCallContext, "ori
   if (!headers.ok) return headers;
   const body = checkBody(params, method, ctx.requestBodyBytes);
   if (!body.ok) return body;
-  return { ok: true, origin, request: { method, url: url.value.href, headers: headers.value, ...(body.value === undefined ? {} : { body: body.value }) } };
+  // answerBase64: the answer's body as bodyBase64 even when it is UTF-8 (a large text body then
+  // needs no JSON unescaping in the guest).
+  const answerBase64 = params.answerBase64 ?? false;
+  if (typeof answerBase64 !== "boolean") return bad("params.answerBase64 must be a boolean");
+  return { ok: true, origin, ...(answerBase64 ? { answerBase64 } : {}), request: { method, url: url.value.href, headers: headers.value, ...(body.value === undefined ? {} : { body: body.value }) } };
 }
 
-function responseReply(outcome: Extract<HttpOutcome, { ok: true }>, messageBytes: number): Uint8Array | Refusal {
+function responseReply(outcome: Extract<HttpOutcome, { ok: true }>, messageBytes: number, base64: boolean): Uint8Array | Refusal {
   const { status, headers, body } = outcome.response;
   let text: string | undefined;
   try {
-    text = STRICT_UTF8.decode(body);
+    text = base64 ? undefined : STRICT_UTF8.decode(body);
   } catch {
     text = undefined;
   }
@@ -191,7 +200,7 @@ function responseReply(outcome: Extract<HttpOutcome, { ok: true }>, messageBytes
 }
 
 /** The `http` params of a request, or the refusal of a request that is not an `http` call. */
-function readEnvelope(requestBytes: Uint8Array, cap: number): { ok: true; params: unknown } | { ok: false; refusal: Refusal; method: string } {
+function readEnvelope(requestBytes: Uint8Array, cap: number): { ok: true; method: string; params: unknown } | { ok: false; refusal: Refusal; method: string } {
   if (requestBytes.length > cap) return { ok: false, method: "?", refusal: { code: GuestErrorCode.InvalidRequest, message: `the request is larger than ${cap} bytes` } };
   let message: unknown;
   try {
@@ -202,10 +211,10 @@ function readEnvelope(requestBytes: Uint8Array, cap: number): { ok: true; params
   if (!isObject(message) || typeof message.method !== "string") {
     return { ok: false, method: "?", refusal: { code: GuestErrorCode.InvalidRequest, message: 'the request must be {"method": string, "params": ...}' } };
   }
-  if (message.method !== "http") {
-    return { ok: false, method: message.method.slice(0, 64), refusal: { code: GuestErrorCode.UnknownMethod, message: "host_call serves only the method http" } };
+  if (message.method !== "http" && message.method !== "secret" && message.method !== "wait") {
+    return { ok: false, method: message.method.slice(0, 64), refusal: { code: GuestErrorCode.UnknownMethod, message: "host_call serves only the methods http, secret and wait" } };
   }
-  return { ok: true, params: message.params };
+  return { ok: true, method: message.method, params: message.params };
 }
 
 /** Serves one `host_call`; always resolves with the answer's bytes. */
@@ -216,6 +225,8 @@ export async function serveHostCall(requestBytes: Uint8Array, ctx: HostCallConte
   };
   const envelopeRead = readEnvelope(requestBytes, Math.min(ctx.messageBytes, hostCallRequestCap(ctx.requestBodyBytes)));
   if (!envelopeRead.ok) return refuse(envelopeRead.refusal, { method: envelopeRead.method, code: envelopeRead.refusal.code });
+  if (envelopeRead.method === "secret") return serveSecret(envelopeRead.params, ctx.secrets, record);
+  if (envelopeRead.method === "wait") return serveWait(envelopeRead.params, ctx.signal, ctx.remainingMs, record);
   const parsed = parseHttpParams(envelopeRead.params, ctx);
   if (!parsed.ok) return refuse(parsed.refusal, { method: "http", code: parsed.refusal.code, ...(parsed.origin === undefined ? {} : { origin: parsed.origin }) });
   const origin = parsed.origin;
@@ -224,7 +235,7 @@ export async function serveHostCall(requestBytes: Uint8Array, ctx: HostCallConte
   }
   const outcome = await ctx.http.send(parsed.request, { egressToken: ctx.egressToken, signal: ctx.signal, maxResponseBytes: ctx.responseBodyBytes });
   if (!outcome.ok) return refuse({ code: GuestErrorCode.HttpFailed, message: outcome.message }, { method: "http", origin, code: GuestErrorCode.HttpFailed });
-  const reply = responseReply(outcome, ctx.messageBytes);
+  const reply = responseReply(outcome, ctx.messageBytes, parsed.answerBase64 === true);
   if (!(reply instanceof Uint8Array)) return refuse(reply, { method: "http", origin, code: reply.code });
   record({ method: "http", origin, status: outcome.response.status });
   return reply;

@@ -22,6 +22,7 @@ import { CallRecorder, type CallResult, type CallScope, type LastCall } from "./
 import { Deadline } from "./deadline.js";
 import { hostError, HostErrorCode, type CallError, type HostError, type HostResult } from "./errors.js";
 import { serveHostCall, type HostCallRecord } from "./host-call.js";
+import type { GrantedSecretValues } from "./secret-call.js";
 import type { HttpCapability } from "./http.js";
 import { resolveLimits, type Caps, type Limits } from "./limits.js";
 import { checkModule, validDigest } from "./module-check.js";
@@ -70,6 +71,11 @@ export interface CallRequest {
   /** Values redacted from everything the plugin logs and reports (and the host's events). */
   readonly secrets?: readonly string[];
   /**
+   * The Secrets granted to the instance, role → key → value, which the guest reads with the
+   * `secret` host call; every value is redacted as `secrets` are.
+   */
+  readonly secretValues?: GrantedSecretValues;
+  /**
    * The origins the call may reach (`https://host[:port]`): the plugin's effective egress hosts
    * ({@link originsOf}). Empty or absent: the call is not granted HTTP.
    */
@@ -81,6 +87,14 @@ export interface CallRequest {
 }
 
 export type { CallResult, LastCall } from "./call-recorder.js";
+
+/** Every value a call redacts: its `secrets` and the values of its granted Secrets. */
+function redactedValues(req: CallRequest): readonly string[] {
+  if (req.secretValues === undefined) return req.secrets ?? [];
+  const out = [...(req.secrets ?? [])];
+  for (const keys of req.secretValues.values()) for (const v of keys.values()) if (v.length > 0) out.push(v);
+  return out;
+}
 
 /** An installed module. */
 export interface InstalledModule {
@@ -234,10 +248,11 @@ export function createPluginHost(o: PluginHostOptions): PluginHost {
     if (request.length > caps.messageBytes) return { ok: false, error: hostError(HostErrorCode.Failed, `the request is larger than the message cap of ${caps.messageBytes} bytes`, "params") };
     const origins = approvedOriginSet(req.origins ?? []);
     const callLog = new CallLog(logger, { plugin, digest }, { bytes: caps.logCallBytes, lines: caps.logCallLines });
-    const outcome = await pool.run(request, req.secrets ?? [], deadline, {
+    const outcome = await pool.run(request, redactedValues(req), deadline, {
       log: (fd, line) => callLog.write(fd === 1 ? "stdout" : "stderr", redact(line, list)),
       hostCall: (bytes) => serveHostCall(bytes, {
         origins, egressToken: req.egressToken, http: o.http, signal: deadline.signal,
+        ...(req.secretValues === undefined ? {} : { secrets: req.secretValues }), remainingMs: () => deadline.remaining(),
         messageBytes: caps.messageBytes, requestBodyBytes: caps.httpRequestBytes, responseBodyBytes: caps.httpResponseBytes,
       }, (r: HostCallRecord) => logger.info({ plugin, digest, ...r }, r.code === undefined ? "plugin http request" : "plugin http request refused")),
     });
@@ -265,7 +280,7 @@ export function createPluginHost(o: PluginHostOptions): PluginHost {
     if (tier === null) {
       return failed(hostError(HostErrorCode.UnconfinedDisabled, "the plugin is an unconfined executable and this deployment does not enable the unconfined tier", "digest"));
     }
-    const answer = await tier.call(digest, req.method, req.params ?? {}, req.secrets ?? [], deadline);
+    const answer = await tier.call(digest, req.method, req.params ?? {}, redactedValues(req), deadline);
     return answer.ok ? { ok: true, result: answer.result } : failed(answer.error);
   }
 
@@ -352,7 +367,7 @@ export function createPluginHost(o: PluginHostOptions): PluginHost {
     async call(plugin, digest, req) {
       if (closed) return failed(hostError(HostErrorCode.NotInstalled, "the host is closed"));
       if (!isPluginName(plugin)) return failed(hostError(HostErrorCode.NotInstalled, "not a plugin name", "plugin"));
-      const call = scope(plugin, validDigest(digest) && (await isExecutable(digest)) ? "unconfined" : "wasm", digest, req.method, req.secrets ?? []);
+      const call = scope(plugin, validDigest(digest) && (await isExecutable(digest)) ? "unconfined" : "wasm", digest, req.method, redactedValues(req));
       const deadline = new Deadline(limits.time, req.signal);
       try {
         return recorder.finish(call, await dispatch(call, req, deadline));

@@ -16,6 +16,7 @@ export { DEFAULT_LIMITS, DEFAULT_CAPS, MAX_MEMORY, resolveLimits, type Limits, t
 /** The module checks, the ABI version and seed 003's ValidDigest. */
 export { checkModule, validDigest, sha256Hex, ABI_VERSION, type CheckedModule } from "./module-check.js";
 /** The HTTP capability's port and its egress-proxy implementation. */
+export type { GrantedSecretValues } from "./secret-call.js";
 export { proxyHttp, type HttpCapability, type HttpContext, type HttpOutcome, type PluginHttpRequest, type PluginHttpResponse, type ProxyHttpOptions } from "./http.js";
 /** Approved origins from effective egress hosts. */
 export { originOf, originsOf } from "./origins.js";

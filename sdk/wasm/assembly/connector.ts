@@ -2,8 +2,8 @@
 // in the ABI: protobuf-JSON, as @bufbuild/protobuf's toJson writes it and fromJson reads it.
 // Readers take lowerCamelCase and the proto field name, treat null as the default, and refuse
 // unknown fields; writers use lowerCamelCase and omit default values, as toJson does. Only what a
-// connector needs to answer sync and import_file is here (no Transaction, Posting or
-// BalanceAssertion yet).
+// connector needs to answer sync and import_file is here; Transaction, Posting, BalanceAssertion
+// and a Delivery carrying them are in ledger.ts.
 import { decodeBase64, decodedLengthAtMost } from "./base64";
 import { ByteWriter } from "./bytes";
 import { JSONObject, JSONRaw, JSONValue, writeJSONString } from "./json";
@@ -161,7 +161,7 @@ export class ImportFileParams {
 }
 
 /** Writes `"key":"value"` after a comma when needed, unless value is empty (a default). */
-class ObjectWriter {
+export class ObjectWriter {
   private first: bool = true;
 
   constructor(public w: ByteWriter) {
@@ -239,7 +239,7 @@ export class IndexReading {
   }
 }
 
-function list<T>(o: ObjectWriter, key: string, items: T[]): void {
+export function list<T>(o: ObjectWriter, key: string, items: T[]): void {
   if (items.length == 0) return;
   const w = o.key(key);
   w.byte(0x5b);

@@ -27,6 +27,8 @@ export {
   deliveryResponse,
 } from "./connector";
 export { DEFAULT_MAX_BODY_BYTES, HttpRequest, HttpResponse, get, request } from "./http";
+export { secret, wait } from "./host";
+export { BalanceAssertion, LedgerDelivery, Posting, Transaction, ledgerDeliveryResponse } from "./ledger";
 export {
   JSONArray,
   JSONBool,
