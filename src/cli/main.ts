@@ -5,6 +5,7 @@
  * of that one command when the bundle is current.
  */
 import type { Command } from "commander";
+import { loadSchemaChecks } from "../plugins/index.js";
 import { COMMANDS, modulesFor } from "./commands/index.js";
 import { programWith, runProgram } from "./program.js";
 import type { Register } from "./program.js";
@@ -15,6 +16,20 @@ async function load(modules: readonly { load: () => Promise<Register> }[]): Prom
   return Promise.all(modules.map((m) => m.load()));
 }
 
+/**
+ * The commands that load the config-schema checks only when the log does not already say what
+ * they would answer (ADR 0186); every other command that runs loads them as it starts, as it did
+ * when the parsers imported them, so no path that parses a plugin finds them missing. Help and a
+ * mistyped name run no command and load nothing.
+ */
+const SCHEMA_CHECKS_ON_DEMAND: ReadonlySet<string> = new Set(["get", "why"]);
+
+function schemaChecksFor(argv: readonly string[]): Promise<unknown> {
+  const name = argv[0];
+  const runs = name !== undefined && COMMANDS.some((m) => m.names.includes(name)) && !argv.includes("--help") && !argv.includes("-h");
+  return runs && !SCHEMA_CHECKS_ON_DEMAND.has(name) ? loadSchemaChecks() : Promise.resolve();
+}
+
 /** The program with the subcommands `argv` needs (every one when `argv` is left out). */
 export async function buildProgram(argv?: readonly string[]): Promise<Command> {
   return programWith(await load(argv === undefined ? COMMANDS : modulesFor(argv)));
@@ -22,5 +37,5 @@ export async function buildProgram(argv?: readonly string[]): Promise<Command> {
 
 /** Runs a command line; the exit code. */
 export async function main(argv: readonly string[]): Promise<number> {
-  return runProgram(argv, () => load(modulesFor(argv)));
+  return runProgram(argv, async () => (await Promise.all([load(modulesFor(argv)), schemaChecksFor(argv)]))[0]);
 }
