@@ -34,7 +34,7 @@ export { validateConfigSchema, validateConfig } from "./config-schema.js";
  * The config-schema checks, loaded on demand (ADR 0186): the parsers above check a manifest's schema
  * through them; a reader loads them, or remembers a schema the log shows was checked.
  */
-export { loadSchemaChecks, rememberCheckedSchema, schemaCheckReady, schemaChecksLoaded, SchemaChecksNotLoaded } from "./schema-check.js";
+export { loadSchemaChecks, rememberCheckedSchema, resetSchemaChecksForTests, schemaCheckReady, schemaChecksLoaded, SchemaChecksNotLoaded } from "./schema-check.js";
 export type { SchemaChecks } from "./schema-check.js";
 export { isJsonValue } from "./json.js";
 
