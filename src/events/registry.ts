@@ -17,7 +17,9 @@ let AjvClass: typeof Ajv | undefined;
 
 /** Loads ajv for event validation, so the first append does not load it synchronously. */
 export async function loadEventValidation(): Promise<void> {
-  AjvClass ??= (await import("ajv")).Ajv;
+  // ajv is CommonJS: the bundle's chunk for it exports only its module object, whose `Ajv` is the class.
+  const { default: ajv } = await import("ajv");
+  AjvClass ??= ajv.Ajv;
 }
 
 function ajvClass(): typeof Ajv {

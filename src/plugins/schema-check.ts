@@ -46,7 +46,10 @@ export function provideSchemaChecks(c: SchemaChecks): void {
 
 /** Loads the checks (once); what `import()` costs is paid only by the process that calls this. */
 export async function loadSchemaChecks(): Promise<SchemaChecks> {
-  if (checks === undefined) provideSchemaChecks(await import("./config-schema.js"));
+  if (checks === undefined) {
+    const { validateConfigSchema, validateConfig } = await import("./config-schema.js");
+    provideSchemaChecks({ validateConfigSchema, validateConfig });
+  }
   return checks as SchemaChecks;
 }
 
