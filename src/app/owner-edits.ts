@@ -11,7 +11,7 @@
  */
 import { pluginStream, StoreError } from "../events/index.js";
 import type { EventLog } from "../events/index.js";
-import { defaultSecretName, EMPTY_GRANT_SPEC, EMPTY_PENDING, isEmptyPending, needsApproval, parseGrant, parsePlugin, sortRules, validateConfig } from "../plugins/index.js";
+import { defaultSecretName, EMPTY_GRANT_SPEC, EMPTY_PENDING, isEmptyPending, loadSchemaChecks, needsApproval, parseGrant, parsePlugin, sortRules } from "../plugins/index.js";
 import type { FieldError, GrantSpec, JsonValue, Pending, SecretRole } from "../plugins/index.js";
 import { standingBlockers } from "../projections/index.js";
 import type { HardBlocker } from "../projections/index.js";
@@ -46,7 +46,7 @@ export function applyResources(store: EventLog, resources: readonly Resource[], 
       const type = r.kind === "Plugin" ? "plugin.observed" : "grant.observed";
       const e = await store.observe({ stream: pluginStream(r.name), type, data: { name: r.name, spec: r.raw as JsonValue }, actor, causedBy: null });
       const schema = r.kind === "Plugin" ? r.plugin.spec.manifest.configSchema : undefined;
-      const configErrors = r.kind === "Plugin" && schema !== undefined ? validateConfig(schema, r.plugin.spec.config, "spec.config") : [];
+      const configErrors = r.kind === "Plugin" && schema !== undefined ? (await loadSchemaChecks()).validateConfig(schema, r.plugin.spec.config, "spec.config") : [];
       out.push({ kind: r.kind, name: r.name, changed: e !== null, ...(e === null ? {} : { seq: e.seq }), ...(configErrors.length === 0 ? {} : { configErrors }) });
     }
     return out;

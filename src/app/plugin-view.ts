@@ -11,7 +11,7 @@ import { pluginStream } from "../events/index.js";
 import type { EventLog, KnownEvent } from "../events/index.js";
 import { formatHostPort, isEmptyPending, parseGrant, parsePlugin } from "../plugins/index.js";
 import type { GrantSpec, JsonValue, Pending, RolloutPlanJSON } from "../plugins/index.js";
-import { recentGatewayRecords, summarizeDecisions, why } from "../projections/index.js";
+import { readySchemaCheck, recentGatewayRecords, summarizeDecisions, why, withSchemaChecks } from "../projections/index.js";
 import type { GatewayRecord, HardBlocker, WhyAnswer } from "../projections/index.js";
 import { AppError } from "./errors.js";
 import { checkLogQuery, eventSentence, eventSentences, pluginVerdicts } from "./log.js";
@@ -291,6 +291,13 @@ async function removedSentences(store: EventLog, name: string): Promise<string[]
 /** `why`: the latest decision of a plugin and its sentences; `not_found` when none was decided yet. */
 export async function explain(store: EventLog, name: string, steps?: NextSteps): Promise<Explained> {
   checkLogQuery(store, { plugin: name });
+  // The version asked for: its schema, when the log vouches for it, is not checked again (ADR 0186).
+  const asked = await store.lookups.lastOf(pluginStream(name), ["plugin.observed"], Number.MAX_SAFE_INTEGER);
+  if (asked !== null) await readySchemaCheck(store, name, asked.data.spec);
+  return withSchemaChecks(() => explained(store, name, steps));
+}
+
+async function explained(store: EventLog, name: string, steps?: NextSteps): Promise<Explained> {
   const answer = await why(store, name);
   if (answer === null) throw new AppError("not_found", `no decision recorded for ${name}`);
   const recent = await recentGatewayRecords(store, name, 10);

@@ -11,7 +11,7 @@ import { parseImageRef } from "../plugins/index.js";
 import type { Pending } from "../plugins/index.js";
 import { catalogView } from "./catalog-view.js";
 import type { CatalogView } from "./catalog-view.js";
-import { Projector, specManifestDigest, standingBlockers, standingVerdict } from "../projections/index.js";
+import { Projector, readySchemaCheck, specManifestDigest, standingBlockers, standingVerdict, withSchemaChecks } from "../projections/index.js";
 import type { HardBlocker, PluginState, VerdictState, WorkloadState } from "../projections/index.js";
 
 /** What the owner should know of a plugin's state, as a code (the faces word it). */
@@ -145,6 +145,7 @@ function problemsOf(blockers: readonly HardBlocker[], latest: KnownEvent | null)
 }
 
 async function rowOf(store: EventLog, p: PluginState, verdicts: ReadonlyMap<string, VerdictState>, w: WorkloadState | undefined): Promise<PluginRow> {
+  if (!p.deleted) await readySchemaCheck(store, p.name, p.spec);
   const v = askedVerdict(p, verdicts);
   const latest = await store.last(pluginStream(p.name));
   const runs = w !== undefined && w.running;
@@ -176,6 +177,10 @@ async function lastDecision(store: EventLog, name: string): Promise<PluginRow["d
 
 /** The rows of `get plugins`, from the projections (caught up first), in name order. */
 export async function listPlugins(store: EventLog): Promise<PluginRow[]> {
+  return withSchemaChecks(() => readPlugins(store));
+}
+
+async function readPlugins(store: EventLog): Promise<PluginRow[]> {
   const projector = new Projector(store);
   await projector.catchUp();
   const verdicts = await projector.rows<VerdictState>("signature_verdicts");

@@ -5,6 +5,8 @@
  * of that one command when the bundle is current.
  */
 import type { Command } from "commander";
+import { loadEventValidation } from "../events/index.js";
+import { loadSchemaChecks } from "../plugins/index.js";
 import { COMMANDS, modulesFor } from "./commands/index.js";
 import { programWith, runProgram } from "./program.js";
 import type { Register } from "./program.js";
@@ -15,6 +17,37 @@ async function load(modules: readonly { load: () => Promise<Register> }[]): Prom
   return Promise.all(modules.map((m) => m.load()));
 }
 
+/**
+ * The commands that load the config-schema checks only when the log does not already say what
+ * they would answer (ADR 0186); every other command that runs loads them as it starts, as it did
+ * when the parsers imported them, so no path that parses a plugin finds them missing. Help and a
+ * mistyped name run no command and load nothing.
+ */
+const SCHEMA_CHECKS_ON_DEMAND: ReadonlySet<string> = new Set(["get", "why"]);
+
+/** The subcommand this line runs; undefined for help, no arguments or a mistyped name. */
+function commandRun(argv: readonly string[]): string | undefined {
+  const name = argv[0];
+  const runs = name !== undefined && COMMANDS.some((m) => m.names.includes(name)) && !argv.includes("--help") && !argv.includes("-h");
+  return runs ? name : undefined;
+}
+
+function schemaChecksFor(argv: readonly string[]): Promise<unknown> {
+  const name = commandRun(argv);
+  return name !== undefined && !SCHEMA_CHECKS_ON_DEMAND.has(name) ? loadSchemaChecks() : Promise.resolve();
+}
+
+/**
+ * The commands that only read the log, and so never validate an event (ADR 0187); every other
+ * command that runs loads event validation as it starts. Help and a mistyped name load nothing.
+ */
+const READ_ONLY: ReadonlySet<string> = new Set(["get", "why", "log", "replay", "verify-log", "check-decisions"]);
+
+function eventValidationFor(argv: readonly string[]): Promise<unknown> {
+  const name = commandRun(argv);
+  return name !== undefined && !READ_ONLY.has(name) ? loadEventValidation() : Promise.resolve();
+}
+
 /** The program with the subcommands `argv` needs (every one when `argv` is left out). */
 export async function buildProgram(argv?: readonly string[]): Promise<Command> {
   return programWith(await load(argv === undefined ? COMMANDS : modulesFor(argv)));
@@ -22,5 +55,5 @@ export async function buildProgram(argv?: readonly string[]): Promise<Command> {
 
 /** Runs a command line; the exit code. */
 export async function main(argv: readonly string[]): Promise<number> {
-  return runProgram(argv, () => load(modulesFor(argv)));
+  return runProgram(argv, async () => (await Promise.all([load(modulesFor(argv)), schemaChecksFor(argv), eventValidationFor(argv)]))[0]);
 }

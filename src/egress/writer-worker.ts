@@ -5,7 +5,7 @@
  * this thread ever blocks on the lock; the proxy's event loop never does.
  */
 import { parentPort, workerData } from "node:worker_threads";
-import { openLogWriter, StoreError, StoreErrorCode, type LogWriter } from "../events/index.js";
+import { loadEventValidation, openLogWriter, StoreError, StoreErrorCode, type LogWriter } from "../events/index.js";
 import { anonymousEvent, egressDecisionEvent } from "./decision.js";
 import type { WriteRequest, WriterReply, WriterWorkerData } from "./writer-protocol.js";
 
@@ -25,6 +25,8 @@ let writer: LogWriter;
 try {
   // This connection only commits batches: durable or not once, not per batch (docs/adr/0096);
   // on PostgreSQL every commit is durable and each batch is bounded by the session (docs/adr/0165).
+  // Started from a data: URL, this thread cannot load ajv by require on its first append (ADR 0187).
+  await loadEventValidation();
   writer = await openLogWriter("url" in data ? { url: data.url, commitTimeoutMs: data.commitTimeoutMs } : { file: data.file, durable: data.durable });
 } catch (err) {
   reply({ ready: false, error: message(err) });

@@ -13,7 +13,7 @@ export type { LogWriter, LogWriterOptions } from "./writer.js";
 export type { ChainPoint, GuardsResult, NewEvent, StoredEvent, ReadFilter, VerifyResult } from "./types.js";
 export { StoreError, StoreErrorCode } from "./errors.js";
 export type { EventProblem } from "./errors.js";
-export { EventRegistry, defineEvent } from "./registry.js";
+export { EventRegistry, defineEvent, loadEventValidation } from "./registry.js";
 export type { EventDefinition, EventType, PastVersion } from "./registry.js";
 export { catalog, createCatalog } from "./catalog.js";
 export type * from "./catalog.js";

@@ -3,8 +3,29 @@
  * validated against the current schema (compiled once, at definition); reads pass old rows
  * through the upcasters, so an old row reads as the current shape without being rewritten.
  */
-import { Ajv } from "ajv";
-import type { ValidateFunction } from "ajv";
+import { createRequire } from "node:module";
+import type { Ajv, ValidateFunction } from "ajv";
+import type * as AjvModule from "ajv";
+
+/**
+ * ajv, loaded on the first append rather than with the log (ADR 0187): a command that only reads
+ * the log never validates an event, and ajv is the largest library it would otherwise load. A
+ * process that appends loads it ahead with {@link loadEventValidation} (its own chunk in the CLI's
+ * bundle); an append that comes first loads it there and then, from node_modules.
+ */
+let AjvClass: typeof Ajv | undefined;
+
+/** Loads ajv for event validation, so the first append does not load it synchronously. */
+export async function loadEventValidation(): Promise<void> {
+  // ajv is CommonJS: the bundle's chunk for it exports only its module object, whose `Ajv` is the class.
+  const { default: ajv } = await import("ajv");
+  AjvClass ??= ajv.Ajv;
+}
+
+function ajvClass(): typeof Ajv {
+  AjvClass ??= (createRequire(import.meta.url)("ajv") as typeof AjvModule).Ajv;
+  return AjvClass;
+}
 
 /** One older version of an event type, with how to lift its data to the next version. */
 export interface PastVersion {
@@ -53,7 +74,7 @@ export class EventRegistry {
   #ajv: Ajv | null = null;
 
   #validator(): Ajv {
-    return (this.#ajv ??= new Ajv({ allErrors: true, strict: true, allowUnionTypes: true }));
+    return (this.#ajv ??= new (ajvClass())({ allErrors: true, strict: true, allowUnionTypes: true }));
   }
 
   /** Registers an event type; throws on a duplicate type or an inconsistent definition. */

@@ -40,6 +40,7 @@ import { patternProblems } from "./schema-patterns.js";
 import { SchemaIndex, referenceProblems, rootDocument } from "./schema-refs.js";
 import { schemaNodes } from "./schema-walk.js";
 import { duplicatePair, UNIQUE_ITEMS } from "./unique-items.js";
+import { provideSchemaChecks } from "./schema-check.js";
 import { META_VALIDATORS } from "../gen/config-meta-schemas.js";
 import type { MetaValidate } from "../gen/config-meta-schemas.js";
 
@@ -283,3 +284,6 @@ export function validateConfig(schema: JsonValue, config: JsonValue | undefined,
     return [fieldError(ErrorCode.ConfigMismatch, path, "the config could not be checked against its schema")];
   }
 }
+
+// The parsers check schemas through schema-check.ts; from now on in this process they check them here.
+provideSchemaChecks({ validateConfigSchema, validateConfig });

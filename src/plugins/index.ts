@@ -28,8 +28,14 @@ export * from "./constants.js";
 /** Validation of names, hosts, mount paths, configs; strict parsing of Plugin, PluginGrant and Manifest. */
 export { validatePluginName, validateSecretName, validateDataTier, isValidPluginName } from "./names.js";
 export { parseEgressHost, formatHostPort, egressKey, compareEgressHosts, isCanonicalHostname, DEFAULT_EGRESS_PORT } from "./egress-host.js";
-export { parseManifest, parsePlugin, parseGrant, validateMountPath, mountPathsOverlap, defaultSecretName } from "./validate.js";
+export { parseManifest, parsePlugin, parsePluginUnchecked, parseGrant, validateMountPath, mountPathsOverlap, defaultSecretName } from "./parse.js";
 export { validateConfigSchema, validateConfig } from "./config-schema.js";
+/**
+ * The config-schema checks, loaded on demand (ADR 0186): the parsers above check a manifest's schema
+ * through them; a reader loads them, or remembers a schema the log shows was checked.
+ */
+export { loadSchemaChecks, rememberCheckedSchema, resetSchemaChecksForTests, schemaCheckReady, schemaChecksLoaded, SchemaChecksNotLoaded } from "./schema-check.js";
+export type { SchemaChecks } from "./schema-check.js";
 export { isJsonValue } from "./json.js";
 
 /** A connector's sync schedule (`Plugin.spec.sync`): interval or cron, jitter, retry backoff (docs/adr/0178). */

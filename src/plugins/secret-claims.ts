@@ -13,7 +13,7 @@ import { grantedSecretNames } from "./effective.js";
 import { ErrorCode, fieldError, join } from "./errors.js";
 import type { FieldError } from "./errors.js";
 import type { GrantSpec } from "./types.js";
-import { defaultSecretName } from "./validate.js";
+import { defaultSecretName } from "./parse.js";
 
 /** One installed instance as the operator sees it. */
 export interface InstanceSecrets {

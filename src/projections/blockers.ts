@@ -8,10 +8,11 @@
  */
 import { manifestDigest } from "../events/index.js";
 import type { EventLog } from "../events/index.js";
-import { parsePlugin, validateConfig } from "../plugins/index.js";
+import { loadSchemaChecks, parsePlugin } from "../plugins/index.js";
 import type { FieldError, JsonValue } from "../plugins/index.js";
 import { imageDigest, specImage } from "./images.js";
 import { verdictFor } from "./lookup.js";
+import { readySchemaCheck, recordedConfigVerdict } from "./schema-facts.js";
 
 /** One reason the version asked for could not run, as a code and the facts behind it. */
 export type Blocker =
@@ -48,6 +49,7 @@ export function isHardBlocker(b: Blocker): b is HardBlocker {
  * known against it — a signature not checked yet included.
  */
 export async function standingBlockers(store: EventLog, name: string, spec: JsonValue): Promise<HardBlocker[]> {
+  await readySchemaCheck(store, name, spec);
   const p = parsePlugin({ name, spec });
   if (!p.ok) return [{ code: "spec_invalid", errors: p.errors }];
   const out: HardBlocker[] = [];
@@ -56,8 +58,18 @@ export async function standingBlockers(store: EventLog, name: string, spec: Json
   const verdict = digest === null ? null : await verdictFor(store.lookups, digest, manifestDigest(p.value.spec.manifest), Number.MAX_SAFE_INTEGER);
   if (verdict?.data.outcome === "refused") out.push({ code: "signature_refused", digest: verdict.data.digest, reason: verdict.data.reason ?? null });
   const schema = p.value.spec.manifest.configSchema;
-  const errors = schema === undefined ? [] : validateConfig(schema, p.value.spec.config, "spec.config");
+  const errors = schema === undefined ? [] : await configErrors(store, name, spec, schema, p.value.spec.config);
   if (errors.length > 0) out.push({ code: "config_mismatch", image, errors: errors.map((e) => ({ code: e.code, path: e.path, message: e.message })) });
   return out;
 }
 
+
+/**
+ * What `validateConfig` answers for this spec's config: the config verdict the reconciler recorded
+ * for exactly this image, schema and config when there is one (docs/adr/0186), else the check run here.
+ */
+async function configErrors(store: EventLog, name: string, spec: JsonValue, schema: JsonValue, config: JsonValue | undefined): Promise<readonly { code: string; path: string; message: string }[]> {
+  const recorded = await recordedConfigVerdict(store, name, spec);
+  if (recorded !== null) return recorded.data.errors;
+  return (await loadSchemaChecks()).validateConfig(schema, config, "spec.config");
+}

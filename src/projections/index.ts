@@ -11,6 +11,8 @@ export type { TimelineOptions } from "./timeline.js";
 export { why } from "./why.js";
 export type { FailedCalls, WhyAnswer } from "./why.js";
 export { BLOCKER_CODES, isHardBlocker, standingBlockers } from "./blockers.js";
+/** What the log already says about a config schema, so a reader need not load its checks (ADR 0186). */
+export { readySchemaCheck, recordedConfigVerdict, withSchemaChecks } from "./schema-facts.js";
 export type { Blocker, HardBlocker } from "./blockers.js";
 /** Replay: the projected state as of a seq or a time. */
 export { stateAt } from "./state-at.js";

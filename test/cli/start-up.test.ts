@@ -30,6 +30,11 @@ const NOT_FOR_READING: readonly [string, RegExp][] = [
   ["the views", /^src\/views\//],
   ["the console and API", /^src\/server\//],
   ["the reconcile loop", /^src\/reconciler\/(reconciler|directory-target)\.ts$/],
+  // Loaded by import() when needed (ADR 0186, 0187): a read validates no event, and checks a config
+  // schema only when the log does not already say what the check would.
+  ["ajv", /node_modules\/ajv\//],
+  ["the config-schema checks", /^src\/plugins\/config-schema\.ts$/],
+  ["the precompiled meta-schema validators", /^src\/gen\/config-meta-schemas\.js$/],
 ];
 
 describe("which command modules a command line loads", () => {
