@@ -55,6 +55,10 @@ describe("which command modules a command line loads", () => {
     expect(modulesFor(argv)).toBe(COMMANDS);
   });
 
+  it.each([["--version"], ["-V"]])("%s loads no module: the program answers it alone", (flag) => {
+    expect(modulesFor([flag])).toEqual([]);
+  });
+
   it("lists for each module exactly the commands it registers", async () => {
     for (const m of COMMANDS) {
       const probe = new Command();

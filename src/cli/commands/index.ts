@@ -35,12 +35,13 @@ export const COMMANDS: readonly CommandModule[] = [
 ];
 
 /**
- * The modules a command line needs: the one that adds its subcommand, or every module when the
- * line names none of them (no arguments, `--help`, `help`, a mistyped name that commander should
- * answer with a suggestion).
+ * The modules a command line needs: the one that adds its subcommand, none for `--version` (the
+ * program answers it alone), or every module when the line names none of them (no arguments,
+ * `--help`, `help`, a mistyped name that commander should answer with a suggestion).
  */
 export function modulesFor(argv: readonly string[]): readonly CommandModule[] {
   const first = argv[0];
+  if (argv.length === 1 && (first === "--version" || first === "-V")) return [];
   const one = first === undefined ? undefined : COMMANDS.find((c) => c.names.includes(first));
   return one === undefined ? COMMANDS : [one];
 }
