@@ -48,7 +48,8 @@ async function readCapped(path: string, max: number): Promise<Buffer> {
     size = s.size;
   } catch (err) {
     if (err instanceof AppError) throw err;
-    throw new AppError("usage", `cannot read ${basename(path)}: ${(err as NodeJS.ErrnoException).code ?? "unreadable"}`);
+    const code = (err as NodeJS.ErrnoException).code;
+    throw new AppError("usage", `cannot read ${path}: ${code === "ENOENT" || code === "ENOTDIR" ? "no such file or folder" : code === "EACCES" ? "permission denied" : "unreadable"}`);
   }
   if (size > max) throw new AppError("too_large", `${basename(path)} is ${size} bytes, over the ${max}-byte limit of one import`);
   const f = await open(path, "r");

@@ -83,7 +83,7 @@ describe("syncs and deliveries", () => {
   });
 
   it.each([
-    ["a file that is not there", ["import", "ecb-fx", "no-such-file.xml"], /cannot read no-such-file\.xml: ENOENT/],
+    ["a file that is not there", ["import", "ecb-fx", "no-such-file.xml"], /cannot read no-such-file\.xml: no such file or folder/],
     ["a bad plugin name", ["import", "Bad_Name", "x.xml"], /invalid plugin name/],
     ["a bad media type", ["import", "ecb-fx", "x.xml", "--media-type", "xml"], /invalid --media-type/],
     ["a bad batch ID", ["deliveries", "get", "../etc"], /invalid batch ID/],

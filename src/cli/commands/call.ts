@@ -5,12 +5,11 @@
  * `openfief up` holding the data folder; with none running, HTTP fails (and is recorded).
  */
 import type { Command } from "commander";
-import { AppError, loadSettings, requireLog, runningEgress, storeLocationOf } from "../../app/index.js";
-import { openRuntime, startHostedPlugins } from "../../compose/index.js";
+import { AppError } from "../../app/index.js";
 import { parseStrictJson } from "../../plugins/index.js";
-import { dataDir, pluginArg, print, printJson, withData, withJson } from "../context.js";
+import { pluginArg, print, printJson, withData, withJson } from "../context.js";
 import type { DataOptions } from "../context.js";
-import { cliLogger } from "../logger.js";
+import { withHostedPlugins } from "../hosted.js";
 
 /** The most bytes `--params` may hold. */
 const MAX_PARAMS = 64 * 1024;
@@ -28,13 +27,7 @@ export function register(program: Command): void {
       if (o.params.length > MAX_PARAMS) throw new AppError("too_large", `--params is over ${MAX_PARAMS} bytes`);
       const parsed = parseStrictJson(o.params, "--params");
       if (!parsed.ok) throw new AppError("usage", `--params is not JSON: ${parsed.errors[0]?.message ?? "invalid"}`);
-      const dir = dataDir(o);
-      const store = storeLocationOf(o);
-      if (store === null) requireLog(dir);
-      const logger = cliLogger({ level: process.env["OPENFIEF_LOG_LEVEL"] ?? "warn", json: o.json === true });
-      const rt = await openRuntime({ dataDir: dir, logger, store, ...loadSettings(dir) });
-      const hosted = startHostedPlugins(rt, { dataDir: dir, logger, egressUrl: runningEgress(dir) });
-      try {
+      await withHostedPlugins(o, async (hosted) => {
         const r = await hosted.call(name, method, parsed.value);
         if (r.ok) {
           if (o.json === true) printJson({ ok: true, result: r.result });
@@ -44,9 +37,6 @@ export function register(program: Command): void {
         if (o.json === true) printJson({ ok: false, error: r.error });
         else print(`${name} ${method}: ${r.error.code}${r.error.source === "plugin" ? " (reported by the plugin)" : ""}: ${r.error.message}`);
         process.exitCode = 1;
-      } finally {
-        await hosted.close();
-        await rt.close();
-      }
+      });
     });
 }

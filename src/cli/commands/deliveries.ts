@@ -6,13 +6,12 @@
  */
 import type { Command } from "commander";
 import {
-  AppError, BATCH_ID, connectorSyncs, dataDirDeliveries, importFile, loadSettings, OWNER_CLI, requireLog, runningEgress, storeLocationOf,
+  AppError, BATCH_ID, connectorSyncs, dataDirDeliveries, importFile, OWNER_CLI,
 } from "../../app/index.js";
 import type { DeliveryRecord } from "../../app/index.js";
-import { openRuntime, startHostedPlugins } from "../../compose/index.js";
 import { dataDir, pluginArg, print, printJson, table, withData, withJson, withLog } from "../context.js";
 import type { DataOptions } from "../context.js";
-import { cliLogger } from "../logger.js";
+import { withHostedPlugins } from "../hosted.js";
 
 const MEDIA_TYPE = /^[a-z0-9!#$&^_.+-]{1,64}\/[a-z0-9!#$&^_.+-]{1,64}$/;
 
@@ -68,13 +67,7 @@ export function register(program: Command): void {
     .action(async (name: string, file: string, o: DataOptions & { mediaType?: string; preview?: boolean }) => {
       pluginArg(name);
       if (o.mediaType !== undefined && !MEDIA_TYPE.test(o.mediaType)) throw new AppError("usage", `invalid --media-type ${JSON.stringify(o.mediaType.slice(0, 64))}: type/subtype`);
-      const dir = dataDir(o);
-      const store = storeLocationOf(o);
-      if (store === null) requireLog(dir);
-      const logger = cliLogger({ level: process.env["OPENFIEF_LOG_LEVEL"] ?? "warn", json: o.json === true });
-      const rt = await openRuntime({ dataDir: dir, logger, store, ...loadSettings(dir) });
-      const hosted = startHostedPlugins(rt, { dataDir: dir, logger, egressUrl: runningEgress(dir) });
-      try {
+      await withHostedPlugins(o, async (hosted, rt, dir) => {
         const r = await importFile(hosted, dataDirDeliveries(dir), rt.store, {
           plugin: name, file, actor: OWNER_CLI, preview: o.preview === true, ...(o.mediaType === undefined ? {} : { mediaType: o.mediaType }),
         });
@@ -83,9 +76,6 @@ export function register(program: Command): void {
         else if (r.preview) print(JSON.stringify(r.delivery, null, 2));
         else print(`imported ${file} through ${name} as batch ${r.batchId}: ${countsCell(r.record)} (openfief deliveries get ${r.batchId})`);
         if (!r.ok) process.exitCode = 1;
-      } finally {
-        await hosted.close();
-        await rt.close();
-      }
+      });
     });
 }
