@@ -10,7 +10,7 @@ export { EgressMetrics, type CacheLookup, type ParserRejection } from "./metrics
 export { ANONYMOUS_LIMITS, AnonymousRecording, AnonymousRefusalLimit, type AnonymousLimitOptions, type AnonymousRefusal, type AnonymousSink } from "./anonymous-limit.js";
 export { dialTcp, startEmbeddedEgress, type EmbeddedEgressOptions } from "./embedded.js";
 export { EGRESS_KEY_FILE } from "./key-file.js";
-export { DEFAULT_TOKEN_TTL_SECONDS, EMBEDDED_ISSUER, ensureEmbeddedKey, mintEgressToken, readEmbeddedJwks, type MintedToken } from "./embedded-key.js";
+export { DEFAULT_TOKEN_TTL_SECONDS, EMBEDDED_ISSUER, ensureEmbeddedKey, mintEgressToken, readEmbeddedJwks, type EmbeddedAudience, type MintedToken } from "./embedded-key.js";
 export { JwksTokenReviewer } from "./jwks-reviewer.js";
 export { KubeTokenReviewer } from "./kube-reviewer.js";
 export { basicProxyAuthorization, proxyToken, type ProxyAuthError } from "./proxy-auth.js";
