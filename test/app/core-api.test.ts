@@ -148,7 +148,8 @@ describe("every refusal is answered with a stable code and recorded, never with 
     ["a view asking for a connector's state", "/core/v1/connector/state", async () => `Bearer ${await coreToken("ledger-view")}`, 403, "capability_not_held", { plugin: "ledger-view", capability: "connector" }],
   ];
 
-  it.each(cases)("%s", async (_what, path, header, status, code, about) => {
+  it.each(cases)("%s", async (...c) => {
+    const [, path, header, status, code, about] = c;
     const { url } = await serve();
     const before = await store.head();
     const authorization = await header();
