@@ -74,6 +74,8 @@ export interface CoreApiPorts {
   readonly clock?: () => Date;
   readonly limits?: Partial<CoreApiLimits>;
   readonly logger?: Logger;
+  /** Told of every answer: the call and `ok` or the refusal's code (the metrics' counter). */
+  readonly onAnswer?: (call: CoreCall, code: "ok" | CoreRefusalCode | "busy") => void;
 }
 
 /** One call as a face hands it over. */
@@ -171,13 +173,19 @@ export class CoreApi {
 
   /** Answers one call; never throws. */
   async handle(r: CoreRequest): Promise<CoreAnswer> {
+    const a = await this.#guarded(r);
+    this.#p.onAnswer?.(r.call, a.ok ? "ok" : a.code);
+    return a;
+  }
+
+  async #guarded(r: CoreRequest): Promise<CoreAnswer> {
     if (this.#closed || this.#inFlight >= this.#l.inFlight) return { ok: false, status: 503, code: "busy", message: "the core is busy: try again", retryAfterSeconds: 1 };
     this.#inFlight++;
     try {
       return await this.#handle(r);
     } catch (err) {
       this.#p.logger?.error({ call: r.call, err: err instanceof Error ? err.message : String(err) }, "a core call failed");
-      return { ok: false, status: 503, code: "review_failed", message: "the call could not be answered: try again" };
+      return { ok: false, status: 503, code: "busy", message: "the call could not be answered: try again", retryAfterSeconds: 1 };
     } finally {
       this.#inFlight--;
     }

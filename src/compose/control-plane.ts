@@ -310,7 +310,7 @@ function startHost(o: ControlPlaneOptions, rt: Runtime, settings: Settings, egre
 async function startFace(o: ControlPlaneOptions, server: ServerOptions, p: { store: EventLog; sessions: Sessions; metrics: ControlPlaneMetrics; state: LoopState; views: ViewsFace | null; consoleOrigin: string | undefined; logKey: { readonly origin: string; readonly verifierKey: string } | null; opened: Opened }): Promise<Face> {
   const { CORE_PREFIX, coreHandler, startServer } = await import("../server/index.js");
   // The core API for plugins (docs/adr/0196), on the console's listener under /core/.
-  const core = embeddedCoreApi({ dataDir: o.dataDir, store: p.store, logger: o.logger, clock: o.clock });
+  const core = embeddedCoreApi({ dataDir: o.dataDir, store: p.store, logger: o.logger, clock: o.clock, registry: p.metrics.registry });
   p.opened.core = core;
   return startServer({
     core: { prefix: CORE_PREFIX, handle: coreHandler(core, { logger: o.logger.child({ component: "core-api" }) }) },

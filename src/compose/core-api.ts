@@ -10,8 +10,10 @@ import { join } from "node:path";
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { JSONWebKeySet } from "jose";
 import type { Logger } from "pino";
+import { Counter } from "prom-client";
+import type { Registry } from "prom-client";
 import { CoreApi, dataDirDeliveries, jwksPluginVerifier, reviewerPluginVerifier } from "../app/index.js";
-import type { CoreApiLimits, DeliveryStore, PluginTokenVerifier } from "../app/index.js";
+import type { CoreApiLimits, CoreApiPorts, DeliveryStore, PluginTokenVerifier } from "../app/index.js";
 import { CachingTokenReviewer, EMBEDDED_ISSUER, KubeTokenReviewer } from "../egress/index.js";
 import type { EventLog } from "../events/index.js";
 import { CORE_AUDIENCE } from "../plugins/index.js";
@@ -63,11 +65,22 @@ export function embeddedPluginVerifier(dataDir: string, now?: () => Date): Plugi
   return jwksPluginVerifier({ jwks: dataDirJwks(dataDir), issuer: EMBEDDED_ISSUER, audience: CORE_AUDIENCE, ...(now === undefined ? {} : { now }) });
 }
 
+/**
+ * `openfief_core_calls_total{call, code}`: the core API's answers, by call and by `ok` or the
+ * refusal's code (bounded sets: never an instance or an address). Registered once per registry.
+ */
+export function coreCallCounter(registry: Registry): NonNullable<CoreApiPorts["onAnswer"]> {
+  const name = "openfief_core_calls_total";
+  const counter = (registry.getSingleMetric(name) as Counter<"call" | "code"> | undefined)
+    ?? new Counter({ name, help: "the core API's answers to plugins, by call and code (ok, or why it was refused)", labelNames: ["call", "code"], registers: [registry] });
+  return (call, code) => counter.inc({ call, code });
+}
+
 /** `up`'s core API over its data folder. */
-export function embeddedCoreApi(o: { readonly dataDir: string; readonly store: EventLog; readonly logger: Logger; readonly clock?: (() => Date) | undefined; readonly limits?: Partial<CoreApiLimits> }): CoreApi {
+export function embeddedCoreApi(o: { readonly dataDir: string; readonly store: EventLog; readonly logger: Logger; readonly clock?: (() => Date) | undefined; readonly limits?: Partial<CoreApiLimits>; readonly registry?: Registry }): CoreApi {
   return new CoreApi({
     store: o.store, verifier: embeddedPluginVerifier(o.dataDir, o.clock), deliveries: dataDirDeliveries(o.dataDir),
-    logger: o.logger.child({ component: "core-api" }),
+    logger: o.logger.child({ component: "core-api" }), ...(o.registry === undefined ? {} : { onAnswer: coreCallCounter(o.registry) }),
     ...(o.clock === undefined ? {} : { clock: o.clock }), ...(o.limits === undefined ? {} : { limits: o.limits }),
   });
 }
@@ -95,6 +108,8 @@ export interface ClusterCoreApiOptions {
   /** The verifier; TokenReview for `openfief-core` unless given (tests). */
   readonly verifier?: PluginTokenVerifier;
   readonly limits?: Partial<CoreApiLimits>;
+  /** Where `openfief_core_calls_total` is counted. */
+  readonly registry?: Registry;
 }
 
 /** A cluster's core API, listening: stop it with `close()` (the listener, then the summaries still counting). */
@@ -112,6 +127,7 @@ export async function startClusterCoreApi(o: ClusterCoreApiOptions): Promise<Clu
   const api = new CoreApi({
     store: o.store, verifier: o.verifier ?? (await clusterPluginVerifier(o.kc)), deliveries: o.deliveries,
     logger: o.logger.child({ component: "core-api" }), ...(o.limits === undefined ? {} : { limits: o.limits }),
+    ...(o.registry === undefined ? {} : { onAnswer: coreCallCounter(o.registry) }),
   });
   let listener: CoreListener;
   try {

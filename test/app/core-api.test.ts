@@ -12,11 +12,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { importJWK, SignJWT, type JWK } from "jose";
 import { pino } from "pino";
+import { Registry } from "prom-client";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createCoreClient } from "@openfief/sdk";
 import { checkDelivery, CoreApi, dataDirDeliveries, jwksPluginVerifier, reviewerPluginVerifier } from "../../src/app/index.js";
 import type { CoreApiLimits, DeliveryStore, PluginTokenVerifier } from "../../src/app/index.js";
-import { embeddedPluginVerifier, startClusterCoreApi } from "../../src/compose/core-api.js";
+import { coreCallCounter, embeddedPluginVerifier, startClusterCoreApi } from "../../src/compose/core-api.js";
 import { EMBEDDED_ISSUER, ensureEmbeddedKey, KubeTokenReviewer, mintEgressToken } from "../../src/egress/index.js";
 import { openStore, pluginStream } from "../../src/events/index.js";
 import type { EventLog, KnownEvent } from "../../src/events/index.js";
@@ -85,8 +86,11 @@ afterAll(async () => {
 
 /** A core API on its own listener, closed after each test. */
 let open: { api: CoreApi; listener: CoreListener }[] = [];
-async function serve(o: { verifier?: PluginTokenVerifier; limits?: Partial<CoreApiLimits>; deadlineMs?: number } = {}): Promise<{ api: CoreApi; url: string }> {
-  const api = new CoreApi({ store, verifier: o.verifier ?? embeddedPluginVerifier(dir), deliveries, logger: silent, ...(o.limits === undefined ? {} : { limits: o.limits }) });
+async function serve(o: { verifier?: PluginTokenVerifier; limits?: Partial<CoreApiLimits>; deadlineMs?: number; registry?: Registry } = {}): Promise<{ api: CoreApi; url: string }> {
+  const api = new CoreApi({
+    store, verifier: o.verifier ?? embeddedPluginVerifier(dir), deliveries, logger: silent, ...(o.limits === undefined ? {} : { limits: o.limits }),
+    ...(o.registry === undefined ? {} : { onAnswer: coreCallCounter(o.registry) }),
+  });
   const listener = await serveCoreApi(api, { host: "127.0.0.1", port: 0, ...(o.deadlineMs === undefined ? {} : { deadlineMs: o.deadlineMs }) });
   open.push({ api, listener });
   return { api, url: listener.url };
@@ -201,6 +205,21 @@ describe("a flood of bad calls cannot flood the log", () => {
       await r.arrayBuffer();
     }
     expect(statuses).toEqual([200, 200, 429, 429]);
+  });
+});
+
+describe("metrics", () => {
+  it("counts the answers by call and code, never by instance or address", async () => {
+    const registry = new Registry();
+    const { url } = await serve({ registry });
+    const ok = await fetch(`${url}/core/v1/whoami`, { headers: { authorization: `Bearer ${await coreToken("ecb-fx")}` } });
+    await ok.arrayBuffer();
+    const no = await fetch(`${url}/core/v1/connector/state`);
+    await no.arrayBuffer();
+    const text = await registry.metrics();
+    expect(text).toContain('openfief_core_calls_total{call="whoami",code="ok"} 1');
+    expect(text).toContain('openfief_core_calls_total{call="connector.state",code="missing_token"} 1');
+    expect(text).not.toMatch(/ecb-fx|127\.0\.0\.1/);
   });
 });
 
