@@ -15,7 +15,7 @@ import { pino } from "pino";
 import { Registry } from "prom-client";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createCoreClient } from "@openfief/sdk";
-import { checkDelivery, CoreApi, dataDirDeliveries, jwksPluginVerifier, reviewerPluginVerifier } from "../../src/app/index.js";
+import { bearer, checkDelivery, CoreApi, dataDirDeliveries, tokenShapeProblem, jwksPluginVerifier, reviewerPluginVerifier } from "../../src/app/index.js";
 import type { CoreApiLimits, DeliveryStore, PluginTokenVerifier } from "../../src/app/index.js";
 import { coreCallCounter, embeddedPluginVerifier, startClusterCoreApi } from "../../src/compose/core-api.js";
 import { EMBEDDED_ISSUER, ensureEmbeddedKey, KubeTokenReviewer, mintEgressToken } from "../../src/egress/index.js";
@@ -272,6 +272,25 @@ describe("caps before parsing, a deadline per call", () => {
     expect(r.headers.get("retry-after")).toBe("1");
     await r.arrayBuffer();
     expect(Date.now() - started).toBeLessThan(2000);
+  });
+});
+
+describe("reading the header", () => {
+  it.each<[string | undefined, string | undefined, string | null]>([
+    [undefined, undefined, "missing_token"],
+    ["", undefined, "missing_token"],
+    ["Bearer a.b.c", "a.b.c", null],
+    ["bearer   a.b.c  ", "a.b.c", null],
+    ["Bearer a.b.", "a.b.", null],
+    ["Bearer a.b", "a.b", "malformed_token"],
+    ["Bearer a.b.c.d", "a.b.c.d", "malformed_token"],
+    ["Bearer a.b+.c", "a.b+.c", "malformed_token"],
+    ["Bearer a.b.c extra", "\u0000", "malformed_token"],
+    ["Basic dXNlcjpwYXNz", "\u0000", "malformed_token"],
+    ["Bearer", "\u0000", "malformed_token"],
+  ])("%j", (header, token, problem) => {
+    expect(bearer(header)).toBe(token);
+    expect(tokenShapeProblem(bearer(header))).toBe(problem);
   });
 });
 
