@@ -15,7 +15,7 @@ import { pino } from "pino";
 import { Registry } from "prom-client";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createCoreClient } from "@openfief/sdk";
-import { bearer, checkDelivery, CoreApi, dataDirDeliveries, tokenShapeProblem, jwksPluginVerifier, reviewerPluginVerifier } from "../../src/app/index.js";
+import { bearer, checkDelivery, CoreApi, dataDirDeliveries, pluginTimeline, tokenShapeProblem, jwksPluginVerifier, reviewerPluginVerifier } from "../../src/app/index.js";
 import type { CoreApiLimits, DeliveryStore, PluginTokenVerifier } from "../../src/app/index.js";
 import { coreCallCounter, embeddedPluginVerifier, startClusterCoreApi } from "../../src/compose/core-api.js";
 import { EMBEDDED_ISSUER, ensureEmbeddedKey, KubeTokenReviewer, mintEgressToken } from "../../src/egress/index.js";
@@ -175,6 +175,18 @@ describe("every refusal is answered with a stable code and recorded, never with 
       expect(JSON.stringify(body)).not.toContain(part);
       expect(JSON.stringify(e)).not.toContain(part);
     }
+  });
+});
+
+describe("the owner sees an instance's refused calls in its timeline", () => {
+  it("the plugin's page lists the core's refusals of its calls, worded", async () => {
+    const { url } = await serve();
+    const r = await fetch(`${url}/core/v1/connector/state`, { headers: { authorization: `Bearer ${await coreToken("ledger-view")}` } });
+    expect(r.status).toBe(403);
+    await r.arrayBuffer();
+    const { entries } = await pluginTimeline(store, "ledger-view");
+    expect(entries.filter((e) => e.event.type === "core.refused").at(-1)?.text)
+      .toBe("the core refused ledger-view's call connector.state from 127.0.0.1 (capability_not_held: it does not hold connector)");
   });
 });
 
