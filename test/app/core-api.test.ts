@@ -14,7 +14,7 @@ import { importJWK, SignJWT, type JWK } from "jose";
 import { pino } from "pino";
 import { Registry } from "prom-client";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { createCoreClient } from "@openfief/sdk";
+import { createCoreClient } from "../../sdk/src/index.js";
 import { bearer, checkDelivery, CoreApi, dataDirDeliveries, pluginTimeline, tokenShapeProblem, jwksPluginVerifier, reviewerPluginVerifier } from "../../src/app/index.js";
 import type { CoreApiLimits, DeliveryStore, PluginTokenVerifier } from "../../src/app/index.js";
 import { coreCallCounter, embeddedPluginVerifier, startClusterCoreApi } from "../../src/compose/core-api.js";
@@ -123,14 +123,18 @@ describe("a running instance calls the core with its openfief-core token (the SD
         lastFailure: null,
         latestDelivery: { batchId: "batch-1", kind: "sync", counts: expect.objectContaining({ fxRates: 1 }) },
       });
-      // A view may ask who it is: any running instance may.
+      // The SDK's typed calls: the same answers, and a refusal as an SdkError with the core's code.
+      expect((await client.whoAmI()).permissions.capabilities).toEqual(["connector"]);
+      expect((await client.connectorState()).watermark).toBe("2026-12-01");
+      // A view may ask who it is (any running instance may), but not for a connector's state.
       const view = createCoreClient({ baseUrl: url, token: () => coreToken("ledger-view") });
-      expect(((await (await view.fetch("/core/v1/whoami")).json()) as { instance: string }).instance).toBe("ledger-view");
+      expect((await view.whoAmI()).instance).toBe("ledger-view");
+      await expect(view.connectorState()).rejects.toMatchObject({ name: "SdkError", code: "core_refused", status: 403, refusal: "capability_not_held" });
       await view.close();
     } finally {
       await client.close();
     }
-    expect(await refusals()).toEqual([]);
+    expect((await refusals()).map((e) => (e.data as { code: string }).code)).toEqual(["capability_not_held"]);
   });
 });
 

@@ -9,8 +9,8 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createCoreClient } from "@openfief/sdk";
-import type { CoreClient } from "@openfief/sdk";
+import { createCoreClient } from "../../sdk/src/index.js";
+import type { CoreClient } from "../../sdk/src/index.js";
 import { spawnOpenfief, startOpenfief } from "./support.js";
 import type { Started } from "./support.js";
 
@@ -59,9 +59,8 @@ describe("a plugin calls up's core API with its openfief-core token", () => {
         instance: "ecb-fx", serviceAccount: "system:serviceaccount:openfief:plugin-ecb-fx",
         permissions: { capabilities: ["connector"], egress: [{ host: "www.ecb.europa.eu", port: 443 }] },
       });
-      const state = await ecb.fetch("/core/v1/connector/state");
-      expect(state.status).toBe(200);
-      expect(await state.json()).toMatchObject({ instance: "ecb-fx", watermark: "", lastSync: null, latestDelivery: null });
+      expect(await ecb.connectorState()).toMatchObject({ instance: "ecb-fx", watermark: "", lastSync: null, latestDelivery: null });
+      expect((await ecb.whoAmI()).image).toMatch(/ecb-fx@sha256:[0-9a-f]{64}$/);
     } finally {
       await ecb.close();
     }
