@@ -232,8 +232,9 @@ export class CoreApi {
 
   async #refuse(seen: Seen, retryAfterSeconds?: number, capability?: string): Promise<CoreAnswer> {
     const { status, message } = CORE_REFUSALS[seen.code];
-    this.#p.logger?.info({ call: seen.call, code: seen.code, source: seen.source, ...(seen.plugin === undefined ? {} : { plugin: seen.plugin }) }, "refused a plugin's call of the core");
     const admitted = this.#budget.admit(`${seen.code}\u0000${seen.call}\u0000${seen.plugin ?? `@${seen.source}`}`, seen);
+    // Logged as recorded: what the budget counts instead is logged at debug, so a flood floods neither.
+    this.#p.logger?.[admitted.record ? "info" : "debug"]({ call: seen.call, code: seen.code, source: seen.source, ...(seen.plugin === undefined ? {} : { plugin: seen.plugin }) }, "refused a plugin's call of the core");
     const data: CoreRefused = {
       code: seen.code, call: seen.call, source: seen.source.slice(0, 64),
       ...(seen.plugin === undefined ? {} : { plugin: seen.plugin }), ...(capability === undefined ? {} : { capability }),

@@ -71,18 +71,22 @@ function joseRefusal(err: unknown): TokenRefusal {
  * the signature holds, so a forged token learns nothing but `token_refused`.
  */
 export function jwksPluginVerifier(o: JwksVerifierOptions): PluginTokenVerifier {
+  // The key set built once per set read (a source that caches its file returns the same object).
+  let last: { jwks: JSONWebKeySet; set: ReturnType<typeof createLocalJWKSet> } | null = null;
   return {
     async verify(token) {
       const shape = tokenShapeProblem(token);
       if (shape !== null) return { ok: false, code: shape };
-      let jwks: JSONWebKeySet;
+      let set: ReturnType<typeof createLocalJWKSet>;
       try {
-        jwks = await o.jwks();
+        const jwks = await o.jwks();
+        if (last === null || last.jwks !== jwks) last = { jwks, set: createLocalJWKSet(jwks) };
+        set = last.set;
       } catch {
         return { ok: false, code: "review_failed" };
       }
       try {
-        const { payload } = await jwtVerify(token, createLocalJWKSet(jwks), {
+        const { payload } = await jwtVerify(token, set, {
           algorithms: [...PLUGIN_TOKEN_ALGORITHMS],
           audience: o.audience ?? CORE_AUDIENCE,
           issuer: o.issuer,
