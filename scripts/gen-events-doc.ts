@@ -17,6 +17,7 @@ import { defineHostEvents } from "../src/events/catalog/host-events.js";
 import { defineLogEvents } from "../src/events/catalog/log-events.js";
 import { definePluginEvents } from "../src/events/catalog/plugin-events.js";
 import { defineSyncEvents } from "../src/events/catalog/sync-events.js";
+import { defineCoreEvents } from "../src/events/catalog/core-events.js";
 import { EventRegistry } from "../src/events/registry.js";
 import type { EventDefinition, EventType } from "../src/events/registry.js";
 
@@ -48,6 +49,11 @@ const AREAS: readonly { title: string; define: (r: EventRegistry) => void; about
     title: "Connector syncs and imports",
     define: defineSyncEvents,
     about: "The core calling a connector's `Sync` on its schedule: each attempt of a batch, the recorded delivery (its digest and counts, never its contents) and each failure with when it is retried; and files imported through `ImportFile`.",
+  },
+  {
+    title: "Plugins calling the core",
+    define: defineCoreEvents,
+    about: "Calls of the core API (`/core/v1/…`) that a plugin made with its `openfief-core` token and the core refused: each with its stable code, never the token, in `core/<instance>` once the token named one, else in `core/-`; past a budget, counted into a summary.",
   },
   {
     title: "The verifiable log",
@@ -95,6 +101,8 @@ export const CAUSES: Readonly<Record<string, string>> = {
   "sync.delivered": "The batch's delivery was stored in the deliveries store (content-addressed, each transaction's source prefixed with the instance's name); its watermark is the one the next sync passes. Appended only after the delivery is stored, so a crash in between retries the batch, which finds it stored and counts nothing twice.",
   "sync.failed": "An attempt of a batch failed: `unavailable` is retried with capped exponential backoff (`retryAt`), up to eight attempts; any other failure, or the last attempt, gives the batch up and the next scheduled sync starts a new one with the same watermark.",
   "import.delivered": "`openfief import PLUGIN FILE` ran a running connector's `ImportFile` on a file as one batch, and its delivery was stored in the deliveries store (content-addressed, each transaction's source prefixed with the instance's name). A preview (`--preview`) stores and records nothing.",
+  "core.refused": "The core API refused a plugin's call: its token was missing, malformed, for another audience, expired, another issuer's or otherwise not accepted, or named no plugin; or the instance it named is unknown, removed or not running, or does not hold the capability the call needs; or the caller went past its rate. Recorded one by one up to a budget per code, call and instance (or, before identity, source address) a window.",
+  "core.refusals": "The core API refused more calls of one code and call, by one instance (or from one address before identity), than its budget records one by one within a window: this summary counts the rest, with the first and last time. Recorded when the window ends, or when the control plane stops.",
   "gateway.decision": "A view made a request with a valid PluginToken: to the Kubernetes data path through the gateway, or to its installation's own routes. The decision names the gate that decided.",
 };
 
@@ -218,6 +226,18 @@ export const FIELDS: Readonly<Record<string, string>> = {
   "gateway.refusals.last": "When the last of them came (ISO 8601).",
   "gateway.refusals.firstRequestId": "The first one's request ID, as its access line carries it.",
   "gateway.refusals.lastRequestId": "The last one's request ID.",
+  "core.refused.code": "Why, as a stable code: `missing_token`, `malformed_token`, `wrong_audience`, `token_expired`, `wrong_issuer`, `token_refused`, `not_a_plugin`, `review_failed`, `review_timeout`, `rate_limited`, `unknown_instance`, `removed_instance`, `not_running` or `capability_not_held`.",
+  "core.refused.call": "The call asked for: `whoami` or `connector.state`.",
+  "core.refused.source": "The caller's address (a pod's IP, or 127.0.0.1 on `up`), never its token.",
+  "core.refused.plugin": "The instance the token named, once the token was accepted (the stream is then `core/<plugin>`).",
+  "core.refused.capability": "The capability the call needs and the instance does not hold, for `capability_not_held`.",
+  "core.refusals.code": "The refusals' stable code, as in `core.refused`.",
+  "core.refusals.call": "The call asked for.",
+  "core.refusals.source": "The address of the first of them.",
+  "core.refusals.plugin": "The instance, when the token named one.",
+  "core.refusals.count": "How many refusals this summary stands for (at least one).",
+  "core.refusals.first": "When the first of them came (ISO 8601).",
+  "core.refusals.last": "When the last of them came (ISO 8601).",
   "egress.refusals.code": "The refusal's stable code (a bad head, no credentials, malformed credentials).",
   "egress.refusals.source": "The client's address.",
   "egress.refusals.count": "How many refusals this summary stands for (at least one).",

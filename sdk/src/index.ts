@@ -43,7 +43,7 @@ export {
   type DeliveryInit,
   type ServeOptions,
 } from "./serve.js";
-export { createCoreClient, type CoreClient, type CoreClientOptions } from "./core-client.js";
+export { createCoreClient, type ConnectorState, type CoreClient, type CoreClientOptions, type CoreIdentity } from "./core-client.js";
 export { createEgressClient, egressProxyUrl, EGRESS_PROXY_USER, type EgressClient, type EgressClientOptions } from "./egress.js";
 export {
   createConnectorClient,

@@ -37,8 +37,17 @@ export interface FaceContext {
    */
   readonly cluster?: ClusterAccess;
   readiness(): Readiness;
+  /** The core API for plugins (docs/adr/0196), mounted under its prefix when it runs. */
+  readonly core?: CoreFace | null;
   /** The log's public key and origin, when it signs checkpoints (`/api/v1/log/key`, the integrity page). */
   readonly logKey?: { readonly origin: string; readonly verifierKey: string } | null;
+}
+
+/** The core API as a face mounts it: a handler for every request under its prefix. */
+export interface CoreFace {
+  /** `/core/`. */
+  readonly prefix: string;
+  readonly handle: (req: IncomingMessage, res: ServerResponse) => void;
 }
 
 /** A started HTTP face. */

@@ -5,7 +5,7 @@
  */
 
 /** What a running process hands an HTTP face, and what the face hands back; the views part as the console sees it. */
-export type { Face, FaceContext, Readiness, ViewFrame, ViewsFace } from "./face.js";
+export type { CoreFace, Face, FaceContext, Readiness, ViewFrame, ViewsFace } from "./face.js";
 
 /** The words the faces share: `why`'s codes, events and pending permissions as sentences. */
 export { blockerText, describeEvent, describePending, describeRule, egressDecisionText, egressReasonText, hostPort, pendingItems, reasonText, viewDecisionSentences, whySentences } from "./wording.js";
@@ -68,6 +68,11 @@ export { checkEmbeddedKey, mintPluginEgressToken } from "./tokens.js";
 /** A plugin's WebAssembly module installed in a plugin host, by digest, under its signed manifest: the one install both hosts call. */
 export { installModule, MAX_MODULE_CONFIG_BYTES } from "./module-install.js";
 export type { ModuleInstalled, ModuleSourceFor, ModuleToInstall } from "./module-install.js";
+/** Plugins calling the core (docs/adr/0196): the verifier port and its adapters (JWKS, TokenReview), and the core API's use case with its refusals recorded within a budget. */
+export { jwksPluginVerifier, MAX_PLUGIN_TOKEN_CHARS, PLUGIN_TOKEN_ALGORITHMS, reviewerPluginVerifier, tokenShapeProblem } from "./plugin-identity.js";
+export type { JwksVerifierOptions, PluginTokenVerifier, TokenCheck, TokenRefusal } from "./plugin-identity.js";
+export { bearer, CORE_ACTOR, CORE_API_LIMITS, CORE_CALLS, CORE_REFUSALS, CoreApi, coreInstance } from "./core-api.js";
+export type { CoreAnswer, CoreApiLimits, CoreApiPorts, CoreCall, CoreInstance, CoreRate, CoreRefusalStatus, CoreRequest } from "./core-api.js";
 /** The core's token as the plugin host checks it: the cluster's JWKS, the core's subject, one `openfief-plugin:<instance>` audience. */
 export { CoreTokenVerifier, instanceOfAudience } from "./core-token.js";
 export type { CoreTokenRefusal, CoreTokenResult } from "./core-token.js";

@@ -5,7 +5,7 @@
  * (and its server-sent events) and the console's log page read it here, so a filter means the
  * same on every face — and each event reads as the same sentence ({@link eventSentence}).
  */
-import { egressStream, isPluginName, pluginStream, TRUST_STREAM, verdictKey } from "../events/index.js";
+import { coreStream, egressStream, isPluginName, pluginStream, TRUST_STREAM, verdictKey } from "../events/index.js";
 import type { EventLog, KnownEvent, ReadFilter } from "../events/index.js";
 import { parseImageRef } from "../plugins/index.js";
 import { grantBefore, recordedManifestDigest, specManifestDigest } from "../projections/index.js";
@@ -14,7 +14,7 @@ import { describeEvent } from "./wording.js";
 
 /** What to read of the log; every field narrows. */
 export interface LogQuery {
-  /** Only this plugin's events: its own stream, its egress decisions, the signature verdicts about its images. */
+  /** Only this plugin's events: its own stream, its egress decisions, the core's refusals of its calls, the signature verdicts about its images. */
   readonly plugin?: string;
   /** Only events of these types (any of them). */
   readonly types?: readonly string[];
@@ -91,6 +91,7 @@ async function readRange(store: EventLog, q: LogQuery, afterSeq: number, toSeq: 
   const all = [
     ...(await store.read({ ...base, stream: pluginStream(q.plugin) })),
     ...(await store.read({ ...base, stream: egressStream(q.plugin) })),
+    ...(await store.read({ ...base, stream: coreStream(q.plugin) })),
     ...(q.types === undefined || q.types.length === 0 || q.types.includes("signature.verdict") ? await pluginVerdicts(store, q.plugin, base, limit) : []),
   ].sort((a, b) => a.seq - b.seq);
   return limit === undefined ? all : all.slice(0, limit);

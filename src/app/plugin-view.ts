@@ -7,7 +7,7 @@
  * facts the owner did not see. A version that cannot run whatever is approved (its spec, its
  * signature or its config refused) carries its blockers, and no approval is offered for it.
  */
-import { pluginStream } from "../events/index.js";
+import { coreStream, pluginStream } from "../events/index.js";
 import type { EventLog, KnownEvent } from "../events/index.js";
 import { formatHostPort, isEmptyPending, parseGrant, parsePlugin } from "../plugins/index.js";
 import type { GrantSpec, JsonValue, Pending, RolloutPlanJSON } from "../plugins/index.js";
@@ -194,11 +194,12 @@ export async function pendingApprovals(store: EventLog): Promise<PendingApproval
   return out;
 }
 
-/** A page of a plugin's events (its own stream; with `includeEgress` its egress decisions too), each with its cause. */
+/** A page of a plugin's events (its own stream and the core's refusals of its calls; with `includeEgress` its egress decisions too), each with its cause. */
 export async function pluginTimeline(store: EventLog, name: string, o: { afterSeq?: number; limit?: number; includeEgress?: boolean; latest?: boolean } = {}): Promise<Timeline> {
   checkLogQuery(store, { plugin: name });
   const limit = Math.min(o.limit ?? MAX_TIMELINE, MAX_TIMELINE);
-  const streams = [pluginStream(name), ...(o.includeEgress === true ? [`egress/${name}`] : [])];
+  // The core's refusals of its calls (few: a budget bounds them) are part of its story too.
+  const streams = [pluginStream(name), coreStream(name), ...(o.includeEgress === true ? [`egress/${name}`] : [])];
   const range = { afterSeq: o.afterSeq ?? 0, ...(o.latest === true ? {} : { limit }) };
   // Its signature verdicts live in the trust stream; they are part of its story all the same.
   const read: KnownEvent[] = [];

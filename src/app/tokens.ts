@@ -5,7 +5,7 @@
  */
 import { join } from "node:path";
 import { EGRESS_KEY_FILE, mintEgressToken } from "../egress/index.js";
-import type { MintedToken } from "../egress/index.js";
+import type { EmbeddedAudience, MintedToken } from "../egress/index.js";
 import { pluginStream } from "../events/index.js";
 import { checkPrivateFile, requireLog } from "./data-dir.js";
 import { AppError } from "./errors.js";
@@ -16,8 +16,11 @@ export function checkEmbeddedKey(dataDir: string): void {
   checkPrivateFile(join(dataDir, EGRESS_KEY_FILE), "the egress signing key");
 }
 
-/** Mints an egress token for `plugin`, which must be a plugin of the data folder's log. */
-export async function mintPluginEgressToken(dataDir: string, plugin: string, ttlSeconds: number): Promise<MintedToken> {
+/**
+ * Mints an egress token for `plugin`, which must be a plugin of the data folder's log; with
+ * `audience` openfief-core, the token it calls the core API with (docs/adr/0196).
+ */
+export async function mintPluginEgressToken(dataDir: string, plugin: string, ttlSeconds: number, audience?: EmbeddedAudience): Promise<MintedToken> {
   requireLog(dataDir);
   const store = await openDataStore(dataDir);
   try {
@@ -30,7 +33,7 @@ export async function mintPluginEgressToken(dataDir: string, plugin: string, ttl
   }
   checkEmbeddedKey(dataDir);
   try {
-    return await mintEgressToken(dataDir, plugin, { ttlSeconds });
+    return await mintEgressToken(dataDir, plugin, { ttlSeconds, ...(audience === undefined ? {} : { audience }) });
   } catch (err) {
     const path = join(dataDir, EGRESS_KEY_FILE);
     throw new AppError("bad_setting", `${path} is not a usable signing key (${err instanceof Error ? err.message.split("\n")[0] : String(err)}): remove it and run openfief up to make a new one`);

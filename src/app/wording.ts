@@ -299,6 +299,8 @@ const DESCRIBE: { readonly [T in KnownEvent["type"]]: (e: Extract<KnownEvent, { 
   "sync.delivered": (e) => `the delivery of batch ${e.data.batchId} was kept (${deliveryText(e.data.counts)})${e.data.fresh ? "" : ", as stored before a restart: nothing counted twice"}`,
   "sync.failed": (e) => `Sync of batch ${e.data.batchId} failed (attempt ${e.data.attempt}) with ${e.data.code}${e.data.retryAt === undefined ? "; the batch was given up" : `; retried at ${e.data.retryAt}`}`,
   "import.delivered": (e) => `${e.data.fileName} (${e.data.size} bytes) was imported by ${e.actor} as batch ${e.data.batchId} (${deliveryText(e.data.counts)})`,
+  "core.refused": (e) => `the core refused ${e.data.plugin === undefined ? "a plugin's" : `${e.data.plugin}'s`} call ${e.data.call} from ${e.data.source} (${e.data.code}${e.data.capability === undefined ? "" : `: it does not hold ${e.data.capability}`})`,
+  "core.refusals": (e) => `the core refused ${refusalCount(e.data.count, "more call")} ${e.data.call} ${e.data.plugin === undefined ? `from ${e.data.source} before identity` : `by ${e.data.plugin}`} (${e.data.code}) ${between(e.data.first, e.data.last)}, counted rather than recorded one by one`,
 };
 
 /** A delivery's counts in words: "3 FX rates, 1 transaction", or "nothing new". */

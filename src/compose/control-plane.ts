@@ -27,6 +27,8 @@ import { startHostedPlugins } from "./hosted-plugins.js";
 import type { HostedPlugins } from "./hosted-plugins.js";
 import type { RunningViews, ViewsOptions } from "./views.js";
 import { startSyncs } from "../app/index.js";
+import type { CoreApi } from "../app/index.js";
+import { embeddedCoreApi } from "./core-api.js";
 
 /** Options of {@link startControlPlane}. */
 export interface ControlPlaneOptions {
@@ -113,12 +115,13 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
     checkListen(o.server);
   }
   const lock = lockDataDir(o.dataDir, o.clock);
-  const opened: Opened = { rt: null, stopProjections: null, proxy: null, hosted: null, face: null, views: null, checkpoints: null, witnesses: null };
+  const opened: Opened = { rt: null, stopProjections: null, proxy: null, hosted: null, face: null, core: null, views: null, checkpoints: null, witnesses: null };
   try {
     return await compose(o, lock, o.metrics ?? new ControlPlaneMetrics(), opened);
   } catch (err) {
     await opened.witnesses?.stop();
     await opened.face?.close();
+    await opened.core?.close();
     await opened.views?.close();
     await opened.hosted?.close();
     await opened.proxy?.close();
@@ -138,6 +141,7 @@ interface Opened {
   proxy: EgressProxy | null;
   hosted: HostedPlugins | null;
   face: Face | null;
+  core: CoreApi | null;
   views: RunningViews | null;
   witnesses: Witnesses | null;
   checkpoints: CheckpointSchedule | null;
@@ -205,11 +209,11 @@ async function compose(o: ControlPlaneOptions, lock: DataLock, metrics: ControlP
   const views = await openViews(o, settings, rt, metrics, sessions);
   opened.views = views;
   const state: LoopState = { firstPass: false, failure: null, stopping: false };
-  const face = o.server === undefined ? null : await startFace(o, o.server, { store: rt.store, sessions, metrics, state, views, consoleOrigin: consoleOriginOf(settings), logKey });
+  const face = o.server === undefined ? null : await startFace(o, o.server, { store: rt.store, sessions, metrics, state, views, consoleOrigin: consoleOriginOf(settings), logKey, opened });
   opened.face = face;
   lock.update([...serving, ...serveViews(views, settings, face), ...(face === null ? [] : [`console ${face.origin}`])]);
   return new Loop(o, {
-    lock, runtime: rt, proxy: opened.proxy, egress, hosted: opened.hosted, face, views, sessions, metrics, state, feedAllowLists, stopProjections,
+    lock, runtime: rt, proxy: opened.proxy, egress, hosted: opened.hosted, face, core: opened.core, views, sessions, metrics, state, feedAllowLists, stopProjections,
     witnesses: await startWitnesses(o, rt.store, metrics, opened), checkpoints: opened.checkpoints, logKey,
   });
 }
@@ -303,9 +307,13 @@ function startHost(o: ControlPlaneOptions, rt: Runtime, settings: Settings, egre
 }
 
 /** The HTTP face, handed what it serves. The server is loaded only when asked for. */
-async function startFace(o: ControlPlaneOptions, server: ServerOptions, p: { store: EventLog; sessions: Sessions; metrics: ControlPlaneMetrics; state: LoopState; views: ViewsFace | null; consoleOrigin: string | undefined; logKey: { readonly origin: string; readonly verifierKey: string } | null }): Promise<Face> {
-  const { startServer } = await import("../server/index.js");
+async function startFace(o: ControlPlaneOptions, server: ServerOptions, p: { store: EventLog; sessions: Sessions; metrics: ControlPlaneMetrics; state: LoopState; views: ViewsFace | null; consoleOrigin: string | undefined; logKey: { readonly origin: string; readonly verifierKey: string } | null; opened: Opened }): Promise<Face> {
+  const { CORE_PREFIX, coreHandler, startServer } = await import("../server/index.js");
+  // The core API for plugins (docs/adr/0196), on the console's listener under /core/.
+  const core = embeddedCoreApi({ dataDir: o.dataDir, store: p.store, logger: o.logger, clock: o.clock, registry: p.metrics.registry });
+  p.opened.core = core;
   return startServer({
+    core: { prefix: CORE_PREFIX, handle: coreHandler(core, { logger: o.logger.child({ component: "core-api" }) }) },
     logKey: p.logKey,
     dataDir: o.dataDir, store: p.store, sessions: p.sessions, views: p.views, ...(p.consoleOrigin === undefined ? {} : { consoleOrigin: p.consoleOrigin }), metrics: p.metrics, logger: o.logger.child({ component: "server" }),
     clock: o.clock ?? (() => new Date()), readiness: () => readinessOf(p.state),
@@ -334,6 +342,8 @@ interface Parts {
   readonly egress: { readonly host: string; readonly port: number } | null;
   readonly hosted: HostedPlugins | null;
   readonly face: Face | null;
+  /** The core API for plugins, when the face runs (its summaries recorded once the face is closed). */
+  readonly core: CoreApi | null;
   readonly views: RunningViews | null;
   readonly sessions: Sessions;
   readonly metrics: ControlPlaneMetrics;
@@ -449,6 +459,7 @@ class Loop implements ControlPlane {
     try {
       await this.#p.witnesses?.stop();
       await this.#p.face?.close();
+      await this.#p.core?.close();
       await this.views?.close();
       await this.#syncs?.stop();
       await this.hosted?.close();

@@ -7,7 +7,7 @@ import { randomUUID } from "node:crypto";
 import { mkdirSync, readFileSync, writeFileSync, existsSync } from "node:fs";
 import { join as joinPath } from "node:path";
 import { exportJWK, generateKeyPair, importJWK, SignJWT, type JSONWebKeySet, type JWK } from "jose";
-import { EGRESS_AUDIENCE, isValidPluginName, serviceAccountUsername, TOKEN_EXPIRATION_SECONDS } from "../plugins/index.js";
+import { CORE_AUDIENCE, EGRESS_AUDIENCE, isValidPluginName, serviceAccountUsername, TOKEN_EXPIRATION_SECONDS } from "../plugins/index.js";
 import { EGRESS_KEY_FILE } from "./key-file.js";
 
 /** The issuer of tokens minted by the embedded key. */
@@ -65,11 +65,17 @@ export interface MintedToken {
   readonly expiresAt: Date;
 }
 
+/** The audiences the embedded key mints for: the egress proxy's, and the core's (docs/adr/0196). */
+export type EmbeddedAudience = typeof EGRESS_AUDIENCE | typeof CORE_AUDIENCE;
+
 /**
  * Mints a short-lived egress token for `plugin`: subject `system:serviceaccount:openfief:plugin-<name>`,
- * audience openfief-egress, lifetime at most one hour (a projected token's).
+ * audience openfief-egress (or, when asked, openfief-core: the token a plugin calls the core with),
+ * lifetime at most one hour (a projected token's).
  */
-export async function mintEgressToken(dataDir: string, plugin: string, options: { ttlSeconds?: number; now?: number } = {}): Promise<MintedToken> {
+export async function mintEgressToken(dataDir: string, plugin: string, options: { ttlSeconds?: number; now?: number; audience?: EmbeddedAudience } = {}): Promise<MintedToken> {
+  const audience = options.audience ?? EGRESS_AUDIENCE;
+  if (audience !== EGRESS_AUDIENCE && audience !== CORE_AUDIENCE) throw new RangeError(`the embedded key mints only for ${EGRESS_AUDIENCE} and ${CORE_AUDIENCE}`);
   if (!isValidPluginName(plugin)) throw new RangeError(`invalid plugin name ${JSON.stringify(plugin)}`);
   const ttl = options.ttlSeconds ?? DEFAULT_TOKEN_TTL_SECONDS;
   if (!Number.isInteger(ttl) || ttl <= 0 || ttl > TOKEN_EXPIRATION_SECONDS) {
@@ -82,11 +88,11 @@ export async function mintEgressToken(dataDir: string, plugin: string, options: 
   const token = await new SignJWT({})
     .setProtectedHeader({ alg: "ES256", typ: "JWT", ...(privateJwk.kid !== undefined ? { kid: privateJwk.kid } : {}) })
     .setSubject(subject)
-    .setAudience(EGRESS_AUDIENCE)
+    .setAudience(audience)
     .setIssuer(EMBEDDED_ISSUER)
     .setIssuedAt(nowSeconds)
     .setNotBefore(nowSeconds)
     .setExpirationTime(nowSeconds + ttl)
     .sign(key);
-  return { token, subject, audience: EGRESS_AUDIENCE, issuer: EMBEDDED_ISSUER, expiresAt: new Date((nowSeconds + ttl) * 1000) };
+  return { token, subject, audience, issuer: EMBEDDED_ISSUER, expiresAt: new Date((nowSeconds + ttl) * 1000) };
 }

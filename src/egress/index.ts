@@ -10,7 +10,7 @@ export { EgressMetrics, type CacheLookup, type ParserRejection } from "./metrics
 export { ANONYMOUS_LIMITS, AnonymousRecording, AnonymousRefusalLimit, type AnonymousLimitOptions, type AnonymousRefusal, type AnonymousSink } from "./anonymous-limit.js";
 export { dialTcp, startEmbeddedEgress, type EmbeddedEgressOptions } from "./embedded.js";
 export { EGRESS_KEY_FILE } from "./key-file.js";
-export { DEFAULT_TOKEN_TTL_SECONDS, EMBEDDED_ISSUER, ensureEmbeddedKey, mintEgressToken, readEmbeddedJwks, type MintedToken } from "./embedded-key.js";
+export { DEFAULT_TOKEN_TTL_SECONDS, EMBEDDED_ISSUER, ensureEmbeddedKey, mintEgressToken, readEmbeddedJwks, type EmbeddedAudience, type MintedToken } from "./embedded-key.js";
 export { JwksTokenReviewer } from "./jwks-reviewer.js";
 export { KubeTokenReviewer } from "./kube-reviewer.js";
 export { basicProxyAuthorization, proxyToken, type ProxyAuthError } from "./proxy-auth.js";
@@ -23,7 +23,7 @@ export { decisionOutcome, REFUSALS, refusal, refusalOutcome, type Recording, typ
 export { PROXY_ERROR_TYPES, PROXY_NAME, proxyStatusValue, type DnsRcode, type ProxyError, type ProxyErrorType } from "./proxy-status.js";
 export { Batcher, BatchingDecisionRecorder, StoreDecisionRecorder, type DecisionRecorder, type EventAppender } from "./recorder.js";
 export { DNS_CACHE_MAX_NAMES, DNS_CACHE_MAX_TTL_MS, DnsResolver, type DnsResolverOptions, type ResolveOutcome, type Resolver } from "./resolver.js";
-export { reviewWithin, systemClock, type Clock, type ReviewResult, type TokenReviewer } from "./reviewer.js";
+export { reviewWithin, systemClock, type Clock, type ReviewRefusal, type ReviewResult, type TokenReviewer } from "./reviewer.js";
 export { parseConnectTarget, type ConnectTarget } from "./target.js";
 /** Decisions committed by a worker thread with its own connection (ADR 0033). */
 export { CommitError, DEFAULT_COMMIT_TIMEOUT_MS, WorkerDecisionRecorder, type WorkerRecorderOptions } from "./writer.js";

@@ -10,6 +10,7 @@ import { defineGatewayEvents, type GatewayEventData } from "./catalog/gateway-ev
 import { defineHostEvents, type HostEventData } from "./catalog/host-events.js";
 import { defineLogEvents, type LogEventData } from "./catalog/log-events.js";
 import { definePluginEvents, type PluginEventData } from "./catalog/plugin-events.js";
+import { defineCoreEvents, type CoreEventData } from "./catalog/core-events.js";
 import { defineSyncEvents, type SyncEventData } from "./catalog/sync-events.js";
 import { EventRegistry } from "./registry.js";
 import type { NewEvent, StoredEvent } from "./types.js";
@@ -21,10 +22,12 @@ export type * from "./catalog/host-events.js";
 export type * from "./catalog/gateway-events.js";
 export type * from "./catalog/log-events.js";
 export type * from "./catalog/sync-events.js";
+export type * from "./catalog/core-events.js";
+export { CORE_REFUSAL_CODES } from "./catalog/core-events.js";
 export { LOG_STREAM } from "./catalog/log-events.js";
 
 /** Data type of each event type of the catalog. */
-export interface EventDataMap extends PluginEventData, EgressEventData, HostEventData, GatewayEventData, LogEventData, SyncEventData {}
+export interface EventDataMap extends PluginEventData, EgressEventData, HostEventData, GatewayEventData, LogEventData, SyncEventData, CoreEventData {}
 
 /** Every event type name of the catalog. */
 export type EventTypeName = keyof EventDataMap & string;
@@ -61,6 +64,7 @@ export function createCatalog(): EventRegistry {
   defineGatewayEvents(r);
   defineLogEvents(r);
   defineSyncEvents(r);
+  defineCoreEvents(r);
   return r;
 }
 

@@ -19,9 +19,12 @@ export { catalog, createCatalog } from "./catalog.js";
 export type * from "./catalog.js";
 export { isEventOf, manifestDigest, verdictKey } from "./catalog.js";
 export { GENESIS_HASH, rowHash } from "./hash.js";
-export { pluginStream, egressStream, gatewayStream, parseStream, isPluginName, SINGLETON_STREAMS } from "./streams.js";
+export { pluginStream, egressStream, gatewayStream, coreStream, parseStream, isPluginName, SINGLETON_STREAMS } from "./streams.js";
 /** `egress/-`: the egress proxy's refusals before identity. */
 export { EGRESS_ANONYMOUS_STREAM, TRUST_STREAM } from "./streams.js";
+/** `core/-`: the core API's refusals before identity (docs/adr/0196). */
+export { CORE_ANONYMOUS_STREAM } from "./streams.js";
+export { CORE_REFUSAL_CODES } from "./catalog.js";
 /** The one budget for refusals a caller can repeat (the gateway's, the egress proxy's before identity), and capped caller fields. */
 export { RefusalBudget, REFUSAL_BUDGET_DEFAULTS, refusalBudgetProblem } from "./refusal-budget.js";
 export type { RefusalBudgetLimits, RefusalSummary, Sighting, BudgetAdmission } from "./refusal-budget.js";

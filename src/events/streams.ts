@@ -1,7 +1,8 @@
 /**
  * Stream names. A stream groups the events of one subject and carries its own version for
  * optimistic concurrency: `plugin/<name>`, `egress/<name>`, `gateway/<name>` (a view's gateway
- * decisions), and the singletons `trust`, `owner`, `system` and `egress/-`.
+ * decisions), `core/<name>` (the core API's refusals of an instance's calls), and the singletons
+ * `trust`, `owner`, `system`, `egress/-` and `core/-`.
  */
 import { MAX_PLUGIN_NAME } from "../plugins/index.js";
 
@@ -10,14 +11,17 @@ const NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 /** The egress proxy's stream for refusals before identity (no plugin to name the stream after). */
 export const EGRESS_ANONYMOUS_STREAM = "egress/-";
 
+/** The core API's stream for refusals before identity (docs/adr/0196). */
+export const CORE_ANONYMOUS_STREAM = "core/-";
+
 /** The singleton streams. */
 /** Where signature verdicts are recorded. */
 export const TRUST_STREAM = "trust";
 /** `log` holds the verifiable log's own events (its signed checkpoints). */
-export const SINGLETON_STREAMS: readonly string[] = [TRUST_STREAM, "owner", "system", EGRESS_ANONYMOUS_STREAM, "log"];
+export const SINGLETON_STREAMS: readonly string[] = [TRUST_STREAM, "owner", "system", EGRESS_ANONYMOUS_STREAM, "log", CORE_ANONYMOUS_STREAM];
 
 /** Kinds of stream that hold one subject named after the slash. */
-export type StreamKind = "plugin" | "egress" | "gateway";
+export type StreamKind = "plugin" | "egress" | "gateway" | "core";
 
 /** True for a valid plugin name (a DNS-1123 label short enough for `plugin-<name>`). */
 export function isPluginName(name: string): boolean {
@@ -39,6 +43,11 @@ export function gatewayStream(name: string): string {
   return `gateway/${name}`;
 }
 
+/** `core/<name>`: the core API's refusals of calls by instance `<name>`. */
+export function coreStream(name: string): string {
+  return `core/${name}`;
+}
+
 /** Splits a stream into its kind and subject; null when the stream name is not valid. */
 export function parseStream(stream: string): { kind: StreamKind; name: string } | { kind: "singleton"; name: string } | null {
   if (SINGLETON_STREAMS.includes(stream)) return { kind: "singleton", name: stream };
@@ -46,7 +55,7 @@ export function parseStream(stream: string): { kind: StreamKind; name: string } 
   if (slash < 0) return null;
   const kind = stream.slice(0, slash);
   const name = stream.slice(slash + 1);
-  if ((kind === "plugin" || kind === "egress" || kind === "gateway") && isPluginName(name)) return { kind, name };
+  if ((kind === "plugin" || kind === "egress" || kind === "gateway" || kind === "core") && isPluginName(name)) return { kind, name };
   return null;
 }
 

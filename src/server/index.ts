@@ -16,3 +16,6 @@ export { OPENAPI } from "./openapi.js";
 export { CSP, consoleCsp } from "./http.js";
 /** The one escaping helper of the console's markup. */
 export { escapeHtml, html, Markup } from "./console/html.js";
+/** The core API for plugins (docs/adr/0196): its handler, mounted under `/core/` by `up`, and a listener of its own for a cluster's core address. */
+export { CORE_PREFIX, CORE_ROUTES, coreHandler, DEFAULT_CORE_DEADLINE_MS, MAX_CORE_TARGET, serveCoreApi } from "./core-api.js";
+export type { CoreHandlerOptions, CoreListener } from "./core-api.js";

@@ -158,13 +158,20 @@ class Dispatcher {
 
   /**
    * The request's URL for the route table, or null when it is answered already: redirected to the
-   * canonical origin, or the MintPluginToken RPC (Connect) when views run, whose use case reads the
-   * session and checks the Origin itself, as for the JSON route.
+   * canonical origin, the core API for plugins when it runs, or the MintPluginToken RPC (Connect)
+   * when views run, whose use case reads the session and checks the Origin itself, as for the JSON route.
    */
   #unanswered(req: IncomingMessage, res: ServerResponse, target: string): URL | null {
     const url = this.#url(req, res, target);
+    if (url === null) return null;
+    // The core API for plugins (docs/adr/0196): their token, not a session, says who calls.
+    const core = this.app.core;
+    if (core !== undefined && core !== null && url.pathname.startsWith(core.prefix)) {
+      core.handle(req, res);
+      return null;
+    }
     const views = this.app.views;
-    if (url === null || views === null || !url.pathname.startsWith(views.connectPrefix)) return url;
+    if (views === null || !url.pathname.startsWith(views.connectPrefix)) return url;
     views.connect(req, res);
     return null;
   }
