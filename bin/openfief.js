@@ -8,7 +8,6 @@
 // `up` and `egress` run the egress proxy, which needs glibc's heap setting in the environment the
 // process starts with (ADR 0098): without it, this process starts the command once more with it
 // and only relays signals and the exit status.
-import { spawn } from "node:child_process";
 import { existsSync, readFileSync, stat } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -19,6 +18,8 @@ const argv = process.argv.slice(2);
 const env = proxyEnvironment(argv, process.env);
 
 if (env !== null) {
+  // child_process (with net, streams and dgram) loads only here: a read command never spawns.
+  const { spawn } = await import("node:child_process");
   relay(spawn(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), ...argv], { stdio: "inherit", env: { ...env, OPENFIEF_LAUNCHER_PID: String(process.pid) } }));
 } else {
   watchLauncher();

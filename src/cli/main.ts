@@ -4,14 +4,20 @@
  * for the full help (ADR 0113), and program.ts runs it. bin/openfief.js runs it, from the bundle
  * of that one command when the bundle is current.
  */
+import { createRequire } from "node:module";
 import type { Command } from "commander";
+import type * as Re2Module from "re2js";
 import { loadEventValidation } from "../events/index.js";
-import { loadSchemaChecks } from "../plugins/index.js";
+import { loadSchemaChecks, providePatternEngineLoader } from "../plugins/index.js";
 import { COMMANDS, modulesFor } from "./commands/index.js";
 import { programWith, runProgram } from "./program.js";
 import type { Register } from "./program.js";
 
 export { runAsProcess } from "./program.js";
+
+// A command that meets a pattern the schema checks did not bring (a trusted signer named by a
+// subject pattern) loads RE2 there and then, from node_modules; most commands never do (ADR 0188).
+providePatternEngineLoader(() => (createRequire(import.meta.url)("re2js") as typeof Re2Module).RE2JS);
 
 async function load(modules: readonly { load: () => Promise<Register> }[]): Promise<Register[]> {
   return Promise.all(modules.map((m) => m.load()));
