@@ -31,7 +31,9 @@ function sources() {
   if (process.env.OPENFIEF_NO_BUNDLE === "1") return undefined;
   try {
     const index = JSON.parse(readFileSync(join(DIST, "sources.json"), "utf8"));
-    const module = Object.hasOwn(index.commands, argv[0] ?? "") ? index.commands[argv[0]] : "all";
+    // --version runs no command module: only what the entry itself loads is checked (not every source).
+    const version = argv.length === 1 && (argv[0] === "--version" || argv[0] === "-V") && Object.hasOwn(index.sources, "entry");
+    const module = Object.hasOwn(index.commands, argv[0] ?? "") ? index.commands[argv[0]] : version ? "entry" : "all";
     return index.sources[module];
   } catch {
     return undefined;

@@ -25,11 +25,11 @@ async function load(modules: readonly { load: () => Promise<Register> }[]): Prom
 
 /**
  * The commands that load the config-schema checks only when the log does not already say what
- * they would answer (ADR 0186); every other command that runs loads them as it starts, as it did
- * when the parsers imported them, so no path that parses a plugin finds them missing. Help and a
- * mistyped name run no command and load nothing.
+ * they would answer (ADR 0186; the log's commands too, ADR 0189); every other command that runs
+ * loads them as it starts, as it did when the parsers imported them, so no path that parses a
+ * plugin finds them missing. Help and a mistyped name run no command and load nothing.
  */
-const SCHEMA_CHECKS_ON_DEMAND: ReadonlySet<string> = new Set(["get", "why"]);
+const SCHEMA_CHECKS_ON_DEMAND: ReadonlySet<string> = new Set(["get", "why", "log", "replay", "verify-log", "check-decisions"]);
 
 /** The subcommand this line runs; undefined for help, no arguments or a mistyped name. */
 function commandRun(argv: readonly string[]): string | undefined {

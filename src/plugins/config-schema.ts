@@ -229,6 +229,8 @@ function compile(schema: unknown, path: string): Compiled {
  * ({@link ErrorCode.InvalidConfigSchema}). Never throws and never fetches anything.
  */
 export function validateConfigSchema(schema: unknown, path: string): FieldError[] {
+  // Whoever has the checks has the engine, whatever was reset since this module loaded.
+  providePatternEngine(RE2JS);
   try {
     const compiled = compile(schema, path);
     return compiled.ok ? [] : compiled.errors;
@@ -271,6 +273,7 @@ function describe(e: ErrorObject): string {
  * Messages name keys and schema constraints, never config values. Never throws.
  */
 export function validateConfig(schema: JsonValue, config: JsonValue | undefined, path: string): FieldError[] {
+  providePatternEngine(RE2JS);
   try {
     const compiled = compile(schema, "configSchema");
     if (!compiled.ok) {
