@@ -59,7 +59,20 @@ export async function buildProgram(argv?: readonly string[]): Promise<Command> {
   return programWith(await load(argv === undefined ? COMMANDS : modulesFor(argv)));
 }
 
+/**
+ * Whether the line only prints the full help or refuses a mistyped name (no arguments, `--help`,
+ * `help` alone, a name no module registers): the summaries answer it as the modules would, and no
+ * module loads. `help NAME` prints NAME's own help, from its module.
+ */
+function helpOnly(argv: readonly string[]): boolean {
+  return modulesFor(argv) === COMMANDS && !(argv[0] === "help" && argv.length > 1);
+}
+
 /** Runs a command line; the exit code. */
 export async function main(argv: readonly string[]): Promise<number> {
+  if (helpOnly(argv)) {
+    const { registerSummaries } = await import("./commands/summaries.js");
+    return runProgram(argv, () => [registerSummaries]);
+  }
   return runProgram(argv, async () => (await Promise.all([load(modulesFor(argv)), schemaChecksFor(argv), eventValidationFor(argv)]))[0]);
 }

@@ -132,6 +132,12 @@ describe("the bundle", () => {
     expect(index.sources["all"]?.length).toBeGreaterThan(index.sources["up"]?.length ?? 0);
   });
 
+  it("prints the full help from the summaries, loading no command module (ADR 0188)", () => {
+    const inputs = [...loadedBy(["src/cli/main.ts", "src/cli/commands/summaries.ts"])];
+    expect(inputs).toContain("src/cli/commands/summaries.ts");
+    expect(inputs.filter((p) => /^src\/cli\/commands\/(?!index\.ts$|summaries\.ts$)/.test(p))).toEqual([]);
+  });
+
   it("still holds all of it for `up`", () => {
     const inputs = [...loadedBy(["src/cli/main.ts", "src/cli/commands/up.ts"])];
     for (const pattern of [/node_modules\/@sigstore\/verify\//, /node_modules\/yaml\//, /^src\/host\//, /^src\/egress\/proxy\.ts$/]) {
