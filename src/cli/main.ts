@@ -1,7 +1,7 @@
 /**
  * The `openfief` command. Each subcommand lives in `commands/<name>.ts` and exports
- * `register(program)`; this file loads the module of the subcommand asked for, or every module
- * for the full help (ADR 0113), and program.ts runs it. bin/openfief.js runs it, from the bundle
+ * `register(program)`; this file loads the module of the subcommand asked for (ADR 0113), and
+ * program.ts runs it. The full help prints from the commands' summaries, loading no module (ADR 0188). bin/openfief.js runs it, from the bundle
  * of that one command when the bundle is current.
  */
 import { createRequire } from "node:module";
