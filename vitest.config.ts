@@ -16,6 +16,8 @@ export default defineConfig({
     // an 11-minute run); the files share a worker's modules instead. Nothing relies on a fresh graph:
     // no file mocks modules, and every file restores the environment it changes.
     isolate: false,
+    // The RE2 engine, as every process of the product has it (docs/adr/0188).
+    setupFiles: ["./test/support/pattern-engine.ts"],
     testTimeout: 20_000,
     hookTimeout: 60_000,
     reporters: ["default", "./test/support/summary-reporter.ts"],

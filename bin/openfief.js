@@ -8,8 +8,7 @@
 // `up` and `egress` run the egress proxy, which needs glibc's heap setting in the environment the
 // process starts with (ADR 0098): without it, this process starts the command once more with it
 // and only relays signals and the exit status.
-import { spawn } from "node:child_process";
-import { existsSync, readFileSync, stat } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { BUNDLE, ROOT, SANDBOX, proxyEnvironment } from "./launch.js";
@@ -19,6 +18,8 @@ const argv = process.argv.slice(2);
 const env = proxyEnvironment(argv, process.env);
 
 if (env !== null) {
+  // child_process (with net, streams and dgram) loads only here: a read command never spawns.
+  const { spawn } = await import("node:child_process");
   relay(spawn(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), ...argv], { stdio: "inherit", env: { ...env, OPENFIEF_LAUNCHER_PID: String(process.pid) } }));
 } else {
   watchLauncher();
@@ -30,32 +31,44 @@ function sources() {
   if (process.env.OPENFIEF_NO_BUNDLE === "1") return undefined;
   try {
     const index = JSON.parse(readFileSync(join(DIST, "sources.json"), "utf8"));
-    const module = Object.hasOwn(index.commands, argv[0] ?? "") ? index.commands[argv[0]] : "all";
-    return index.sources[module];
+    if (Object.hasOwn(index.commands, argv[0] ?? "")) return index.sources[index.commands[argv[0]]];
+    // A line that names no command (--version, the full help, a mistyped name) loads no command
+    // module, so only what the entry loads is checked; `help NAME` loads them all.
+    const entryOnly = !(argv[0] === "help" && argv.length > 1) && Object.hasOwn(index.sources, "entry");
+    return index.sources[entryOnly ? "entry" : "all"];
   } catch {
     return undefined;
   }
 }
 
+/** A file's modification time in ms, Infinity when it is gone or cannot be read. */
 function mtime(path) {
-  return new Promise((resolve) => stat(path, (err, s) => resolve(err === null ? s.mtimeMs : Infinity)));
+  try {
+    return statSync(path, { throwIfNoEntry: false })?.mtimeMs ?? Infinity;
+  } catch {
+    return Infinity;
+  }
 }
 
-/** Whether the bundle (and its sandbox) is newer than every one of these sources (a source gone counts as newer). */
+/**
+ * Whether the bundle (and its sandbox) is newer than every one of these sources (a source gone
+ * counts as newer). Synchronous, stopping at the first newer source: a promise and a callback per
+ * file cost more CPU than the system calls themselves.
+ */
 async function fresh(files) {
   if (!existsSync(SANDBOX)) return false;
-  const [built, ...times] = await Promise.all([mtime(BUNDLE), ...files.map((p) => mtime(join(ROOT, p)))]);
-  return built !== Infinity && times.every((t) => t <= built);
+  const built = mtime(BUNDLE);
+  return built !== Infinity && files.every((p) => mtime(ROOT + p) <= built);
 }
 
 async function run() {
   const files = sources();
-  // The sources are checked on the thread pool while the bundle's entry loads: loading runs no
-  // command (a module only defines things), so a stale bundle is dropped before anything happens.
-  const [current, cli] = await Promise.all([
-    files === undefined ? false : fresh(files),
-    files === undefined ? undefined : import(pathToFileURL(BUNDLE).href).catch(() => undefined),
-  ]);
+  // The bundle's entry starts loading (its files read on the thread pool) while the sources are
+  // checked: loading runs no command (a module only defines things), so a stale bundle is dropped
+  // before anything happens.
+  const loading = files === undefined ? undefined : import(pathToFileURL(BUNDLE).href).catch(() => undefined);
+  const current = files === undefined ? false : await fresh(files);
+  const cli = await loading;
   if (current && cli !== undefined) {
     await cli.runAsProcess(argv, cli.main);
   } else if (process.env.OPENFIEF_BUNDLE === "required") {

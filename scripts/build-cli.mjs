@@ -9,7 +9,7 @@
 //
 // A command loads only what it uses (ADR 0113): each command module is loaded by its own import()
 // (src/cli/commands/index.ts), the bundle looks through the rooms' doors (look-through-doors.mjs),
-// and commander's child_process is loaded only if commander ever spawns. Any warning fails the build.
+// commander's child_process is loaded only if commander ever spawns, and better-sqlite3 is required. Any warning fails the build.
 // The plugin sandbox (src/host/sandbox/) runs in processes and threads of its own, started from a
 // file: it is emitted beside the bundle (dist/sandbox/), one self-contained file per entry, so the
 // bundle never reaches back into the source tree.
@@ -27,6 +27,19 @@ const lazyChildProcess = {
     b.onResolve({ filter: /^(node:)?child_process$/ }, (args) =>
       /[\\/]node_modules[\\/]commander[\\/]/.test(args.importer) ? { path: `${ROOT}scripts/lazy-child-process.cjs` } : undefined,
     );
+  },
+};
+
+/**
+ * better-sqlite3 (left out of the bundle: its native binding is found from its own folder) taken
+ * with require() rather than import: importing CommonJS from ESM makes Node parse its files once
+ * more to list their exports, which every command that opens the log paid at start-up.
+ */
+const requireBetterSqlite = {
+  name: "require-better-sqlite3",
+  setup(b) {
+    b.onResolve({ filter: /^better-sqlite3$/ }, (args) => (args.namespace === "file" ? { path: "better-sqlite3", namespace: "required" } : undefined));
+    b.onLoad({ filter: /.*/, namespace: "required" }, () => ({ contents: 'module.exports = require("better-sqlite3");', loader: "js", resolveDir: ROOT }));
   },
 };
 
@@ -53,7 +66,7 @@ function sourcesIndex(metafile, modules) {
   const outputs = metafile.outputs;
   const chunkOf = (entry) => Object.keys(outputs).find((o) => outputs[o].entryPoint === entry);
   const commandChunks = new Map(modules.map((m) => [m.module, chunkOf(`src/cli/commands/${m.module}.ts`)]));
-  /** The sources of the chunks `own` (a command module, or every one) loads from main on, statically or by import(). */
+  /** The sources of the chunks `own` (a command module, every one, or null: none) loads from main on, statically or by import(). */
   const reach = (own) => {
     const seen = new Set();
     const todo = [chunkOf("src/cli/main.ts")];
@@ -70,7 +83,8 @@ function sourcesIndex(metafile, modules) {
   };
   return {
     commands: Object.fromEntries(modules.flatMap((m) => m.names.map((n) => [n, m.module]))),
-    sources: { ...Object.fromEntries(modules.map((m) => [m.module, reach(m.module)])), all: reach("all") },
+    // `entry`: what the entry loads without any command module (`--version`).
+    sources: { ...Object.fromEntries(modules.map((m) => [m.module, reach(m.module)])), all: reach("all"), entry: reach(null) },
   };
 }
 
@@ -115,7 +129,7 @@ export async function buildCli(outdir = `${ROOT}dist`) {
     logLevel: "warning",
     legalComments: "none",
     metafile: true,
-    plugins: [lookThroughDoors(`${ROOT}src`), lazyChildProcess],
+    plugins: [lookThroughDoors(`${ROOT}src`), lazyChildProcess, requireBetterSqlite],
   });
   if (result.warnings.length > 0) throw new Error(`build-cli: ${result.warnings.length} warning(s); fix them, the bundle is refused`);
   writeFileSync(`${outdir}/sources.json`, `${JSON.stringify(sourcesIndex(result.metafile, modules))}\n`);

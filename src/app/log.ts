@@ -8,7 +8,7 @@
 import { coreStream, egressStream, isPluginName, pluginStream, TRUST_STREAM, verdictKey } from "../events/index.js";
 import type { EventLog, KnownEvent, ReadFilter } from "../events/index.js";
 import { parseImageRef } from "../plugins/index.js";
-import { grantBefore, recordedManifestDigest, specManifestDigest } from "../projections/index.js";
+import { grantBefore, readySchemaCheck, recordedManifestDigest, specManifestDigest } from "../projections/index.js";
 import { AppError } from "./errors.js";
 import { describeEvent } from "./wording.js";
 
@@ -121,6 +121,8 @@ async function verdictKeysOf(store: EventLog, name: string): Promise<VerdictKeys
   byName.set(name, known);
   for (const e of await store.read({ stream: pluginStream(name), type: ["plugin.observed", "previous.observed"], afterSeq: known.after })) {
     known.after = e.seq;
+    // The spec's schema is checked as it is parsed: the log's verdicts vouch for it, or the checks load.
+    if (e.type === "plugin.observed") await readySchemaCheck(store, name, e.data.spec);
     const [image, manifest] = e.type === "plugin.observed" ? [specImageOf(e.data.spec), specManifestDigest(name, e.data.spec)]
       : e.type === "previous.observed" ? [e.data.deployed.image, recordedManifestDigest(e.data.deployed)] : [null, null];
     const ref = image === null ? null : parseImageRef(image);

@@ -6,7 +6,7 @@
 import type { EventLog } from "../events/index.js";
 import { EMPTY_PENDING } from "../plugins/index.js";
 import type { Pending } from "../plugins/index.js";
-import { stateAt } from "../projections/index.js";
+import { stateAt, withSchemaChecks } from "../projections/index.js";
 import type { PluginState } from "../projections/index.js";
 import { AppError } from "./errors.js";
 import { eventSentence } from "./log.js";
@@ -73,7 +73,8 @@ function asPending(p: unknown): Pending | null {
 
 /** The projected state as of `at` (a seq past the log's end is the log's end). */
 export async function replay(store: EventLog, at: ReplayPoint): Promise<Replayed> {
-  const state = await stateAt(store, at);
+  // Folding parses no plugin today; should one, the checks load rather than the read failing (ADR 0189).
+  const state = await withSchemaChecks(() => stateAt(store, at));
   const tables: Record<string, Record<string, unknown>> = {};
   for (const [name, rows] of state.tables) tables[name] = Object.fromEntries(rows);
   const rows = [...((state.tables.get("plugins") ?? new Map()) as ReadonlyMap<string, PluginState>).values()];

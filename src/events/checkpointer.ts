@@ -14,7 +14,8 @@
  * {@link RESTART_FRAMES} pages that a passive one could not copy back (a bound on its size).
  */
 import { createRequire } from "node:module";
-import { Worker } from "node:worker_threads";
+// Loaded when the thread starts: a process that only reads the log never loads worker_threads.
+import type { Worker } from "node:worker_threads";
 
 /** How often the thread looks for committed appends to copy back (ms). */
 const INTERVAL_MS = 200;
@@ -105,7 +106,7 @@ export class Checkpointer {
     const sqlite = sqlitePath();
     if (sqlite === null) return;
     try {
-      const w = new Worker(SCRIPT, {
+      const w = new (process.getBuiltinModule("node:worker_threads").Worker)(SCRIPT, {
         eval: true,
         workerData: { file: this.#file, sqlite, commits: this.#commits.buffer, intervalMs: INTERVAL_MS, restartFrames: RESTART_FRAMES },
       });

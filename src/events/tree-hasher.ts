@@ -15,7 +15,8 @@
  */
 import { Buffer } from "node:buffer";
 import { hash as digest } from "node:crypto";
-import { Worker } from "node:worker_threads";
+// Loaded when the thread starts: a process that only reads the log never loads worker_threads.
+import type { Worker } from "node:worker_threads";
 import type { Hash } from "../tlog/index.js";
 
 /** Nodes of the tree at tile levels above 0 that a batch completed: tree level, index, hash. */
@@ -115,7 +116,7 @@ class TreeHasher {
   #start(): Worker | null {
     if (this.#worker !== null || this.#failed) return this.#worker;
     try {
-      const w = new Worker(SCRIPT, { eval: true });
+      const w = new (process.getBuiltinModule("node:worker_threads").Worker)(SCRIPT, { eval: true });
       w.unref();
       w.on("message", (r: Reply) => {
         const p = this.#waiting.get(r.id);

@@ -13,6 +13,7 @@ import { validatePluginName } from "./names.js";
 import { compilePattern, identityMatches, identityProblems } from "./signers.js";
 import type { ExactIdentity, KeyIdentity, Signer, SignerIdentity, VerifiedIdentity } from "./signers.js";
 import { isJsonObject, own, parseStrictJson, unknownFields } from "./strict-json.js";
+import { PatternEngineNotLoaded } from "./re2-engine.js";
 
 /**
  * A catalog publisher: always an exact identity (D-44), never a pattern: a keyless identity with an
@@ -66,7 +67,8 @@ export class Catalog {
       if (pinned[0] !== undefined) return { kind: "other_publisher", entry: pinned[0] };
       const listed = this.#entries.find((e) => e.name === image.name) ?? this.#entries.find((e) => e.image.name === image.repository);
       return listed === undefined ? { kind: "not_listed" } : { kind: "other_digest", entry: listed };
-    } catch {
+    } catch (e) {
+      if (e instanceof PatternEngineNotLoaded) throw e;
       return { kind: "not_listed" };
     }
   }
@@ -145,7 +147,8 @@ export function parseCatalog(text: string): Result<Catalog> {
     errors.push(...repeatedDigests(root));
     if (errors.length > 0) return fail(errors);
     return ok(construct(entries));
-  } catch {
+  } catch (e) {
+    if (e instanceof PatternEngineNotLoaded) throw e;
     return fail(fieldError(ErrorCode.InvalidCatalog, "", "the catalog could not be read"));
   }
 }
@@ -275,7 +278,8 @@ export function parseOwnerSigners(text: string): Result<Signer[]> {
     }
     if (errors.length > 0) return fail(errors);
     return ok(signers);
-  } catch {
+  } catch (e) {
+    if (e instanceof PatternEngineNotLoaded) throw e;
     return fail(fieldError(ErrorCode.InvalidSigner, "", "the signer list could not be read"));
   }
 }

@@ -34,6 +34,8 @@ import type { FieldError } from "./errors.js";
 import type { JsonValue } from "./types.js";
 import { isJsonValue, isPlainObject } from "./json.js";
 import { re2RegExp } from "./regex.js";
+import { RE2JS } from "re2js";
+import { providePatternEngine } from "./re2-engine.js";
 import { referenceCycleProblems } from "./schema-cycles.js";
 import { SCHEMA_FORMATS } from "./schema-formats.js";
 import { patternProblems } from "./schema-patterns.js";
@@ -43,6 +45,9 @@ import { duplicatePair, UNIQUE_ITEMS } from "./unique-items.js";
 import { provideSchemaChecks } from "./schema-check.js";
 import { META_VALIDATORS } from "../gen/config-meta-schemas.js";
 import type { MetaValidate } from "../gen/config-meta-schemas.js";
+
+// The schema checks compile patterns: whoever loads them has the RE2 engine (docs/adr/0188).
+providePatternEngine(RE2JS);
 
 /** The `$schema` values accepted, each naming the dialect it selects. Absent means draft-07. */
 export const SUPPORTED_DIALECTS: Readonly<Record<string, Dialect>> = {
@@ -224,6 +229,8 @@ function compile(schema: unknown, path: string): Compiled {
  * ({@link ErrorCode.InvalidConfigSchema}). Never throws and never fetches anything.
  */
 export function validateConfigSchema(schema: unknown, path: string): FieldError[] {
+  // Whoever has the checks has the engine, whatever was reset since this module loaded.
+  providePatternEngine(RE2JS);
   try {
     const compiled = compile(schema, path);
     return compiled.ok ? [] : compiled.errors;
@@ -266,6 +273,7 @@ function describe(e: ErrorObject): string {
  * Messages name keys and schema constraints, never config values. Never throws.
  */
 export function validateConfig(schema: JsonValue, config: JsonValue | undefined, path: string): FieldError[] {
+  providePatternEngine(RE2JS);
   try {
     const compiled = compile(schema, "configSchema");
     if (!compiled.ok) {

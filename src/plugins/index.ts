@@ -36,6 +36,9 @@ export { validateConfigSchema, validateConfig } from "./config-schema.js";
  */
 export { loadSchemaChecks, rememberCheckedSchema, resetSchemaChecksForTests, schemaCheckReady, schemaChecksLoaded, SchemaChecksNotLoaded } from "./schema-check.js";
 export type { SchemaChecks } from "./schema-check.js";
+/** The RE2 engine, provided by the schema checks, loaded by `import()` or by a loader the process registers (docs/adr/0188). */
+export { loadPatternEngine, patternEngineLoaded, PatternEngineNotLoaded, providePatternEngineLoader, resetPatternEngineForTests } from "./re2-engine.js";
+export type { PatternEngine } from "./re2-engine.js";
 export { isJsonValue } from "./json.js";
 
 /** A connector's sync schedule (`Plugin.spec.sync`): interval or cron, jitter, retry backoff (docs/adr/0178). */

@@ -22,8 +22,9 @@
  * `\b` and `$` already mean the same in both (ASCII digits and word characters; `$` only at the
  * very end without the `m` flag). ADR 0040 lists these differences.
  */
-import { RE2JS } from "re2js";
+import type { RE2JS } from "re2js";
 import { CAPS } from "./caps.js";
+import { patternEngine } from "./re2-engine.js";
 
 /** A compiled pattern, or why it was refused (one sentence, never the pattern itself). */
 export type CompiledPattern =
@@ -167,9 +168,11 @@ function tooLong(length: number): CompiledPattern {
 /** Compiles RE2 syntax under the caps: at most {@link CAPS.patternLength} characters and {@link CAPS.patternProgram} instructions. */
 export function compileRe2(source: string, length = source.length): CompiledPattern {
   if (length > CAPS.patternLength) return tooLong(length);
+  // Outside the try: an engine not loaded is not a pattern RE2 refuses.
+  const engine = patternEngine();
   let regex: RE2JS;
   try {
-    regex = RE2JS.compile(source);
+    regex = engine.compile(source);
   } catch (e) {
     return { ok: false, message: `RE2 cannot compile the pattern: ${re2Reason(e)}`, tooLarge: false };
   }

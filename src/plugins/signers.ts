@@ -9,6 +9,7 @@ import type { RE2JS } from "re2js";
 import { CAPS } from "./caps.js";
 import { ErrorCode, fieldError, join } from "./errors.js";
 import { compileRe2 } from "./regex.js";
+import { PatternEngineNotLoaded } from "./re2-engine.js";
 import type { FieldError } from "./errors.js";
 
 /** D-45's three kinds of trusted signer. */
@@ -108,7 +109,8 @@ export function signerMatcher(signer: SignerIdentity): (verified: VerifiedIdenti
     const pattern = compilePattern(signer.subjectPattern);
     if (pattern === undefined) return never;
     return guarded((v) => keyless(v) && pattern.matches(v.subject));
-  } catch {
+  } catch (e) {
+    if (e instanceof PatternEngineNotLoaded) throw e;
     return never;
   }
 }

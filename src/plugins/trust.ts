@@ -11,6 +11,7 @@ import { Catalog, emptyCatalog } from "./catalog.js";
 import type { CatalogEntry } from "./catalog.js";
 import { manifestEqual } from "./manifest-equal.js";
 import { isManifestShaped } from "./shapes.js";
+import { PatternEngineNotLoaded } from "./re2-engine.js";
 import { identityMatches, identityProblems, openFiefCI, signerMatcher } from "./signers.js";
 import type { Signer, SignerKind, VerifiedIdentity } from "./signers.js";
 import type { Manifest } from "./types.js";
@@ -79,7 +80,8 @@ export class TrustPolicy {
   decide(image: SignedImage, declared?: Manifest): Result<TrustDecision> {
     try {
       return this.#decide(image, declared);
-    } catch {
+    } catch (e) {
+      if (e instanceof PatternEngineNotLoaded) throw e;
       return fail(fieldError(ErrorCode.InvalidType, "image", "what was found for the image could not be read"));
     }
   }
@@ -150,7 +152,8 @@ function readSignedImage(image: SignedImage): Result<readonly VerifiedIdentity[]
 export function newTrustPolicy(catalog: Catalog, owner: readonly Signer[]): TrustPolicy {
   try {
     return construct(catalog, owner);
-  } catch {
+  } catch (e) {
+    if (e instanceof PatternEngineNotLoaded) throw e;
     // A signer whose reading throws halfway: trust only what is always trusted.
     return construct(emptyCatalog(), []);
   }
@@ -171,7 +174,8 @@ function isSigner(s: unknown): s is Signer {
       identity !== null &&
       identityProblems(identity as Signer["identity"], "").length === 0
     );
-  } catch {
+  } catch (e) {
+    if (e instanceof PatternEngineNotLoaded) throw e;
     return false;
   }
 }

@@ -16,6 +16,7 @@ import { emptyFacts, evolveFacts, ROLLOUT_RULES } from "./decide-rollout.js";
 import type { DeciderState, PluginFacts, RolloutDecider, RolloutDecision } from "./decide-rollout.js";
 import { checkEgress, type AddressRecheck, type AddressRules } from "./check-egress.js";
 import { CATALOG_RULES, checkCatalogVerdicts } from "./check-catalog.js";
+import { readySchemaCheck } from "./schema-facts.js";
 
 /** The decider families whose decisions are re-decided. */
 export type DecisionFamily = "rollout" | "egress";
@@ -181,6 +182,20 @@ export function familyRules(today: number, byRules: ReadonlyMap<number, number>)
 }
 
 /**
+ * Feeds the deciders' events to `checker`. The deciders parse each spec, its config schema checked:
+ * as the readers do, a schema is taken as checked when the log's own verdicts say it passed, and
+ * checked here otherwise (ADR 0189).
+ */
+async function feedDecisions(store: EventLog, checker: DecisionChecker, toSeq: number, pageSize: number): Promise<void> {
+  for await (const page of store.pages({ types: DECIDER_EVENT_TYPES, toSeq, pageSize })) {
+    for (const e of page) {
+      if (e.type === "plugin.observed") await readySchemaCheck(store, e.data.name, e.data.spec);
+      checker.feed(e);
+    }
+  }
+}
+
+/**
  * Checks every recorded decision in the store (up to `toSeq` when given). `egressAddresses`: the
  * egress rules' address step (`ADDRESS_RULES` from `src/egress`, or one step for every version);
  * `rules`: the rules re-decided with (the released ones unless a test gives others).
@@ -194,7 +209,7 @@ export async function checkDecisions(
   const checker = new DecisionChecker(rolloutRules);
   const toSeq = opts.toSeq ?? await store.head();
   const pageSize = opts.pageSize ?? 20_000;
-  for await (const page of store.pages({ types: DECIDER_EVENT_TYPES, toSeq, pageSize })) for (const e of page) checker.feed(e);
+  await feedDecisions(store, checker, toSeq, pageSize);
   const rollouts = checker.result();
   // Egress decisions too (ADR 0032); their address step is the proxy's, passed in by the caller.
   const egress = await checkEgress(store, { toSeq, pageSize, rules: egressRules, ...(opts.egressAddresses !== undefined ? { recheck: opts.egressAddresses } : {}) });

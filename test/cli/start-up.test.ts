@@ -35,6 +35,8 @@ const NOT_FOR_READING: readonly [string, RegExp][] = [
   ["ajv", /node_modules\/ajv\//],
   ["the config-schema checks", /^src\/plugins\/config-schema\.ts$/],
   ["the precompiled meta-schema validators", /^src\/gen\/config-meta-schemas\.js$/],
+  // Given to the model when a pattern must be compiled (ADR 0188): a read of the demo compiles none.
+  ["RE2", /node_modules\/re2js\//],
 ];
 
 describe("which command modules a command line loads", () => {
@@ -128,6 +130,12 @@ describe("the bundle", () => {
     // What `up` loads only once it runs (the console, by import()) is checked before it runs too.
     expect(index.sources["up"]).toContain("src/server/index.ts");
     expect(index.sources["all"]?.length).toBeGreaterThan(index.sources["up"]?.length ?? 0);
+  });
+
+  it("prints the full help from the summaries, loading no command module (ADR 0188)", () => {
+    const inputs = [...loadedBy(["src/cli/main.ts", "src/cli/commands/summaries.ts"])];
+    expect(inputs).toContain("src/cli/commands/summaries.ts");
+    expect(inputs.filter((p) => /^src\/cli\/commands\/(?!index\.ts$|summaries\.ts$)/.test(p))).toEqual([]);
   });
 
   it("still holds all of it for `up`", () => {

@@ -2,8 +2,9 @@ import type { Register } from "../program.js";
 
 /**
  * A command module: the subcommands it adds and how to load it. Loaded only when one of its
- * names is asked for (or for the full help), so `openfief get plugins` compiles what `get` uses and
- * nothing of `up`, `verify` or `operator` (ADR 0113).
+ * names is asked for (`help NAME` loads every one; the full help prints from summaries.ts), so
+ * `openfief get plugins` compiles what `get` uses and nothing of `up`, `verify` or `operator`
+ * (ADR 0113). A new command's line in the full help: `npx tsx scripts/gen-cli-summaries.ts`.
  */
 export interface CommandModule {
   readonly names: readonly string[];

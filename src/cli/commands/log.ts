@@ -4,10 +4,11 @@
  * `check-decisions` (re-run the deciders over the log and compare with every recorded decision).
  */
 import type { Command } from "commander";
-import { AppError, checkLogDecisions, decisionsCheckLines, describePending, LOG_KEY_TYPES, logVerifier, readVerifierKey, requireFile, verifyLogAgainst, eventSentence, followLog, outcomeText, parseCount, parseReplayPoint, parseTime, readLog, replay, requireKnownPlugin, requireWithinLog, shortImage, shortRefs, verifyLog } from "../../app/index.js";
-import type { EventLog, KnownEvent, LogAgainstCheckpoints, LogIntegrity, LogQuery } from "../../app/index.js";
-import { dataDir, openLog, pluginArg, print, printJson, table, withData, withJson, withLog } from "../context.js";
+import { describePending, eventSentence, followLog, outcomeText, parseCount, parseReplayPoint, parseTime, readLog, replay, requireKnownPlugin, requireWithinLog, shortImage, shortRefs } from "../../app/index.js";
+import type { EventLog, KnownEvent, LogQuery } from "../../app/index.js";
+import { openLog, pluginArg, print, printJson, table, withData, withJson, withLog } from "../context.js";
 import type { DataOptions } from "../context.js";
+import type { VerifyLogOptions } from "./log-checks.js";
 
 interface LogOptions extends DataOptions {
   plugin?: string;
@@ -40,48 +41,6 @@ async function emit(store: EventLog, events: readonly KnownEvent[], json: boolea
     if (json) process.stdout.write(`${JSON.stringify(e)}\n`);
     else print(line(await eventSentence(store, e), e));
   }
-}
-
-interface VerifyLogOptions extends DataOptions {
-  restoreGuards?: boolean;
-  checkpoint?: string;
-  previous?: string;
-  key?: string;
-}
-
-/** The checkpoint files `verify-log` was given, each checked to be a file (exit 2 otherwise). */
-function checkpointFiles(o: VerifyLogOptions): { which: "checkpoint" | "previous"; path: string }[] {
-  if (o.previous !== undefined && o.checkpoint === undefined) throw new AppError("usage", "--previous goes with --checkpoint", "previous");
-  const given = [
-    ...(o.checkpoint === undefined ? [] : [{ which: "checkpoint" as const, path: o.checkpoint }]),
-    ...(o.previous === undefined ? [] : [{ which: "previous" as const, path: o.previous }]),
-  ];
-  for (const g of given) requireFile(g.path, g.which === "checkpoint" ? "--checkpoint" : "--previous");
-  return given;
-}
-
-/** What `verify-log` says, in words. */
-function printVerifyLog(r: LogIntegrity, against: LogAgainstCheckpoints | null): void {
-  if (r.chain.ok) print(`the log holds: ${r.chain.count} events, every hash verified`);
-  else print(`the log does NOT hold at event ${r.chain.seq}: ${r.chain.reason}`);
-  if (r.restored.length > 0) print(`the guards ${r.restored.join(", ")} were missing and are restored`);
-  else if (!r.guards.ok) print(`the guards that keep the log append-only are missing: ${r.guards.missing.join(", ")} (someone changed the database by hand; --restore-guards re-creates them)`);
-  if (against === null) return;
-  if (!against.ok) for (const l of against.lines) print(l);
-  else for (const f of against.findings) print(`the log has the root of the ${f.which === "checkpoint" ? "" : "previous "}checkpoint of ${f.size} events${f.which === "previous" ? ": it extends it" : ""}`);
-}
-
-/** `verify-log`: the chain and the guards, and with --checkpoint/--previous the log against checkpoints kept elsewhere. */
-async function verifyLogCommand(o: VerifyLogOptions): Promise<void> {
-  const given = checkpointFiles(o);
-  const key = given.length === 0 ? null : o.key !== undefined ? readVerifierKey(o.key, "--key", LOG_KEY_TYPES) : logVerifier(o.store === undefined ? dataDir(o) : null, process.env);
-  const { r, against } = await withLog(o, async (store) => ({
-    r: await verifyLog(store, { restoreGuards: o.restoreGuards === true }),
-    against: key === null ? null : await verifyLogAgainst(store, given, key),
-  }));
-  if (o.json === true) printJson(against === null ? r : { ...r, ok: r.ok && against.ok, checkpoints: against });
-  else printVerifyLog(r, against);
-  if (!r.ok || (against !== null && !against.ok)) process.exitCode = 1;
 }
 
 export function register(program: Command): void {
@@ -148,15 +107,16 @@ export function register(program: Command): void {
     .option("--checkpoint <file>", "a signed checkpoint of this log kept elsewhere (from /tlog/checkpoint, a witness, a proof)")
     .option("--previous <file>", "an older signed checkpoint the log must extend (with --checkpoint)")
     .option("--key <key>", "the log's verifier key, or a file holding it (default: the data folder's log key)")
-    .action(verifyLogCommand);
+    // The chain, checkpoint and decision checks load only for the command that runs them.
+    .action(async (o: VerifyLogOptions) => {
+      const { verifyLogCommand } = await import("./log-checks.js");
+      await verifyLogCommand(o);
+    });
 
   withJson(withData(program.command("check-decisions")))
     .description("re-run the deciders over the log, each decision under the rules it names: report every one they do not reproduce (exit 1), and apart those today's rules would decide differently")
     .action(async (o: DataOptions) => {
-      const result = await withLog(o, (store) => checkLogDecisions(store));
-      if (o.json === true) printJson(result);
-      else for (const line of decisionsCheckLines(result)) print(line);
-      // Only a divergence fails: an upgrade's effect is what the owner's upgrade changed, not a fault.
-      if (result.divergences.length > 0) process.exitCode = 1;
+      const { checkDecisionsCommand } = await import("./log-checks.js");
+      await checkDecisionsCommand(o);
     });
 }
