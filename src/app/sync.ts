@@ -20,7 +20,8 @@ import { backoffMs, DEFAULT_SYNC_BACKOFF, DEFAULT_SYNC_SCHEDULE, dueAt, nextSlot
 import type { Backoff, SyncSchedule } from "../plugins/index.js";
 import { Projector } from "../projections/index.js";
 import type { WorkloadState } from "../projections/index.js";
-import { checkDelivery, dataDirDeliveries, deliveryOfResponse } from "./deliveries.js";
+import { checkDelivery, deliveryOfResponse } from "./deliveries.js";
+import { deliveriesOf } from "./log-deliveries.js";
 import type { DeliveryRecord, DeliveryStore } from "./deliveries.js";
 import type { PluginCaller } from "./plugin-caller.js";
 
@@ -303,11 +304,11 @@ export interface StartSyncsParts {
   readonly logger?: Logger;
 }
 
-/** Starts the scheduler of `openfief up` (the data folder's deliveries, the plugin host's connectors), when asked for and a host runs. */
+/** Starts the scheduler of `openfief up` (the deliveries where the log keeps them, the plugin host's connectors), when asked for and a host runs. */
 export function startSyncs(options: { readonly recheckMs?: number } | null | undefined, o: StartSyncsParts): SyncScheduler | null {
   if (options === undefined || options === null || o.hosted === null) return null;
   const s = new SyncScheduler({
-    store: o.store, deliveries: dataDirDeliveries(o.dataDir), clock: o.clock ?? (() => new Date()),
+    store: o.store, deliveries: deliveriesOf(o.store, o.dataDir), clock: o.clock ?? (() => new Date()),
     connectors: hostedConnectors(o.store), sync: hostedSync(o.hosted),
     ...(o.logger === undefined ? {} : { logger: o.logger.child({ component: "syncs" }) }),
   });
