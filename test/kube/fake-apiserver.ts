@@ -122,6 +122,12 @@ export class FakeApiServer {
   interceptor: (req: LoggedRequest) => { status: number; body: unknown } | null = () => null;
   /** The clock of issued tokens' expiry (ms since the epoch). */
   clock: () => number = Date.now;
+  /**
+   * Signs the tokens TokenRequests issue as the cluster would (a JWT with `sub`, `aud` and `exp`),
+   * when set: the token plugins and the plugin host verify against the cluster's published keys.
+   * Unset, a token is an opaque `fake-sa.…` string.
+   */
+  tokenSigner: ((t: { readonly subject: string; readonly audiences: readonly string[]; readonly expiresAt: number }) => Promise<string>) | undefined = undefined;
   /** The tokens TokenRequests issued, and whom each authenticates. */
   readonly issuedTokens = new Map<string, { user: string; groups: string[]; expiresAt: number }>();
 
@@ -647,10 +653,15 @@ export class FakeApiServer {
     if (this.get("v1", "ServiceAccount", ns, name) === undefined) return send(res, 404, statusBody(404, "NotFound", `serviceaccounts "${name}" not found`));
     const spec = (isObject(body) ? body["spec"] : undefined) as Record<string, unknown> | undefined;
     const seconds = Number(spec?.["expirationSeconds"] ?? 3600);
-    const token = `fake-sa.${ns}.${name}.${randomUUID()}`;
     const expiresAt = this.clock() + seconds * 1000;
-    this.issuedTokens.set(token, { user: `system:serviceaccount:${ns}:${name}`, groups: ["system:serviceaccounts", `system:serviceaccounts:${ns}`, "system:authenticated"], expiresAt });
-    send(res, 201, { apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", spec: { ...spec }, status: { token, expirationTimestamp: new Date(expiresAt).toISOString() } });
+    const user = `system:serviceaccount:${ns}:${name}`;
+    const issue = (token: string): void => {
+      this.issuedTokens.set(token, { user, groups: ["system:serviceaccounts", `system:serviceaccounts:${ns}`, "system:authenticated"], expiresAt });
+      send(res, 201, { apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", spec: { ...spec }, status: { token, expirationTimestamp: new Date(expiresAt).toISOString() } });
+    };
+    if (this.tokenSigner === undefined) return issue(`fake-sa.${ns}.${name}.${randomUUID()}`);
+    const audiences = Array.isArray(spec?.["audiences"]) ? (spec["audiences"] as unknown[]).map(String) : [];
+    this.tokenSigner({ subject: user, audiences, expiresAt }).then(issue, () => send(res, 500, statusBody(500, "InternalError", "the token could not be signed")));
   }
 
   /** pods/{name}/exec, attach and portforward: a 101 and an echo, for tokens RBAC allows. */

@@ -20,7 +20,7 @@ function toRow(r: Row): DeliveryRow {
 
 /** {@link DeliveryTable} in the log's file. */
 export class SqliteDeliveries implements DeliveryTable {
-  readonly #record: (row: DeliveryRow, body: string) => { row: DeliveryRow; fresh: boolean };
+  readonly #record: Database.Transaction<(row: DeliveryRow, body: string) => { row: DeliveryRow; fresh: boolean }>;
   readonly #one: Database.Statement<[string], Row>;
   readonly #body: Database.Statement<[string], { body: string }>;
   readonly #all: Database.Statement<[number], Row>;
