@@ -34,8 +34,11 @@ const NOT_RUNNING = /^the plugin host does not run /;
 
 /** Settings of the leader's syncs; tests shorten them. */
 export interface OperatorSyncSettings {
-  /** Where an instance is called, `{name}` replaced (default `http://plugin-{name}.<namespace>.svc:<pluginPort>`, or `$OPENFIEF_CONNECTOR_URL`). */
-  readonly connectorUrl?: string;
+  /**
+   * Where an instance is called: a URL with `{name}` replaced, or a function of the name (default
+   * `$OPENFIEF_CONNECTOR_URL`, else `http://plugin-{name}.<namespace>.svc:<pluginPort>`).
+   */
+  readonly connectorUrl?: string | ((name: string) => string);
   readonly backoff?: Backoff;
   /** How often the scheduler looks for new connectors (default 30 s; every reconcile pass pokes it too). */
   readonly recheckMs?: number;
@@ -120,7 +123,9 @@ export function connectSync(urlOf: (name: string) => string, tokens: EgressToken
 export async function startOperatorSyncs(store: EventLog, settings: OperatorSyncSettings, ctx: OperatorSyncContext): Promise<OperatorSyncs> {
   const core = coreAccount(ctx.topology.coreSubject);
   const namespace = ctx.namespace ?? NAMESPACE;
-  const template = settings.connectorUrl ?? ctx.env?.[CONNECTOR_URL_ENV] ?? `http://${SERVICE_ACCOUNT_PREFIX}{name}.${namespace}.svc:${ctx.topology.pluginPort}`;
+  const given = settings.connectorUrl ?? ctx.env?.[CONNECTOR_URL_ENV];
+  const template = typeof given === "string" && given !== "" ? given : `http://${SERVICE_ACCOUNT_PREFIX}{name}.${namespace}.svc:${ctx.topology.pluginPort}`;
+  const urlOf = typeof given === "function" ? given : (name: string) => template.replaceAll("{name}", name);
   const tokens = await tokenRequestTokens(ctx.kc, { namespace: core.namespace, account: () => core.name, audience: (name) => INSTANCE_AUDIENCE_PREFIX + name });
   const running = hostedConnectors(store, { containers: true });
   const logger = ctx.logger.child({ component: "syncs" });
@@ -129,11 +134,11 @@ export async function startOperatorSyncs(store: EventLog, settings: OperatorSync
     deliveries: logDeliveries(store),
     clock: settings.clock ?? (() => new Date()),
     connectors: async () => (ctx.isLeader() ? running() : []),
-    sync: connectSync((name) => template.replaceAll("{name}", name), tokens),
+    sync: connectSync(urlOf, tokens),
     ...(settings.backoff === undefined ? {} : { backoff: settings.backoff }),
     logger,
   });
   scheduler.start(settings.recheckMs);
-  logger.info({ core: ctx.topology.coreSubject, at: template }, "the leader calls connectors' Sync on their schedules");
+  logger.info({ core: ctx.topology.coreSubject, at: typeof given === "function" ? "(set by the caller)" : template }, "the leader calls connectors' Sync on their schedules");
   return { scheduler, poke: () => scheduler.poke(), stop: () => scheduler.stop() };
 }
