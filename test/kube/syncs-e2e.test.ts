@@ -32,6 +32,7 @@ import { startHarness, type Harness } from "../egress/support/harness.js";
 import { makeCert } from "../egress/support/tls.js";
 import { startLogDatabases, type LogDatabases } from "../events/postgres-support.js";
 import { CORE_SUBJECT, ISSUER, jwksDir, makeKey, type TestKey } from "../sdk/support/keys.js";
+import { spawnOpenfief } from "../e2e/support.js";
 import { FakeApiServer } from "./fake-apiserver.js";
 import { EXAMPLES, operatorOptions, putTrustedSigners, setOperatorEnv, until } from "./operator-fixture.js";
 
@@ -230,6 +231,20 @@ describe("the operator's leader plays the core for connectors", () => {
     expect(kept?.digest).toBe(delivered.data.digest);
     expect(kept?.counts.fxRates).toBeGreaterThan(0);
     expect((await logDeliveries(log).list("ecb-fx")).map((r) => r.batchId)).toEqual([batch]);
+  });
+
+  it("lists the cluster's deliveries with the CLI from the compiled bundle (--store postgres://), and prints one as JSON", { timeout: 240_000 }, async () => {
+    const listed = await spawnOpenfief(["deliveries", "--store", url, "--json"]);
+    expect(listed.code, listed.stderr).toBe(0);
+    const body = JSON.parse(listed.stdout) as { deliveries: { batchId: string; plugin: string; kind: string }[]; connectors: { name: string; nextAt: string | null; retrying: boolean }[] };
+    expect(body.deliveries.map((d) => [d.plugin, d.kind]).sort()).toEqual([["ecb-fx", "sync"], ["nbp-fx", "sync"]]);
+    expect(body.connectors.map((c) => [c.name, c.retrying])).toEqual([["ecb-fx", false], ["nbp-fx", false]]);
+    const table = await spawnOpenfief(["deliveries", "ecb-fx", "--store", url]);
+    expect(table.stdout).toMatch(new RegExp(`^${batch}\\s+ecb-fx\\s+sync\\s+\\S+\\s+\\d+ FX rates\\s+sha256:`, "m"));
+    expect(table.stdout).toMatch(/^ecb-fx: every 24h, jitter 30m; next sync at \S+$/m);
+    const got = await spawnOpenfief(["deliveries", "get", batch, "--store", url]);
+    expect(got.code, got.stderr).toBe(0);
+    expect((JSON.parse(got.stdout) as { delivery: { batchId: string } }).delivery.batchId).toBe(batch);
   });
 
   it.each([
