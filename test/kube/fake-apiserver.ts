@@ -6,7 +6,7 @@
  * ownership model, the status subresource, owner-reference garbage collection, and a request log.
  *
  * For the view gateway it also answers SubjectAccessReviews and TokenRequests, and enforces RBAC
- * on the tokens its TokenRequests issued and on impersonated requests (`Impersonate-User`, each
+ * (ClusterRoleBindings, and RoleBindings within their namespace) on the tokens its TokenRequests issued and on impersonated requests (`Impersonate-User`, each
  * `Impersonate-Group`); merge patches and creates honour `dryRun=All`: the ClusterRoles and ClusterRoleBindings it stores are
  * evaluated with Kubernetes' semantics (the gateway's own RequestInfo and matcher), plus the
  * discovery rule real clusters bind to every authenticated user. pods/exec, attach and portforward
@@ -605,6 +605,24 @@ export class FakeApiServer {
       const errors: never[] = [];
       const parsed = parsePolicyRules(role?.["rules"] ?? [], "rules", errors);
       if (parsed !== null) rules.push(...parsed);
+    }
+    // RoleBindings grant their rules within their own namespace only.
+    if (attrs.kind === "resource" && attrs.namespace !== "") {
+      for (const b of this.list("rbac.authorization.k8s.io/v1", "RoleBinding", attrs.namespace)) {
+        const subjects = (b["subjects"] ?? []) as Array<Record<string, unknown>>;
+        const bound = subjects.some((s) =>
+          (s["kind"] === "User" && s["name"] === user) ||
+          (s["kind"] === "Group" && groups.includes(String(s["name"]))) ||
+          (s["kind"] === "ServiceAccount" && `system:serviceaccount:${String(s["namespace"] ?? attrs.namespace)}:${String(s["name"])}` === user));
+        if (!bound) continue;
+        const ref = (b["roleRef"] ?? {}) as Record<string, unknown>;
+        const role = ref["kind"] === "ClusterRole"
+          ? this.get("rbac.authorization.k8s.io/v1", "ClusterRole", "", String(ref["name"]))
+          : this.get("rbac.authorization.k8s.io/v1", "Role", attrs.namespace, String(ref["name"]));
+        const errors: never[] = [];
+        const parsed = parsePolicyRules(role?.["rules"] ?? [], "rules", errors);
+        if (parsed !== null) rules.push(...parsed);
+      }
     }
     return rulesAllow(attrs, rules);
   }

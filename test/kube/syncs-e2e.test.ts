@@ -140,10 +140,10 @@ beforeAll(async () => {
   nbp = await serveConnector({
     sync(request) {
       nbpCalls.push({ batchId: request.batchId, watermark: request.watermark });
-      return {
+      return Promise.resolve({
         institution: { id: "nbp", name: "Narodowy Bank Polski" }, watermark: "2026-12-01",
         fxRates: [{ date: "2026-12-01", baseCurrency: "PLN", quoteCurrency: "EUR", rate: "0.2351", source: "nbp-table-a" }],
-      };
+      });
     },
   }, { port: 0, host: "127.0.0.1", verifier: new JwksVerifier({ jwksDir: keysDir, instance: "nbp-fx", coreSubject: CORE_SUBJECT }) });
 
