@@ -10,6 +10,7 @@ import * as m0007 from "./0007_modules.js";
 import * as m0008 from "./0008_stream_type_index_without_decisions.js";
 import * as m0009 from "./0009_tables_beside_the_log.js";
 import * as m0010 from "./0010_log_tree.js";
+import * as m0011 from "./0011_deliveries.js";
 
 /** The migrations by name; kysely applies them in name order. */
 export const migrations: Readonly<Record<string, Migration>> = {
@@ -20,6 +21,7 @@ export const migrations: Readonly<Record<string, Migration>> = {
   "0008_stream_type_index_without_decisions": m0008,
   "0009_tables_beside_the_log": m0009,
   "0010_log_tree": m0010,
+  "0011_deliveries": m0011,
 };
 
 /** A MigrationProvider over {@link migrations}. */

@@ -11,6 +11,7 @@ import * as m0007 from "./0007_modules.js";
 import * as m0008 from "./0008_stream_type_index_without_decisions.js";
 import * as m0009 from "./0009_tables_beside_the_log.js";
 import * as m0010 from "./0010_log_tree.js";
+import * as m0011 from "./0011_deliveries.js";
 
 /** The migrations by name; kysely applies them in name order. */
 export const postgresMigrations: Readonly<Record<string, Migration>> = {
@@ -21,6 +22,7 @@ export const postgresMigrations: Readonly<Record<string, Migration>> = {
   "0008_stream_type_index_without_decisions": m0008,
   "0009_tables_beside_the_log": m0009,
   "0010_log_tree": m0010,
+  "0011_deliveries": m0011,
 };
 
 /** A MigrationProvider over {@link postgresMigrations}. */

@@ -103,7 +103,7 @@ export function deliveryOfResponse(result: unknown): unknown {
 }
 
 /** `sha256:<hex>` of a delivery's canonical text. */
-function digestOf(text: string): string {
+export function digestOf(text: string): string {
   return `sha256:${createHash("sha256").update(text).digest("hex")}`;
 }
 

@@ -129,6 +129,8 @@ export type { CosignedCheckpoints, WitnessState, WitnessStatus } from "./witness
 export { connectorDeliveries, connectorSyncs, hostedConnectors, hostedSync, planSync, scheduleOf, startSyncs, statusOfCode, syncHistory, SyncScheduler, SYNC_ACTOR } from "./sync.js";
 export type { ConnectorSyncState, StartSyncsParts, SyncAnswer, SyncConnector, SyncHistory, SyncPlan, SyncPorts } from "./sync.js";
 export { BATCH_ID, checkDelivery, dataDirDeliveries } from "./deliveries.js";
+/** Deliveries in the log's own database (a cluster's PostgreSQL), and where a log keeps them (docs/adr/0199). */
+export { deliveriesOf, logDeliveries } from "./log-deliveries.js";
 export type { CheckedDelivery, DeliveryKind, DeliveryRecord, DeliveryStore, StoredDelivery } from "./deliveries.js";
 export { importFile, MAX_IMPORT_FILE_BYTES } from "./import-file.js";
 export type { ImportFileOptions, ImportOutcome } from "./import-file.js";

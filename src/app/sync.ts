@@ -20,7 +20,8 @@ import { backoffMs, DEFAULT_SYNC_BACKOFF, DEFAULT_SYNC_SCHEDULE, dueAt, nextSlot
 import type { Backoff, SyncSchedule } from "../plugins/index.js";
 import { Projector } from "../projections/index.js";
 import type { WorkloadState } from "../projections/index.js";
-import { checkDelivery, dataDirDeliveries, deliveryOfResponse } from "./deliveries.js";
+import { checkDelivery, deliveryOfResponse } from "./deliveries.js";
+import { deliveriesOf } from "./log-deliveries.js";
 import type { DeliveryRecord, DeliveryStore } from "./deliveries.js";
 import type { PluginCaller } from "./plugin-caller.js";
 
@@ -258,14 +259,19 @@ export function statusOfCode(code: string): string {
   return STATUS_OF[code] ?? (STATUSES.has(code) ? code : "unknown");
 }
 
-/** The connectors the plugin host runs now: running WebAssembly workloads whose effective permissions hold `connector`. */
-export function hostedConnectors(store: EventLog): () => Promise<SyncConnector[]> {
+/**
+ * The connectors the plugin host runs now: running WebAssembly workloads whose effective
+ * permissions hold `connector`; with `containers`, running container workloads too (a cluster
+ * runs both, docs/adr/0198).
+ */
+export function hostedConnectors(store: EventLog, o: { readonly containers?: boolean } = {}): () => Promise<SyncConnector[]> {
   const projector = new Projector(store);
   return async () => {
     await projector.catchUp();
     const out: SyncConnector[] = [];
     for (const w of (await projector.rows<WorkloadState>("desired_workloads")).values()) {
-      if (!w.running || w.runtime !== "wasm" || w.module === null) continue;
+      if (!w.running) continue;
+      if (w.runtime === "wasm" ? w.module === null : o.containers !== true) continue;
       const decision = await store.last(pluginStream(w.name), "rollout.decided");
       const caps = (decision?.data.plan.run?.permissions as { capabilities?: unknown } | undefined)?.capabilities;
       if (!Array.isArray(caps) || !caps.includes("connector")) continue;
@@ -303,11 +309,11 @@ export interface StartSyncsParts {
   readonly logger?: Logger;
 }
 
-/** Starts the scheduler of `openfief up` (the data folder's deliveries, the plugin host's connectors), when asked for and a host runs. */
+/** Starts the scheduler of `openfief up` (the deliveries where the log keeps them, the plugin host's connectors), when asked for and a host runs. */
 export function startSyncs(options: { readonly recheckMs?: number } | null | undefined, o: StartSyncsParts): SyncScheduler | null {
   if (options === undefined || options === null || o.hosted === null) return null;
   const s = new SyncScheduler({
-    store: o.store, deliveries: dataDirDeliveries(o.dataDir), clock: o.clock ?? (() => new Date()),
+    store: o.store, deliveries: deliveriesOf(o.store, o.dataDir), clock: o.clock ?? (() => new Date()),
     connectors: hostedConnectors(o.store), sync: hostedSync(o.hosted),
     ...(o.logger === undefined ? {} : { logger: o.logger.child({ component: "syncs" }) }),
   });
@@ -329,7 +335,8 @@ export interface ConnectorSyncState {
 /** The sync state of every connector the plugin host runs now. */
 export async function connectorSyncs(store: EventLog, now: Date = new Date()): Promise<ConnectorSyncState[]> {
   const out: ConnectorSyncState[] = [];
-  for (const c of await hostedConnectors(store)()) {
+  // A cluster's log (PostgreSQL) also runs container connectors; an embedded one only WebAssembly.
+  for (const c of await hostedConnectors(store, { containers: store.kind === "postgres" })()) {
     const h = await syncHistory(store, c.name);
     const plan = planSync(h, c.schedule, c.name, now);
     out.push({

@@ -24,6 +24,7 @@ import { serveConnectors, type ConnectorServer } from "../connector/index.js";
 import { CoreTokenVerifier, installModule, openDataStore, openLogAt } from "../app/index.js";
 import type { StoreLocation } from "../app/index.js";
 import { tokenRequestTokens, type EgressTokens } from "./egress-tokens.js";
+import { apiSecretReader } from "./cluster-secrets.js";
 import { watchHostedPlugins, type HostedPluginsSource } from "./hosted-config.js";
 import { imageSources, type ImageSourceFor } from "./runtime.js";
 
@@ -157,6 +158,7 @@ export async function startClusterPluginHost(o: ClusterPluginHostOptions): Promi
   });
   const sourceFor = imageSources(o.ociLayouts ?? [], o.insecureRegistries ?? []);
   const tokens: EgressTokens = await tokenRequestTokens(o.kc, { ...(o.namespace === undefined ? {} : { namespace: o.namespace }) });
+  const readSecrets = await apiSecretReader(o.kc, { logger: o.logger, ...(o.namespace === undefined ? {} : { namespace: o.namespace }) });
   const verifier = new CoreTokenVerifier({ jwksDir: o.jwksDir, coreSubject: o.coreSubject, ...(o.clock === undefined ? {} : { now: o.clock }) });
 
   // Changes are followed one at a time, each on the newest set.
@@ -195,7 +197,9 @@ export async function startClusterPluginHost(o: ClusterPluginHostOptions): Promi
         o.logger.warn({ plugin: instance, err: err instanceof Error ? err.message : String(err) }, "no egress token for the plugin");
       }
     }
-    const r = await host.call(instance, p.module, { method, params, origins: p.origins, ...(egressToken === undefined ? {} : { egressToken }), signal });
+    // The instance's Secrets, read on every call (docs/adr/0198); the host redacts every value.
+    const secretValues = p.secrets === undefined ? undefined : await readSecrets(instance, p.secrets);
+    const r = await host.call(instance, p.module, { method, params, origins: p.origins, ...(egressToken === undefined ? {} : { egressToken }), ...(secretValues === undefined ? {} : { secretValues }), signal });
     metrics.calls.inc({ method, outcome: r.ok ? "ok" : "failed" });
     return r;
   };

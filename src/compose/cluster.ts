@@ -14,14 +14,19 @@ import type { Logger } from "pino";
 import type { GrantSpec, JsonValue, Pending, PluginSpec, Topology } from "../plugins/index.js";
 import type { EventLog, KubeChange, PreviousObserved, StoredEvent } from "../events/index.js";
 import { isPluginName, pluginStream } from "../events/index.js";
-import type { ApplyRecord, DeployedStatus, PluginMeta, ReconcilerFactory, SignatureState } from "../kube/index.js";
+import type { ApplyRecord, DeployedStatus, OperatorContext, PluginMeta, ReconcilerFactory, SignatureState } from "../kube/index.js";
 import { EMPTY_PENDING, formatErrors, parseImageRef, validateTopology } from "../plugins/index.js";
 import type { PluginState, VerdictState } from "../projections/index.js";
 import { previousVersion, Projector, specManifestDigest, standingVerdict } from "../projections/index.js";
 import { openIntent } from "../reconciler/index.js";
 import { startOperatorCheckpoints } from "./operator-checkpoints.js";
+import { startOperatorSyncs } from "./operator-syncs.js";
+import type { OperatorSyncSettings } from "./operator-syncs.js";
 import { EMBEDDED_TOPOLOGY, openRuntime } from "./runtime.js";
 import { storeLocationOf } from "../app/index.js";
+
+/** `off` turns the operator's syncs off (tests of other things; a cluster without connectors). */
+export const SYNCS_ENV = "OPENFIEF_SYNCS";
 
 /** Who cluster observations are recorded as. */
 export const CLUSTER_ACTOR = "cluster";
@@ -127,25 +132,39 @@ async function recordPrevious(store: EventLog, name: string, deployed: DeployedS
   }
 }
 
-/** The factory `openfief operator` is registered with. */
-export const clusterReconcilerFactory: ReconcilerFactory = async (ctx) => {
+/** The factory `openfief operator` is registered with: the leader's syncs on unless `OPENFIEF_SYNCS=off` (docs/adr/0198). */
+export const clusterReconcilerFactory: ReconcilerFactory = (ctx) => clusterReconciler(ctx, process.env[SYNCS_ENV] === "off" ? null : {});
+
+/** The factory with the leader's syncs set (null: none). */
+export function clusterReconcilerFactoryWith(syncs: OperatorSyncSettings | null): ReconcilerFactory {
+  return (ctx) => clusterReconciler(ctx, syncs);
+}
+
+async function clusterReconciler(ctx: OperatorContext, syncSettings: OperatorSyncSettings | null): ReturnType<ReconcilerFactory> {
   // Loaded here, not at the top: the Kubernetes client is heavy and only cluster mode needs it.
   const { pluginStatus } = await import("../kube/index.js");
   // The cluster's one log when a Secret gives its URL ($OPENFIEF_STORE, or the file
   // $OPENFIEF_STORE_FILE names); else the SQLite file in the operator's data folder.
   const store = storeLocationOf({}, process.env);
+  const topology = topologyFromEnv(process.env);
   const rt = await openRuntime({
     dataDir: ctx.dataDir,
     ...(store === null ? {} : { store }),
     logger: ctx.log,
     target: ctx.target,
     ownerSigners: ctx.ownerSigners,
-    topology: topologyFromEnv(process.env),
+    topology,
     ...listFromEnv("OPENFIEF_OCI_LAYOUTS", (v) => ({ ociLayouts: v })),
     ...listFromEnv("OPENFIEF_INSECURE_REGISTRIES", (v) => ({ insecureRegistries: v })),
   });
   // The leader's signed checkpoints and witnesses (docs/adr/0144).
   const checkpoints = await startOperatorCheckpoints(rt.store, ctx.checkpoints, { isLeader: ctx.isLeader, logger: ctx.log, env: process.env }).catch(async (err: unknown) => {
+    await rt.close();
+    throw err;
+  });
+  // The leader plays the core for connectors: their syncs, each delivery kept beside the log.
+  const syncs = syncSettings === null ? null : await startOperatorSyncs(rt.store, syncSettings, { kc: ctx.kc, topology, isLeader: ctx.isLeader, logger: ctx.log, env: process.env }).catch(async (err: unknown) => {
+    await checkpoints?.stop();
     await rt.close();
     throw err;
   });
@@ -199,10 +218,12 @@ export const clusterReconcilerFactory: ReconcilerFactory = async (ctx) => {
           ctx.log.warn({ plugin: p.name, err: err instanceof Error ? err.message : String(err) }, "writing the Plugin's status failed; retrying on the next pass");
         }
       }
+      syncs?.poke();
     },
     close: async () => {
+      await syncs?.stop();
       await checkpoints?.stop();
       await rt.close();
     },
   };
-};
+}

@@ -25,6 +25,10 @@ export interface EgressTokens {
 export interface TokenRequestOptions {
   readonly namespace?: string;
   readonly clock?: () => number;
+  /** The ServiceAccount whose token is asked for a key (default: the plugin's own, `plugin-<key>`). */
+  readonly account?: (key: string) => string;
+  /** The one audience asked for a key (default `openfief-egress`). */
+  readonly audience?: (key: string) => string;
 }
 
 interface Cached {
@@ -38,6 +42,8 @@ export async function tokenRequestTokens(kc: KubeConfig, o: TokenRequestOptions 
   const core = kc.makeApiClient(CoreV1Api);
   const namespace = o.namespace ?? NAMESPACE;
   const clock = o.clock ?? Date.now;
+  const account = o.account ?? ((plugin: string) => SERVICE_ACCOUNT_PREFIX + plugin);
+  const audience = o.audience ?? (() => EGRESS_AUDIENCE);
   const cache = new Map<string, Cached>();
   const pending = new Map<string, Promise<Cached>>();
   let requests = 0;
@@ -45,14 +51,15 @@ export async function tokenRequestTokens(kc: KubeConfig, o: TokenRequestOptions 
   const request = async (plugin: string): Promise<Cached> => {
     requests++;
     const now = clock();
+    const sa = account(plugin);
     const call = core.createNamespacedServiceAccountToken({
-      name: SERVICE_ACCOUNT_PREFIX + plugin,
+      name: sa,
       namespace,
-      body: { apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", spec: { audiences: [EGRESS_AUDIENCE], expirationSeconds: EGRESS_TOKEN_SECONDS } },
+      body: { apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", spec: { audiences: [audience(plugin)], expirationSeconds: EGRESS_TOKEN_SECONDS } },
     });
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`the TokenRequest for ${SERVICE_ACCOUNT_PREFIX}${plugin} took longer than ${TOKEN_REQUEST_TIMEOUT_MS} ms`)), TOKEN_REQUEST_TIMEOUT_MS);
+      timer = setTimeout(() => reject(new Error(`the TokenRequest for ${sa} took longer than ${TOKEN_REQUEST_TIMEOUT_MS} ms`)), TOKEN_REQUEST_TIMEOUT_MS);
     });
     let answer: Awaited<typeof call>;
     try {
@@ -62,13 +69,13 @@ export async function tokenRequestTokens(kc: KubeConfig, o: TokenRequestOptions 
       // only the status goes on, never the error itself as a cause.
       const status = (err as { code?: unknown }).code;
       // eslint-disable-next-line preserve-caught-error -- the caught error holds credentials (above)
-      throw new Error(`the TokenRequest for ${SERVICE_ACCOUNT_PREFIX}${plugin} failed${typeof status === "number" ? ` with ${status}` : ""}`);
+      throw new Error(`the TokenRequest for ${sa} failed${typeof status === "number" ? ` with ${status}` : ""}`);
     } finally {
       clearTimeout(timer);
     }
     const token = answer.status?.token;
     const expiry = answer.status?.expirationTimestamp === undefined ? NaN : new Date(answer.status.expirationTimestamp).getTime();
-    if (typeof token !== "string" || token === "" || !Number.isFinite(expiry)) throw new Error(`the TokenRequest for ${SERVICE_ACCOUNT_PREFIX}${plugin} returned no token`);
+    if (typeof token !== "string" || token === "" || !Number.isFinite(expiry)) throw new Error(`the TokenRequest for ${sa} returned no token`);
     return { token, refreshAt: now + Math.max(0, expiry - now) * 0.8 };
   };
 

@@ -1,7 +1,7 @@
 /** The event log's public surface: its port (asynchronous, free of SQL), the tables beside it, and the SQLite adapter. */
 export type { AppendOptions, EgressCandidateQuery, EgressCandidates, EventListener, EventLog, EventLookups, LogTree, PageFilter } from "./port.js";
 export type {
-  Cell, DecisionCheckList, DecisionCheckTable, DecisionCheckTotals, EgressCountRow, EgressCountTable, EgressDecisionFacts, LogTables, ModuleTable,
+  Cell, DecisionCheckList, DeliveryRow, DeliveryTable, DecisionCheckTable, DecisionCheckTotals, EgressCountRow, EgressCountTable, EgressDecisionFacts, LogTables, ModuleTable,
   ProjectionChanges, ProjectionTables, ProjectionTableSpec, StoredModule, StoredCheckpoint, StoredTile, TreeTable,
 } from "./tables.js";
 /** The embedded default: the log in one SQLite file. */

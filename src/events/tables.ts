@@ -205,6 +205,35 @@ export interface TreeTable {
   addCheckpoint(checkpoint: Omit<StoredCheckpoint, "seq">, event: NewEvent): Promise<KnownEvent | null>;
 }
 
+/** A recorded batch as the deliveries table keeps it (docs/adr/0199). */
+export interface DeliveryRow {
+  readonly batchId: string;
+  readonly plugin: string;
+  /** `sync` or `import`. */
+  readonly kind: string;
+  /** `sha256:<hex>` of the delivery's text. */
+  readonly digest: string;
+  readonly recordedAt: string;
+  /** The delivery's counts, as JSON text. */
+  readonly counts: string;
+}
+
+/**
+ * Connectors' deliveries, content-addressed (docs/adr/0199): a batch's row names the digest of
+ * its delivery's text, kept once per digest. The first row recorded for a batch stands.
+ */
+export interface DeliveryTable {
+  /**
+   * Stores `body` under `row.digest` and the batch's row, in one transaction, unless the batch is
+   * recorded already: then nothing is written and the row that stands comes back, `fresh: false`.
+   */
+  record(row: DeliveryRow, body: string): Promise<{ readonly row: DeliveryRow; readonly fresh: boolean }>;
+  /** A batch's row and its delivery's text, or null. */
+  get(batchId: string): Promise<{ readonly row: DeliveryRow; readonly body: string } | null>;
+  /** The newest `limit` rows (by recording time, then batch), of one plugin when named. */
+  list(plugin: string | null, limit: number): Promise<DeliveryRow[]>;
+}
+
 /** The tables beside a log, in its database. */
 export interface LogTables {
   readonly projections: ProjectionTables;
@@ -213,4 +242,6 @@ export interface LogTables {
   readonly modules: ModuleTable;
   /** The Merkle tree's tiles and signed checkpoints. */
   readonly tree: TreeTable;
+  /** Connectors' deliveries, by batch and by digest. */
+  readonly deliveries: DeliveryTable;
 }

@@ -22,7 +22,7 @@
  */
 import { CustomObjectsApi, KubernetesObjectApi, PatchStrategy } from "@kubernetes/client-node";
 import type { KubeConfig, KubernetesObject } from "@kubernetes/client-node";
-import { ALLOWLIST_CONFIGMAP, PLUGIN_HOST_CONFIGMAP, pluginHostTokenRole, SERVICE_ACCOUNT_PREFIX, API_GROUP, API_VERSION, isValidPluginName, NAMESPACE, PLUGIN_LABEL, toClientNodeModel, validateSecretName } from "../plugins/index.js";
+import { ALLOWLIST_CONFIGMAP, decodeHostedPlugins, PLUGIN_HOST_CONFIGMAP, pluginHostSecretRole, pluginHostTokenRole, SERVICE_ACCOUNT_PREFIX, API_GROUP, API_VERSION, isValidPluginName, NAMESPACE, PLUGIN_LABEL, toClientNodeModel, validateSecretName } from "../plugins/index.js";
 import type { UninstalledResource } from "../events/index.js";
 import type { KubeObject, Target } from "../reconciler/index.js";
 import { apiError, httpStatus, KubeError, KubeErrorCode } from "./errors.js";
@@ -230,6 +230,9 @@ export class KubernetesTarget implements Target {
     // stopped serving it before it loses the right to call out for it.
     const role = pluginHostTokenRole(Object.keys(data), this.#namespace, SERVICE_ACCOUNT_PREFIX);
     await this.#apply(role as unknown as KubernetesObject, OPERATOR_FIELD_MANAGER);
+    // And read exactly the instance Secrets those plugins were granted (none: no rule; docs/adr/0198).
+    const secrets = pluginHostSecretRole(decodeHostedPlugins(data).plugins, this.#namespace);
+    await this.#apply(secrets as unknown as KubernetesObject, OPERATOR_FIELD_MANAGER);
     return records;
   }
 

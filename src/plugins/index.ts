@@ -67,9 +67,9 @@ export type { HostedPluginObjects } from "./objects.js";
 /** The `openfief-plugin-host` ConfigMap's codec: what the operator publishes and the plugin host follows (ADR 0080). */
 export {
   PLUGIN_HOST_CONFIGMAP, PLUGIN_HOST_NAME, PLUGIN_HOST_POD_LABELS, MAX_HOSTED_PLUGINS, decodeHostedPlugins, encodeHostedPlugins, hostOrigin, originHost, originHostPort,
-  PLUGIN_HOST_TOKEN_ROLE, pluginHostTokenRole,
+  PLUGIN_HOST_TOKEN_ROLE, pluginHostTokenRole, PLUGIN_HOST_SECRET_ROLE, pluginHostSecretRole,
 } from "./plugin-host.js";
-export type { DecodedHostedPlugins, HostedPlugin, HostedPluginInput, TokenRole } from "./plugin-host.js";
+export type { DecodedHostedPlugins, HostedPlugin, HostedPluginInput, HostedSecret, TokenRole } from "./plugin-host.js";
 
 /** Which version runs, and what is pending approval. */
 export { canonicalManifest, manifestToJSON, planRollout, RolloutReason, rolloutPlanToJSON, sameRolloutPlan } from "./rollout.js";

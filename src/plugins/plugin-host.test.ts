@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { ErrorCode } from "./errors.js";
-import { decodeHostedPlugins, encodeHostedPlugins, hostOrigin, MAX_HOSTED_PLUGINS, originHost, pluginHostTokenRole } from "./plugin-host.js";
+import { decodeHostedPlugins, encodeHostedPlugins, hostOrigin, MAX_HOSTED_PLUGINS, originHost, pluginHostSecretRole, pluginHostTokenRole } from "./plugin-host.js";
 
 const IMAGE = `ghcr.io/openfief/ecb-fx@sha256:${"ab".repeat(32)}`;
 const MODULE = "1a".repeat(32);
@@ -22,7 +22,33 @@ describe("the plugin-host ConfigMap codec", () => {
     expect(decoded.plugins.get("a-plugin")?.origins).toEqual([]);
   });
 
+  it("writes the instance Secrets a plugin was granted after its origins, by name, a role only where it differs, and decodes them", () => {
+    const data = encodeHostedPlugins(new Map([["ibkr-flex", {
+      image: IMAGE, module: MODULE, egress: [], secrets: [{ name: "ibkr-flex-token", role: "flex" }, { name: "ibkr-flex-extra", role: "ibkr-flex-extra" }],
+    }]]));
+    expect(data["ibkr-flex"]).toBe(entry([], { secrets: [{ name: "ibkr-flex-extra" }, { name: "ibkr-flex-token", role: "flex" }] }));
+    const decoded = decodeHostedPlugins(data);
+    expect(decoded.errors).toEqual([]);
+    expect(decoded.plugins.get("ibkr-flex")?.secrets).toEqual([{ name: "ibkr-flex-extra" }, { name: "ibkr-flex-token", role: "flex" }]);
+  });
+
+  it("lets the plugin host get exactly the granted Secrets, and none without a rule when none is granted", () => {
+    const decoded = decodeHostedPlugins(encodeHostedPlugins(new Map([
+      ["ibkr-flex", { image: IMAGE, module: MODULE, egress: [], secrets: [{ name: "ibkr-flex-token", role: "flex" }] }],
+      ["other", { image: IMAGE, module: MODULE, egress: [], secrets: [{ name: "a-secret" }, { name: "ibkr-flex-token" }] }],
+      ["ecb-fx", { image: IMAGE, module: MODULE, egress: [] }],
+    ])));
+    expect(pluginHostSecretRole(decoded.plugins, "openfief").rules).toEqual([{ apiGroups: [""], resources: ["secrets"], verbs: ["get"], resourceNames: ["a-secret", "ibkr-flex-token"] }]);
+    expect(pluginHostSecretRole(new Map(), "openfief")).toMatchObject({ metadata: { name: "openfief-plugin-host-secrets", namespace: "openfief" }, rules: [] });
+  });
+
   it.each([
+    ["an empty list of Secrets", entry([], { secrets: [] }), "ecb-fx.secrets"],
+    ["a Secret that is not a Secret name", entry([], { secrets: [{ name: "Not/A Secret" }] }), "ecb-fx.secrets[0].name"],
+    ["a role that is not a Secret name", entry([], { secrets: [{ name: "s", role: "" }] }), "ecb-fx.secrets[0].role"],
+    ["unsorted Secrets", entry([], { secrets: [{ name: "b" }, { name: "a" }] }), "ecb-fx"],
+    ["a role equal to the name", entry([], { secrets: [{ name: "a", role: "a" }] }), "ecb-fx"],
+    ["a Secret with another key", entry([], { secrets: [{ name: "a", value: "x" }] }), "ecb-fx"],
     ["an unpinned image", JSON.stringify({ image: "ghcr.io/openfief/ecb-fx:latest", module: MODULE, origins: [] }), "ecb-fx.image"],
     ["an upper-case module digest", JSON.stringify({ image: IMAGE, module: MODULE.toUpperCase(), origins: [] }), "ecb-fx.module"],
     ["an http origin", entry(["http://www.ecb.europa.eu"]), "ecb-fx.origins[0]"],

@@ -5,8 +5,10 @@
  * The ConfigMap `openfief-plugin-host` has one key per running WebAssembly plugin; its value is
  * that plugin's entry as JSON with its keys in a fixed order and nothing else:
  * `{"image":"<ref@sha256:…>","module":"<64 hex>","origins":["https://host[:port]",…]}`, the
- * origins sorted and unique (`https://host` for port 443, as URLs write an origin). Everything the
- * host needs and nothing secret: the image (pinned by digest, so its signed manifest label is
+ * origins sorted and unique (`https://host` for port 443, as URLs write an origin), then, only
+ * when the plugin was granted any, `"secrets":[{"name":…,"role":…},…]`: the instance's Secrets by
+ * name (sorted), each with the role the manifest reads it as when that differs (docs/adr/0198).
+ * Everything the host needs and nothing secret (a Secret's name, never its value): the image (pinned by digest, so its signed manifest label is
  * fixed), the module it must find as the image's one layer, and the origins the plugin's calls
  * may reach (its effective egress hosts). The host serves only what it can read, so decoding is
  * strict: it accepts exactly what encoding produces, key by key.
@@ -18,7 +20,7 @@ import { ErrorCode, fieldError, join } from "./errors.js";
 import type { FieldError } from "./errors.js";
 import { parseImageRef } from "./image-ref.js";
 import { isPlainObject } from "./json.js";
-import { isValidPluginName } from "./names.js";
+import { isValidPluginName, validateSecretName } from "./names.js";
 import { parseStrictJson } from "./strict-json.js";
 import type { EgressHost } from "./types.js";
 
@@ -41,6 +43,14 @@ export interface HostedPlugin {
   readonly module: string;
   /** The origins its calls may reach, sorted and unique. */
   readonly origins: readonly string[];
+  /** The instance's Secrets its calls may read (the host's `secret` call), sorted by name; absent when none. */
+  readonly secrets?: readonly HostedSecret[];
+}
+
+/** A Secret of the instance a hosted plugin may read: its name, and the role the manifest reads it as when that differs. */
+export interface HostedSecret {
+  readonly name: string;
+  readonly role?: string;
 }
 
 /** What the operator publishes for one plugin: the origins come from its effective egress hosts. */
@@ -48,23 +58,33 @@ export interface HostedPluginInput {
   readonly image: string;
   readonly module: string;
   readonly egress: readonly EgressHost[];
+  /** The Secrets of its effective permissions (none when absent). */
+  readonly secrets?: readonly HostedSecret[];
 }
 
 /** The most plugins one ConfigMap lists (its 1 MiB holds far fewer entries of the longest kind). */
 export const MAX_HOSTED_PLUGINS = 1024;
 const MODULE_DIGEST = /^[0-9a-f]{64}$/;
 const ORIGIN = /^https:\/\/([^:/]+)(?::([1-9][0-9]{0,4}))?$/;
-// The longest value an entry can be: the longest image, the module, CAPS.listItems longest origins.
-const MAX_ENTRY_TEXT = 64 + CAPS.imageRef + 64 + CAPS.listItems * (CAPS.hostname + "\"https://:65535\",".length);
+// The longest value an entry can be: the longest image, the module, CAPS.listItems longest origins
+// and as many Secrets, each with a role (a Secret's name is at most 253 characters).
+const MAX_ENTRY_TEXT = 64 + CAPS.imageRef + 64 + CAPS.listItems * (CAPS.hostname + "\"https://:65535\",".length) + 16 + CAPS.listItems * (2 * 253 + "{\"name\":\"\",\"role\":\"\"},".length);
 
 /** `https://host` for port 443, `https://host:port` otherwise. */
 export function hostOrigin(h: EgressHost): string {
   return h.port === 443 ? `https://${h.host}` : `https://${h.host}:${h.port}`;
 }
 
-function entryText(image: string, module: string, origins: readonly string[]): string {
+/** The secrets as an entry writes them: by name, each `{name}` or `{name, role}` (role only when it differs). */
+function secretsText(secrets: readonly HostedSecret[]): HostedSecret[] {
+  const byName = new Map<string, HostedSecret>();
+  for (const s of secrets) byName.set(s.name, s.role === undefined || s.role === s.name ? { name: s.name } : { name: s.name, role: s.role });
+  return [...byName.values()].sort((a, b) => compareStrings(a.name, b.name));
+}
+
+function entryText(image: string, module: string, origins: readonly string[], secrets: readonly HostedSecret[] = []): string {
   // Keys in sorted order, no spaces: the same text RFC 8785 gives for these strings.
-  return JSON.stringify({ image, module, origins });
+  return secrets.length === 0 ? JSON.stringify({ image, module, origins }) : JSON.stringify({ image, module, origins, secrets: secretsText(secrets) });
 }
 
 /**
@@ -76,7 +96,7 @@ export function encodeHostedPlugins(plugins: ReadonlyMap<string, HostedPluginInp
   const out: Record<string, string> = {};
   for (const [name, p] of [...plugins].sort(([a], [b]) => compareStrings(a, b))) {
     Object.defineProperty(out, name, {
-      value: entryText(p.image, p.module, sortedUnique(p.egress.map(hostOrigin))),
+      value: entryText(p.image, p.module, sortedUnique(p.egress.map(hostOrigin)), p.secrets ?? []),
       enumerable: true,
       writable: true,
       configurable: true,
@@ -118,6 +138,18 @@ function fieldProblems(name: string, v: Record<string, unknown>, bad: (path: str
     const problem = originProblem(o);
     if (problem !== undefined) bad(join(join(name, "origins"), i), problem);
   });
+  if (!Object.hasOwn(v, "secrets")) return;
+  const secrets = v["secrets"];
+  if (!Array.isArray(secrets) || secrets.length === 0 || secrets.length > CAPS.listItems) {
+    bad(join(name, "secrets"), `must be a list of 1 to ${CAPS.listItems} Secrets`);
+    return;
+  }
+  secrets.forEach((s, i) => {
+    const at = join(join(name, "secrets"), i);
+    if (!isPlainObject(s)) return void bad(at, "must be {name} or {name, role}");
+    if (validateSecretName(s["name"], join(at, "name")).length > 0) bad(join(at, "name"), "must be a Secret name");
+    if (s["role"] !== undefined && validateSecretName(s["role"], join(at, "role")).length > 0) bad(join(at, "role"), "must be a Secret name");
+  });
 }
 
 function decodeEntry(name: string, text: unknown, errors: FieldError[]): HostedPlugin | undefined {
@@ -141,13 +173,14 @@ function decodeEntry(name: string, text: unknown, errors: FieldError[]): HostedP
   const before = errors.length;
   fieldProblems(name, v, bad);
   if (errors.length > before) return undefined;
-  const entry: HostedPlugin = { image: v["image"] as string, module: v["module"] as string, origins: v["origins"] as string[] };
+  const secrets = ((v["secrets"] ?? []) as unknown as HostedSecret[]).map((s) => (s.role === undefined ? { name: s.name } : { name: s.name, role: s.role }));
+  const entry = { image: v["image"] as string, module: v["module"] as string, origins: v["origins"] as string[], secrets };
   // Exactly what encoding writes (no other key, the keys in order, the origins sorted and unique):
   // the text was parsed into `entry`, so encoding it again must give the same text.
-  if (entryText(entry.image, entry.module, sortedUnique(entry.origins)) !== text) {
-    return bad(name, "the value is not as the operator writes it (keys image, module, origins in that order; origins sorted, unique)");
+  if (entryText(entry.image, entry.module, sortedUnique(entry.origins), entry.secrets) !== text) {
+    return bad(name, "the value is not as the operator writes it (keys image, module, origins[, secrets] in that order; origins sorted, unique; secrets by name)");
   }
-  return { image: entry.image, module: entry.module, origins: [...entry.origins] };
+  return { image: entry.image, module: entry.module, origins: [...entry.origins], ...(secrets.length === 0 ? {} : { secrets }) };
 }
 
 /**
@@ -212,5 +245,23 @@ export function pluginHostTokenRole(plugins: readonly string[], namespace: strin
     kind: "Role",
     metadata: { name: PLUGIN_HOST_TOKEN_ROLE, namespace, labels: { "app.kubernetes.io/managed-by": "openfief" } },
     rules: names.length === 0 ? [] : [{ apiGroups: [""], resources: ["serviceaccounts/token"], verbs: ["create"], resourceNames: names }],
+  };
+}
+
+/** The Role that lets the plugin host read its plugins' instance Secrets; the operator keeps its names (docs/adr/0198). */
+export const PLUGIN_HOST_SECRET_ROLE = "openfief-plugin-host-secrets";
+
+/**
+ * The plugin host's Role for Secrets: `get` on exactly the instance Secrets the running
+ * WebAssembly plugins were granted. A rule without resourceNames would cover every Secret in the
+ * namespace, so with none granted the Role has no rule at all. Sorted; byte-stable.
+ */
+export function pluginHostSecretRole(plugins: ReadonlyMap<string, HostedPlugin>, namespace: string): TokenRole {
+  const names = sortedUnique([...plugins.values()].flatMap((p) => (p.secrets ?? []).map((s) => s.name)));
+  return {
+    apiVersion: "rbac.authorization.k8s.io/v1",
+    kind: "Role",
+    metadata: { name: PLUGIN_HOST_SECRET_ROLE, namespace, labels: { "app.kubernetes.io/managed-by": "openfief" } },
+    rules: names.length === 0 ? [] : [{ apiGroups: [""], resources: ["secrets"], verbs: ["get"], resourceNames: names }],
   };
 }

@@ -19,7 +19,7 @@ import type { Logger } from "pino";
 import type { EventDataMap, EventOf, EventLog, EventTypeName, RolloutDecided } from "../events/index.js";
 import { isEventOf, manifestDigest, pluginStream, StoreError } from "../events/index.js";
 import { foreignSecretProblems, parseGrant, parseImageRef, parseManifest, parsePlugin } from "../plugins/index.js";
-import type { ImageRef, InstanceSecrets, Manifest, Topology } from "../plugins/index.js";
+import type { HostedSecret, ImageRef, InstanceSecrets, Manifest, Topology } from "../plugins/index.js";
 import { allowListConfigData, deployedBy, pluginHostConfigData, loadDeciderState, moduleOfVersion, previousVersion, Projector } from "../projections/index.js";
 import type { PluginState } from "../projections/index.js";
 import type { ImageVerifier, VerdictRecorder } from "../trust/index.js";
@@ -144,7 +144,7 @@ export class Reconciler {
   /** Publishes the running WebAssembly plugins to the plugin host through the target when they changed (ADR 0080). */
   async publishPluginHost(): Promise<void> {
     await this.#projector.catchUp();
-    const data = await pluginHostConfigData(this.#projector);
+    const data = await pluginHostConfigData(this.#projector, (name) => grantedSecretsOf(this.#d.store, name));
     const text = canonicalize(data);
     if (text === this.#publishedPluginHost) return;
     await this.#d.target.applyPluginHost(data);
@@ -308,4 +308,11 @@ export class Reconciler {
     }
     return (await this.#append(expected, "workload.applied", appliedRecord(name, target.name, error), desired.seq)).seq;
   }
+}
+
+/** The instance Secrets of what runs now (the latest decision's permissions), by the role the manifest names (docs/adr/0198). */
+async function grantedSecretsOf(store: EventLog, name: string): Promise<HostedSecret[]> {
+  const d = await store.last(pluginStream(name), "rollout.decided");
+  const secrets = (d?.data.plan.run?.permissions.secrets ?? []) as readonly { name: string; role?: string }[];
+  return secrets.map((s) => (s.role === undefined ? { name: s.name } : { name: s.name, role: s.role }));
 }

@@ -6,7 +6,7 @@
  * ownership model, the status subresource, owner-reference garbage collection, and a request log.
  *
  * For the view gateway it also answers SubjectAccessReviews and TokenRequests, and enforces RBAC
- * on the tokens its TokenRequests issued and on impersonated requests (`Impersonate-User`, each
+ * (ClusterRoleBindings, and RoleBindings within their namespace) on the tokens its TokenRequests issued and on impersonated requests (`Impersonate-User`, each
  * `Impersonate-Group`); merge patches and creates honour `dryRun=All`: the ClusterRoles and ClusterRoleBindings it stores are
  * evaluated with Kubernetes' semantics (the gateway's own RequestInfo and matcher), plus the
  * discovery rule real clusters bind to every authenticated user. pods/exec, attach and portforward
@@ -122,6 +122,12 @@ export class FakeApiServer {
   interceptor: (req: LoggedRequest) => { status: number; body: unknown } | null = () => null;
   /** The clock of issued tokens' expiry (ms since the epoch). */
   clock: () => number = Date.now;
+  /**
+   * Signs the tokens TokenRequests issue as the cluster would (a JWT with `sub`, `aud` and `exp`),
+   * when set: the token plugins and the plugin host verify against the cluster's published keys.
+   * Unset, a token is an opaque `fake-sa.…` string.
+   */
+  tokenSigner: ((t: { readonly subject: string; readonly audiences: readonly string[]; readonly expiresAt: number }) => Promise<string>) | undefined = undefined;
   /** The tokens TokenRequests issued, and whom each authenticates. */
   readonly issuedTokens = new Map<string, { user: string; groups: string[]; expiresAt: number }>();
 
@@ -600,6 +606,24 @@ export class FakeApiServer {
       const parsed = parsePolicyRules(role?.["rules"] ?? [], "rules", errors);
       if (parsed !== null) rules.push(...parsed);
     }
+    // RoleBindings grant their rules within their own namespace only.
+    if (attrs.kind === "resource" && attrs.namespace !== "") {
+      for (const b of this.list("rbac.authorization.k8s.io/v1", "RoleBinding", attrs.namespace)) {
+        const subjects = (b["subjects"] ?? []) as Array<Record<string, unknown>>;
+        const bound = subjects.some((s) =>
+          (s["kind"] === "User" && s["name"] === user) ||
+          (s["kind"] === "Group" && groups.includes(String(s["name"]))) ||
+          (s["kind"] === "ServiceAccount" && `system:serviceaccount:${String(s["namespace"] ?? attrs.namespace)}:${String(s["name"])}` === user));
+        if (!bound) continue;
+        const ref = (b["roleRef"] ?? {}) as Record<string, unknown>;
+        const role = ref["kind"] === "ClusterRole"
+          ? this.get("rbac.authorization.k8s.io/v1", "ClusterRole", "", String(ref["name"]))
+          : this.get("rbac.authorization.k8s.io/v1", "Role", attrs.namespace, String(ref["name"]));
+        const errors: never[] = [];
+        const parsed = parsePolicyRules(role?.["rules"] ?? [], "rules", errors);
+        if (parsed !== null) rules.push(...parsed);
+      }
+    }
     return rulesAllow(attrs, rules);
   }
 
@@ -647,10 +671,15 @@ export class FakeApiServer {
     if (this.get("v1", "ServiceAccount", ns, name) === undefined) return send(res, 404, statusBody(404, "NotFound", `serviceaccounts "${name}" not found`));
     const spec = (isObject(body) ? body["spec"] : undefined) as Record<string, unknown> | undefined;
     const seconds = Number(spec?.["expirationSeconds"] ?? 3600);
-    const token = `fake-sa.${ns}.${name}.${randomUUID()}`;
     const expiresAt = this.clock() + seconds * 1000;
-    this.issuedTokens.set(token, { user: `system:serviceaccount:${ns}:${name}`, groups: ["system:serviceaccounts", `system:serviceaccounts:${ns}`, "system:authenticated"], expiresAt });
-    send(res, 201, { apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", spec: { ...spec }, status: { token, expirationTimestamp: new Date(expiresAt).toISOString() } });
+    const user = `system:serviceaccount:${ns}:${name}`;
+    const issue = (token: string): void => {
+      this.issuedTokens.set(token, { user, groups: ["system:serviceaccounts", `system:serviceaccounts:${ns}`, "system:authenticated"], expiresAt });
+      send(res, 201, { apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", spec: { ...spec }, status: { token, expirationTimestamp: new Date(expiresAt).toISOString() } });
+    };
+    if (this.tokenSigner === undefined) return issue(`fake-sa.${ns}.${name}.${randomUUID()}`);
+    const audiences = Array.isArray(spec?.["audiences"]) ? (spec["audiences"] as unknown[]).map(String) : [];
+    this.tokenSigner({ subject: user, audiences, expiresAt }).then(issue, () => send(res, 500, statusBody(500, "InternalError", "the token could not be signed")));
   }
 
   /** pods/{name}/exec, attach and portforward: a 101 and an echo, for tokens RBAC allows. */

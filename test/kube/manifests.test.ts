@@ -226,11 +226,16 @@ describe("the manifests under deploy/", () => {
       expect(find("Role", "openfief-plugin-host")["rules"]).toEqual([{ apiGroups: [""], resources: ["configmaps"], resourceNames: ["openfief-plugin-host"], verbs: ["get", "list", "watch"] }]);
       // Shipped without a rule: a rule without resourceNames would cover every ServiceAccount.
       expect(find("Role", "openfief-plugin-host-tokens")["rules"]).toEqual([]);
-      for (const name of ["openfief-plugin-host", "openfief-plugin-host-tokens"]) {
+      // Likewise its Secrets Role: a rule without resourceNames would cover every Secret.
+      expect(find("Role", "openfief-plugin-host-secrets")["rules"]).toEqual([]);
+      for (const name of ["openfief-plugin-host", "openfief-plugin-host-tokens", "openfief-plugin-host-secrets"]) {
         expect(find("RoleBinding", name)["subjects"]).toEqual([{ kind: "ServiceAccount", name: "openfief-plugin-host", namespace: "openfief" }]);
       }
       const operatorRoles = (find("Role", "openfief-operator")["rules"] as Array<{ resources: string[]; resourceNames?: string[]; verbs: string[] }>).filter((r) => r.resources.includes("roles"));
-      expect(operatorRoles).toEqual([{ apiGroups: ["rbac.authorization.k8s.io"], resources: ["roles"], resourceNames: ["openfief-plugin-host-tokens"], verbs: ["get", "patch"] }]);
+      expect(operatorRoles).toEqual([
+        { apiGroups: ["rbac.authorization.k8s.io"], resources: ["roles"], resourceNames: ["openfief-plugin-host-tokens", "openfief-plugin-host-secrets"], verbs: ["get", "patch"] },
+        { apiGroups: ["rbac.authorization.k8s.io"], resources: ["roles"], resourceNames: ["openfief-plugin-host-secrets"], verbs: ["escalate"] },
+      ]);
     });
 
     it("keeps its own event store on a persistent volume and mounts the cluster's keys whole", () => {

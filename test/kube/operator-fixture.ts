@@ -22,7 +22,8 @@ const TOPOLOGY = {
   coreSubject: "system:serviceaccount:openfief:openfief-core",
 };
 
-const OPERATOR_ENV = { OPENFIEF_OCI_LAYOUTS: join(EXAMPLES, "oci"), OPENFIEF_TOPOLOGY: JSON.stringify(TOPOLOGY), OPENFIEF_INSECURE_REGISTRIES: "" };
+/** The leader's syncs are off here: these tests are of other things (test/kube/syncs-e2e.test.ts runs them). */
+const OPERATOR_ENV = { OPENFIEF_OCI_LAYOUTS: join(EXAMPLES, "oci"), OPENFIEF_TOPOLOGY: JSON.stringify(TOPOLOGY), OPENFIEF_INSECURE_REGISTRIES: "", OPENFIEF_SYNCS: "off" };
 
 /** Sets the environment the operator reads; returns what puts the previous one back. */
 export function setOperatorEnv(): () => void {

@@ -14,6 +14,7 @@ import { EventRegistry } from "../../src/events/registry.js";
 import type { KnownEvent } from "../../src/events/catalog.js";
 import type { NewEvent } from "../../src/events/types.js";
 import { describeLogTables } from "./log-tables-contract.js";
+import { describeDeliveryTable } from "./delivery-table-contract.js";
 import { describeLogTree } from "./log-tree-contract.js";
 import { configVerdict, DIGEST_A, DIGEST_B, egressDecision, grantObserved, IMAGE_A, IMAGE_B, pluginObserved, steppingClock, verdict } from "../events/helpers.js";
 
@@ -370,6 +371,7 @@ export function describeEventLog(name: string, fixture: LogFixture): void {
     });
 
     describeLogTables(open, reopen);
+    describeDeliveryTable(open);
     describeLogTree(() => open(), (log) => reopen(log), (log, sql) => fixture.asOwner(log, sql));
 
     describe("the hash chain", () => {

@@ -1,12 +1,12 @@
 /**
- * `openfief deliveries [PLUGIN]`: the deliveries kept in the data folder, newest first, with each
+ * `openfief deliveries [PLUGIN]`: the deliveries kept (in the data folder, or beside a PostgreSQL log), newest first, with each
  * connector's next sync; `openfief deliveries get BATCH`: one delivery as JSON.
  * `openfief import PLUGIN FILE`: a statement file through a running connector's `ImportFile`, as
  * one batch (docs/adr/0180); `--preview` prints the mapped delivery and keeps nothing.
  */
 import type { Command } from "commander";
 import {
-  AppError, BATCH_ID, connectorSyncs, dataDirDeliveries, importFile, OWNER_CLI,
+  AppError, BATCH_ID, connectorSyncs, deliveriesOf, importFile, OWNER_CLI,
 } from "../../app/index.js";
 import type { DeliveryRecord } from "../../app/index.js";
 import { dataDir, pluginArg, print, printJson, table, withData, withJson, withLog } from "../context.js";
@@ -36,16 +36,16 @@ export function register(program: Command): void {
     .argument("[batch]", "with `get`: the batch to print")
     .action(async (first: string | undefined, batch: string | undefined, o: DataOptions) => {
       const dir = dataDir(o);
-      const deliveries = dataDirDeliveries(dir);
       if (first === "get" && batch !== undefined) {
-        const d = await deliveries.get(batchArg(batch));
+        const wanted = batchArg(batch);
+        const d = await withLog(o, (store) => deliveriesOf(store, dir).get(wanted));
         if (d === null) throw new AppError("not_found", `no delivery of batch ${batch}`);
         return printJson(d);
       }
       if (batch !== undefined) throw new AppError("usage", "too many arguments: deliveries [PLUGIN], or deliveries get BATCH");
       const plugin = first === undefined ? undefined : pluginArg(first);
-      const records = await deliveries.list(plugin);
-      const syncs = (await withLog(o, (store) => connectorSyncs(store))).filter((s) => plugin === undefined || s.name === plugin);
+      const [records, all] = await withLog(o, async (store) => [await deliveriesOf(store, dir).list(plugin), await connectorSyncs(store)] as const);
+      const syncs = all.filter((s) => plugin === undefined || s.name === plugin);
       if (o.json === true) return printJson({ deliveries: records, connectors: syncs });
       print(records.length === 0 ? "no deliveries" : table(
         ["BATCH", "PLUGIN", "KIND", "RECORDED", "CONTENTS", "DIGEST"],
@@ -68,7 +68,7 @@ export function register(program: Command): void {
       pluginArg(name);
       if (o.mediaType !== undefined && !MEDIA_TYPE.test(o.mediaType)) throw new AppError("usage", `invalid --media-type ${JSON.stringify(o.mediaType.slice(0, 64))}: type/subtype`);
       await withHostedPlugins(o, async (hosted, rt, dir) => {
-        const r = await importFile(hosted, dataDirDeliveries(dir), rt.store, {
+        const r = await importFile(hosted, deliveriesOf(rt.store, dir), rt.store, {
           plugin: name, file, actor: OWNER_CLI, preview: o.preview === true, ...(o.mediaType === undefined ? {} : { mediaType: o.mediaType }),
         });
         if (o.json === true) printJson(r);

@@ -52,7 +52,7 @@ export async function runMigrations(db: Db): Promise<void> {
  * What the application's role may do on the tables the migrations made: read and append events
  * (never change them: it does not own the table, so it can neither drop nor disable the guards),
  * keep the chain's checkpoint, the projections' checkpoints and rows, the egress counts and the
- * decision check (emptied by TRUNCATE when their version changes), and store modules' bytes.
+ * decision check (emptied by TRUNCATE when their version changes), store modules' bytes, and add connectors' deliveries.
  * Idempotent; run by {@link migratePostgres} after each migration.
  */
 export function grantsSql(app: string, schema: string): string {
@@ -68,6 +68,7 @@ export function grantsSql(app: string, schema: string): string {
     `GRANT SELECT, INSERT, UPDATE, DELETE, TRUNCATE ON proj_egress_counts, proj_decision_check, proj_decision_check_lists TO ${r}`,
     `GRANT SELECT, INSERT, UPDATE ON tlog_tiles, tlog_tree TO ${r}`,
     `GRANT SELECT, INSERT ON tlog_checkpoints TO ${r}`,
+    `GRANT SELECT, INSERT ON delivery_objects, deliveries TO ${r}`,
     `GRANT EXECUTE ON FUNCTION events_version_after(text, bigint) TO ${r}`,
   ].join(";\n");
 }

@@ -2,6 +2,7 @@
 import type { LogTables } from "../tables.js";
 import type { Db } from "./db.js";
 import { PostgresDecisionCheck } from "./decision-check.js";
+import { PostgresDeliveries } from "./deliveries.js";
 import { PostgresEgressCounts } from "./egress-counts.js";
 import { PostgresModules } from "./modules.js";
 import type { AppendAlong } from "./modules.js";
@@ -15,11 +16,13 @@ export function postgresTables(db: Db, appendAlong: AppendAlong): LogTables {
   let decisionCheck: PostgresDecisionCheck | undefined;
   let modules: PostgresModules | undefined;
   let tree: PostgresTree | undefined;
+  let deliveries: PostgresDeliveries | undefined;
   return {
     get projections() { return (projections ??= new PostgresProjectionTables(db)); },
     get egressCounts() { return (egressCounts ??= new PostgresEgressCounts(db)); },
     get decisionCheck() { return (decisionCheck ??= new PostgresDecisionCheck(db)); },
     get modules() { return (modules ??= new PostgresModules(db, appendAlong)); },
     get tree() { return (tree ??= new PostgresTree(db, appendAlong)); },
+    get deliveries() { return (deliveries ??= new PostgresDeliveries(db)); },
   };
 }

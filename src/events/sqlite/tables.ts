@@ -2,6 +2,7 @@
 import type { SqliteEventLog } from "../store.js";
 import type { LogTables } from "../tables.js";
 import { SqliteDecisionCheck } from "./decision-check.js";
+import { SqliteDeliveries } from "./deliveries.js";
 import { SqliteEgressCounts } from "./egress-counts.js";
 import { SqliteModules } from "./modules.js";
 import { SqliteProjectionTables } from "./projection-tables.js";
@@ -35,5 +36,6 @@ export function sqliteTables(log: SqliteEventLog): LogTables {
     decisionCheck: whileOpen(log, () => new SqliteDecisionCheck(log)),
     modules: whileOpen(log, () => new SqliteModules(log)),
     tree: whileOpen(log, () => new SqliteTree(log)),
+    deliveries: whileOpen(log, () => new SqliteDeliveries(log)),
   };
 }

@@ -3,7 +3,7 @@
  * caused it), and its latest deliveries with their counts and digests (docs/adr/0179, 0180).
  * Nothing of a delivery's contents is shown: `openfief deliveries get BATCH` prints one.
  */
-import { connectorDeliveries, dataDirDeliveries } from "../../app/index.js";
+import { connectorDeliveries, deliveriesOf } from "../../app/index.js";
 import type { ConnectorSyncState, DeliveryRecord, FaceContext } from "../../app/index.js";
 import { hash, when } from "./format.js";
 import { html } from "./html.js";
@@ -27,7 +27,7 @@ function nextText(sync: ConnectorSyncState | null, now: Date): Markup {
 
 /** The card, for a running connector or one with deliveries kept; nothing for any other plugin. */
 export async function deliveriesCard(app: FaceContext, name: string, now: Date): Promise<Markup> {
-  const { sync, recent } = await connectorDeliveries(app.store, dataDirDeliveries(app.dataDir), name, now);
+  const { sync, recent } = await connectorDeliveries(app.store, deliveriesOf(app.store, app.dataDir), name, now);
   if (sync === null && recent.length === 0) return html``;
   const schedule = sync === null ? null : sync.schedule.every === undefined ? `cron ${sync.schedule.cron ?? ""} (UTC)` : `every ${sync.schedule.every}`;
   const next = nextText(sync, now);
