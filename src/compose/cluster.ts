@@ -21,12 +21,30 @@ import { previousVersion, Projector, specManifestDigest, standingVerdict } from 
 import { openIntent } from "../reconciler/index.js";
 import { startOperatorCheckpoints } from "./operator-checkpoints.js";
 import { startOperatorSyncs } from "./operator-syncs.js";
+import { startClusterCoreApi, type ClusterCoreApi } from "./core-api.js";
 import type { OperatorSyncSettings } from "./operator-syncs.js";
 import { EMBEDDED_TOPOLOGY, openRuntime } from "./runtime.js";
-import { storeLocationOf } from "../app/index.js";
+import { deliveriesOf, storeLocationOf } from "../app/index.js";
 
 /** `off` turns the operator's syncs off (tests of other things; a cluster without connectors). */
 export const SYNCS_ENV = "OPENFIEF_SYNCS";
+
+/**
+ * `HOST:PORT` where this operator serves the core's API to plugins (their `openfief-core` tokens
+ * checked by TokenReview; docs/adr/0196, 0198); unset: not served (tests of other things).
+ */
+export const CORE_LISTEN_ENV = "OPENFIEF_CORE_LISTEN";
+
+/** The address `$OPENFIEF_CORE_LISTEN` names, or null when unset; refuses to start when it is not `HOST:PORT`. */
+export function coreListenFromEnv(env: Readonly<Record<string, string | undefined>>): { readonly host: string; readonly port: number } | null {
+  const raw = env[CORE_LISTEN_ENV];
+  if (raw === undefined || raw === "") return null;
+  const m = /^(\[[0-9a-fA-F:.]+\]|[^:\s]+):([0-9]{1,5})$/.exec(raw);
+  const port = m === null ? NaN : Number(m[2]);
+  if (m === null || !(port >= 1 && port <= 65535)) throw new Error(`${CORE_LISTEN_ENV} must be HOST:PORT (such as 0.0.0.0:8443), not ${JSON.stringify(raw.slice(0, 64))}`);
+  const host = m[1]!.startsWith("[") ? m[1]!.slice(1, -1) : m[1]!;
+  return { host, port };
+}
 
 /** Who cluster observations are recorded as. */
 export const CLUSTER_ACTOR = "cluster";
@@ -168,6 +186,18 @@ async function clusterReconciler(ctx: OperatorContext, syncSettings: OperatorSyn
     await rt.close();
     throw err;
   });
+  // Every replica serves the core's API to plugins (the core's Service selects them all); it reads
+  // the one log, so a standby answers as the leader would.
+  let core: ClusterCoreApi | null = null;
+  try {
+    const listen = coreListenFromEnv(process.env);
+    if (listen !== null) core = await startClusterCoreApi({ kc: ctx.kc, store: rt.store, deliveries: deliveriesOf(rt.store, ctx.dataDir), logger: ctx.log, ...listen });
+  } catch (err) {
+    await syncs?.stop();
+    await checkpoints?.stop();
+    await rt.close();
+    throw err;
+  }
   const projector = new Projector(rt.store);
   const meta = new Map<string, PluginMeta>();
   // What the target changed during the running pass, by plugin; recorded when the pass ends.
@@ -221,6 +251,7 @@ async function clusterReconciler(ctx: OperatorContext, syncSettings: OperatorSyn
       syncs?.poke();
     },
     close: async () => {
+      await core?.close();
       await syncs?.stop();
       await checkpoints?.stop();
       await rt.close();

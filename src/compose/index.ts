@@ -13,7 +13,7 @@ export type { ControlPlane, ControlPlaneOptions } from "./control-plane.js";
 export { EMBEDDED_TOPOLOGY, imageSources, openRuntime, SHIPPED_CATALOG } from "./runtime.js";
 export type { ImageSourceFor, Runtime, RuntimeOptions } from "./runtime.js";
 /** Cluster mode: the reconciler driven by Plugin and PluginGrant resources, status written back. */
-export { CLUSTER_ACTOR, clusterReconcilerFactory, clusterReconcilerFactoryWith, kubeChange, observe, observePrevious, recordKubeChanges, signatureState, topologyFromEnv } from "./cluster.js";
+export { CLUSTER_ACTOR, clusterReconcilerFactory, coreListenFromEnv, clusterReconcilerFactoryWith, kubeChange, observe, observePrevious, recordKubeChanges, signatureState, topologyFromEnv } from "./cluster.js";
 /** WebAssembly plugins run by this process: the plugin host fed what the log says runs. */
 export { startHostedPlugins } from "./hosted-plugins.js";
 export type { HostedPlugins, HostedPluginsOptions } from "./hosted-plugins.js";

@@ -8,7 +8,7 @@ import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { parseAllDocuments, parse as parseYaml } from "yaml";
-import { coreAccount, topologyFromEnv } from "../../src/compose/index.js";
+import { coreAccount, coreListenFromEnv, topologyFromEnv } from "../../src/compose/index.js";
 import { NAMESPACE } from "../../src/plugins/index.js";
 
 type Obj = Record<string, unknown> & { kind: string; metadata: { name: string; labels?: Record<string, string> } };
@@ -20,7 +20,7 @@ const one = (file: string, kind: string, name?: string): Obj => {
   return found;
 };
 
-interface PodSpec { template: { metadata: { labels: Record<string, string> }; spec: { containers: Array<{ args?: string[]; env?: Array<{ name: string; value?: string }> }> } } }
+interface PodSpec { template: { metadata: { labels: Record<string, string> }; spec: { containers: Array<{ args?: string[]; env?: Array<{ name: string; value?: string }>; ports?: Array<{ name: string; containerPort: number }> }> } } }
 const operator = one("operator.yaml", "Deployment")["spec"] as PodSpec;
 const topology = topologyFromEnv({ OPENFIEF_TOPOLOGY: operator.template.spec.containers[0]?.env?.find((e) => e.name === "OPENFIEF_TOPOLOGY")?.value });
 
@@ -66,5 +66,33 @@ describe("the core in the deploy base", () => {
     const patch = overlay.patches.find((p) => p.target?.name === "openfief-plugin-host" && p.patch !== undefined);
     const replaced = (parseYaml(patch?.patch ?? "[]") as Array<{ value?: string[] }>)[0]?.value;
     expect(argAfter(replaced, "--core-subject")).toBe(topology.coreSubject);
+  });
+
+  it("serves the core's API on the port the Service sends plugins to, checking their tokens by TokenReview", () => {
+    const container = operator.template.spec.containers[0];
+    const listen = coreListenFromEnv({ OPENFIEF_CORE_LISTEN: container?.env?.find((e) => e.name === "OPENFIEF_CORE_LISTEN")?.value });
+    expect(listen).toEqual({ host: "0.0.0.0", port: topology.core.podPort });
+    expect(container?.ports).toContainEqual(expect.objectContaining({ name: "core", containerPort: topology.core.podPort }));
+    const role = one("operator-rbac.yaml", "ClusterRole", "openfief-operator-tokenreview")["rules"];
+    expect(role).toEqual([{ apiGroups: ["authentication.k8s.io"], resources: ["tokenreviews"], verbs: ["create"] }]);
+    const binding = one("operator-rbac.yaml", "ClusterRoleBinding", "openfief-operator-tokenreview");
+    expect(binding["roleRef"]).toMatchObject({ kind: "ClusterRole", name: "openfief-operator-tokenreview" });
+    expect(binding["subjects"]).toEqual([{ kind: "ServiceAccount", name: "openfief-operator", namespace: NAMESPACE }]);
+  });
+});
+
+describe("the core's listening address", () => {
+  it.each([
+    [{}, null],
+    [{ OPENFIEF_CORE_LISTEN: "" }, null],
+    [{ OPENFIEF_CORE_LISTEN: "0.0.0.0:8443" }, { host: "0.0.0.0", port: 8443 }],
+    [{ OPENFIEF_CORE_LISTEN: "[::1]:9" }, { host: "::1", port: 9 }],
+    [{ OPENFIEF_CORE_LISTEN: "127.0.0.1:65535" }, { host: "127.0.0.1", port: 65535 }],
+  ])("%j is read as %j", (env, want) => {
+    expect(coreListenFromEnv(env)).toEqual(want);
+  });
+
+  it.each(["8443", "0.0.0.0:", "0.0.0.0:0", "0.0.0.0:70000", "host name:1", ":8443"])("%j is refused with a one-line error naming the variable", (raw) => {
+    expect(() => coreListenFromEnv({ OPENFIEF_CORE_LISTEN: raw })).toThrow(/^OPENFIEF_CORE_LISTEN must be HOST:PORT/);
   });
 });

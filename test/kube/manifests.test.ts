@@ -162,7 +162,7 @@ describe("the manifests under deploy/", () => {
 
   it("let the proxy only create TokenReviews cluster-wide and read only its one ConfigMap", () => {
     const clusterRoles = DOCS.filter((d) => d.obj.kind === "ClusterRole");
-    expect(clusterRoles.map((d) => d.obj.metadata.name).sort()).toEqual(["openfief-egress-proxy-tokenreview", "openfief-operator-views"]);
+    expect(clusterRoles.map((d) => d.obj.metadata.name).sort()).toEqual(["openfief-egress-proxy-tokenreview", "openfief-operator-tokenreview", "openfief-operator-views"]);
     expect(find("ClusterRole", "openfief-egress-proxy-tokenreview")["rules"]).toEqual([{ apiGroups: ["authentication.k8s.io"], resources: ["tokenreviews"], verbs: ["create"] }]);
     const binding = DOCS.filter((d) => d.obj.kind === "ClusterRoleBinding" && d.obj.metadata.name === "openfief-egress-proxy-tokenreview");
     expect(binding.map((d) => d.obj["subjects"])).toEqual([[{ kind: "ServiceAccount", name: "openfief-egress-proxy", namespace: "openfief" }]]);
