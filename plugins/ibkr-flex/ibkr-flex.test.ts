@@ -69,10 +69,7 @@ const delivery = (result: unknown) => fromJson(SyncResponseSchema, result as Jso
 
 describe("the ibkr-flex module", () => {
   it("imports only fd_write and host_call, and answers manifest with exactly manifest.json", async () => {
-    expect(TestGuest.imports(MODULE)).toEqual([
-      { module: "openfief", name: "host_call", kind: "function" },
-      { module: "wasi_snapshot_preview1", name: "fd_write", kind: "function" },
-    ]);
+    expect(TestGuest.imports(MODULE).map((i) => `${i.kind} ${i.module}.${i.name}`).sort()).toEqual(["function openfief.host_call", "function wasi_snapshot_preview1.fd_write"]);
     const g = await guest();
     expect(g.abiVersion()).toBe(1);
     expect(g.call("manifest", {})).toEqual({ result: MANIFEST });
