@@ -264,6 +264,18 @@ describe("import_file", () => {
     expect(g.hostCalls).toEqual([]);
   });
 
+  it("reads references in time linear in their number: 300,000 in one attribute value, text between them", async () => {
+    // Text between the references: each run was a string of its own in an array of parts, which
+    // the incremental collector rescanned as it grew: over 5 minutes; now one buffer, decoded once.
+    const heavy = STATEMENT.replace('description="APPLE INC"', `description="APPLE${"x&amp;".repeat(300_000)}"`);
+    expect(heavy.length).toBeLessThan(3 << 20);
+    const g = await guest();
+    const started = performance.now();
+    const r = g.call("import_file", params(heavy));
+    expect(performance.now() - started).toBeLessThan(3000);
+    expect(delivery(r.result)?.transactions.map((t) => t.sourceId)).toContain("trade:482910375");
+  });
+
   it("refuses the service's error answer saved as a file", async () => {
     const r = (await guest()).call("import_file", params(fixture("send-request-token-invalid.xml")));
     expect(r.error).toEqual({ code: "invalid_request", message: "the file is not a statement but the Flex Web Service's answer: 1015 Token is invalid." });

@@ -151,6 +151,22 @@ describe("HTTP over host_call", () => {
     expect(g.call("fetch", { url: "https://example.com/" }).result).toEqual({ status: 200, body: "über" });
   });
 
+  it("asks for the body as base64 with answerBase64, and decodes it", async () => {
+    const xml = `<a b="1">${"&quot;".repeat(1000)}</a>`;
+    const g = await load((r) => ({ result: { status: 200, headers: {}, ...((r.params as { answerBase64?: boolean }).answerBase64 === true ? { bodyBase64: Buffer.from(xml).toString("base64") } : { body: xml }) } }));
+    expect(g.call("fetch", { url: "https://example.com/s.xml", answerBase64: true }).result).toEqual({ status: 200, body: xml });
+    expect(g.hostCalls[0]?.params).toEqual({ method: "GET", url: "https://example.com/s.xml", headers: { accept: "text/plain" }, answerBase64: true });
+  });
+
+  it.each([
+    ["as text", { body: "x".repeat((1 << 20) + 1) }],
+    ["as base64", { bodyBase64: Buffer.alloc((1 << 20) + 1, 0x78).toString("base64") }],
+  ])("hands a body over the cap %s back as a response marked overCap, when asked, without decoding it", async (_name, body) => {
+    const g = await load(() => ({ result: { status: 200, headers: { "content-type": "text/xml" }, ...body } }));
+    expect(g.call("fetch", { url: "https://example.com/", overCapAsResponse: true }).result).toEqual({ status: 200, contentType: "text/xml", body: "", overCap: true });
+    expect(g.call("fetch", { url: "https://example.com/" }).error).toEqual({ code: "http_failed", message: "the answer's body is over the cap of 1048576 bytes" });
+  });
+
   it("returns a redirect as a response, with its status", async () => {
     const g = await load(() => ({ result: { status: 302, headers: { location: "https://elsewhere.example/" } } }));
     expect(g.call("fetch", { url: "https://example.com/" }).result).toEqual({ status: 302, body: "" });
