@@ -64,6 +64,23 @@ describe("the JSON reader and writer", () => {
     expect(g.callRaw(Buffer.from('{"method":"echo","params":[1.50,2.5e3,12345678901234567890123]}'))).toBe('{"result":[1.50,2.5e3,12345678901234567890123]}');
   });
 
+  it("reads and writes a long string of escapes in time linear in its length", async () => {
+    // 200,000 escapes (a quoted XML statement is this): one array part per escape made this
+    // quadratic (80,000 took 10 s, 200,000 a minute); read into one buffer it takes well under a
+    // second quiet (the bound leaves room for a loaded machine).
+    const n = 200_000;
+    const text = 'a"\\é\n😀'.repeat(n / 5);
+    const g = await load();
+    const started = performance.now();
+    const out = g.callRaw(Buffer.from(`{"method":"echo","params":${JSON.stringify(text)}}`, "utf8"));
+    const ms = performance.now() - started;
+    expect(JSON.parse(out)).toEqual({ result: text });
+    expect(ms).toBeLessThan(10_000);
+    // \u escapes (a surrogate pair among them) decode to the same UTF-8 as the characters.
+    const escaped = "\\u0041\\u00e9\\u65e5\\ud83d\\ude00\\u0000".repeat(1000);
+    expect(JSON.parse(g.callRaw(Buffer.from(`{"method":"echo","params":"${escaped}"}`, "utf8")))).toEqual({ result: "Aé日😀\u0000".repeat(1000) });
+  });
+
   it.each([
     ["a trailing comma", "[1,]"],
     ["a leading zero", "[01]"],
@@ -133,6 +150,22 @@ describe("HTTP over host_call", () => {
   it("reads a body sent as bodyBase64", async () => {
     const g = await load(() => ({ result: { status: 200, headers: {}, bodyBase64: Buffer.from("über").toString("base64") } }));
     expect(g.call("fetch", { url: "https://example.com/" }).result).toEqual({ status: 200, body: "über" });
+  });
+
+  it("asks for the body as base64 with answerBase64, and decodes it", async () => {
+    const xml = `<a b="1">${"&quot;".repeat(1000)}</a>`;
+    const g = await load((r) => ({ result: { status: 200, headers: {}, ...((r.params as { answerBase64?: boolean }).answerBase64 === true ? { bodyBase64: Buffer.from(xml).toString("base64") } : { body: xml }) } }));
+    expect(g.call("fetch", { url: "https://example.com/s.xml", answerBase64: true }).result).toEqual({ status: 200, body: xml });
+    expect(g.hostCalls[0]?.params).toEqual({ method: "GET", url: "https://example.com/s.xml", headers: { accept: "text/plain" }, answerBase64: true });
+  });
+
+  it.each([
+    ["as text", { body: "x".repeat((1 << 20) + 1) }],
+    ["as base64", { bodyBase64: Buffer.alloc((1 << 20) + 1, 0x78).toString("base64") }],
+  ])("hands a body over the cap %s back as a response marked overCap, when asked, without decoding it", async (_name, body) => {
+    const g = await load(() => ({ result: { status: 200, headers: { "content-type": "text/xml" }, ...body } }));
+    expect(g.call("fetch", { url: "https://example.com/", overCapAsResponse: true }).result).toEqual({ status: 200, contentType: "text/xml", body: "", overCap: true });
+    expect(g.call("fetch", { url: "https://example.com/" }).error).toEqual({ code: "http_failed", message: "the answer's body is over the cap of 1048576 bytes" });
   });
 
   it("returns a redirect as a response, with its status", async () => {

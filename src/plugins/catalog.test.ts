@@ -32,7 +32,7 @@ describe("parseCatalog accepts a valid catalog", () => {
     const r = parseCatalog(text);
     expect(r.ok).toBe(true);
     if (!r.ok) return;
-    expect(r.value.entries.map((e) => e.name).sort()).toEqual(["ecb-fx", "ledger-view", "nbp-fx"]);
+    expect(r.value.entries.map((e) => e.name).sort()).toEqual(["ecb-fx", "ibkr-flex", "ledger-view", "nbp-fx"]);
     for (const e of r.value.entries) expect(e.publisher).toMatchObject({ name: "openfief-release", identity: { publicKey: expect.stringContaining("PUBLIC KEY") } });
   });
 

@@ -18,8 +18,8 @@ import { digestOf, MEDIA_TYPE, OciLayoutSource, readLabel, readWasmModule, WASM_
 import { startHost, type TestHost } from "../host/support/host.js";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
-const ECB_IMAGE = "localhost/openfief-demo/ecb-fx@sha256:ab40921848cba3ff4d2ebe42e8e929362d256ff94edc90fa2113caa3b6ff45dd";
-const ECB_MODULE = "1750a4f19745c2f4db091a42c7340371be133ebc5470ab0ea806263453d10b3c";
+const ECB_IMAGE = "localhost/openfief-demo/ecb-fx@sha256:8299bd6282fb820f4387800077f6843a43f0628dbfd510b7b321d9db7316ed8f";
+const ECB_MODULE = "faefbfcc806090901477469c72a925c02797b47f1d8f4ffa5a4a30a091fc8037";
 const demo = new OciLayoutSource(join(ROOT, "examples", "oci"));
 const fromDemo: ModuleSourceFor = async (image) => ({ source: demo, repository: image.repository });
 

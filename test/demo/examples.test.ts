@@ -3,7 +3,8 @@
  * image is in examples/oci with its manifest as the signed label, every image verifies offline
  * against the owner signers in examples/trusted-signers.json, the v2 upgrade asks for exactly one
  * more host and is held back, the images are exactly what scripts/make-demo.ts builds, and the
- * ecb-fx WebAssembly plugin's one layer is the committed module.
+ * WebAssembly plugins' (ecb-fx, ibkr-flex) one layer is the committed module. ibkr-flex's Plugin and
+ * grant are in examples/ibkr-flex/, apart from the quick start's plugins/, its role mapped to its own Secret.
  */
 import { createHash } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
@@ -63,19 +64,25 @@ const asPlugin = (r: Resource): Plugin => must(parsePlugin({ name: r.metadata.na
 const asGrant = (r: Resource): Grant => must(parseGrant({ name: r.metadata.name, spec: r.spec }));
 const imageOf = (p: Plugin): ImageRef => must(parseImageRef(p.spec.image));
 
-const PLUGIN_FILES = ["plugins/nbp-fx.yaml", "plugins/ledger-view.yaml", "plugins/ecb-fx.yaml", "upgrade/nbp-fx-v2.yaml"];
-const GRANT_FILES = ["plugins/nbp-fx-grant.yaml", "plugins/ledger-view-grant.yaml", "plugins/ecb-fx-grant.yaml"];
+const PLUGIN_FILES = ["plugins/nbp-fx.yaml", "plugins/ledger-view.yaml", "plugins/ecb-fx.yaml", "ibkr-flex/ibkr-flex.yaml", "upgrade/nbp-fx-v2.yaml"];
+const GRANT_FILES = ["plugins/nbp-fx-grant.yaml", "plugins/ledger-view-grant.yaml", "plugins/ecb-fx-grant.yaml", "ibkr-flex/ibkr-flex-grant.yaml"];
 const TAGS: Record<string, string> = {
   "plugins/nbp-fx.yaml": "nbp-fx-v1",
   "plugins/ledger-view.yaml": "ledger-view-v1",
   "plugins/ecb-fx.yaml": "ecb-fx-v1",
+  "ibkr-flex/ibkr-flex.yaml": "ibkr-flex-v1",
   "upgrade/nbp-fx-v2.yaml": "nbp-fx-v2",
 };
 /** Every image in the layout, with its bundle: one index entry each; and the UI artifacts of the views. */
 const ALL_IMAGES = [...DEMO_IMAGES, ...DEMO_WASM_IMAGES];
 /** Each image and its demo-owner bundle; a release's second bundle (the release key); the views' UI artifacts. */
 const INDEX_ENTRIES = 2 * ALL_IMAGES.length + ALL_IMAGES.filter((d) => d.released === true).length + DEMO_IMAGES.filter((d) => d.ui !== undefined).length;
-const RELEASED = ["plugins/nbp-fx.yaml", "plugins/ledger-view.yaml", "plugins/ecb-fx.yaml"];
+const RELEASED = ["plugins/nbp-fx.yaml", "plugins/ledger-view.yaml", "plugins/ecb-fx.yaml", "ibkr-flex/ibkr-flex.yaml"];
+/** Each WebAssembly plugin: its Plugin and grant, its module, the origins its grant approves. */
+const WASM_PLUGINS = [
+  { name: "ecb-fx", dir: "plugins", egress: ["www.ecb.europa.eu:443"], secrets: [] as unknown[] },
+  { name: "ibkr-flex", dir: "ibkr-flex", egress: ["ndcdyn.interactivebrokers.com:443", "gdcdyn.interactivebrokers.com:443"], secrets: [{ name: "ibkr-flex-flex", role: "flex", mountPath: "/etc/openfief/ibkr-flex" }] },
+];
 
 function ownerSigners(dir = EXAMPLES): Signer[] {
   return must(parseOwnerSigners(readFileSync(join(dir, "trusted-signers.json"), "utf8")));
@@ -117,9 +124,9 @@ describe("the demo's resources", () => {
   });
 
   it("gives each installed plugin a grant that approves everything it asks for", () => {
-    for (const name of ["nbp-fx", "ledger-view", "ecb-fx"]) {
-      const p = asPlugin(resource(`plugins/${name}.yaml`));
-      const g = asGrant(resource(`plugins/${name}-grant.yaml`));
+    for (const [dir, name] of [["plugins", "nbp-fx"], ["plugins", "ledger-view"], ["plugins", "ecb-fx"], ["ibkr-flex", "ibkr-flex"]]) {
+      const p = asPlugin(resource(`${dir}/${name}.yaml`));
+      const g = asGrant(resource(`${dir}/${name}-grant.yaml`));
       expect(g.name).toBe(p.name);
       expect(needsApproval(p.spec.manifest, g.spec)).toEqual({ capabilities: [], egress: [], secrets: [], dataTiers: [] });
       const e = must(effective(p.spec.manifest, g.spec));
@@ -150,7 +157,7 @@ describe("the demo's images", () => {
   it("are listed in the layout's index.json under their tags, each with the demo owner's Sigstore bundle and a release's with the release key's", async () => {
     const index = await source.index();
     const tagged = index.filter((d) => d.annotations?.["org.opencontainers.image.ref.name"] !== undefined);
-    expect(tagged.map((d) => d.annotations?.["org.opencontainers.image.ref.name"]).sort()).toEqual(["ecb-fx-v1", "ledger-view-v1", "nbp-fx-v1", "nbp-fx-v2"]);
+    expect(tagged.map((d) => d.annotations?.["org.opencontainers.image.ref.name"]).sort()).toEqual(["ecb-fx-v1", "ibkr-flex-v1", "ledger-view-v1", "nbp-fx-v1", "nbp-fx-v2"]);
     for (const d of tagged) {
       const referrers = await source.referrers("any", d.digest);
       const tag = d.annotations?.["org.opencontainers.image.ref.name"];
@@ -235,8 +242,6 @@ describe("the demo's images", () => {
 
 describe("the demo's WebAssembly plugin", () => {
   const source = new OciLayoutSource(LAYOUT);
-  const module = readFileSync(join(ROOT, "plugins/ecb-fx/build/ecb-fx.wasm"));
-  const moduleHex = createHash("sha256").update(module).digest("hex");
 
   it.each(DEMO_WASM_IMAGES.map((d) => [d.tag, d] as const))("%s is exactly what scripts/make-demo.ts builds: an image config with the label and one WebAssembly layer", async (tag, demo) => {
     const built = buildDemoWasmImage(demo);
@@ -249,22 +254,32 @@ describe("the demo's WebAssembly plugin", () => {
     expect(m.layers.map((l) => l.mediaType)).toEqual([WASM_LAYER_MEDIA_TYPE]);
   });
 
-  it("carries the committed module, its layer digest the module's lowercase hex SHA-256", async () => {
-    const p = asPlugin(resource("plugins/ecb-fx.yaml"));
+  it.each(WASM_PLUGINS)("$name carries the committed module, its layer digest the module's lowercase hex SHA-256", async ({ name, dir }) => {
+    const module = readFileSync(join(ROOT, `plugins/${name}/build/${name}.wasm`));
+    const moduleHex = createHash("sha256").update(module).digest("hex");
+    const p = asPlugin(resource(`${dir}/${name}.yaml`));
     const m = parseImageManifest((await source.manifest("any", imageOf(p).digest)).bytes, MEDIA_TYPE.ociManifest);
     expect(m.layers[0]?.digest).toBe(`sha256:${moduleHex}`);
     expect(m.layers[0]?.size).toBe(module.length);
     expect(Buffer.from(await source.blob("any", `sha256:${moduleHex}`, 16 << 20)).equals(module)).toBe(true);
-    expect(readFileSync(join(ROOT, "plugins/ecb-fx/build/ecb-fx.wasm.sha256"), "utf8")).toBe(`${moduleHex}  ecb-fx.wasm\n`);
+    expect(readFileSync(join(ROOT, `plugins/${name}/build/${name}.wasm.sha256`), "utf8")).toBe(`${moduleHex}  ${name}.wasm\n`);
   });
 
-  it("asks for exactly plugins/ecb-fx/manifest.json, and its grant approves www.ecb.europa.eu:443 and nothing more", () => {
-    const p = asPlugin(resource("plugins/ecb-fx.yaml"));
-    const manifest = JSON.parse(readFileSync(join(ROOT, "plugins/ecb-fx/manifest.json"), "utf8")) as unknown;
+  it.each(WASM_PLUGINS)("$name asks for exactly its manifest.json, and its grant approves its origins and Secrets and nothing more", ({ name, dir, egress, secrets }) => {
+    const p = asPlugin(resource(`${dir}/${name}.yaml`));
+    const manifest = JSON.parse(readFileSync(join(ROOT, `plugins/${name}/manifest.json`), "utf8")) as unknown;
     expect(manifestEqual(must(parseManifestLabel(JSON.stringify(manifest))), p.spec.manifest)).toBe(true);
-    const e = must(effective(p.spec.manifest, asGrant(resource("plugins/ecb-fx-grant.yaml")).spec));
-    expect(e.egress.map(formatHostPort)).toEqual(["www.ecb.europa.eu:443"]);
+    const e = must(effective(p.spec.manifest, asGrant(resource(`${dir}/${name}-grant.yaml`)).spec));
+    expect(e.egress.map(formatHostPort).sort()).toEqual([...egress].sort());
     expect(e.capabilities).toEqual(["connector"]);
+    expect(e.secrets).toEqual(secrets);
+  });
+
+  it("keeps ibkr-flex out of the quick start's plugins/, with a README on giving it its Secret", () => {
+    expect(PLUGIN_FILES.filter((f) => f.startsWith("plugins/")).some((f) => f.includes("ibkr"))).toBe(false);
+    const readme = readFileSync(join(EXAMPLES, "ibkr-flex/README.md"), "utf8");
+    expect(readme).toContain("cluster/secrets/ibkr-flex-flex.yaml");
+    expect(readme).toContain("openfief apply -f examples/ibkr-flex/");
   });
 });
 

@@ -61,17 +61,22 @@ async function rows(data: string[]): Promise<Map<string, Row>> {
 describe("the demo through the bundle", () => {
   it("shows the catalog's plugins as verified in get plugins, and why says since when", async () => {
     const data = await folder();
+    // ibkr-flex, installed apart from the quick start's plugins (it needs the owner's IBKR Secret).
+    await ok(["apply", "-f", join(ROOT, "examples", "ibkr-flex"), ...data]);
     await reconcile(data, SHIPPED);
     const table = await spawnOpenfief(["get", "plugins", ...data]);
     expect(table.code).toBe(0);
-    for (const name of ["ecb-fx", "ledger-view", "nbp-fx"]) {
+    for (const name of ["ecb-fx", "ibkr-flex", "ledger-view", "nbp-fx"]) {
       expect(table.stdout.split("\n").find((l) => l.startsWith(`${name} `))).toMatch(/ in the catalog \(openfief-release\) /);
     }
     const why = await spawnOpenfief(["why", "nbp-fx", ...data]);
     expect(why.code).toBe(0);
     expect(why.stdout).toMatch(new RegExp(`^The catalog pins nbp-fx at ${V1} by openfief-release, who signed it: verified since \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d UTC \\(event \\d+\\)\\.$`, "m"));
+    const ibkr = await spawnOpenfief(["why", "ibkr-flex", ...data]);
+    expect(ibkr.stdout).toMatch(/^The catalog pins ibkr-flex at sha256:[0-9a-f]{64} by openfief-release, who signed it: verified since /m);
+    expect((await rows(data)).get("ibkr-flex")?.signature?.outcome).toBe("verified");
     const log = await spawnOpenfief(["log", "--type", "catalog.observed", ...data]);
-    expect(log.stdout).toMatch(/trust +catalog\.observed +reconciler +the catalog [0-9a-f]{12} was observed, pinning ecb-fx, ledger-view and nbp-fx/);
+    expect(log.stdout).toMatch(/trust +catalog\.observed +reconciler +the catalog [0-9a-f]{12} was observed, pinning ecb-fx, ibkr-flex, ledger-view and nbp-fx/);
   }, 60_000);
 });
 
@@ -141,7 +146,7 @@ describe("a bad catalog is refused whole", () => {
     ["a pattern publisher", JSON.stringify({ plugins: [entry({ publisher: { name: "p", issuer: "https://token.actions.githubusercontent.com", subjectPattern: ".*" } })] }), /plugins\[0\]\.publisher\.subjectPattern: .*never a pattern.* \(invalid_catalog\)/],
     ["an unknown field", JSON.stringify({ plugins: [entry({ verified: true })] }), /plugins\[0\]\.verified: unknown field "verified" \(unknown_field\)/],
     ["trailing data", `${JSON.stringify({ plugins: [entry({})] })}\n{}`, /\(invalid_json\)/],
-    ["a wrong digest among good entries", JSON.stringify({ plugins: [...shipped, entry({ name: "other", image: "x/y@sha256:abc" })] }), /plugins\[3\]\.image: .*\(invalid_image_ref\)/],
+    ["a wrong digest among good entries", JSON.stringify({ plugins: [...shipped, entry({ name: "other", image: "x/y@sha256:abc" })] }), /plugins\[4\]\.image: .*\(invalid_image_ref\)/],
   ])("%s: reconcile and verify refuse it with its code and path, and nothing is recorded", async (_what, text, error) => {
     const data = await folder();
     const before = (await ok(["log", "--json", ...data])).trim().split("\n").length;

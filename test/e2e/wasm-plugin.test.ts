@@ -18,7 +18,7 @@ import { startDnsServer } from "../egress/support/dns-server.js";
 import type { TestDnsServer } from "../egress/support/dns-server.js";
 import { json, openfief, ROOT } from "./support.js";
 
-const MODULE = "1750a4f19745c2f4db091a42c7340371be133ebc5470ab0ea806263453d10b3c";
+const MODULE = "faefbfcc806090901477469c72a925c02797b47f1d8f4ffa5a4a30a091fc8037";
 let dir: string;
 let dns: TestDnsServer;
 let cp: ControlPlane;

@@ -7,6 +7,7 @@
 import {
   Code,
   LedgerDelivery,
+  HttpRequest,
   HttpResponse,
   ImportFileParams,
   Institution,
@@ -14,10 +15,10 @@ import {
   Result,
   SyncRequest,
   ledgerDeliveryResponse,
+  request,
   secret,
   wait,
 } from "@openfief/sdk-wasm/assembly";
-import { getBase64 } from "./fetch";
 import { FlexDocument, ServiceAnswer, readFlex } from "./flex";
 
 /** Where the Flex Web Service (version 3) takes requests. */
@@ -65,12 +66,17 @@ function credential(key: string): Result<string> {
   return v;
 }
 
-/** One GET of the service; transport failures and statuses other than 200 are http_failed. */
+/**
+ * One GET of the service; transport failures and statuses other than 200 are http_failed. The
+ * body comes as base64 (a statement is XML full of double quotes), and one over the cap comes
+ * back marked, never decoded, for the caller to refuse in its own words.
+ */
 function fetch(url: string, what: string): Result<HttpResponse> {
-  const headers = new Map<string, string>();
-  headers.set("user-agent", USER_AGENT);
-  headers.set("accept", "application/xml, text/xml");
-  const res = getBase64(url, headers, MAX_STATEMENT_BYTES);
+  const req = new HttpRequest("GET", url).header("user-agent", USER_AGENT).header("accept", "application/xml, text/xml");
+  req.maxBodyBytes = MAX_STATEMENT_BYTES;
+  req.answerBase64 = true;
+  req.overCapAsResponse = true;
+  const res = request(req);
   if (!res.ok) return Result.err<HttpResponse>(res.error.code, what + ": " + res.error.message);
   if (res.value.status != 200) return Result.err<HttpResponse>(Code.HTTP_FAILED, what + ": IBKR answered HTTP " + res.value.status.toString());
   return res;
@@ -140,6 +146,7 @@ export function sync(params: JSONValue): Result<JSONValue> {
   for (let attempt = 0; ; attempt++) {
     const res = fetch(SEND_REQUEST_URL + "?t=" + token.value + "&q=" + query.value + "&v=3", "SendRequest");
     if (!res.ok) return Result.fail<JSONValue>(res.error);
+    if (res.value.overCap) return Result.err<JSONValue>(Code.HTTP_FAILED, "SendRequest: the answer is larger than " + MAX_STATEMENT_BYTES.toString() + " bytes");
     const answer = serviceAnswer(res.value.body, "SendRequest");
     if (!answer.ok) return Result.fail<JSONValue>(answer.error);
     const a = answer.value;
@@ -164,8 +171,8 @@ export function sync(params: JSONValue): Result<JSONValue> {
   for (let attempt = 0; ; attempt++) {
     const res = fetch(getUrl + "?t=" + token.value + "&q=" + reference + "&v=3", "GetStatement");
     if (!res.ok) return Result.fail<JSONValue>(res.error);
+    if (res.value.overCap) return tooLarge("the statement");
     const body = res.value.body;
-    if (body.length > MAX_STATEMENT_BYTES) return tooLarge("the statement");
     const doc = readFlex(body);
     const a = doc.answer;
     if (a === null) return mapped(doc, delivery, "the statement");

@@ -5,7 +5,7 @@
 // assertions and prices. Every value is checked; a row that cannot be mapped is an ERROR problem
 // naming its line and IBKR's ID, never a guess.
 import { BalanceAssertion, IngestProblem, Posting, Price, Severity, Transaction } from "@openfief/sdk-wasm/assembly";
-import { XmlStart, XmlVisitor, readXml } from "./xml";
+import { XmlStart, XmlVisitor, readXml } from "@openfief/sdk-wasm/assembly/xml";
 import { isCurrency, isDecimal, isZero, isoDate, magnitude, negate, nextDay } from "./values";
 
 /** OpenFief account roles the connector posts to; the core maps them to the owner's accounts. */

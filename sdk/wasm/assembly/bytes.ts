@@ -99,6 +99,42 @@ export class ByteWriter {
     return this;
   }
 
+  /** Appends the UTF-16 units `start` to `end` of `s` encoded as UTF-8, without copying them out first. */
+  textRange(s: string, start: i32, end: i32): ByteWriter {
+    if (end <= start) return this;
+    // At most 3 bytes per UTF-16 unit (a surrogate pair, two units, is 4 bytes).
+    this.reserve((end - start) * 3);
+    const written = String.UTF8.encodeUnsafe(changetype<usize>(s) + (<usize>start << 1), end - start, changetype<usize>(this.buf) + <usize>this.len, false, String.UTF8.ErrorMode.REPLACE);
+    this.len += <i32>written;
+    return this;
+  }
+
+  /** Appends the code point `cp` (at most U+10FFFF; a surrogate is written as it comes) as UTF-8. */
+  codePoint(cp: u32): ByteWriter {
+    this.reserve(4);
+    const p = changetype<usize>(this.buf) + <usize>this.len;
+    if (cp < 0x80) {
+      store<u8>(p, <u8>cp);
+      this.len += 1;
+    } else if (cp < 0x800) {
+      store<u8>(p, <u8>(0xc0 | (cp >> 6)));
+      store<u8>(p + 1, <u8>(0x80 | (cp & 0x3f)));
+      this.len += 2;
+    } else if (cp < 0x10000) {
+      store<u8>(p, <u8>(0xe0 | (cp >> 12)));
+      store<u8>(p + 1, <u8>(0x80 | ((cp >> 6) & 0x3f)));
+      store<u8>(p + 2, <u8>(0x80 | (cp & 0x3f)));
+      this.len += 3;
+    } else {
+      store<u8>(p, <u8>(0xf0 | (cp >> 18)));
+      store<u8>(p + 1, <u8>(0x80 | ((cp >> 12) & 0x3f)));
+      store<u8>(p + 2, <u8>(0x80 | ((cp >> 6) & 0x3f)));
+      store<u8>(p + 3, <u8>(0x80 | (cp & 0x3f)));
+      this.len += 4;
+    }
+    return this;
+  }
+
   /** The bytes written so far, as a new ArrayBuffer of exactly that length. */
   toArrayBuffer(): ArrayBuffer {
     const out = new ArrayBuffer(this.len);

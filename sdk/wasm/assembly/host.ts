@@ -1,29 +1,17 @@
 // The host calls besides http (docs/abi.md, "secret" and "wait"): a value of one of the Secrets
 // the owner granted the instance, read by the host on every call, and a pause the host serves
 // within the call's deadline (WASI preview 1 has no sleep the host answers).
-import { ByteWriter } from "./bytes";
-// @ts-ignore: decorator
-@external("openfief", "host_call")
-declare function host_call(ptr: usize, len: usize): i64;
-import { JSONLimits, JSONNumber, JSONObject, parseJSONBytes, writeJSON } from "./json";
-import { takePinned } from "./pinned";
+import { exchange } from "./envelope";
+import { JSONLimits, JSONNumber, JSONObject } from "./json";
 import { CallError, Code, Result } from "./result";
+
+const ANSWER_LIMITS = new JSONLimits(4, 16);
 
 /** Sends `{method, params}` through host_call; the answer's result object, or its error. */
 function call(method: string, params: JSONObject): Result<JSONObject> {
-  const envelope = new JSONObject();
-  envelope.setString("method", method);
-  envelope.set("params", params);
-  const w = new ByteWriter();
-  writeJSON(w, envelope);
-  const out = w.toArrayBuffer();
-  const packed = host_call(changetype<usize>(out), <usize>out.byteLength);
-  const answer = takePinned(<usize>(<u64>packed >>> 32), <i32>(<u32>(packed & 0xffffffff)));
-  if (answer === null) return Result.err<JSONObject>(Code.INTERNAL, "the host answered outside memory openfief_alloc returned");
-  const parsed = parseJSONBytes(answer, new JSONLimits(4, 16));
-  if (!parsed.ok) return Result.err<JSONObject>(Code.INTERNAL, "the host's answer is not JSON: " + parsed.error.message);
-  const o = parsed.value.asObject();
-  if (o === null) return Result.err<JSONObject>(Code.INTERNAL, "the host's answer is not an object");
+  const answer = exchange(method, params, ANSWER_LIMITS);
+  if (!answer.ok) return answer;
+  const o = answer.value;
   const err = o.getObject("error");
   if (err !== null) {
     const code = err.getString("code");

@@ -2,14 +2,10 @@
 // egress proxy with the plugin's own identity, only to the call's approved origins, and returns
 // the answer, a redirect included (never followed). Failures are values with the guest's codes.
 import { decodeBase64, encodeBase64 } from "./base64";
-import { ByteWriter, isUtf8 } from "./bytes";
-import { JSONLimits, JSONObject, parseJSONBytes, writeJSON } from "./json";
-import { takePinned } from "./pinned";
+import { isUtf8 } from "./bytes";
+import { exchange } from "./envelope";
+import { JSONBool, JSONLimits, JSONObject } from "./json";
 import { Code, Result } from "./result";
-
-// @ts-ignore: decorator
-@external("openfief", "host_call")
-declare function host_call(ptr: usize, len: usize): i64;
 
 /** The largest response body a request accepts unless it says otherwise (4 MiB). */
 export const DEFAULT_MAX_BODY_BYTES: i32 = 4 << 20;
@@ -24,6 +20,17 @@ export class HttpRequest {
   body: Uint8Array | null = null;
   /** A larger response body fails the request with http_failed, before anything reads it. */
   maxBodyBytes: i32 = DEFAULT_MAX_BODY_BYTES;
+  /**
+   * Asks the host for the body as base64 even when it is UTF-8 (`answerBase64`, docs/abi.md):
+   * a text body full of quotes (XML) is then decoded in one pass, not unescaped character by
+   * character out of a JSON string.
+   */
+  answerBase64: bool = false;
+  /**
+   * A body over `maxBodyBytes` comes back as a response with `overCap` set and an empty body
+   * (never decoded), for a caller that reports it in its own words; by default it is http_failed.
+   */
+  overCapAsResponse: bool = false;
 
   constructor(
     /** GET, POST, … */
@@ -46,6 +53,8 @@ export class HttpResponse {
     /** Response headers, names in lower case. */
     public headers: Map<string, string>,
     public body: Uint8Array,
+    /** The body was over the request's cap and left out (only with `overCapAsResponse`). */
+    public overCap: bool = false,
   ) {}
 
   /** The header's value (the name in any case), or null. */
@@ -61,7 +70,7 @@ export class HttpResponse {
   }
 }
 
-function requestBytes(req: HttpRequest): ArrayBuffer {
+function requestParams(req: HttpRequest): JSONObject {
   const params = new JSONObject();
   params.setString("method", req.method);
   params.setString("url", req.url);
@@ -74,12 +83,8 @@ function requestBytes(req: HttpRequest): ArrayBuffer {
     if (isUtf8(body)) params.setString("body", String.UTF8.decodeUnsafe(body.dataStart, <usize>body.length));
     else params.setString("bodyBase64", encodeBase64(body));
   }
-  const envelope = new JSONObject();
-  envelope.setString("method", "http");
-  envelope.set("params", params);
-  const w = new ByteWriter();
-  writeJSON(w, envelope);
-  return w.toArrayBuffer();
+  if (req.answerBase64) params.set("answerBase64", new JSONBool(true));
+  return params;
 }
 
 /** The host's error codes, as the guest reports them on. */
@@ -94,22 +99,21 @@ function failed(message: string): Result<HttpResponse> {
   return Result.err<HttpResponse>(Code.HTTP_FAILED, message);
 }
 
+/** A body over the request's cap: http_failed, or a response marked overCap when the request asks. */
+function overCap(req: HttpRequest, status: i32, headers: Map<string, string>): Result<HttpResponse> {
+  if (req.overCapAsResponse) return Result.ok<HttpResponse>(new HttpResponse(status, headers, new Uint8Array(0), true));
+  return failed("the answer's body is over the cap of " + req.maxBodyBytes.toString() + " bytes");
+}
+
 /**
  * Sends `req` through the host. The answer's envelope is checked before it is used: in memory the
  * guest allocated, UTF-8, strict JSON, a status 100–599, string headers, a body of at most
  * `req.maxBodyBytes`.
  */
 export function request(req: HttpRequest): Result<HttpResponse> {
-  const out = requestBytes(req);
-  const packed = host_call(changetype<usize>(out), <usize>out.byteLength);
-  const ptr = <usize>(<u64>packed >>> 32);
-  const len = <i32>(<u32>(packed & 0xffffffff));
-  const answer = takePinned(ptr, len);
-  if (answer === null) return Result.err<HttpResponse>(Code.INTERNAL, "the host answered outside memory openfief_alloc returned");
-  const parsed = parseJSONBytes(answer, ANSWER_LIMITS);
-  if (!parsed.ok) return Result.err<HttpResponse>(Code.INTERNAL, "the host's answer is not JSON: " + parsed.error.message);
-  const o = parsed.value.asObject();
-  if (o === null) return Result.err<HttpResponse>(Code.INTERNAL, "the host's answer is not an object");
+  const answer = exchange("http", requestParams(req), ANSWER_LIMITS);
+  if (!answer.ok) return Result.fail<HttpResponse>(answer.error);
+  const o = answer.value;
   const err = o.get("error");
   if (err !== null) {
     const e = err.asObject();
@@ -140,22 +144,23 @@ export function request(req: HttpRequest): Result<HttpResponse> {
   const b64 = r.get("bodyBase64");
   if (text !== null && b64 !== null) return failed("the answer has both body and bodyBase64");
   let body = new Uint8Array(0);
+  const code = <i32>status.toI64();
   if (text !== null) {
     const s = text.asString();
     if (s === null) return failed("the answer's body is not a string");
     // The UTF-8 length without encoding: the cap holds before a copy is made.
-    if (<i64>String.UTF8.byteLength(s.value) > <i64>req.maxBodyBytes) return failed("the answer's body is over the cap of " + req.maxBodyBytes.toString() + " bytes");
+    if (<i64>String.UTF8.byteLength(s.value) > <i64>req.maxBodyBytes) return overCap(req, code, headers);
     body = Uint8Array.wrap(String.UTF8.encode(s.value));
   } else if (b64 !== null) {
     const s = b64.asString();
     if (s === null) return failed("the answer's bodyBase64 is not a string");
-    if ((s.value.length / 4) * 3 - 2 > req.maxBodyBytes) return failed("the answer's body is over the cap of " + req.maxBodyBytes.toString() + " bytes");
+    if ((s.value.length / 4) * 3 - 2 > req.maxBodyBytes) return overCap(req, code, headers);
     const decoded = decodeBase64(s.value);
     if (!decoded.ok) return failed("the answer's bodyBase64 is not base64");
     body = decoded.value;
-    if (body.length > req.maxBodyBytes) return failed("the answer's body is over the cap of " + req.maxBodyBytes.toString() + " bytes");
+    if (body.length > req.maxBodyBytes) return overCap(req, code, headers);
   }
-  return Result.ok<HttpResponse>(new HttpResponse(<i32>status.toI64(), headers, body));
+  return Result.ok<HttpResponse>(new HttpResponse(code, headers, body));
 }
 
 /** A GET of `url` with optional headers and body cap. */

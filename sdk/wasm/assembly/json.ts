@@ -314,11 +314,16 @@ class Parser {
     return v;
   }
 
-  /** A string token at pos (which is its opening quote); null after fail(). */
+  /**
+   * A string token at pos (which is its opening quote); null after fail(). Unescaped runs and
+   * escapes are copied as UTF-8 into one buffer, decoded once at the end: no object per escape,
+   * so a string of escapes costs time linear in its length (an array of parts, growing while the
+   * incremental collector rescans it, made that quadratic).
+   */
   string(): string | null {
     this.pos++;
     let runStart = this.pos;
-    let parts: string[] | null = null;
+    let out: ByteWriter | null = null;
     while (true) {
       const c = this.peek();
       if (c < 0) {
@@ -329,66 +334,69 @@ class Parser {
         this.fail("a control character in a string");
         return null;
       }
-      if (c == 0x22 || c == 0x5c) {
-        const run = String.UTF8.decodeUnsafe(this.ptr + <usize>runStart, <usize>(this.pos - runStart));
-        if (c == 0x22) {
+      if (c == 0x22) {
+        if (out === null) {
+          const run = String.UTF8.decodeUnsafe(this.ptr + <usize>runStart, <usize>(this.pos - runStart));
           this.pos++;
-          if (parts === null) return run;
-          parts.push(run);
-          return parts.join("");
+          return run;
         }
-        if (parts === null) parts = [];
-        parts.push(run);
+        out.raw(this.ptr + <usize>runStart, this.pos - runStart);
         this.pos++;
-        const e = this.peek();
+        return out.toString();
+      }
+      if (c != 0x5c) {
         this.pos++;
-        if (e == 0x22) parts.push('"');
-        else if (e == 0x5c) parts.push("\\");
-        else if (e == 0x2f) parts.push("/");
-        else if (e == 0x62) parts.push("\b");
-        else if (e == 0x66) parts.push("\f");
-        else if (e == 0x6e) parts.push("\n");
-        else if (e == 0x72) parts.push("\r");
-        else if (e == 0x74) parts.push("\t");
-        else if (e == 0x75) {
-          const u = this.hex4();
-          if (u < 0) {
-            this.fail("a bad \\u escape");
-            return null;
-          }
-          if (u >= 0xdc00 && u <= 0xdfff) {
-            this.fail("a lone low surrogate");
-            return null;
-          }
-          if (u >= 0xd800 && u <= 0xdbff) {
-            if (this.peek() != 0x5c) {
-              this.fail("a lone high surrogate");
-              return null;
-            }
-            this.pos++;
-            if (this.peek() != 0x75) {
-              this.fail("a lone high surrogate");
-              return null;
-            }
-            this.pos++;
-            const lo = this.hex4();
-            if (lo < 0xdc00 || lo > 0xdfff) {
-              this.fail("a lone high surrogate");
-              return null;
-            }
-            parts.push(String.fromCharCodes([u, lo]));
-          } else {
-            parts.push(String.fromCharCode(u));
-          }
-        } else {
-          this.pos--;
-          this.fail("an unknown escape");
-          return null;
-        }
-        runStart = this.pos;
         continue;
       }
+      if (out === null) out = new ByteWriter(this.pos - runStart + 64);
+      out.raw(this.ptr + <usize>runStart, this.pos - runStart);
       this.pos++;
+      const e = this.peek();
+      this.pos++;
+      if (e == 0x22) out.byte(0x22);
+      else if (e == 0x5c) out.byte(0x5c);
+      else if (e == 0x2f) out.byte(0x2f);
+      else if (e == 0x62) out.byte(0x08);
+      else if (e == 0x66) out.byte(0x0c);
+      else if (e == 0x6e) out.byte(0x0a);
+      else if (e == 0x72) out.byte(0x0d);
+      else if (e == 0x74) out.byte(0x09);
+      else if (e == 0x75) {
+        const u = this.hex4();
+        if (u < 0) {
+          this.fail("a bad \\u escape");
+          return null;
+        }
+        if (u >= 0xdc00 && u <= 0xdfff) {
+          this.fail("a lone low surrogate");
+          return null;
+        }
+        if (u >= 0xd800 && u <= 0xdbff) {
+          if (this.peek() != 0x5c) {
+            this.fail("a lone high surrogate");
+            return null;
+          }
+          this.pos++;
+          if (this.peek() != 0x75) {
+            this.fail("a lone high surrogate");
+            return null;
+          }
+          this.pos++;
+          const lo = this.hex4();
+          if (lo < 0xdc00 || lo > 0xdfff) {
+            this.fail("a lone high surrogate");
+            return null;
+          }
+          out.codePoint(0x10000 + (((<u32>u - 0xd800) << 10) | (<u32>lo - 0xdc00)));
+        } else {
+          out.codePoint(<u32>u);
+        }
+      } else {
+        this.pos--;
+        this.fail("an unknown escape");
+        return null;
+      }
+      runStart = this.pos;
     }
     return null;
   }
@@ -507,13 +515,12 @@ export function writeJSONString(w: ByteWriter, s: string): void {
       if (c >= 0x100) esc = "\\u" + HEX.charAt(c >> 12) + HEX.charAt((c >> 8) & 15) + HEX.charAt((c >> 4) & 15) + HEX.charAt(c & 15);
     }
     if (esc !== null) {
-      if (i > runStart) w.text(s.substring(runStart, i));
+      w.textRange(s, runStart, i);
       w.text(esc);
       runStart = i + 1;
     }
   }
-  if (runStart == 0) w.text(s);
-  else if (runStart < s.length) w.text(s.substring(runStart));
+  w.textRange(s, runStart, s.length);
   w.byte(0x22);
 }
 
