@@ -45,7 +45,7 @@ function verdict(over: Partial<SignatureVerdict> = {}): SignatureVerdict {
   return {
     digest: DIGEST, image: NBP?.image ?? "", outcome: "verified",
     signers: [{ name: "openfief-release", kind: "publisher" }], identities: [RELEASE],
-    trustRoot: "a".repeat(64), catalog: SHA, catalogEvent: catalogSeq, ...over,
+    trustRoot: "a".repeat(64), catalog: SHA, catalogEvent: catalogSeq, rules: 1, ...over,
   };
 }
 
