@@ -155,11 +155,13 @@ describe.each<Store>(["sqlite", "postgres"])("decider versions on %s", (kind) =>
     const rows: RawEventRow[] = [];
     for await (const page of today.rawPages()) rows.push(...page);
     let prev = GENESIS_HASH;
+    // The versions before each type named its rules: decisions (ADR 0150) and verdicts (ADR 0191).
+    const before: Readonly<Record<string, number>> = { "rollout.decided": 2, "egress.decision": 2, "signature.verdict": 3, "config.verdict": 1, "grant.verdict": 1 };
     const older = rows.map((r): RawEventRow => {
-      const decision = r.type === "rollout.decided" || r.type === "egress.decision";
+      const decision = before[r.type] !== undefined;
       const { rules: _rules, ...data } = JSON.parse(r.data) as Record<string, unknown>;
       const text = decision ? canonicalJson(data) : r.data;
-      const schemaVersion = decision ? 2 : r.schemaVersion;
+      const schemaVersion = before[r.type] ?? r.schemaVersion;
       const hash = chainHash(prev, r.seq, r.stream, r.version, r.type, schemaVersion, r.time, r.actor, r.causedBy, text);
       const row = { ...r, schemaVersion, data: text, prevHash: prev, hash };
       prev = hash;
@@ -173,7 +175,10 @@ describe.each<Store>(["sqlite", "postgres"])("decider versions on %s", (kind) =>
     // The stored rows are as they were written: no `rules` in their text.
     const stored: RawEventRow[] = [];
     for await (const page of store.rawPages()) stored.push(...page);
-    expect(stored.filter((r) => r.schemaVersion === 2 && (r.type === "rollout.decided" || r.type === "egress.decision")).every((r) => !r.data.includes("\"rules\""))).toBe(true);
+    expect(stored.filter((r) => before[r.type] !== undefined).every((r) => r.schemaVersion === before[r.type] && !r.data.includes("\"rules\""))).toBe(true);
+    const verdicts = await store.read({ type: ["signature.verdict", "config.verdict"] as const });
+    expect(verdicts.length).toBeGreaterThan(0);
+    expect(verdicts.map((e) => e.data.rules)).toEqual(verdicts.map(() => 1));
     const r = await checkDecisions(store, { rules: RULES, egressAddresses: ADDRESSES });
     expect(r.divergences).toEqual([]);
     expect(r.upgrades.map((u) => u.field).sort()).toEqual(["egress.list", "inputs", "plan"]);
