@@ -96,20 +96,31 @@ export function recheckCatalogVerdict(
   }
   const catalog = recordedCatalog(event);
   if (catalog === null) return at("event", { catalogEvent: cited }, "a catalog.observed whose entries the catalog's parser reads");
+  return redecide(verdict, catalog, own.decide, registry.today);
+}
+
+/** Re-decides a verdict's catalog part from the catalog it cites, under its own rules' step and today's. */
+function redecide(verdict: EventOf<"signature.verdict">, catalog: Catalog, own: SignatureCatalogStep, todays: RulesRegistry<SignatureCatalogStep>["today"]): CatalogFindings {
+  const v = verdict.data;
+  const div = (field: CatalogDivergence["field"], recorded: unknown, expected: unknown): CatalogDivergence => ({ seq: verdict.seq, image: v.image, rules: v.rules, field, recorded, expected });
   const ids = v.identities as unknown as VerifiedIdentity[];
-  const answer = own.decide(catalog, v.digest, ids);
-  const divergences: CatalogDivergence[] = [];
+  const answer = own(catalog, v.digest, ids);
+  const today = todays.version === v.rules ? null : todays.decide(catalog, v.digest, ids);
+  const upgrade = (field: CatalogUpgrade["field"], before: unknown, after: unknown): CatalogUpgrade => ({ seq: verdict.seq, image: v.image, rules: v.rules, today: todays.version, field, before, after });
   const upgrades: CatalogUpgrade[] = [];
-  const today = registry.today.version === v.rules ? null : registry.today.decide(catalog, v.digest, ids);
-  const differ = (a: readonly string[], b: readonly string[]): boolean => JSON.stringify(a) !== JSON.stringify(b);
-  if (today !== null && differ(answer.publishers, today.publishers)) upgrades.push({ seq: verdict.seq, image: v.image, rules: v.rules, today: registry.today.version, field: "publishers", before: answer.publishers, after: today.publishers });
+  if (today !== null && differ(answer.publishers, today.publishers)) upgrades.push(upgrade("publishers", answer.publishers, today.publishers));
   if (v.outcome === "refused") {
-    if (v.reason === "untrusted_signer" && answer.publishers.length > 0) divergences.push(div("outcome", "refused (untrusted_signer)", `signed by ${answer.publishers.join(", ")}, a publisher of the recorded catalog`));
-    return { divergences, upgrades };
+    const trusted = v.reason === "untrusted_signer" && answer.publishers.length > 0;
+    return { divergences: trusted ? [div("outcome", "refused (untrusted_signer)", `signed by ${answer.publishers.join(", ")}, a publisher of the recorded catalog`)] : [], upgrades };
   }
+  const divergences: CatalogDivergence[] = [];
   const recorded = sortedUnique(v.signers.filter((s) => s.kind === "publisher").map((s) => s.name));
   if (differ(recorded, answer.publishers)) divergences.push(div("publishers", recorded, answer.publishers));
   if (v.outcome !== outcomeOf(answer)) divergences.push(div("outcome", v.outcome, outcomeOf(answer)));
-  if (today !== null && outcomeOf(today) !== outcomeOf(answer)) upgrades.push({ seq: verdict.seq, image: v.image, rules: v.rules, today: registry.today.version, field: "outcome", before: outcomeOf(answer), after: outcomeOf(today) });
+  if (today !== null && outcomeOf(today) !== outcomeOf(answer)) upgrades.push(upgrade("outcome", outcomeOf(answer), outcomeOf(today)));
   return { divergences, upgrades };
+}
+
+function differ(a: readonly string[], b: readonly string[]): boolean {
+  return JSON.stringify(a) !== JSON.stringify(b);
 }

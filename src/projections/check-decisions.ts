@@ -17,7 +17,7 @@ import { CONFIG_RULES, EGRESS_RULES, GRANT_RULES, loadSchemaChecks, SIGNATURE_RU
 import { emptyFacts, evolveFacts, ROLLOUT_RULES } from "./decide-rollout.js";
 import type { DeciderState, PluginFacts, RolloutDecider, RolloutDecision } from "./decide-rollout.js";
 import { checkEgress, type AddressRecheck, type AddressRules } from "./check-egress.js";
-import { checkVerdicts, type VerdictField, type VerdictRulesSet, type VerdictUpgrade } from "./check-verdicts.js";
+import { checkVerdicts, type VerdictCheckResult, type VerdictField, type VerdictRulesSet, type VerdictUpgrade } from "./check-verdicts.js";
 
 /** The decider families whose decisions are re-decided. */
 export type DecisionFamily = "rollout" | "egress";
@@ -94,9 +94,9 @@ export interface DeciderRules extends VerdictRulesSet {
   readonly egress?: RulesRegistry<EgressListStep>;
 }
 
-/** The event types the decider reads. */
+/** The event types the decider reads (a refused grant's verdict too: the decider then approves nothing of it). */
 export const DECIDER_EVENT_TYPES: readonly EventTypeName[] = [
-  "plugin.observed", "plugin.deleted", "grant.observed", "grant.deleted", "config.verdict", "signature.verdict", "previous.observed", "rollout.decided",
+  "plugin.observed", "plugin.deleted", "grant.observed", "grant.deleted", "grant.verdict", "config.verdict", "signature.verdict", "previous.observed", "rollout.decided",
 ];
 
 /** What re-deciding one rollout decision found: its divergences and its upgrade's effects. */
@@ -198,8 +198,9 @@ export async function checkDecisions(
   store: EventLog,
   opts: { toSeq?: number; pageSize?: number; egressAddresses?: AddressRecheck | AddressRules; rules?: DeciderRules } = {},
 ): Promise<CheckResult> {
-  const rolloutRules = opts.rules?.rollout ?? ROLLOUT_RULES;
-  const egressRules = opts.rules?.egress ?? EGRESS_RULES;
+  const rules = opts.rules ?? {};
+  const rolloutRules = rules.rollout ?? ROLLOUT_RULES;
+  const egressRules = rules.egress ?? EGRESS_RULES;
   const checker = new DecisionChecker(rolloutRules);
   const toSeq = opts.toSeq ?? await store.head();
   const pageSize = opts.pageSize ?? 20_000;
@@ -214,22 +215,28 @@ export async function checkDecisions(
   }
   // The verdicts, each under the rules it names (docs/adr/0191): the catalog part of signature
   // verdicts from the catalog they cite (docs/adr/0158), config and grant verdicts from the log.
-  const verdicts = await checkVerdicts(store, { toSeq, pageSize, check: (await loadSchemaChecks()).validateConfig, ...(opts.rules === undefined ? {} : { rules: opts.rules }) });
+  const verdicts = await checkVerdicts(store, { toSeq, pageSize, check: (await loadSchemaChecks()).validateConfig, rules });
   more.push(...verdicts.divergences);
   const upgrades = egress.upgrades.map((u): UpgradeEffect => ({ seq: u.seq, name: u.plugin, family: "egress", rules: u.rules, today: u.today, field: `egress.${u.field}`, before: u.before, after: u.after }));
   upgrades.push(...verdicts.upgrades);
-  const vr = opts.rules;
   return {
     checked: rollouts.checked + egress.checked,
     divergences: [...rollouts.divergences, ...more].sort((a, b) => a.seq - b.seq),
     upgrades: [...rollouts.upgrades, ...upgrades].sort((a, b) => a.seq - b.seq),
     rules: { rollout: rollouts.rules.rollout, egress: familyRules(egressRules.today.version, egress.byRules) },
     notRedecided: { gateway: familyRules(GATEWAY_RULES_VERSION, gateway) },
-    verdicts: [...Object.values(verdicts.byRules)].reduce((n, m) => n + [...m.values()].reduce((a, b) => a + b, 0), 0),
+    ...verdictTotals(verdicts, rules),
+  };
+}
+
+/** The verdicts re-decided, in all and per family with its rules today. */
+function verdictTotals(r: VerdictCheckResult, rules: VerdictRulesSet): Pick<CheckResult, "verdicts" | "verdictRules"> {
+  return {
+    verdicts: [...Object.values(r.byRules)].reduce((n, m) => n + [...m.values()].reduce((a, b) => a + b, 0), 0),
     verdictRules: {
-      signature: familyRules((vr?.signature ?? SIGNATURE_RULES).today.version, verdicts.byRules.signature),
-      config: familyRules((vr?.config ?? CONFIG_RULES).today.version, verdicts.byRules.config),
-      grant: familyRules((vr?.grant ?? GRANT_RULES).today.version, verdicts.byRules.grant),
+      signature: familyRules((rules.signature ?? SIGNATURE_RULES).today.version, r.byRules.signature),
+      config: familyRules((rules.config ?? CONFIG_RULES).today.version, r.byRules.config),
+      grant: familyRules((rules.grant ?? GRANT_RULES).today.version, r.byRules.grant),
     },
   };
 }

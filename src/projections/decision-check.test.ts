@@ -77,6 +77,19 @@ const step: fc.Arbitrary<Step> = fc.oneof(
   fc.constant({ kind: "check" as const }),
 );
 
+/** A rollout decision under the rules `s` names; a dishonest one is what a plugin with no facts at all would get: it differs whenever the facts matter. */
+async function decision(store: EventLog, name: string, s: { honest: boolean; rules: 1 | 2 }): Promise<object> {
+  const decide = RULES.rollout.get(s.rules)?.decide ?? decideRolloutV1;
+  const made = decide(s.honest ? (await loadDeciderState(store, name)).state : { ...emptyFacts(name), verdicts: new Map() });
+  return { ...made, rules: s.rules };
+}
+
+/** A grant verdict, right or wrong, about the plugin's last grant (or a made-up one). */
+async function grantVerdict(store: EventLog, name: string, s: { ok: boolean; rules: 1 | 2 }): Promise<object> {
+  const grant = await store.lookups.lastOf(`plugin/${name}`, ["grant.observed"], Number.MAX_SAFE_INTEGER);
+  return { name, grant: grant?.seq ?? 1, rules: s.rules, ok: s.ok, errors: s.ok ? [] : [{ code: "foreign_secret", path: "spec.secrets[0]", message: "test only" }] };
+}
+
 async function eventOf(store: EventLog, s: Exclude<Step, { kind: "check" }>): Promise<NewEvent> {
   if (s.kind === "verdict") {
     return { stream: "trust", type: "signature.verdict", actor: "test", data: { digest: DIGESTS[s.image], image: IMAGES[s.image], outcome: s.outcome, signers: [], identities: [], trustRoot: "r".repeat(64), catalog: "c".repeat(64), rules: 1 } };
@@ -88,16 +101,8 @@ async function eventOf(store: EventLog, s: Exclude<Step, { kind: "check" }>): Pr
     case "deleted": return e("plugin.deleted", { name });
     case "grant": return e("grant.observed", { name, spec: GRANT });
     case "config": return e("config.verdict", { name, image: IMAGES[s.image], rules: s.rules, ok: s.ok, errors: s.ok ? [] : [{ code: "config_mismatch", path: "spec.config", message: "test only" }] });
-    case "grantVerdict": {
-      const grant = await store.lookups.lastOf(`plugin/${name}`, ["grant.observed"], Number.MAX_SAFE_INTEGER);
-      return e("grant.verdict", { name, grant: grant?.seq ?? 1, rules: s.rules, ok: s.ok, errors: s.ok ? [] : [{ code: "foreign_secret", path: "spec.secrets[0]", message: "test only" }] });
-    }
-    // A dishonest decision is the one a plugin with no facts at all would get: it differs whenever the facts matter.
-    case "decide": {
-      const decide = RULES.rollout.get(s.rules)?.decide ?? decideRolloutV1;
-      const made = decide(s.honest ? (await loadDeciderState(store, name)).state : { ...emptyFacts(name), verdicts: new Map() });
-      return e("rollout.decided", { ...made, rules: s.rules });
-    }
+    case "grantVerdict": return e("grant.verdict", await grantVerdict(store, name, s));
+    case "decide": return e("rollout.decided", await decision(store, name, s));
     case "workload": {
       const allowList = [[], ["api.example.com:443"], ["api.example.com:443", "extra.example.com:443"]][s.hosts] as string[];
       return e("workload.desired", { name, running: s.running, image: IMAGE_A, objects: [], allowList });

@@ -9,21 +9,21 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { openStore } from "../events/index.js";
-import type { EventLog, NewEvent } from "../events/index.js";
-import { CONFIG_RULES, GRANT_RULES, loadSchemaChecks, parsePlugin, withVersion } from "../plugins/index.js";
-import type { InstanceSecrets, JsonValue } from "../plugins/index.js";
-import { grantProblems, nextConfigVerdict, nextGrantVerdict } from "../reconciler/steps.js";
-import { checkDecisions, type DeciderRules } from "./check-decisions.js";
+import { openStore } from "../../src/events/index.js";
+import type { EventLog, NewEvent } from "../../src/events/index.js";
+import { CONFIG_RULES, GRANT_RULES, loadSchemaChecks, parsePlugin, withVersion } from "../../src/plugins/index.js";
+import type { GrantSpec, InstanceSecrets, JsonValue } from "../../src/plugins/index.js";
+import { grantProblems, nextConfigVerdict, nextGrantVerdict } from "../../src/reconciler/steps.js";
+import { checkDecisions, type DeciderRules } from "../../src/projections/index.js";
 
 const DIGEST = `sha256:${"a".repeat(64)}`;
 const IMAGE = `registry.example/fx@${DIGEST}`;
 const OTHER_IMAGE = `registry.example/fx@sha256:${"b".repeat(64)}`;
 const SCHEMA = { type: "object", properties: { base: { type: "string" } }, additionalProperties: false };
 const MANIFEST = { capabilities: ["connector"], egress: [{ host: "api.example.com", port: 443 }], secrets: [{ name: "token", mountPath: "/secrets/token" }], dataTiers: [], configSchema: SCHEMA };
-const GRANT = { capabilities: ["connector"], egress: [{ host: "api.example.com", port: 443 }], secrets: ["token"], dataTiers: [] };
+const GRANT: GrantSpec = { capabilities: ["connector"], egress: [{ host: "api.example.com", port: 443 }], secrets: ["token"], dataTiers: [] };
 /** A grant mapping the role `token` to `first-token`: the instance `first`'s default Secret. */
-const FOREIGN = { ...GRANT, secrets: [], secretRoles: [{ role: "token", secret: "first-token" }] };
+const FOREIGN: GrantSpec = { ...GRANT, secrets: [], secretRoles: [{ role: "token", secret: "first-token" }] };
 
 /** Config rules 2, for this test only: a config may not name `base` "EUR". */
 const CONFIG_V2 = withVersion(CONFIG_RULES, "test only: base may not be EUR", (m, config, check) => {
