@@ -33,8 +33,8 @@ describe("the integrity page's decisions", () => {
       { seq: 8, name: "registry.example/fx@sha256:aa", family: "signature", rules: 1, field: "catalog.outcome", recorded: "verified", expected: "unverified" },
     ] });
     const card = decisionsCard(r).toString();
-    expect(card).toContain("event 6 (<a href=\"/plugins/nbp-fx\">nbp-fx</a>): the recorded config.verdict differ from what the config verdict's rules 1 decide");
-    expect(card).toContain("event 8 (<code>registry.example/fx@sha256:aa</code>): the recorded catalog.outcome differ from what the signature verdict's rules 1 decide");
+    expect(card).toContain("event 6 (<a href=\"/plugins/nbp-fx\">nbp-fx</a>): the recorded config.verdict differ from what the config verdict&#39;s rules 1 decide");
+    expect(card).toContain("event 8 (<code>registry.example/fx@sha256:aa</code>): the recorded catalog.outcome differ from what the signature verdict&#39;s rules 1 decide");
   });
 
   it("shows an upgrade's effect apart, saying it is not a fault, and 'at least' once past the kept ones", () => {
