@@ -20,6 +20,7 @@ import type { PluginState, VerdictState } from "../projections/index.js";
 import { previousVersion, Projector, specManifestDigest, standingVerdict } from "../projections/index.js";
 import { openIntent } from "../reconciler/index.js";
 import { startOperatorCheckpoints } from "./operator-checkpoints.js";
+import { logVerifierPublisher } from "./cluster-log-key.js";
 import { EMBEDDED_TOPOLOGY, openRuntime } from "./runtime.js";
 import { storeLocationOf } from "../app/index.js";
 
@@ -149,6 +150,8 @@ export const clusterReconcilerFactory: ReconcilerFactory = async (ctx) => {
     await rt.close();
     throw err;
   });
+  // The key's public half for the console, published by the leader (docs/adr/0192).
+  const verifier = checkpoints === null ? null : logVerifierPublisher(ctx.kc, checkpoints.key, ctx.log);
   const projector = new Projector(rt.store);
   const meta = new Map<string, PluginMeta>();
   // What the target changed during the running pass, by plugin; recorded when the pass ends.
@@ -170,6 +173,7 @@ export const clusterReconcilerFactory: ReconcilerFactory = async (ctx) => {
     },
     async reconcileAll(): Promise<void> {
       if (!ctx.isLeader()) return;
+      await verifier?.ensure();
       try {
         await rt.reconciler.reconcileAll();
       } finally {

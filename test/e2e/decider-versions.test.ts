@@ -77,7 +77,7 @@ describe("check-decisions on the demo's log", () => {
       notRedecided: { gateway: { today: 1, decisions: {} } }, verdicts: expect.any(Number) as number, verdictsDiverged: 0,
       verdictRules: { signature: { today: 1, decisions: { 1: expect.any(Number) as number } }, config: { today: 1, decisions: { 1: expect.any(Number) as number } }, grant: { today: 1, decisions: {} } },
     });
-    expect(r.verdicts).toBe(r.verdictRules.signature.decisions["1"] + r.verdictRules.config.decisions["1"]);
+    expect(r.verdicts).toBe((r.verdictRules.signature.decisions["1"] ?? 0) + (r.verdictRules.config.decisions["1"] ?? 0));
   });
 
   it("reports a decision edited behind the program's back as a divergence under its own rules, and exits 1", async () => {
