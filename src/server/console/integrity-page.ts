@@ -59,7 +59,13 @@ export function upgradesCard(r: IntegrityReport): Markup {
 /** The log's key and its newest signed checkpoint: what an auditor checks the log with, anywhere. */
 async function transparencyCard(app: FaceContext): Promise<Markup> {
   const key = app.logKey ?? null;
-  if (key === null) return html`<section class="card"><h2>Signed checkpoints</h2><p class="muted">This control plane signs no checkpoints of the log (it was started with <code>--no-checkpoints</code>).</p></section>`;
+  if (key === null) {
+    // In a cluster the key is the one the operator's leader publishes (docs/adr/0192).
+    const why = app.cluster === undefined
+      ? html`This control plane signs no checkpoints of the log (it was started with <code>--no-checkpoints</code>).`
+      : html`The operator has not published the log's verifier key (the ConfigMap <code>openfief-log-verifier</code>): it signs no checkpoints (no Secret <code>openfief-log-key</code>), or has not yet.`;
+    return html`<section class="card"><h2>Signed checkpoints</h2><p class="muted">${why}</p></section>`;
+  }
   const c = await latestCheckpoint(app.store);
   const newest = c === null
     ? html`<dt>Newest checkpoint</dt><dd><span class="muted">none yet: one is signed as soon as an event is appended</span></dd>`
