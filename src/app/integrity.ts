@@ -49,6 +49,8 @@ export interface DecisionsCheck extends CheckResult {
   readonly reproduced: number;
   /** Decisions they do not (a bug or tampering): `check-decisions` fails on any. */
   readonly diverged: number;
+  /** Verdicts the rules they name do not reproduce (a bug or tampering): `check-decisions` fails on any too. */
+  readonly verdictsDiverged: number;
   /** Decisions made under older rules that today's would make differently (an upgrade's effect; not a failure). */
   readonly upgraded: number;
 }
@@ -61,15 +63,30 @@ export async function checkLogDecisions(store: EventLog, opts: { rules?: Decider
   // Egress decisions are re-decided too; their address step is the proxy's own (ADR 0032), by rules version.
   const r = await checkDecisions(store, { egressAddresses: ADDRESS_RULES, ...(opts.rules === undefined ? {} : { rules: opts.rules }) });
   // A decision whose inputs and plan both differ is one decision that does not reproduce.
-  const diverged = new Set(r.divergences.filter((d) => d.family !== "signature").map((d) => d.seq)).size;
-  return { ...r, reproduced: r.checked - diverged, diverged, upgraded: new Set(r.upgrades.map((u) => u.seq)).size };
+  const diverged = new Set(r.divergences.filter((d) => !isVerdict(d.family)).map((d) => d.seq)).size;
+  const verdictsDiverged = new Set(r.divergences.filter((d) => isVerdict(d.family)).map((d) => d.seq)).size;
+  return { ...r, reproduced: r.checked - diverged, diverged, verdictsDiverged, upgraded: new Set(r.upgrades.map((u) => u.seq)).size };
+}
+
+/** Whether a family is a verdict's (signature, config, grant: docs/adr/0191) rather than a decision's. */
+function isVerdict(family: Divergence["family"]): boolean {
+  return family === "signature" || family === "config" || family === "grant";
 }
 
 /** What a divergence's or an upgrade effect's field names, in words. */
 const PART: Readonly<Record<Divergence["field"], string>> = {
   inputs: "inputs", plan: "plan", rules: "rules", "egress.list": "allow-list answer", "egress.address": "dialed address",
   "egress.refusal": "address refusal", "egress.rules": "rules",
-  "catalog.event": "catalog event", "catalog.publishers": "catalog publishers", "catalog.outcome": "outcome",
+  "catalog.event": "catalog event", "catalog.publishers": "catalog publishers", "catalog.outcome": "outcome", "catalog.rules": "rules",
+  "config.inputs": "image (not the plugin's then)", "config.verdict": "verdict", "config.rules": "rules",
+  "grant.inputs": "grant (not the plugin's then)", "grant.verdict": "verdict", "grant.rules": "rules",
+};
+
+/** What a verdict family's rules decide, in words. */
+const VERDICT_WORDS: Readonly<Record<"signature" | "config" | "grant", string>> = {
+  signature: "signature verdicts (their catalog part, from the catalog each cites)",
+  config: "config verdicts",
+  grant: "grant verdicts",
 };
 
 /** The rules of each family and the decisions checked under each version, in a line. */
@@ -87,11 +104,22 @@ function rulesLine(r: DecisionsCheck): string {
   return parts.join("; ");
 }
 
+/** The verdicts re-decided, per family, with their rules, in a line (null when there is none). */
+function verdictRulesLine(r: DecisionsCheck): string | null {
+  const parts: string[] = [];
+  for (const family of ["signature", "config", "grant"] as const) {
+    const f = r.verdictRules[family];
+    const seen = Object.entries(f.decisions).map(([v, n]) => `${n} under rules ${v}`);
+    if (seen.length > 0) parts.push(`${family}: rules ${f.today} today, ${seen.join(", ")}`);
+  }
+  return parts.length === 0 ? null : parts.join("; ");
+}
+
 /** `check-decisions` as lines of text: what reproduces, what diverges, and an upgrade's effects apart. */
 export function decisionsCheckLines(r: DecisionsCheck): string[] {
   const out: string[] = [];
-  const decisions = r.divergences.filter((d) => d.family !== "signature");
-  const verdicts = r.divergences.filter((d) => d.family === "signature");
+  const decisions = r.divergences.filter((d) => !isVerdict(d.family));
+  const verdicts = r.divergences.filter((d) => isVerdict(d.family));
   if (decisions.length === 0) out.push(`${r.checked} decisions re-checked: every one reproduces`);
   else {
     out.push(`${r.diverged} of ${r.checked} decisions do not reproduce under the rules they name (a bug or tampering):`);
@@ -102,11 +130,22 @@ export function decisionsCheckLines(r: DecisionsCheck): string[] {
     }
   }
   out.push(`  ${rulesLine(r)}`);
-  // The catalog part of signature verdicts, re-decided from the catalog each cites (docs/adr/0158).
+  // The verdicts, each under the rules it names (docs/adr/0191); a signature verdict's catalog part
+  // from the catalog it cites (docs/adr/0158).
+  const line = verdictRulesLine(r);
   if (verdicts.length > 0) {
-    out.push(`${new Set(verdicts.map((d) => d.seq)).size} of ${r.verdicts} signature verdicts do not reproduce the catalog they cite (a bug or tampering):`);
-    for (const d of verdicts) out.push(`  event ${d.seq} (${d.name}): the recorded ${PART[d.field]} ${d.field === "catalog.outcome" ? "differs from" : "differ from"} what the recorded catalog gives: ${JSON.stringify(d.expected)}`);
-  } else if (r.verdicts > 0) out.push(`  signature verdicts: the catalog part of ${r.verdicts} re-checked against the catalog each cites: every one reproduces`);
+    out.push(`${r.verdictsDiverged} of ${r.verdicts} verdicts do not reproduce under the rules they name (a bug or tampering):`);
+    for (const d of verdicts) {
+      out.push(d.field.endsWith(".rules")
+        ? `  event ${d.seq} (${d.name}): names ${d.family} rules ${d.rules}, which this release does not know (it has ${String(d.expected)})`
+        : `  event ${d.seq} (${d.name}): the recorded ${PART[d.field]} of a ${d.family} verdict differs from what ${d.family} rules ${d.rules} give: ${JSON.stringify(d.expected)}`);
+    }
+    if (line !== null) out.push(`  ${line}`);
+  } else if (line !== null) {
+    const words = (["signature", "config", "grant"] as const).filter((f) => Object.keys(r.verdictRules[f].decisions).length > 0).map((f) => VERDICT_WORDS[f]);
+    out.push(`${r.verdicts} verdicts re-checked (${words.join(", ")}): every one reproduces`);
+    out.push(`  ${line}`);
+  }
   if (r.upgrades.length > 0) {
     out.push(`${r.upgraded} decisions made under older rules would be decided differently under today's (an upgrade's effect, not a fault):`);
     for (const u of r.upgrades) out.push(`  event ${u.seq} (${u.name}): its ${PART[u.field]} under ${u.family} rules ${u.rules}, another under today's ${u.today}`);

@@ -104,7 +104,7 @@ describe("a plugin's story in the log", () => {
   const MANIFEST = { capabilities: ["connector"], egress: [{ host: "api.example.com", port: 443 }], secrets: [], dataTiers: [] };
   const verdict = (digest: string, manifest?: string) => ({
     stream: "trust", type: "signature.verdict", actor: "reconciler",
-    data: { digest, image: `registry.example/c@${digest}`, outcome: "unverified", signers: [{ name: "me", kind: "owner" }], identities: [], trustRoot: "r", catalog: "c", ...(manifest === undefined ? {} : { manifest }) },
+    data: { digest, image: `registry.example/c@${digest}`, outcome: "unverified", signers: [{ name: "me", kind: "owner" }], identities: [], trustRoot: "r", catalog: "c", rules: 1, ...(manifest === undefined ? {} : { manifest }) },
   });
 
   it("holds the signature verdicts about the images the plugin asked for, and no other", async () => {
@@ -112,7 +112,7 @@ describe("a plugin's story in the log", () => {
     const [mine] = await store.append([verdict(DIGEST)]);
     const [elses] = await store.append([verdict(OTHER)]);
     const [otherManifest] = await store.append([verdict(DIGEST, "e".repeat(64))]);
-    const [config] = await store.append([{ stream: "plugin/c", type: "config.verdict", actor: "reconciler", data: { name: "c", image: `registry.example/c@${DIGEST}`, ok: true, errors: [] } }]);
+    const [config] = await store.append([{ stream: "plugin/c", type: "config.verdict", actor: "reconciler", data: { name: "c", image: `registry.example/c@${DIGEST}`, rules: 1, ok: true, errors: [] } }]);
     const page = await readLog(store, { plugin: "c" });
     expect(seqs(page.events)).toEqual([observed?.seq, mine?.seq, config?.seq]);
     expect(seqs(page.events)).not.toContain(elses?.seq);

@@ -84,7 +84,7 @@ describe("approve", () => {
 describe("approve a version that cannot run whatever is approved", () => {
   const SCHEMA = { type: "object", properties: { region: { type: "string" } }, additionalProperties: false };
   const respec = (spec: Record<string, unknown>) => store.append([{ stream: "plugin/echo", type: "plugin.observed", actor: "owner:cli", data: { name: "echo", spec: { image: IMAGE, manifest: MANIFEST, ...spec } } }]);
-  const refuse = (reason: string) => store.append([{ stream: "trust", type: "signature.verdict", actor: "reconciler", data: { digest: `sha256:${"a".repeat(64)}`, image: IMAGE, outcome: "refused", reason, signers: [], identities: [], trustRoot: "r", catalog: "c" } }]);
+  const refuse = (reason: string) => store.append([{ stream: "trust", type: "signature.verdict", actor: "reconciler", data: { digest: `sha256:${"a".repeat(64)}`, image: IMAGE, outcome: "refused", reason, signers: [], identities: [], trustRoot: "r", catalog: "c", rules: 1 } }]);
 
   it.each<[string, () => Promise<unknown>, string, RegExp]>([
     ["its config fails its schema", () => respec({ manifest: { ...MANIFEST, configSchema: SCHEMA }, config: { region: 7 } }), "config_refused", /its config does not match its schema: spec\.config\.region/],

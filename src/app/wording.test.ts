@@ -174,8 +174,8 @@ describe("a rollout decision reads as what happened", () => {
   });
 
   it("words its signature verdicts and config verdicts by what they found", () => {
-    const sig = ev("signature.verdict", { digest: `sha256:${"a".repeat(64)}`, image: V2, outcome: "unverified", signers: [{ name: "demo-owner", kind: "owner" }], identities: [], trustRoot: "r", catalog: "c" });
-    const bad = ev("config.verdict", { name: "nbp-fx", image: V2, ok: false, errors: [{ code: "config_mismatch", path: "spec.config.startDate", message: "must be string" }] });
+    const sig = ev("signature.verdict", { digest: `sha256:${"a".repeat(64)}`, image: V2, outcome: "unverified", signers: [{ name: "demo-owner", kind: "owner" }], identities: [], trustRoot: "r", catalog: "c", rules: 1 });
+    const bad = ev("config.verdict", { name: "nbp-fx", image: V2, rules: 1, ok: false, errors: [{ code: "config_mismatch", path: "spec.config.startDate", message: "must be string" }] });
     expect(describeEvent(sig)).toBe(`the signature check of ${V2}: signed by demo-owner, a signer you trust; not in the catalog`);
     expect(describeEvent(bad)).toBe(`the config does not match the schema of ${V2}: spec.config.startDate: must be string`);
   });

@@ -5,7 +5,8 @@
  * TokenReview, roles from SubjectAccessReviews, approvals written to the PluginGrant as the user
  * (docs/adr/0170, 0171). It runs no reconciler and no proxy: the operator decides, this process
  * reads the log and takes approvals. `stop()` closes in order: the HTTP face (no request acts on
- * a closed log), then the log.
+ * a closed log), then the log. The log's public key comes from the ConfigMap the operator's
+ * leader publishes it in (docs/adr/0192), never from the Secret holding the private key.
  */
 import type { Logger } from "pino";
 import { assertLogHolds, ControlPlaneMetrics, kubeClusterAccess, openDataDir, openLogAt, Sessions, storeText, tightenedText } from "../app/index.js";
@@ -14,6 +15,7 @@ import type { EventLog } from "../events/index.js";
 import { ClusterIdentity } from "../kube/index.js";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { startServer } from "../server/index.js";
+import { ConsoleLogKey } from "./cluster-log-key.js";
 import type { ServerOptions } from "../server/index.js";
 
 /** Options of {@link startClusterConsole}. */
@@ -32,6 +34,8 @@ export interface ClusterConsoleOptions {
   readonly audiences?: readonly string[];
   /** How long a review's answer is reused (ms); default 10 s. */
   readonly reviewCacheMs?: number;
+  /** How often the published log key is read again (ms); default 30 s. */
+  readonly logKeyRefreshMs?: number;
   readonly logger: Logger;
   readonly clock?: () => Date;
 }
@@ -62,8 +66,9 @@ export async function startClusterConsole(o: ClusterConsoleOptions): Promise<Clu
     const metrics = new ControlPlaneMetrics();
     let failure: string | null = null;
     const readiness = (): Readiness => (failure === null ? { ready: true, reasons: [] } : { ready: false, reasons: [failure] });
-    const ctx: FaceContext = { dataDir: o.dataDir, store, sessions, views: null, metrics, logger: o.logger, clock, cluster, readiness };
-    const face = await startServer(ctx, o.server);
+    const logKey = await ConsoleLogKey.start(o.kubeConfig, o.logger, { ...(o.namespace === undefined ? {} : { namespace: o.namespace }), ...(o.logKeyRefreshMs === undefined ? {} : { refreshMs: o.logKeyRefreshMs }) });
+    const ctx: FaceContext = { dataDir: o.dataDir, store, sessions, views: null, metrics, logger: o.logger, clock, cluster, readiness, get logKey() { return logKey.current; } };
+    const face = await startServer(ctx, o.server).catch((err: unknown) => { logKey.stop(); throw err; });
     o.logger.info({ url: face.url, origin: face.origin, store: storeText(o.store), namespace: cluster.namespace }, "the console serves the cluster's log");
     let stopped: Promise<void> | null = null;
     return {
@@ -73,6 +78,7 @@ export async function startClusterConsole(o: ClusterConsoleOptions): Promise<Clu
       stop() {
         stopped ??= (async () => {
           failure = "stopping";
+          logKey.stop();
           await face.close();
           await store.close();
         })();

@@ -23,6 +23,7 @@ import { startOperatorCheckpoints } from "./operator-checkpoints.js";
 import { startOperatorSyncs } from "./operator-syncs.js";
 import { startClusterCoreApi, type ClusterCoreApi } from "./core-api.js";
 import type { OperatorSyncSettings } from "./operator-syncs.js";
+import { logVerifierPublisher } from "./cluster-log-key.js";
 import { EMBEDDED_TOPOLOGY, openRuntime } from "./runtime.js";
 import { deliveriesOf, storeLocationOf } from "../app/index.js";
 
@@ -198,6 +199,8 @@ async function clusterReconciler(ctx: OperatorContext, syncSettings: OperatorSyn
     await rt.close();
     throw err;
   }
+  // The key's public half for the console, published by the leader (docs/adr/0192).
+  const verifier = checkpoints === null ? null : logVerifierPublisher(ctx.kc, checkpoints.key, ctx.log);
   const projector = new Projector(rt.store);
   const meta = new Map<string, PluginMeta>();
   // What the target changed during the running pass, by plugin; recorded when the pass ends.
@@ -219,6 +222,7 @@ async function clusterReconciler(ctx: OperatorContext, syncSettings: OperatorSyn
     },
     async reconcileAll(): Promise<void> {
       if (!ctx.isLeader()) return;
+      await verifier?.ensure();
       try {
         await rt.reconciler.reconcileAll();
       } finally {

@@ -28,6 +28,8 @@ export type { Listener } from "./listeners.js";
 /** The console and the API in a cluster over its shared log, with the cluster's identity. */
 export { startClusterConsole } from "./cluster-console.js";
 export type { ClusterConsole, ClusterConsoleOptions } from "./cluster-console.js";
+export { ConsoleLogKey, logVerifierPublisher, publishedKeyProblem, LOG_KEY_REFRESH_MS } from "./cluster-log-key.js";
+export type { LogVerifierPublisher } from "./cluster-log-key.js";
 export { checkOperatorWitnesses, startOperatorCheckpoints } from "./operator-checkpoints.js";
 export type { OperatorCheckpointContext, OperatorCheckpoints } from "./operator-checkpoints.js";
 export { connectSync, CONNECTOR_URL_ENV, coreAccount, failureOf, startOperatorSyncs } from "./operator-syncs.js";

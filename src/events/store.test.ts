@@ -80,7 +80,7 @@ describe("appending from several connections to one file", () => {
         while (!existsSync(${JSON.stringify(go)})) await new Promise((r) => setTimeout(r, 5));
         for (let i = 0; i < 40; i++) {
           store.append([0, 1, 2].map((k) => ({ stream: "egress/echo", type: "egress.decision", actor: "egress", data: { plugin: "echo", host: "${tag}" + i + "-" + k + ".example.com", port: 443, allowed: true, reason: "listed", rules: 1 } })));
-          store.append([{ stream: "trust", type: "signature.verdict", actor: "trust", data: { digest: "sha256:" + "a".repeat(64), image: "r.example/x@sha256:" + "a".repeat(64), outcome: "verified", signers: [], identities: [], trustRoot: "${tag}", catalog: String(i) } }]);
+          store.append([{ stream: "trust", type: "signature.verdict", actor: "trust", data: { digest: "sha256:" + "a".repeat(64), image: "r.example/x@sha256:" + "a".repeat(64), outcome: "verified", signers: [], identities: [], trustRoot: "${tag}", catalog: String(i), rules: 1 } }]);
         }
         await store.close();`;
       const p = spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", code], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });

@@ -19,5 +19,7 @@ export {
   type KubernetesTargetOptions,
 } from "./target.js";
 export { readTrustedSigners, signersFromConfigMapData, TRUSTED_SIGNERS_KEY } from "./trusted-signers.js";
+export { LOG_VERIFIER_CONFIGMAP, publishLogVerifier, readLogVerifier } from "./log-verifier.js";
+export type { PublishedLogVerifier } from "./log-verifier.js";
 export type { DeployedStatus } from "./ports.js";
 export { ClusterIdentity, type AccessQuestion, type ClusterIdentityOptions, type ReviewedUser, type TokenReviewResult } from "./identity.js";

@@ -96,6 +96,9 @@ export { rulesRegistry, withVersion, FIRST_RULES } from "./rules.js";
 export type { RulesRegistry, RulesVersion } from "./rules.js";
 export { EGRESS_RULES } from "./egress-rules.js";
 export type { EgressListStep } from "./egress-rules.js";
+/** The verdicts' rules by version: signature (its catalog step), config, grant (docs/adr/0191). */
+export { CONFIG_RULES, GRANT_RULES, SIGNATURE_RULES } from "./verdict-rules.js";
+export type { CatalogAnswer, ConfigCheck, ConfigStep, GrantStep, SignatureCatalogStep, VerdictFamily } from "./verdict-rules.js";
 
 /** ServiceAccount names of plugins, both ways. */
 export { serviceAccountName, serviceAccountUsername, pluginForServiceAccount } from "./service-account.js";

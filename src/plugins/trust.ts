@@ -8,13 +8,13 @@ import { CAPS } from "./caps.js";
 import { ErrorCode, fail, fieldError, ok } from "./errors.js";
 import type { Result } from "./errors.js";
 import { Catalog, emptyCatalog } from "./catalog.js";
-import type { CatalogEntry } from "./catalog.js";
 import { manifestEqual } from "./manifest-equal.js";
 import { isManifestShaped } from "./shapes.js";
 import { PatternEngineNotLoaded } from "./re2-engine.js";
-import { identityMatches, identityProblems, openFiefCI, signerMatcher } from "./signers.js";
+import { identityProblems, openFiefCI, signerMatcher } from "./signers.js";
 import type { Signer, SignerKind, VerifiedIdentity } from "./signers.js";
 import type { Manifest } from "./types.js";
+import { SIGNATURE_RULES } from "./verdict-rules.js";
 
 /** What the adapter found for one image: its digest, the verified signers, the signed label. */
 export interface SignedImage {
@@ -94,9 +94,8 @@ export class TrustPolicy {
     if (matched.length === 0) {
       return fail(fieldError(ErrorCode.UntrustedSigner, "image", "no signature is by a trusted signer"));
     }
-    const entry = this.#catalog
-      .entriesForDigest(image.digest)
-      .find((e: CatalogEntry) => ids.some((id) => identityMatches(e.publisher.identity, id)));
+    // Today's signature rules decide the catalog's part (docs/adr/0191); the verdict names their version.
+    const entry = SIGNATURE_RULES.today.decide(this.#catalog, image.digest, ids).entry;
     if (declared !== undefined && !isManifestShaped(declared)) {
       return fail(fieldError(ErrorCode.InvalidType, "manifest", "the declared manifest is not shaped as a manifest"));
     }
@@ -114,7 +113,7 @@ export class TrustPolicy {
     }
     const signers = [...matched];
     return ok(
-      entry === undefined
+      entry === null
         ? { status: "unverified", signers }
         : { status: "verified", signers, catalogEntry: entry.name },
     );

@@ -2,7 +2,9 @@
  * `check-decisions` re-decides the catalog part of signature verdicts from the catalog each cites
  * (docs/adr/0158): a verdict the recorded catalog reproduces passes; one citing another catalog,
  * naming publishers the catalog does not hold, or calling an image verified (or not) against the
- * catalog's word, is a divergence. The entries are the project's own catalog (catalog/plugins.json).
+ * catalog's word, is a divergence. Each under the signature rules it names (docs/adr/0191): rules
+ * this release does not know are reported, and a test-only rules 2 that decides otherwise shows the
+ * older verdict apart, as an upgrade's effect. The entries are the project's own catalog (catalog/plugins.json).
  */
 import { createHash } from "node:crypto";
 import { generateKeyPairSync } from "node:crypto";
@@ -12,6 +14,7 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { openStore } from "../events/index.js";
 import type { EventLog, SignatureVerdict } from "../events/index.js";
+import { SIGNATURE_RULES, withVersion } from "../plugins/index.js";
 import type { JsonValue } from "../plugins/index.js";
 import { checkDecisions } from "./check-decisions.js";
 
@@ -45,13 +48,16 @@ function verdict(over: Partial<SignatureVerdict> = {}): SignatureVerdict {
   return {
     digest: DIGEST, image: NBP?.image ?? "", outcome: "verified",
     signers: [{ name: "openfief-release", kind: "publisher" }], identities: [RELEASE],
-    trustRoot: "a".repeat(64), catalog: SHA, catalogEvent: catalogSeq, ...over,
+    trustRoot: "a".repeat(64), catalog: SHA, catalogEvent: catalogSeq, rules: 1, ...over,
   };
 }
 
-async function check(v: SignatureVerdict) {
+/** Signature rules 2, for this test only: the catalog verifies nothing. */
+const SIGNATURE_V2 = withVersion(SIGNATURE_RULES, "test only: the catalog verifies nothing", (catalog, digest, ids) => ({ ...SIGNATURE_RULES.today.decide(catalog, digest, ids), entry: null }));
+
+async function check(v: SignatureVerdict, rules: { signature?: typeof SIGNATURE_V2 } = {}) {
   const [e] = await store.append([{ stream: "trust", type: "signature.verdict", actor: "reconciler", data: v as unknown as JsonValue }]);
-  const r = await checkDecisions(store);
+  const r = await checkDecisions(store, { rules });
   return { seq: e?.seq, r, found: r.divergences.filter((d) => d.family === "signature").map((d) => [d.field, d.recorded, d.expected]) };
 }
 
@@ -95,5 +101,19 @@ describe("the catalog part of a signature verdict, re-decided", () => {
     const { r, found } = await check(old);
     expect(found).toEqual([]);
     expect(r.verdicts).toBe(0);
+  });
+
+  it("reports a verdict naming signature rules this release does not know", async () => {
+    expect((await check(verdict({ rules: 9 }))).found).toEqual([["catalog.rules", 9, "rules 1 to 1"]]);
+  });
+
+  it("shows a verified verdict that today's rules would leave unverified apart, as an upgrade's effect, not a divergence", async () => {
+    const { seq, r, found } = await check(verdict(), { signature: SIGNATURE_V2 });
+    expect(found).toEqual([]);
+    expect(r.verdictRules.signature).toEqual({ today: 2, decisions: { 1: 1 } });
+    expect(r.upgrades).toEqual([{ seq, name: NBP?.image, family: "signature", rules: 1, today: 2, field: "catalog.outcome", before: "verified", after: "unverified" }]);
+    // Under rules 2 it would have been unverified: recorded so, it reproduces; recorded verified, it diverges.
+    expect((await check(verdict({ rules: 2, outcome: "unverified" }), { signature: SIGNATURE_V2 })).found).toEqual([]);
+    expect((await check(verdict({ rules: 2 }), { signature: SIGNATURE_V2 })).found).toEqual([["catalog.outcome", "verified", "unverified"]]);
   });
 });

@@ -6,17 +6,18 @@
  * Each decision names the version of the rules that made it (ADR 0150), and is re-decided under
  * those rules: a difference there is a divergence (a bug or tampering). A decision made under
  * older rules is also decided under today's, and a difference there is reported apart, as an
- * upgrade's effect (what the owner's upgrade changed), never as a divergence.
+ * upgrade's effect (what the owner's upgrade changed), never as a divergence. The verdicts the
+ * decisions rest on (signature, config, grant) name their rules too and are re-decided alike
+ * (`check-verdicts.ts`, docs/adr/0191).
  */
 import { canonicalize } from "json-canonicalize";
 import { GATEWAY_RULES_VERSION, verdictKey } from "../events/index.js";
 import type { EventOf, EventLog, EventTypeName, KnownEvent, VerdictOutcome } from "../events/index.js";
-import { EGRESS_RULES, type EgressListStep, type RulesRegistry } from "../plugins/index.js";
+import { CONFIG_RULES, EGRESS_RULES, GRANT_RULES, loadSchemaChecks, SIGNATURE_RULES, type EgressListStep, type RulesRegistry, type VerdictFamily } from "../plugins/index.js";
 import { emptyFacts, evolveFacts, ROLLOUT_RULES } from "./decide-rollout.js";
 import type { DeciderState, PluginFacts, RolloutDecider, RolloutDecision } from "./decide-rollout.js";
 import { checkEgress, type AddressRecheck, type AddressRules } from "./check-egress.js";
-import { CATALOG_RULES, checkCatalogVerdicts } from "./check-catalog.js";
-import { readySchemaCheck } from "./schema-facts.js";
+import { checkVerdicts, type VerdictCheckResult, type VerdictField, type VerdictRulesSet, type VerdictUpgrade } from "./check-verdicts.js";
 
 /** The decider families whose decisions are re-decided. */
 export type DecisionFamily = "rollout" | "egress";
@@ -25,15 +26,18 @@ export type DecisionFamily = "rollout" | "egress";
 export interface Divergence {
   readonly seq: number;
   readonly name: string;
-  /** Which decider made it (`signature`: the catalog part of a signature verdict, docs/adr/0158). */
-  readonly family: DecisionFamily | "signature";
+  /**
+   * Which decider made it; a verdict's family (`signature`: the catalog part of a signature verdict,
+   * docs/adr/0158; `config`, `grant`) for a verdict (docs/adr/0191).
+   */
+  readonly family: DecisionFamily | VerdictFamily;
   /** The rules version the decision names. */
   readonly rules: number;
   /**
    * Which part differs (`egress.*`: an egress decision, re-decided by `check-egress.ts`); `rules`
    * or `egress.rules`: the decision names rules this release does not know, so nothing re-decides it.
    */
-  readonly field: "inputs" | "plan" | "rules" | "egress.list" | "egress.address" | "egress.refusal" | "egress.rules" | "catalog.event" | "catalog.publishers" | "catalog.outcome";
+  readonly field: "inputs" | "plan" | "rules" | "egress.list" | "egress.address" | "egress.refusal" | "egress.rules" | VerdictField;
   readonly recorded: unknown;
   readonly expected: unknown;
 }
@@ -42,12 +46,12 @@ export interface Divergence {
 export interface UpgradeEffect {
   readonly seq: number;
   readonly name: string;
-  readonly family: DecisionFamily;
+  readonly family: DecisionFamily | VerdictFamily;
   /** The rules the decision was made with. */
   readonly rules: number;
   /** Today's rules (the newest of its family). */
   readonly today: number;
-  readonly field: "inputs" | "plan" | "egress.list" | "egress.address" | "egress.refusal";
+  readonly field: "inputs" | "plan" | "egress.list" | "egress.address" | "egress.refusal" | VerdictUpgrade["field"];
   /** The decision's answer under its own rules, and today's answer. */
   readonly before: unknown;
   readonly after: unknown;
@@ -75,21 +79,24 @@ export interface CheckResult {
    */
   readonly notRedecided: Readonly<Record<"gateway", FamilyRules>>;
   /**
-   * Signature verdicts whose catalog part was re-decided from the catalog each cites (not counted
-   * in `checked`); those it does not reproduce are divergences of family `signature`.
+   * Verdicts re-decided (not counted in `checked`): signature verdicts whose catalog part was
+   * re-decided from the catalog each cites, config and grant verdicts; those their rules do not
+   * reproduce are divergences of family `signature`, `config` or `grant`.
    */
   readonly verdicts: number;
+  /** Per verdict family: its rules today and the verdicts re-decided under each version. */
+  readonly verdictRules: Readonly<Record<VerdictFamily, FamilyRules>>;
 }
 
 /** The rules each family re-decides with: the released ones, or a test's with a version more. */
-export interface DeciderRules {
+export interface DeciderRules extends VerdictRulesSet {
   readonly rollout?: RulesRegistry<RolloutDecider>;
   readonly egress?: RulesRegistry<EgressListStep>;
 }
 
-/** The event types the decider reads. */
+/** The event types the decider reads (a refused grant's verdict too: the decider then approves nothing of it). */
 export const DECIDER_EVENT_TYPES: readonly EventTypeName[] = [
-  "plugin.observed", "plugin.deleted", "grant.observed", "grant.deleted", "config.verdict", "signature.verdict", "previous.observed", "rollout.decided",
+  "plugin.observed", "plugin.deleted", "grant.observed", "grant.deleted", "grant.verdict", "config.verdict", "signature.verdict", "previous.observed", "rollout.decided",
 ];
 
 /** What re-deciding one rollout decision found: its divergences and its upgrade's effects. */
@@ -159,8 +166,9 @@ export class DecisionChecker {
       upgrades: [...this.#upgrades],
       rules: { rollout: familyRules(this.#rules.today.version, this.#byRules), egress: familyRules(EGRESS_RULES.today.version, new Map()) },
       notRedecided: { gateway: familyRules(GATEWAY_RULES_VERSION, new Map()) },
-      // The rollout checker alone: verdicts are re-checked by checkCatalogVerdicts.
+      // The rollout checker alone: verdicts are re-checked by checkVerdicts.
       verdicts: 0,
+      verdictRules: { signature: familyRules(SIGNATURE_RULES.today.version, new Map()), config: familyRules(CONFIG_RULES.today.version, new Map()), grant: familyRules(GRANT_RULES.today.version, new Map()) },
     };
   }
 
@@ -182,17 +190,11 @@ export function familyRules(today: number, byRules: ReadonlyMap<number, number>)
 }
 
 /**
- * Feeds the deciders' events to `checker`. The deciders parse each spec, its config schema checked:
- * as the readers do, a schema is taken as checked when the log's own verdicts say it passed, and
- * checked here otherwise (ADR 0189).
+ * Feeds the deciders' events to `checker`. The deciders parse each spec with its config schema
+ * checked for real: the audit takes no verdict's word for it (the schema checks are loaded first).
  */
 async function feedDecisions(store: EventLog, checker: DecisionChecker, toSeq: number, pageSize: number): Promise<void> {
-  for await (const page of store.pages({ types: DECIDER_EVENT_TYPES, toSeq, pageSize })) {
-    for (const e of page) {
-      if (e.type === "plugin.observed") await readySchemaCheck(store, e.data.name, e.data.spec);
-      checker.feed(e);
-    }
-  }
+  for await (const page of store.pages({ types: DECIDER_EVENT_TYPES, toSeq, pageSize })) for (const e of page) checker.feed(e);
 }
 
 /**
@@ -204,11 +206,14 @@ export async function checkDecisions(
   store: EventLog,
   opts: { toSeq?: number; pageSize?: number; egressAddresses?: AddressRecheck | AddressRules; rules?: DeciderRules } = {},
 ): Promise<CheckResult> {
-  const rolloutRules = opts.rules?.rollout ?? ROLLOUT_RULES;
-  const egressRules = opts.rules?.egress ?? EGRESS_RULES;
+  const rules = opts.rules ?? {};
+  const rolloutRules = rules.rollout ?? ROLLOUT_RULES;
+  const egressRules = rules.egress ?? EGRESS_RULES;
   const checker = new DecisionChecker(rolloutRules);
   const toSeq = opts.toSeq ?? await store.head();
   const pageSize = opts.pageSize ?? 20_000;
+  // Config verdicts are re-decided below, so the checks load whatever the log holds.
+  const schemaChecks = await loadSchemaChecks();
   await feedDecisions(store, checker, toSeq, pageSize);
   const rollouts = checker.result();
   // Egress decisions too (ADR 0032); their address step is the proxy's, passed in by the caller.
@@ -218,16 +223,30 @@ export async function checkDecisions(
   for await (const page of store.pages({ types: ["gateway.decision"], toSeq, pageSize, hashes: false })) {
     for (const e of page) if (e.type === "gateway.decision") gateway.set(e.data.rules, (gateway.get(e.data.rules) ?? 0) + 1);
   }
-  // The catalog part of signature verdicts, from the catalog they cite (docs/adr/0158).
-  const catalog = await checkCatalogVerdicts(store, { toSeq, pageSize });
-  more.push(...catalog.divergences.map((d): Divergence => ({ seq: d.seq, name: d.image, family: "signature", rules: CATALOG_RULES, field: `catalog.${d.field}`, recorded: d.recorded, expected: d.expected })));
+  // The verdicts, each under the rules it names (docs/adr/0191): the catalog part of signature
+  // verdicts from the catalog they cite (docs/adr/0158), config and grant verdicts from the log.
+  const verdicts = await checkVerdicts(store, { toSeq, pageSize, check: schemaChecks.validateConfig, rules });
+  more.push(...verdicts.divergences);
   const upgrades = egress.upgrades.map((u): UpgradeEffect => ({ seq: u.seq, name: u.plugin, family: "egress", rules: u.rules, today: u.today, field: `egress.${u.field}`, before: u.before, after: u.after }));
+  upgrades.push(...verdicts.upgrades);
   return {
     checked: rollouts.checked + egress.checked,
     divergences: [...rollouts.divergences, ...more].sort((a, b) => a.seq - b.seq),
     upgrades: [...rollouts.upgrades, ...upgrades].sort((a, b) => a.seq - b.seq),
     rules: { rollout: rollouts.rules.rollout, egress: familyRules(egressRules.today.version, egress.byRules) },
     notRedecided: { gateway: familyRules(GATEWAY_RULES_VERSION, gateway) },
-    verdicts: catalog.checked,
+    ...verdictTotals(verdicts, rules),
+  };
+}
+
+/** The verdicts re-decided, in all and per family with its rules today. */
+function verdictTotals(r: VerdictCheckResult, rules: VerdictRulesSet): Pick<CheckResult, "verdicts" | "verdictRules"> {
+  return {
+    verdicts: [...Object.values(r.byRules)].reduce((n, m) => n + [...m.values()].reduce((a, b) => a + b, 0), 0),
+    verdictRules: {
+      signature: familyRules((rules.signature ?? SIGNATURE_RULES).today.version, r.byRules.signature),
+      config: familyRules((rules.config ?? CONFIG_RULES).today.version, r.byRules.config),
+      grant: familyRules((rules.grant ?? GRANT_RULES).today.version, r.byRules.grant),
+    },
   };
 }

@@ -57,9 +57,9 @@ function toEvent(s: Exclude<Step, { kind: "decide" }>): NewEvent {
     case "deleted": return e("plugin.deleted", { name: NAME });
     case "grant": return e("grant.observed", { name: NAME, spec: GRANTS[s.grant] });
     case "grantDeleted": return e("grant.deleted", { name: NAME });
-    case "config": return e("config.verdict", { name: NAME, image: IMAGES[s.image], ok: s.ok, errors: [] });
+    case "config": return e("config.verdict", { name: NAME, image: IMAGES[s.image], rules: 1, ok: s.ok, errors: [] });
     case "verdict": return e("signature.verdict", {
-      digest: DIGESTS[s.image], image: IMAGES[s.image], outcome: s.outcome, signers: [], identities: [], trustRoot: "r".repeat(64), catalog: "c".repeat(64),
+      digest: DIGESTS[s.image], image: IMAGES[s.image], outcome: s.outcome, signers: [], identities: [], trustRoot: "r".repeat(64), catalog: "c".repeat(64), rules: 1,
     }, "trust");
     case "previous": return e("previous.observed", { name: NAME, deployed: { image: IMAGES[s.image], manifest: MANIFESTS[s.manifest] } });
   }

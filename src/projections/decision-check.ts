@@ -3,18 +3,20 @@
  * appended after the check's checkpoint is re-decided once — a rollout decision from the decider's
  * state as the log stood before it (the indexed lookups the reconciler decides with), an egress
  * decision against the allow-list its plugin had then (the egress re-decider's state, kept per
- * plugin) — and what was found is kept with the checkpoint. A page then costs what was appended
+ * plugin), a verdict from the events before it (`check-verdicts.ts`, docs/adr/0191) — and what was
+ * found is kept with the checkpoint. A page then costs what was appended
  * since it was last shown, not the whole log. `checkDecisions`, which folds the log from zero,
  * stays the full check; a property test holds the two to the same answer.
  */
-import type { DecisionCheckList, DecisionCheckTable, EventOf, EventLog, EventTypeName } from "../events/index.js";
-import { EGRESS_RULES } from "../plugins/index.js";
+import type { DecisionCheckList, DecisionCheckTable, EventOf, EventLog, EventTypeName, KnownEvent } from "../events/index.js";
+import { EGRESS_RULES, loadSchemaChecks } from "../plugins/index.js";
 import { recheckRollout } from "./check-decisions.js";
 import type { DeciderRules, Divergence, RolloutFindings, UpgradeEffect } from "./check-decisions.js";
 import { EgressChecker } from "./check-egress.js";
 import type { AddressRecheck, AddressRules, EgressListState } from "./check-egress.js";
 import { ROLLOUT_RULES } from "./decide-rollout.js";
 import { loadDeciderState } from "./decider-state.js";
+import { VERDICT_CHECK_EVENT_TYPES, VERDICT_INPUT_TYPES, VerdictChecker } from "./check-verdicts.js";
 
 /** What the check found up to its checkpoint. */
 export interface DecisionCheckState {
@@ -40,10 +42,16 @@ export interface DecisionCheckState {
 /** The most differences kept to show; `check-decisions` lists them all. */
 export const MAX_KEPT = 100;
 
-/** The event types the check reads: the decisions, and what the egress re-decider folds. */
-const TYPES: readonly EventTypeName[] = ["rollout.decided", "egress.decision", "workload.desired", "plugin.deleted"];
-/** Version 2: each difference names its family and rules, and upgrade effects are kept too (ADR 0150). */
-const VERSION = 2;
+/** The event types the check reads: the decisions, what the egress re-decider folds, the verdicts and what they are decided from. */
+const TYPES: readonly EventTypeName[] = [...new Set<EventTypeName>(["rollout.decided", "egress.decision", "workload.desired", "plugin.deleted", ...VERDICT_CHECK_EVENT_TYPES])];
+const EGRESS_TYPES: ReadonlySet<string> = new Set(["egress.decision", "workload.desired", "plugin.deleted"]);
+const VERDICT_TYPES: ReadonlySet<string> = new Set(VERDICT_CHECK_EVENT_TYPES);
+const VERDICTS: ReadonlySet<string> = new Set(["signature.verdict", "config.verdict", "grant.verdict"]);
+/**
+ * Version 2: each difference names its family and rules, and upgrade effects are kept too (ADR
+ * 0150). Version 3: verdicts are re-decided too (ADR 0191).
+ */
+const VERSION = 3;
 /** Seqs re-decided per transaction: a long catch-up commits in steps. */
 const STEP = 5_000;
 const PAGE = 5_000;
@@ -135,15 +143,21 @@ export class DecisionCheck {
       const found: Divergence[] = [];
       const upgraded: UpgradeEffect[] = [];
       let rollouts = 0;
+      const verdictEvents: KnownEvent[] = [];
       for await (const page of this.#store.pages({ afterSeq: from, toSeq: to, types: TYPES, pageSize: PAGE })) {
         for (const e of page) {
-          if (e.type !== "rollout.decided") { egress.feed(e); continue; }
+          if (VERDICT_TYPES.has(e.type)) verdictEvents.push(e);
+          if (EGRESS_TYPES.has(e.type)) egress.feed(e);
+          if (e.type !== "rollout.decided") continue;
           rollouts++;
           const r = await this.#checkRollout(e);
           found.push(...r.divergences);
           upgraded.push(...r.upgrades);
         }
       }
+      const v = await this.#checkVerdicts(from, verdictEvents);
+      found.push(...v.divergences);
+      upgraded.push(...v.upgrades);
       const r = egress.result();
       for (const d of r.divergences) found.push({ seq: d.seq, name: d.plugin, family: "egress", rules: d.rules, field: `egress.${d.field}`, recorded: d.recorded, expected: d.expected });
       for (const u of r.upgrades) upgraded.push({ seq: u.seq, name: u.plugin, family: "egress", rules: u.rules, today: u.today, field: `egress.${u.field}`, before: u.before, after: u.after });
@@ -153,6 +167,19 @@ export class DecisionCheck {
       // Not saved: another process checked these seqs meanwhile, and counting them again would count them twice.
       from = saved ? to : await this.#table.checkpoint();
     }
+  }
+
+  /**
+   * The verdicts among `events` (the verdict check's types after `from`, in seq order) re-decided:
+   * only when there is one, the inputs before `from` are folded first (catalogs, plugins, grants).
+   */
+  async #checkVerdicts(from: number, events: readonly KnownEvent[]): Promise<{ divergences: Divergence[]; upgrades: UpgradeEffect[] }> {
+    if (!events.some((e) => VERDICTS.has(e.type))) return { divergences: [], upgrades: [] };
+    const checker = new VerdictChecker((await loadSchemaChecks()).validateConfig, this.#rules);
+    if (from > 0) for await (const page of this.#store.pages({ toSeq: from, types: VERDICT_INPUT_TYPES, pageSize: PAGE, hashes: false })) for (const e of page) checker.feed(e);
+    for (const e of events) checker.feed(e);
+    const r = checker.result();
+    return { divergences: r.divergences, upgrades: r.upgrades };
   }
 
   async #checkRollout(e: EventOf<"rollout.decided">): Promise<RolloutFindings> {

@@ -23,8 +23,8 @@ describe("the plugin fold", () => {
   it.each<[string, KnownEvent[], Partial<PluginState> | undefined]>([
     ["an observation sets the spec and the image asked for", [ev("plugin.observed", { name: "echo", spec: { image: IMG_A } })], { askedImage: IMG_A, deleted: false, runningImage: null }],
     ["a decision sets what runs and what is pending", [ev("plugin.observed", { name: "echo", spec: { image: IMG_B } }), decided(IMG_B, "previous", IMG_A, WAITING)], { askedImage: IMG_B, runningImage: IMG_A, outcome: "previous", pending: WAITING }],
-    ["a config verdict for the asked image counts", [ev("plugin.observed", { name: "echo", spec: { image: IMG_A } }), ev("config.verdict", { name: "echo", image: IMG_A, ok: false, errors: [] })], { configOk: false }],
-    ["a config verdict for another image is ignored", [ev("plugin.observed", { name: "echo", spec: { image: IMG_A } }), ev("config.verdict", { name: "echo", image: IMG_B, ok: false, errors: [] })], { configOk: null }],
+    ["a config verdict for the asked image counts", [ev("plugin.observed", { name: "echo", spec: { image: IMG_A } }), ev("config.verdict", { name: "echo", image: IMG_A, rules: 1, ok: false, errors: [] })], { configOk: false }],
+    ["a config verdict for another image is ignored", [ev("plugin.observed", { name: "echo", spec: { image: IMG_A } }), ev("config.verdict", { name: "echo", image: IMG_B, rules: 1, ok: false, errors: [] })], { configOk: null }],
     ["a grant and its deletion", [ev("grant.observed", { name: "echo", spec: { capabilities: ["view"] } }), ev("grant.deleted", { name: "echo" })], { grant: null }],
     ["a deletion clears the spec", [ev("plugin.observed", { name: "echo", spec: { image: IMG_A } }), ev("plugin.deleted", { name: "echo" })], { deleted: true, spec: null, askedImage: null }],
   ])("%s", (_what, events, expected) => {
@@ -34,7 +34,7 @@ describe("the plugin fold", () => {
 
 describe("the other folds", () => {
   it("keeps the latest verdict of a digest", () => {
-    const v = (outcome: string) => ev("signature.verdict", { digest: "sha256:" + "a".repeat(64), image: IMG_A, outcome, signers: [], identities: [], trustRoot: "r", catalog: "c" });
+    const v = (outcome: string) => ev("signature.verdict", { digest: "sha256:" + "a".repeat(64), image: IMG_A, outcome, signers: [], identities: [], trustRoot: "r", catalog: "c", rules: 1 });
     expect(fold(evolveVerdict, [v("verified"), v("refused")])?.outcome).toBe("refused");
   });
 

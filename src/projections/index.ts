@@ -39,5 +39,7 @@ export { EgressCounts, egressCounts, countSpans, COUNT_UNITS } from "./egress-co
 export type { EgressCountRow } from "./egress-counts.js";
 /** The decision check kept as events arrive (the console's integrity page). */
 export { DecisionCheck, decisionCheck, MAX_KEPT } from "./decision-check.js";
+export { checkVerdicts, VerdictChecker, VERDICT_CHECK_EVENT_TYPES } from "./check-verdicts.js";
+export type { VerdictCheckResult, VerdictDivergence, VerdictField, VerdictRulesSet, VerdictUpgrade } from "./check-verdicts.js";
 export type { DecisionCheckState } from "./decision-check.js";
 export type { EgressCheckerState, EgressListState } from "./check-egress.js";

@@ -21,11 +21,11 @@ const STREAM = `plugin/${NAME}`;
 const ev = (type: string, data: Record<string, unknown>, stream = STREAM, actor = "cluster"): NewEvent => ({ stream, type, actor, data: data as NewEvent["data"] });
 const observedV2 = ev("plugin.observed", { name: NAME, spec: { image: IMG_B, manifest: WIDER } });
 const grant = ev("grant.observed", { name: NAME, spec: GRANT });
-const configB = ev("config.verdict", { name: NAME, image: IMG_B, ok: true, errors: [] }, STREAM, "reconciler");
+const configB = ev("config.verdict", { name: NAME, image: IMG_B, rules: 1, ok: true, errors: [] }, STREAM, "reconciler");
 const previousA = ev("previous.observed", { name: NAME, deployed: { image: IMG_A, manifest: MANIFEST, config: { region: "eu" } } });
 const deleted = ev("plugin.deleted", { name: NAME });
 const verdict = (digest: string, image: string, outcome: VerdictOutcome): NewEvent => ev("signature.verdict", {
-  digest, image, outcome, signers: outcome === "refused" ? [] : [{ name: "owner", kind: "owner" }], identities: [], trustRoot: "r".repeat(64), catalog: "c".repeat(64),
+  digest, image, outcome, signers: outcome === "refused" ? [] : [{ name: "owner", kind: "owner" }], identities: [], trustRoot: "r".repeat(64), catalog: "c".repeat(64), rules: 1,
 }, "trust", "trust");
 /** A decision, as recorded by an earlier pass, that ran nothing. */
 const ranNothing = ev("rollout.decided", {

@@ -41,12 +41,12 @@ async function logWith(s: JsonValue, o: { verdict?: boolean; signature?: boolean
   const events: NewEvent[] = [];
   if (o.verdict !== false) {
     const errors = checks.validateConfig(parsed.value.spec.manifest.configSchema ?? {}, parsed.value.spec.config, "spec.config").map((e) => ({ code: e.code, path: e.path, message: e.message }));
-    events.push({ stream: STREAM, type: "config.verdict", actor: "test", causedBy: observed.seq, data: { name: NAME, image: IMAGE, ok: errors.length === 0, errors } });
+    events.push({ stream: STREAM, type: "config.verdict", actor: "test", causedBy: observed.seq, data: { name: NAME, image: IMAGE, rules: 1, ok: errors.length === 0, errors } });
   }
   if (o.signature === true) {
     events.push({
       stream: "trust", type: "signature.verdict", actor: "test", causedBy: observed.seq,
-      data: { digest: DIGEST, manifest: manifestDigest(parsed.value.spec.manifest), image: IMAGE, outcome: "unverified", signers: [], identities: [], trustRoot: "r".repeat(64), catalog: "c".repeat(64) },
+      data: { digest: DIGEST, manifest: manifestDigest(parsed.value.spec.manifest), image: IMAGE, outcome: "unverified", signers: [], identities: [], trustRoot: "r".repeat(64), catalog: "c".repeat(64), rules: 1 },
     });
   }
   if (events.length > 0) await store.append(events);

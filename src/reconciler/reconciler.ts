@@ -18,12 +18,12 @@ import { canonicalize } from "json-canonicalize";
 import type { Logger } from "pino";
 import type { EventDataMap, EventOf, EventLog, EventTypeName, RolloutDecided } from "../events/index.js";
 import { isEventOf, manifestDigest, pluginStream, StoreError } from "../events/index.js";
-import { foreignSecretProblems, parseGrant, parseImageRef, parseManifest, parsePlugin } from "../plugins/index.js";
+import { parseGrant, parseImageRef, parseManifest, parsePlugin } from "../plugins/index.js";
 import type { HostedSecret, ImageRef, InstanceSecrets, Manifest, Topology } from "../plugins/index.js";
 import { allowListConfigData, deployedBy, pluginHostConfigData, loadDeciderState, moduleOfVersion, previousVersion, Projector } from "../projections/index.js";
 import type { PluginState } from "../projections/index.js";
 import type { ImageVerifier, VerdictRecorder } from "../trust/index.js";
-import { appliedRecord, desiredChanged, desiredWorkload, needsApply, nextConfigVerdict, nextDecision, nextGrantVerdict } from "./steps.js";
+import { appliedRecord, desiredChanged, desiredWorkload, needsApply, nextConfigVerdict, nextDecision, grantProblems, nextGrantVerdict } from "./steps.js";
 import type { KubeObject, Target } from "./target.js";
 import { completeUninstalls } from "./purge.js";
 
@@ -217,7 +217,7 @@ export class Reconciler {
         if (o !== null) others.push(o);
       }
     }
-    const problems = self === null ? [] : foreignSecretProblems(self, others);
+    const problems = self === null ? [] : grantProblems(self, others);
     const last = await store.lookups.lastOf(stream, ["grant.verdict"], Number.MAX_SAFE_INTEGER);
     const v = nextGrantVerdict(name, grant.seq, problems, last);
     if (v === null) return [];

@@ -67,8 +67,8 @@ describe("step 3, the decision", () => {
   });
 
   it("decides for an observed plugin and names the newest input as the cause", () => {
-    const plugin = { ...stored("config.verdict", { name: "echo", image: IMAGE, ok: true, errors: [] }, 7), type: "plugin.observed" } as unknown as DeciderSources["plugin"];
-    const config = stored("config.verdict", { name: "echo", image: IMAGE, ok: true, errors: [] }, 9);
+    const plugin = { ...stored("config.verdict", { name: "echo", image: IMAGE, rules: 1, ok: true, errors: [] }, 7), type: "plugin.observed" } as unknown as DeciderSources["plugin"];
+    const config = stored("config.verdict", { name: "echo", image: IMAGE, rules: 1, ok: true, errors: [] }, 9);
     const next = nextDecision(observed(), { ...NO_SOURCES, plugin, config }, null);
     expect(next?.data.plan.outcome).toBe("none");
     expect(next?.causedBy).toBe(9);

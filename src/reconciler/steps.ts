@@ -6,8 +6,8 @@
  */
 import { canonicalize } from "json-canonicalize";
 import type { ConfigVerdict, EventOf, GrantVerdict, RolloutDecided, WorkloadApplied, WorkloadDesired } from "../events/index.js";
-import { buildHostedObjects, buildObjects, compile, effective, formatErrors, formatHostPort, hostedObjectsToJSON, objectsToJSON, parseGrant, parseImageRef, parseManifest, validateConfig } from "../plugins/index.js";
-import type { FieldError, JsonValue, Manifest, Topology } from "../plugins/index.js";
+import { buildHostedObjects, buildObjects, compile, CONFIG_RULES, effective, formatErrors, formatHostPort, GRANT_RULES, hostedObjectsToJSON, objectsToJSON, parseGrant, parseImageRef, parseManifest, validateConfig } from "../plugins/index.js";
+import type { FieldError, InstanceSecrets, JsonValue, Manifest, Topology } from "../plugins/index.js";
 import { decideRollout, deployedBy } from "../projections/index.js";
 import type { DeciderSources, DeciderState } from "../projections/index.js";
 
@@ -17,23 +17,35 @@ export function nextConfigVerdict(
   spec: { readonly image: string; readonly manifest: Manifest; readonly config?: JsonValue },
   last: EventOf<"config.verdict"> | null,
 ): ConfigVerdict | null {
-  const errors = spec.manifest.configSchema === undefined ? [] : validateConfig(spec.manifest.configSchema, spec.config, "spec.config");
-  const data: ConfigVerdict = { name, image: spec.image, ok: errors.length === 0, errors: errors.map((e) => ({ code: e.code, path: e.path, message: e.message })) };
-  return last !== null && canonicalize(last.data) === canonicalize(data) ? null : data;
+  // Today's config rules decide, and the verdict names them (docs/adr/0191).
+  const rules = CONFIG_RULES.today;
+  const errors = rules.decide(spec.manifest, spec.config, validateConfig);
+  const data: ConfigVerdict = { name, image: spec.image, rules: rules.version, ok: errors.length === 0, errors: errors.map((e) => ({ code: e.code, path: e.path, message: e.message })) };
+  return last !== null && sameVerdict(last.data, data) ? null : data;
+}
+
+/** Whether two verdicts say the same, whatever rules made them: an upgrade alone records nothing. */
+function sameVerdict<V extends { readonly rules: number }>(a: V, b: V): boolean {
+  return canonicalize({ ...a, rules: 0 }) === canonicalize({ ...b, rules: 0 });
+}
+
+/** Today's grant rules' answer: the Secrets `self`'s grant maps that are another instance's (docs/adr/0161, 0191). */
+export function grantProblems(self: InstanceSecrets, others: readonly InstanceSecrets[]): FieldError[] {
+  return GRANT_RULES.today.decide(self, others);
 }
 
 /**
  * Step 2b: the verdict on a plugin's grant (docs/adr/0161), or null when the latest one for the
- * same grant event says the same (or there is no grant). `problems` are what
- * `foreignSecretProblems` found; a grant that does not parse is left to the decider (it approves
- * nothing already).
+ * same grant event says the same (or there is no grant). `problems` are what today's grant rules
+ * found ({@link grantProblems}), and `rules` their version; a grant that does not parse is left to
+ * the decider (it approves nothing already).
  */
-export function nextGrantVerdict(name: string, grantSeq: number | null, problems: readonly FieldError[], last: EventOf<"grant.verdict"> | null): GrantVerdict | null {
+export function nextGrantVerdict(name: string, grantSeq: number | null, problems: readonly FieldError[], last: EventOf<"grant.verdict"> | null, rules: number = GRANT_RULES.today.version): GrantVerdict | null {
   if (grantSeq === null) return null;
-  const data: GrantVerdict = { name, grant: grantSeq, ok: problems.length === 0, errors: problems.map((e) => ({ code: e.code, path: e.path, message: e.message })) };
+  const data: GrantVerdict = { name, grant: grantSeq, rules, ok: problems.length === 0, errors: problems.map((e) => ({ code: e.code, path: e.path, message: e.message })) };
   // Nothing to say about a grant that mounts only its own Secrets and was never refused.
   if (last === null || last.data.grant !== grantSeq) return data.ok ? null : data;
-  return canonicalize(last.data) === canonicalize(data) ? null : data;
+  return sameVerdict(last.data, data) ? null : data;
 }
 
 /** A decision to append, and the event it names as its cause. */

@@ -109,8 +109,10 @@ const paths: Record<string, Record<string, Json>> = {
   "/api/v1/verify-log": { get: get("the hash chain and guards", { ...ok("the result", obj({ ok: { type: "boolean" }, chain: { type: "object" }, guards: { type: "object" } }, ["ok", "chain", "guards"])), ...errors(...READ_ERRORS) }) },
   "/api/v1/check-decisions": { get: get("the decisions re-checked", { ...ok("the result: each decision re-decided under the rules it names (divergences fail), and under today's rules when older (upgrades, apart)", obj({
     checked: { type: "integer" }, reproduced: { type: "integer" }, diverged: { type: "integer" }, upgraded: { type: "integer" },
-    divergences: { type: "array", description: "decisions, and (family signature) signature verdicts whose catalog part the catalog they cite does not reproduce" }, upgrades: { type: "array" }, rules: { type: "object" }, notRedecided: { type: "object" },
-    verdicts: { type: "integer", description: "signature verdicts whose catalog part was re-decided from the catalog.observed each cites" },
+    divergences: { type: "array", description: "decisions, and verdicts (family signature: the catalog part, from the catalog each cites; config; grant) the rules they name do not reproduce" }, upgrades: { type: "array" }, rules: { type: "object" }, notRedecided: { type: "object" },
+    verdicts: { type: "integer", description: "verdicts re-decided: signature verdicts whose catalog part was re-decided from the catalog.observed each cites, config and grant verdicts" },
+    verdictsDiverged: { type: "integer", description: "verdicts the rules they name do not reproduce" },
+    verdictRules: { type: "object", description: "per verdict family (signature, config, grant): its rules today and the verdicts re-decided under each version" },
   }, ["checked", "reproduced", "diverged", "upgraded", "divergences", "upgrades", "rules", "notRedecided"])), ...errors(...READ_ERRORS) }) },
   "/api/v1/egress/decisions": { get: get("egress decisions", { ...ok("a page", obj({ decisions: { type: "array" }, next: { type: ["integer", "null"] } }, ["decisions", "next"])), ...errors(...READ_ERRORS) }, [ref("PluginFilter"), ref("Host"), ref("Outcome"), ref("After"), ref("Limit")]) },
   "/api/v1/egress/summary": { get: get("egress counted by destination and over time", { ...ok("the summary", { type: "object" }), ...errors(...READ_ERRORS) }, [ref("PluginFilter"), ref("Since"), ref("Until"), ref("Buckets")]) },

@@ -9,7 +9,7 @@
 import { canonicalize } from "json-canonicalize";
 import { manifestDigest } from "../events/index.js";
 import type { EventLog, SignatureVerdict } from "../events/index.js";
-import { catalogEntriesJSON } from "../plugins/index.js";
+import { catalogEntriesJSON, SIGNATURE_RULES } from "../plugins/index.js";
 import type { Catalog, JsonValue, Manifest } from "../plugins/index.js";
 import type { ImageVerdict } from "./image-check.js";
 import { TRUST_STREAM, VERDICT_EVENT } from "./verdict-stream.js";
@@ -48,6 +48,8 @@ export function verdictEventData(verdict: ImageVerdict, inputs: VerdictInputs, d
     catalog: inputs.catalog,
     ...(verdict.module === undefined ? {} : { module: verdict.module.digest }),
     ...(inputs.catalogEvent === undefined ? {} : { catalogEvent: inputs.catalogEvent }),
+    // The trust policy decides the catalog's part with today's signature rules (docs/adr/0191).
+    rules: SIGNATURE_RULES.today.version,
   };
 }
 
@@ -117,7 +119,8 @@ export class VerdictRecorder {
     const catalogEvent = await this.#catalogSeq();
     const data = verdictEventData(verdict, { ...this.inputs, ...(catalogEvent === undefined ? {} : { catalogEvent }) }, declared);
     const last = await this.log.last(data.digest, data.manifest ?? null);
-    if (last !== undefined && canonicalize(last) === canonicalize(data)) return undefined;
+    // The same answer under newer rules is the same verdict: an upgrade alone records nothing.
+    if (last !== undefined && canonicalize({ ...last, rules: 0 }) === canonicalize({ ...data, rules: 0 })) return undefined;
     return this.log.append(data, this.actor, causedBy);
   }
 }

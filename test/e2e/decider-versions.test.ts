@@ -1,7 +1,8 @@
 /**
  * `openfief check-decisions` on the demo's log, run from the bundle as a user runs it: each decision
- * re-decided under the rules it names (ADR 0150), with `--json`, and a decision edited in the
- * database behind the program's back reported as a divergence (exit 1).
+ * re-decided under the rules it names (ADR 0150), and each verdict too — signature, config and grant
+ * (ADR 0191) — with `--json`, and a decision or a verdict edited in the database behind the
+ * program's back reported as a divergence (exit 1).
  */
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -22,6 +23,8 @@ interface Checked {
   rules: Record<"rollout" | "egress", { today: number; decisions: Record<string, number> }>;
   notRedecided: Record<"gateway", { today: number; decisions: Record<string, number> }>;
   verdicts: number;
+  verdictsDiverged: number;
+  verdictRules: Record<"signature" | "config" | "grant", { today: number; decisions: Record<string, number> }>;
 }
 
 let dir: string;
@@ -59,9 +62,11 @@ describe("check-decisions on the demo's log", () => {
     const lines = text.stdout.trim().split("\n");
     expect(lines[0]).toBe(`${rollouts + 1} decisions re-checked: every one reproduces`);
     expect(lines[1]).toBe(`  rollout: rules 1 today, ${rollouts} decisions made under rules 1; egress: rules 1 today, 1 decisions made under rules 1`);
-    // The demo's signature verdicts cite the catalog they were decided with: their catalog part reproduces.
-    expect(lines[2]).toMatch(/^ {2}signature verdicts: the catalog part of [1-9]\d* re-checked against the catalog each cites: every one reproduces$/);
-    expect(lines).toHaveLength(3);
+    // The demo's signature verdicts cite the catalog they were decided with: their catalog part
+    // reproduces; so do its config verdicts, each under the rules it names.
+    expect(lines[2]).toMatch(/^[1-9]\d* verdicts re-checked \(signature verdicts \(their catalog part, from the catalog each cites\), config verdicts\): every one reproduces$/);
+    expect(lines[3]).toMatch(/^ {2}signature: rules 1 today, [1-9]\d* under rules 1; config: rules 1 today, [1-9]\d* under rules 1$/);
+    expect(lines).toHaveLength(4);
 
     const json = await spawnOpenfief(["check-decisions", "--json", ...data]);
     expect(json.code).toBe(0);
@@ -69,8 +74,10 @@ describe("check-decisions on the demo's log", () => {
     expect(r).toEqual({
       checked: rollouts + 1, reproduced: rollouts + 1, diverged: 0, upgraded: 0, divergences: [], upgrades: [],
       rules: { rollout: { today: 1, decisions: { 1: rollouts } }, egress: { today: 1, decisions: { 1: 1 } } },
-      notRedecided: { gateway: { today: 1, decisions: {} } }, verdicts: expect.any(Number) as number,
+      notRedecided: { gateway: { today: 1, decisions: {} } }, verdicts: expect.any(Number) as number, verdictsDiverged: 0,
+      verdictRules: { signature: { today: 1, decisions: { 1: expect.any(Number) as number } }, config: { today: 1, decisions: { 1: expect.any(Number) as number } }, grant: { today: 1, decisions: {} } },
     });
+    expect(r.verdicts).toBe((r.verdictRules.signature.decisions["1"] ?? 0) + (r.verdictRules.config.decisions["1"] ?? 0));
   });
 
   it("reports a decision edited behind the program's back as a divergence under its own rules, and exits 1", async () => {
@@ -111,10 +118,10 @@ describe("check-decisions on the demo's log", () => {
     tamper(storeFile(folder), `UPDATE events SET data = json_set(data, '$.identities', json('[{"kind":"keyless","issuer":"https://issuer.example","subject":"someone@example.com"}]')) WHERE seq = ${verdict.seq};`);
     const text = await spawnOpenfief(["check-decisions", ...data]);
     expect(text.code).toBe(1);
-    expect(text.stdout).toMatch(/^1 of \d+ signature verdicts do not reproduce the catalog they cite \(a bug or tampering\):$/m);
-    expect(text.stdout).toContain(`  event ${verdict.seq} (${verdict.data.image}): the recorded outcome differs from what the recorded catalog gives: "unverified"`);
+    expect(text.stdout).toMatch(/^1 of \d+ verdicts do not reproduce under the rules they name \(a bug or tampering\):$/m);
+    expect(text.stdout).toContain(`  event ${verdict.seq} (${verdict.data.image}): the recorded outcome of a signature verdict differs from what signature rules 1 give: "unverified"`);
     const r = JSON.parse((await spawnOpenfief(["check-decisions", "--json", ...data])).stdout) as Checked;
     expect(r.divergences.map((d) => [d.seq, d.family, d.field])).toEqual([[verdict.seq, "signature", "catalog.publishers"], [verdict.seq, "signature", "catalog.outcome"]]);
-    expect(r.diverged).toBe(0);
+    expect([r.diverged, r.verdictsDiverged]).toEqual([0, 1]);
   });
 });

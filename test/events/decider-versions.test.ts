@@ -33,7 +33,7 @@ const rolloutV2: RolloutDecider = (state) => {
 /** Test-only egress rules 2: only port 443 is allowed, whatever the list says. */
 const egressV2: EgressListStep = (lists, plugin, host, port) => (port === 443 ? decideEgress(lists, plugin, host, port) : { allowed: false, reason: "not_listed" });
 
-const RULES: Required<DeciderRules> = {
+const RULES: Required<Pick<DeciderRules, "rollout" | "egress">> = {
   rollout: withVersion(ROLLOUT_RULES, "test only: unverified images no longer run", rolloutV2),
   egress: withVersion(EGRESS_RULES, "test only: port 443 only", egressV2),
 };
@@ -155,11 +155,13 @@ describe.each<Store>(["sqlite", "postgres"])("decider versions on %s", (kind) =>
     const rows: RawEventRow[] = [];
     for await (const page of today.rawPages()) rows.push(...page);
     let prev = GENESIS_HASH;
+    // The versions before each type named its rules: decisions (ADR 0150) and verdicts (ADR 0191).
+    const before: Readonly<Record<string, number>> = { "rollout.decided": 2, "egress.decision": 2, "signature.verdict": 3, "config.verdict": 1, "grant.verdict": 1 };
     const older = rows.map((r): RawEventRow => {
-      const decision = r.type === "rollout.decided" || r.type === "egress.decision";
+      const decision = before[r.type] !== undefined;
       const { rules: _rules, ...data } = JSON.parse(r.data) as Record<string, unknown>;
       const text = decision ? canonicalJson(data) : r.data;
-      const schemaVersion = decision ? 2 : r.schemaVersion;
+      const schemaVersion = before[r.type] ?? r.schemaVersion;
       const hash = chainHash(prev, r.seq, r.stream, r.version, r.type, schemaVersion, r.time, r.actor, r.causedBy, text);
       const row = { ...r, schemaVersion, data: text, prevHash: prev, hash };
       prev = hash;
@@ -173,7 +175,10 @@ describe.each<Store>(["sqlite", "postgres"])("decider versions on %s", (kind) =>
     // The stored rows are as they were written: no `rules` in their text.
     const stored: RawEventRow[] = [];
     for await (const page of store.rawPages()) stored.push(...page);
-    expect(stored.filter((r) => r.schemaVersion === 2).every((r) => !r.data.includes("\"rules\""))).toBe(true);
+    expect(stored.filter((r) => before[r.type] !== undefined).every((r) => r.schemaVersion === before[r.type] && !r.data.includes("\"rules\""))).toBe(true);
+    const verdicts = await store.read({ type: ["signature.verdict", "config.verdict"] as const });
+    expect(verdicts.length).toBeGreaterThan(0);
+    expect(verdicts.map((e) => e.data.rules)).toEqual(verdicts.map(() => 1));
     const r = await checkDecisions(store, { rules: RULES, egressAddresses: ADDRESSES });
     expect(r.divergences).toEqual([]);
     expect(r.upgrades.map((u) => u.field).sort()).toEqual(["egress.list", "inputs", "plan"]);
@@ -228,11 +233,13 @@ describe("check-decisions in words", () => {
     logs.push(store);
     await record(store, { family: "rollout", rules: 1, honest: true, verdict: "unverified" });
     const r = await checkDecisions(store, { rules: RULES, egressAddresses: ADDRESSES });
-    const lines = decisionsCheckLines({ ...r, reproduced: 1, diverged: 0, upgraded: 1 });
+    const lines = decisionsCheckLines({ ...r, reproduced: 1, diverged: 0, verdictsDiverged: 0, upgraded: 1 });
     expect(lines[0]).toBe("1 decisions re-checked: every one reproduces");
     expect(lines[1]).toBe("  rollout: rules 2 today, 1 decisions made under rules 1; egress: rules 2 today, no decision");
-    expect(lines[2]).toMatch(/^1 decisions made under older rules would be decided differently under today's \(an upgrade's effect, not a fault\):$/);
-    expect(lines.slice(3)).toEqual([
+    // The config verdict the decision rests on, re-decided under its own rules (docs/adr/0191).
+    expect(lines.slice(2, 4)).toEqual(["1 verdicts re-checked (config verdicts): every one reproduces", "  config: rules 1 today, 1 under rules 1"]);
+    expect(lines[4]).toMatch(/^1 decisions made under older rules would be decided differently under today's \(an upgrade's effect, not a fault\):$/);
+    expect(lines.slice(5)).toEqual([
       expect.stringMatching(/^ {2}event \d+ \(echo\): its (plan|inputs) under rollout rules 1, another under today's 2$/),
       expect.stringMatching(/^ {2}event \d+ \(echo\): its (plan|inputs) under rollout rules 1, another under today's 2$/),
     ]);

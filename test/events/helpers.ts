@@ -41,7 +41,7 @@ export function grantObserved(name: string, actor = "owner:cli"): NewEvent {
 export function verdict(digest: string, image: string, outcome: "verified" | "unverified" | "refused" = "verified"): NewEvent {
   return {
     stream: "trust", type: "signature.verdict", actor: "trust",
-    data: { digest, image, outcome, signers: outcome === "refused" ? [] : [{ name: "acme", kind: "catalog" }], identities: [], trustRoot: "r".repeat(64), catalog: "c".repeat(64) },
+    data: { digest, image, outcome, signers: outcome === "refused" ? [] : [{ name: "acme", kind: "catalog" }], identities: [], trustRoot: "r".repeat(64), catalog: "c".repeat(64), rules: 1 },
   };
 }
 
@@ -52,7 +52,7 @@ export function egressDecision(plugin: string, allowed = true): NewEvent {
 
 /** `config.verdict` for a plugin's image. */
 export function configVerdict(name: string, image: string, ok = true): NewEvent {
-  return { stream: `plugin/${name}`, type: "config.verdict", actor: "reconciler", data: { name, image, ok, errors: ok ? [] : [{ code: "config_mismatch", path: "config.url", message: "must be a string" }] } };
+  return { stream: `plugin/${name}`, type: "config.verdict", actor: "reconciler", data: { name, image, rules: 1, ok, errors: ok ? [] : [{ code: "config_mismatch", path: "config.url", message: "must be a string" }] } };
 }
 
 /** A manifest asking for one more host than MANIFEST. */

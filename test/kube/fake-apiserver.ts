@@ -589,11 +589,15 @@ export class FakeApiServer {
 
   // ---- RBAC, TokenRequests, upgrades ---------------------------------------------------------------
 
-  /** Whether the stored ClusterRoleBindings give `user` (with `groups`) a rule allowing the request. */
+  /**
+   * Whether the stored ClusterRoleBindings, and the RoleBindings of the request's namespace (to a
+   * Role there or a ClusterRole), give `user` (with `groups`) a rule allowing the request.
+   */
   rbacAllows(user: string, groups: readonly string[], attrs: RequestAttributes): boolean {
     if (attrs.kind === "nonResource" && rulesAllow(attrs, DISCOVERY_RULES)) return true;
     const rules: PolicyRule[] = [];
-    for (const b of this.list("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "")) {
+    const namespaced = attrs.kind === "resource" && attrs.namespace !== "" ? this.list("rbac.authorization.k8s.io/v1", "RoleBinding", attrs.namespace) : [];
+    for (const b of [...this.list("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", ""), ...namespaced]) {
       const subjects = (b["subjects"] ?? []) as Array<Record<string, unknown>>;
       const bound = subjects.some((s) =>
         (s["kind"] === "User" && s["name"] === user) ||
@@ -601,7 +605,8 @@ export class FakeApiServer {
         (s["kind"] === "ServiceAccount" && `system:serviceaccount:${String(s["namespace"])}:${String(s["name"])}` === user));
       if (!bound) continue;
       const ref = (b["roleRef"] ?? {}) as Record<string, unknown>;
-      const role = this.get("rbac.authorization.k8s.io/v1", "ClusterRole", "", String(ref["name"]));
+      const inNamespace = b.kind === "RoleBinding" && ref["kind"] === "Role";
+      const role = this.get("rbac.authorization.k8s.io/v1", inNamespace ? "Role" : "ClusterRole", inNamespace ? String(b.metadata["namespace"]) : "", String(ref["name"]));
       const errors: never[] = [];
       const parsed = parsePolicyRules(role?.["rules"] ?? [], "rules", errors);
       if (parsed !== null) rules.push(...parsed);

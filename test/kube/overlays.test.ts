@@ -162,8 +162,13 @@ describe("deploy/overlays/postgres", () => {
       expect(rules.flatMap((r) => r.resources)).not.toContain("serviceaccounts");
     });
 
-    it("may only read PluginGrants itself: approvals are written as the user", () => {
-      expect(rulesOf("Role", "openfief-console")).toEqual([{ apiGroups: ["openfief.io"], resources: ["plugingrants"], verbs: ["get"] }]);
+    it("may only read PluginGrants and the log's public key itself: approvals are written as the user, the log's Secret is never read", () => {
+      expect(rulesOf("Role", "openfief-console")).toEqual([
+        { apiGroups: ["openfief.io"], resources: ["plugingrants"], verbs: ["get"] },
+        { apiGroups: [""], resources: ["configmaps"], resourceNames: ["openfief-log-verifier"], verbs: ["get"] },
+      ]);
+      const mounts = JSON.stringify(pod(find("Deployment", "openfief-console")));
+      expect(mounts).not.toContain("openfief-log-key");
       expect(pod(find("Deployment", "openfief-console")).serviceAccountName).toBe("openfief-console");
     });
 

@@ -23,7 +23,17 @@ export interface GrantDeleted { name: string }
  * when it maps a Secret that is another installed instance's, each problem with its code
  * (`foreign_secret`) and field path. A refused grant approves nothing. Recorded when it changes.
  */
-export interface GrantVerdict { name: string; grant: number; ok: boolean; errors: { code: string; path: string; message: string }[] }
+export interface GrantVerdict {
+  name: string;
+  grant: number;
+  /**
+   * The version of the grant rules that made the verdict (version 2; one recorded before reads as
+   * made by the first released rules, 1: docs/adr/0191). Re-decided under these rules.
+   */
+  rules: number;
+  ok: boolean;
+  errors: { code: string; path: string; message: string }[];
+}
 
 /**
  * An owner's intent to uninstall a plugin and leave nothing behind (docs/adr/0162), appended in one
@@ -77,6 +87,11 @@ export interface SignatureVerdict {
    * (the one whose `sha256` is {@link catalog}); absent in verdicts recorded before catalogs were.
    */
   catalogEvent?: number;
+  /**
+   * The version of the signature rules (their catalog step) that made the verdict (version 4; one
+   * recorded before reads as made by the first released rules, 1: docs/adr/0191).
+   */
+  rules: number;
 }
 /**
  * `catalog.observed`: the catalog the control plane started with, when it differs from the last
@@ -89,7 +104,17 @@ export interface CatalogObserved {
   entries: JsonValue[];
 }
 /** `config.verdict`: whether a plugin's config matches its image's config schema. */
-export interface ConfigVerdict { name: string; image: string; ok: boolean; errors: { code: string; path: string; message: string }[] }
+export interface ConfigVerdict {
+  name: string;
+  image: string;
+  /**
+   * The version of the config rules that made the verdict (version 2; one recorded before reads as
+   * made by the first released rules, 1: docs/adr/0191). Re-decided under these rules.
+   */
+  rules: number;
+  ok: boolean;
+  errors: { code: string; path: string; message: string }[];
+}
 /** A version as recorded in a decision: image reference (string), manifest and config as given. */
 export interface RecordedVersion { image: string; manifest: JsonValue; config?: JsonValue }
 /** `rollout.decided`: the inputs of the rollout planner and its plan. causedBy = the trigger. */
@@ -240,7 +265,13 @@ const VERDICT_V2_FIELDS = {
   module: opt({ type: "string", pattern: "^[0-9a-f]{64}$" }),
 };
 /** `signature.verdict` version 2: as version 3 without `catalogEvent`. */
-const VERDICT_V2 = shape<Omit<SignatureVerdict, "catalogEvent">>(VERDICT_V2_FIELDS);
+const VERDICT_V2 = shape<Omit<SignatureVerdict, "catalogEvent" | "rules">>(VERDICT_V2_FIELDS);
+const VERDICT_V3_FIELDS = { ...VERDICT_V2_FIELDS, catalogEvent: opt({ type: "integer", minimum: 1 }) };
+/** `signature.verdict` version 3: as version 4 without `rules`. */
+const VERDICT_V3 = shape<Omit<SignatureVerdict, "rules">>(VERDICT_V3_FIELDS);
+const problemList = { type: "array", items: strict(["code", "path", "message"], { code: str, path: str, message: str }) };
+const CONFIG_VERDICT_V1_FIELDS = { name: req(name), image: req(nonEmpty), ok: req(boolean), errors: req(problemList) };
+const GRANT_VERDICT_V1_FIELDS = { name: req(name), grant: req({ type: "integer", minimum: 1 }), ok: req(boolean), errors: req(problemList) };
 
 export function definePluginEvents(r: EventRegistry): void {
   const define = definer<PluginEventData>(r);
@@ -250,11 +281,16 @@ export function definePluginEvents(r: EventRegistry): void {
   define({ type: "grant.observed", version: 1, stream: inPlugin, observeWith: ["grant.deleted"], fields: { name: req(name), spec: req(any) } });
   define({ type: "grant.deleted", version: 1, stream: inPlugin, observeWith: ["grant.observed"], fields: { name: req(name) } });
   define({
-    type: "signature.verdict", version: 3, stream: inStream("trust"),
+    type: "signature.verdict", version: 4, stream: inStream("trust"),
     // Version 2 adds the optional `manifest` and `module`; a version-1 verdict reads as one checked
     // against no manifest, about a container image. Version 3 adds the optional `catalogEvent`.
-    history: [{ version: 1, schema: VERDICT_V1, upcast: (d) => d }, { version: 2, schema: VERDICT_V2, upcast: (d) => d }],
-    fields: { ...VERDICT_V2_FIELDS, catalogEvent: opt({ type: "integer", minimum: 1 }) },
+    // Version 4 names the rules: a verdict recorded before was made by the first released ones.
+    history: [
+      { version: 1, schema: VERDICT_V1, upcast: (d) => d },
+      { version: 2, schema: VERDICT_V2, upcast: (d) => d },
+      { version: 3, schema: VERDICT_V3, upcast: withFirstRules },
+    ],
+    fields: { ...VERDICT_V3_FIELDS, rules: req(rulesVersion) },
   });
   define({
     type: "catalog.observed", version: 1, stream: inStream("trust"),
@@ -264,18 +300,16 @@ export function definePluginEvents(r: EventRegistry): void {
     },
   });
   define({
-    type: "config.verdict", version: 1, stream: inPlugin,
-    fields: {
-      name: req(name), image: req(nonEmpty), ok: req(boolean),
-      errors: req({ type: "array", items: strict(["code", "path", "message"], { code: str, path: str, message: str }) }),
-    },
+    type: "config.verdict", version: 2, stream: inPlugin,
+    // Version 2 names the rules: a verdict recorded before was made by the first released ones.
+    history: [{ version: 1, schema: shape<Omit<ConfigVerdict, "rules">>(CONFIG_VERDICT_V1_FIELDS), upcast: withFirstRules }],
+    fields: { ...CONFIG_VERDICT_V1_FIELDS, rules: req(rulesVersion) },
   });
   define({
-    type: "grant.verdict", version: 1, stream: inPlugin,
-    fields: {
-      name: req(name), grant: req({ type: "integer", minimum: 1 }), ok: req(boolean),
-      errors: req({ type: "array", items: strict(["code", "path", "message"], { code: str, path: str, message: str }) }),
-    },
+    type: "grant.verdict", version: 2, stream: inPlugin,
+    // Version 2 names the rules: a verdict recorded before was made by the first released ones.
+    history: [{ version: 1, schema: shape<Omit<GrantVerdict, "rules">>(GRANT_VERDICT_V1_FIELDS), upcast: withFirstRules }],
+    fields: { ...GRANT_VERDICT_V1_FIELDS, rules: req(rulesVersion) },
   });
   const secretList = { type: "array", maxItems: 128, items: { type: "string", minLength: 1, maxLength: 253 } };
   const moduleDigest = { type: ["string", "null"], pattern: "^[0-9a-f]{64}$" };

@@ -27,6 +27,16 @@ describe("the integrity page's decisions", () => {
     expect(decisionsCard(r).toString()).toContain("event 5 (<a href=\"/plugins/nbp-fx\">nbp-fx</a>): the recorded plan differ from what rollout rules 1 decide");
   });
 
+  it("names a verdict's family, and the image a signature verdict is about without a plugin link", () => {
+    const r = report({ diverged: 2, divergences: [
+      { seq: 6, name: "nbp-fx", family: "config", rules: 1, field: "config.verdict", recorded: {}, expected: {} },
+      { seq: 8, name: "registry.example/fx@sha256:aa", family: "signature", rules: 1, field: "catalog.outcome", recorded: "verified", expected: "unverified" },
+    ] });
+    const card = decisionsCard(r).toString();
+    expect(card).toContain("event 6 (<a href=\"/plugins/nbp-fx\">nbp-fx</a>): the recorded config.verdict differ from what the config verdict&#39;s rules 1 decide");
+    expect(card).toContain("event 8 (<code>registry.example/fx@sha256:aa</code>): the recorded catalog.outcome differ from what the signature verdict&#39;s rules 1 decide");
+  });
+
   it("shows an upgrade's effect apart, saying it is not a fault, and 'at least' once past the kept ones", () => {
     const upgrade = { seq: 7, name: "ecb-fx", family: "egress" as const, rules: 1, today: 2, field: "egress.list" as const, before: "listed", after: "not_listed" };
     const card = upgradesCard(report({ upgrades: [upgrade] })).toString();

@@ -1,6 +1,6 @@
 /**
  * Integrity: whether the log's hash chain holds and its append-only guards are in place, whether
- * re-deciding reproduces every recorded decision, and the chain head — each checked only as far as
+ * re-deciding reproduces every recorded decision and verdict, and the chain head — each checked only as far as
  * it was not already (the last verified event onwards, each decision once): a page costs what was
  * appended since it was last checked, not the whole log (ADR 0102).
  */
@@ -27,6 +27,16 @@ function chainCard(r: IntegrityReport): Markup {
   return html`<section class="card ${r.ok ? "callout ok" : "callout bad"}"><h2>Hash chain ${checkBadge(r.ok, "holds", "broken")}</h2>${text}${guards}</section>`;
 }
 
+/** What a difference is about: the plugin (a link to its page), or the image a signature verdict is about. */
+function subject(x: { readonly name: string; readonly family: string }): Markup {
+  return x.family === "signature" ? html`<code>${x.name}</code>` : html`<a href="/plugins/${x.name}">${x.name}</a>`;
+}
+
+/** What made it: a decision's family, or a verdict's (signature, config, grant: docs/adr/0191). */
+function maker(family: string): string {
+  return family === "signature" || family === "config" || family === "grant" ? `the ${family} verdict's` : family;
+}
+
 /** The decisions card: whether re-deciding under each decision's own rules reproduces it. */
 export function decisionsCard(r: IntegrityReport): Markup {
   const d = r.decisions;
@@ -34,7 +44,7 @@ export function decisionsCard(r: IntegrityReport): Markup {
     return html`<section class="card callout ok"><h2>Decisions ${checkBadge(true, "reproduce", "differ")}</h2><p>Re-running the deciders, each decision under the rules it names, gives every one of the ${d.checked} decisions recorded up to event ${d.upTo} again.</p></section>`;
   }
   return html`<section class="card callout bad"><h2>Decisions ${checkBadge(false, "reproduce", "differ")}</h2><p>${d.diverged} of the ${d.checked} decisions recorded up to event ${d.upTo} are not what the rules they name decide (a bug or tampering):</p>
-<ul>${d.divergences.map((x) => html`<li>event ${x.seq} (<a href="/plugins/${x.name}">${x.name}</a>): the recorded ${x.field} differ from what ${x.family} rules ${x.rules} decide</li>`)}</ul>${d.more === 0 ? "" : html`<p>And ${d.more} more differences: <code>openfief check-decisions</code> lists them all.</p>`}</section>`;
+<ul>${d.divergences.map((x) => html`<li>event ${x.seq} (${subject(x)}): the recorded ${x.field} differ from what ${maker(x.family)} rules ${x.rules} decide</li>`)}</ul>${d.more === 0 ? "" : html`<p>And ${d.more} more differences: <code>openfief check-decisions</code> lists them all.</p>`}</section>`;
 }
 
 /** Decisions under older rules that today's would make differently: shown apart, an upgrade's effect rather than a fault. */
@@ -43,13 +53,19 @@ export function upgradesCard(r: IntegrityReport): Markup {
   if (u.length === 0) return html``;
   const seqs = new Set(u.map((x) => x.seq)).size;
   return html`<section class="card" id="upgrade-effects"><h2>Under today's rules</h2><p>${r.decisions.upgradesCapped ? "At least " : ""}${seqs} decisions made under older rules would be decided differently today: what the upgrade changed, not a fault.</p>
-<ul>${u.map((x) => html`<li>event ${x.seq} (<a href="/plugins/${x.name}">${x.name}</a>): its ${x.field} under ${x.family} rules ${x.rules}, another under today's ${x.today}</li>`)}</ul>${r.decisions.upgradesCapped ? html`<p><code>openfief check-decisions</code> lists them all.</p>` : ""}</section>`;
+<ul>${u.map((x) => html`<li>event ${x.seq} (${subject(x)}): its ${x.field} under ${maker(x.family)} rules ${x.rules}, another under today's ${x.today}</li>`)}</ul>${r.decisions.upgradesCapped ? html`<p><code>openfief check-decisions</code> lists them all.</p>` : ""}</section>`;
 }
 
 /** The log's key and its newest signed checkpoint: what an auditor checks the log with, anywhere. */
 async function transparencyCard(app: FaceContext): Promise<Markup> {
   const key = app.logKey ?? null;
-  if (key === null) return html`<section class="card"><h2>Signed checkpoints</h2><p class="muted">This control plane signs no checkpoints of the log (it was started with <code>--no-checkpoints</code>).</p></section>`;
+  if (key === null) {
+    // In a cluster the key is the one the operator's leader publishes (docs/adr/0192).
+    const why = app.cluster === undefined
+      ? html`This control plane signs no checkpoints of the log (it was started with <code>--no-checkpoints</code>).`
+      : html`The operator has not published the log's verifier key (the ConfigMap <code>openfief-log-verifier</code>): it signs no checkpoints (no Secret <code>openfief-log-key</code>), or has not yet.`;
+    return html`<section class="card"><h2>Signed checkpoints</h2><p class="muted">${why}</p></section>`;
+  }
   const c = await latestCheckpoint(app.store);
   const newest = c === null
     ? html`<dt>Newest checkpoint</dt><dd><span class="muted">none yet: one is signed as soon as an event is appended</span></dd>`
