@@ -11,6 +11,7 @@ import {
 import type { AppErrorCode, NextSteps, UserSession } from "../app/index.js";
 import { callerOf } from "./auth.js";
 import { etag, ifMatchVersion, mediaType, optionalIfMatch, readBody, sendJson } from "./http.js";
+import { deliveriesRoutes } from "./deliveries-api.js";
 import { OPENAPI } from "./openapi.js";
 import { limitOf, logFilters, pluginParam, resumeAfter, seqOf, timeOf } from "./params.js";
 import type { RequestContext, Route } from "./routes.js";
@@ -213,5 +214,5 @@ function viewRoutes(): Route[] {
 
 /** Every route of the JSON API. */
 export function apiRoutes(streams: EventStreams): Route[] {
-  return [...pluginRoutes(), ...writeRoutes(), ...logRoutes(streams), ...egressRoutes(), ...sessionRoutes(), ...viewRoutes()];
+  return [...pluginRoutes(), ...writeRoutes(), ...logRoutes(streams), ...egressRoutes(), ...deliveriesRoutes(), ...sessionRoutes(), ...viewRoutes()];
 }

@@ -78,6 +78,7 @@ td.pending-col { min-width: 11em; }
 td.decided { min-width: 8.5em; }
 td.what { overflow-wrap: anywhere; min-width: 14em; }
 td .badge.bad { white-space: normal; }
+.removed-from { color: var(--bad); }
 code.img.split { white-space: normal; }
 code.img.split span { white-space: nowrap; }
 .problem-line { white-space: normal; min-width: 8em; }
