@@ -168,7 +168,7 @@ export async function pluginVerdicts(store: EventLog, name: string, base: ReadFi
 export async function eventSentence(store: EventLog, e: KnownEvent): Promise<string> {
   const base = e.type === "grant.observed" || e.type === "grant.deleted" ? describeEvent(e, { grantBefore: await grantBefore(store, e.data.name, e.seq) }) : describeEvent(e);
   const removed = await eventRemoval(store, e);
-  return removed === null ? base : `${base} (${removed.text})`;
+  return removed === null ? base : `${base} — ${removed.text}`;
 }
 
 /** Each event's {@link eventSentence}, by seq: for a face that words many at once. */
