@@ -13,7 +13,7 @@ export type { EventContext, PendingLike } from "./wording.js";
 export { describeDecision, lastCallText, problemText, removalText, removedHeadline, removedInstanceText, runtimeText, statusText } from "./wording.js";
 export type { RemovalWords } from "./wording.js";
 /** Removed instances: what a deleted or uninstalled plugin did stays, shown as from a removed instance (docs/adr/0195). */
-export { currentRemoval, eventRemoval, markRemovedDeliveries, markRemovedDelivery, removalAfter } from "./removed.js";
+export { currentRemoval, eventRemoval, eventRemovals, markRemovedDeliveries, markRemovedDelivery, removalAfter } from "./removed.js";
 export type { LogPoint, MarkedDelivery, RemovalKind, RemovedInstance } from "./removed.js";
 /** Verdicts as what they mean, blockers, grant edits as what they changed, outcomes, the embedded mode's objects. */
 export {

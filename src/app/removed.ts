@@ -103,6 +103,16 @@ export async function eventRemoval(store: EventLog, e: KnownEvent): Promise<Remo
   return name === null ? null : removalAfter(store, name, { seq: e.seq });
 }
 
+/** For a page of events, the removed instance each came from, by seq (only those from one). */
+export async function eventRemovals(store: EventLog, events: readonly KnownEvent[]): Promise<Record<string, RemovedInstance>> {
+  const out: Record<string, RemovedInstance> = {};
+  for (const e of events) {
+    const r = await eventRemoval(store, e);
+    if (r !== null) out[String(e.seq)] = r;
+  }
+  return out;
+}
+
 /** A delivery kept, with the removed instance it came from (null: its instance is installed). */
 export type MarkedDelivery<D extends DeliveryRecord = DeliveryRecord> = D & { readonly removed: RemovedInstance | null };
 

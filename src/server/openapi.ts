@@ -96,7 +96,7 @@ const paths: Record<string, Record<string, Json>> = {
     },
   },
   "/api/v1/grants/{name}": { delete: { summary: "delete a PluginGrant", parameters: [ref("Name"), ref("IfMatchOptional")], responses: { ...ok("what was recorded", { $ref: "#/components/schemas/Deleted" }), ...errors(...WRITE_ERRORS, 404, 412) }, security: SECURED } },
-  "/api/v1/events": { get: get("a page of the log", { ...ok("a page", obj({ events: { type: "array", items: { $ref: "#/components/schemas/Event" } }, next: { type: ["integer", "null"] }, head: { type: "integer" } }, ["events", "next", "head"])), ...errors(...READ_ERRORS) }, [...LOG_FILTERS, ref("Limit")]) },
+  "/api/v1/events": { get: get("a page of the log", { ...ok("a page", obj({ events: { type: "array", items: { $ref: "#/components/schemas/Event" } }, next: { type: ["integer", "null"] }, head: { type: "integer" }, removed: { type: "object", description: "by seq, the removed instance an event of the page came from (name, how, seq, at, doneSeq, text); events of installed plugins are not in it" } }, ["events", "next", "head", "removed"])), ...errors(...READ_ERRORS) }, [...LOG_FILTERS, ref("Limit")]) },
   "/api/v1/events/stream": {
     get: {
       summary: "the log as server-sent events",

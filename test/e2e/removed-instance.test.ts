@@ -114,6 +114,12 @@ describe("a removed instance on every face", () => {
     expect(one.status).toBe(200);
     expect((JSON.parse(one.text) as { removed: { text: string } }).removed.text).toMatch(MARK);
     expect((await get("/api/v1/deliveries/no-such-batch")).status).toBe(404);
+    // A page of the log names the removal of each event from the removed instance, and only those.
+    const events = JSON.parse((await get("/api/v1/events?plugin=ecb-fx&limit=500")).text) as { events: { seq: number; type: string }[]; removed: Record<string, { text: string }> };
+    const imported = events.events.find((e) => e.type === "import.delivered");
+    expect(events.removed[String(imported?.seq)]?.text).toMatch(MARK);
+    const uninstalled = events.events.find((e) => e.type === "plugin.uninstalled");
+    expect(events.removed[String(uninstalled?.seq)]).toBeUndefined();
   });
 
   it("the console's plugin page and log page say removed instance", async () => {
