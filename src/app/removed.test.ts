@@ -140,7 +140,7 @@ describe("the words every face prints", () => {
     ["uninstalled, with what went", [{ name: "a", how: "uninstalled", seq: 4, at: "2026-12-02T10:00:00Z" }, { grant: true, secrets: ["a-session"], module: null }],
       /^a is a removed instance: it was uninstalled at 2026-12-02 10:00:00 UTC \(event 4\), removing its objects and allow-list entry, its grant, Secret a-session\. Its decisions and deliveries stay in the log/],
     ["an uninstall under way", [{ name: "a", how: "uninstalled", seq: 4, at: "2026-12-02T10:00:00Z" }, null], /^a is a removed instance: its uninstall was asked for at 2026-12-02 10:00:00 UTC \(event 4\) and is not finished yet\./],
-    ["deleted, its grant and Secrets kept", [{ name: "a", how: "deleted", seq: 4, at: "2026-12-02T10:00:00Z" }, null], /^a is a removed instance: its Plugin was deleted at 2026-12-02 10:00:00 UTC \(event 4\); its grant and Secrets are kept/],
+    ["deleted, its grant and Secrets kept", [{ name: "a", how: "deleted", seq: 4, at: "2026-12-02T10:00:00Z" }, null], /^a is a removed instance: its Plugin was deleted at 2026-12-02 10:00:00 UTC \(event 4\); nothing else was removed \(its grant and Secrets go only when it is uninstalled\)/],
   ])("%s", (_what, args, line) => {
     expect(removedHeadline(...args)).toMatch(line);
   });

@@ -247,7 +247,7 @@ export function removedInstanceText(r: RemovalWords): string {
  */
 export function removedHeadline(r: RemovalWords, removed: { readonly grant: boolean; readonly secrets: readonly string[]; readonly module: string | null } | null): string {
   const how = r.how === "deleted"
-    ? `its Plugin was deleted at ${utcTime(r.at)} (event ${r.seq}); its grant and Secrets are kept until it is uninstalled, and applying it again brings it back`
+    ? `its Plugin was deleted at ${utcTime(r.at)} (event ${r.seq}); nothing else was removed (its grant and Secrets go only when it is uninstalled), and applying it again brings it back`
     : removed === null
       ? `its uninstall was asked for at ${utcTime(r.at)} (event ${r.seq}) and is not finished yet`
       : `it was uninstalled at ${utcTime(r.at)} (event ${r.seq}), removing ${removalText(removed)}`;

@@ -139,7 +139,7 @@ describe("a removed instance on every face", () => {
   it("a plain delete is a removed instance too, with its grant and Secrets kept", async () => {
     await run(["delete", "plugin", "ledger-view"]);
     const first = (await run(["why", "ledger-view"])).stdout.split("\n")[0];
-    expect(first).toMatch(/^ledger-view is a removed instance: its Plugin was deleted at \S+ \S+ UTC \(event \d+\); its grant and Secrets are kept until it is uninstalled/);
+    expect(first).toMatch(/^ledger-view is a removed instance: its Plugin was deleted at \S+ \S+ UTC \(event \d+\); nothing else was removed \(its grant and Secrets go only when it is uninstalled\), and applying it again brings it back/);
     // The running control plane decides on the deletion in a moment.
     let decided: string[] = [];
     for (let i = 0; i < 60 && !(decided.at(-1) ?? "").includes("runs nothing"); i++) {
