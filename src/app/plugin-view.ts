@@ -297,9 +297,9 @@ export async function explain(store: EventLog, name: string, steps?: NextSteps):
 
 async function explained(store: EventLog, name: string, steps?: NextSteps): Promise<Explained> {
   const answer = await why(store, name);
-  if (answer === null) throw new AppError("not_found", `no decision recorded for ${name}`);
-  const recent = await recentGatewayRecords(store, name, 10);
   const removed = await removedOf(store, name);
+  if (answer === null) throw new AppError("not_found", `no decision recorded for ${name}${removed === null ? "" : `; ${removed.text}`}`);
+  const recent = await recentGatewayRecords(store, name, 10);
   return {
     answer,
     removed: removed?.instance ?? null,

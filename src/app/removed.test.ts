@@ -12,6 +12,7 @@ import { openStore } from "../events/index.js";
 import type { EventLog, KnownEvent } from "../events/index.js";
 import type { DeliveryRecord } from "./deliveries.js";
 import { eventSentence } from "./log.js";
+import { explain } from "./plugin-view.js";
 import { currentRemoval, eventRemoval, markRemovedDeliveries, removalAfter } from "./removed.js";
 import { removedHeadline, removedInstanceText } from "./wording.js";
 
@@ -118,6 +119,11 @@ describe("which removal ended the instance something came from", () => {
     for (const label of ["uninstall1", "done"]) expect(await eventRemoval(store, at.get(label) as KnownEvent)).toBeNull();
     expect(await currentRemoval(store, "nobody")).toBeNull();
     expect(await removalAfter(store, "Not A Name", { seq: 0 })).toBeNull();
+  });
+
+  it("why of an instance removed before any decision says so in its not_found", async () => {
+    await live([["install"], ["uninstall"], ["done"]]);
+    await expect(explain(store, P)).rejects.toThrow(/^no decision recorded for ledger-b; ledger-b is a removed instance: it was uninstalled at /);
   });
 
   it("says whether an uninstall was carried out", async () => {
