@@ -1,6 +1,6 @@
 /**
  * A removed instance in Chromium: ecb-fx keeps a delivery, is uninstalled, and its page, its
- * deliveries card and the log page say so in the words every face uses ("from removed instance
+ * deliveries card, the log page and the egress page say so in the words every face uses ("from removed instance
  * ecb-fx (removed at …)"); the integrity page offers an event's proof in a card of its own, with a
  * label and a line saying what it downloads. At 1280 and 390 px wide, nothing wider than the page,
  * no CSP violation; screenshots are kept in test-artifacts/console/.
@@ -33,6 +33,8 @@ beforeAll(async () => {
   });
   if (!r.ok || r.preview) throw new Error(`import failed: ${JSON.stringify(r)}`);
   batchId = r.batchId;
+  // A connection the proxy refused it, before it went.
+  await demo.cp.runtime.store.append([{ stream: "egress/ecb-fx", type: "egress.decision", actor: "egress", data: { plugin: "ecb-fx", host: "tracker.example", port: 443, allowed: false, reason: "not_listed", rules: 1 } }]);
   await uninstallPlugin(demo.cp.runtime.store, "ecb-fx", OWNER_CLI, null);
   await demo.cp.pass();
 }, 120_000);
@@ -73,6 +75,16 @@ async function logPage(page: Page, width: number): Promise<void> {
   if (box !== null) await page.screenshot({ path: join(ARTIFACTS, `removed-log-row-${width}.png`), fullPage: true, clip: box });
 }
 
+/** The egress page: the removed instance's decisions, marked in its card and in the latest decisions. */
+async function egressPage(page: Page, width: number): Promise<void> {
+  await page.goto(`${demo.url}/egress?plugin=ecb-fx`);
+  const marks = await page.locator(".removed-from").allInnerTexts();
+  expect(marks.length).toBe(2);
+  for (const m of marks) expect(m).toMatch(MARK);
+  expect(await sideways(page)).toBe(0);
+  await page.screenshot({ path: join(ARTIFACTS, `removed-egress-${width}.png`), fullPage: true });
+}
+
 /** The integrity page: the proof in a card of its own, labelled, with what it downloads. */
 async function integrityPage(page: Page, width: number): Promise<void> {
   await page.goto(`${demo.url}/integrity`);
@@ -99,6 +111,7 @@ describe("a removed instance in the console", () => {
       await page.goto(await demo.signIn("alice", "owner"));
       await pluginPage(page, width);
       await logPage(page, width);
+      await egressPage(page, width);
       await integrityPage(page, width);
       expect(await page.evaluate("window.__csp")).toEqual([]);
     } finally {
