@@ -77,6 +77,12 @@ describe("a removed instance on every face", () => {
     expect(first).toBe(`ecb-fx is a removed instance: it was uninstalled at ${at} UTC (event ${seq}), removing its objects and allow-list entry, its grant, module ${first?.match(/module ([0-9a-f]{12})/)?.[1] ?? "?"}. Its decisions and deliveries stay in the log, shown as from a removed instance.`);
   });
 
+  it("get plugins says what the status deleted means", async () => {
+    const out = (await run(["get", "plugins"])).stdout;
+    expect(out).toMatch(/^ecb-fx\s+deleted\s/m);
+    expect(out).toContain("STATUS \"deleted\": a removed instance; what it did stays in the log, marked as from a removed instance (openfief why NAME says how it went).");
+  });
+
   it("log --plugin keeps its history (exit 0, never 'unknown plugin') and marks what it did, in the same words", async () => {
     const { at, seq } = await removal();
     const lines = (await run(["log", "--plugin", "ecb-fx"])).stdout.trim().split("\n");
