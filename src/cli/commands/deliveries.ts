@@ -43,7 +43,7 @@ function batchArg(batch: string): string {
 
 export function register(program: Command): void {
   withJson(withData(program.command("deliveries")))
-    .description("list the deliveries kept (newest first) and each connector's next sync; `deliveries get BATCH` prints one as JSON")
+    .description("list the deliveries kept (newest first; those of a removed instance marked) and each connector's next sync; `deliveries get BATCH` prints one as JSON")
     .argument("[plugin]", "only this plugin's deliveries; or `get`")
     .argument("[batch]", "with `get`: the batch to print")
     .action(async (first: string | undefined, batch: string | undefined, o: DataOptions) => {
