@@ -14,7 +14,7 @@ export { describeDecision, lastCallText, problemText, removalText, removedHeadli
 export type { RemovalWords } from "./wording.js";
 /** Removed instances: what a deleted or uninstalled plugin did stays, shown as from a removed instance (docs/adr/0195). */
 export { currentRemoval, eventRemoval, eventRemovals, markRemovedDeliveries, markRemovedDelivery, removalAfter } from "./removed.js";
-export type { LogPoint, MarkedDelivery, RemovalKind, RemovedInstance } from "./removed.js";
+export type { LogPoint, MarkedDelivery, RemovalCache, RemovalKind, RemovedInstance } from "./removed.js";
 /** Verdicts as what they mean, blockers, grant edits as what they changed, outcomes, the embedded mode's objects. */
 export {
   blockerSubject, containerText, DESCRIBED_TYPES, embeddedFolder, grantChange, objectsOnlyNote, OUTCOME_TEXT, outcomeText, refusalText, shortRefs, signersText,

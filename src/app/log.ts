@@ -11,6 +11,7 @@ import { parseImageRef } from "../plugins/index.js";
 import { grantBefore, recordedManifestDigest, specManifestDigest } from "../projections/index.js";
 import { AppError } from "./errors.js";
 import { eventRemoval } from "./removed.js";
+import type { RemovalCache } from "./removed.js";
 import { describeEvent } from "./wording.js";
 
 /** What to read of the log; every field narrows. */
@@ -165,16 +166,17 @@ export async function pluginVerdicts(store: EventLog, name: string, base: ReadFi
  * An event as its sentence, with what the log knows around it: a grant edit says what it
  * changed (`+egress static.nbp.pl:443`) against the grant just before it.
  */
-export async function eventSentence(store: EventLog, e: KnownEvent): Promise<string> {
+export async function eventSentence(store: EventLog, e: KnownEvent, cache?: RemovalCache): Promise<string> {
   const base = e.type === "grant.observed" || e.type === "grant.deleted" ? describeEvent(e, { grantBefore: await grantBefore(store, e.data.name, e.seq) }) : describeEvent(e);
-  const removed = await eventRemoval(store, e);
+  const removed = await eventRemoval(store, e, cache);
   return removed === null ? base : `${base} — ${removed.text}`;
 }
 
 /** Each event's {@link eventSentence}, by seq: for a face that words many at once. */
 export async function eventSentences(store: EventLog, events: readonly KnownEvent[]): Promise<Map<number, string>> {
   const out = new Map<number, string>();
-  for (const e of events) if (!out.has(e.seq)) out.set(e.seq, await eventSentence(store, e));
+  const cache: RemovalCache = new Map();
+  for (const e of events) if (!out.has(e.seq)) out.set(e.seq, await eventSentence(store, e, cache));
   return out;
 }
 

@@ -66,24 +66,42 @@ export async function currentRemoval(store: EventLog, name: string): Promise<Rem
 /** Where a thing of a plugin sits in the log: after an event (`seq`), or at a time (a delivery kept). */
 export type LogPoint = { readonly seq: number } | { readonly time: string };
 
+/** What decides whether something of a plugin is from a removed instance: its uninstalls, in order, and how it stands now. */
+interface PluginRemovals {
+  readonly uninstalls: readonly RemovedInstance[];
+  readonly current: RemovedInstance | null;
+}
+
+/**
+ * Each plugin's removals, read once for a face that words many events at once (the log as it stood
+ * when first read; a face reading again starts a new one).
+ */
+export type RemovalCache = Map<string, Promise<PluginRemovals>>;
+
+async function removalsOf(store: EventLog, name: string): Promise<PluginRemovals> {
+  const requests = await store.read({ stream: pluginStream(name), type: "plugin.uninstall.requested" });
+  const uninstalls: RemovedInstance[] = [];
+  for (const r of requests) uninstalls.push(removal(name, "uninstalled", r, await doneOf(store, name, r.seq)));
+  return { uninstalls, current: await currentRemoval(store, name) };
+}
+
 /**
  * The removal that ended the instance of `name` something at `point` came from, or null when that
  * instance is still installed. The first uninstall after it ended it; else a deletion after it that
  * still holds (a Plugin deleted and applied again is the same instance, still there).
  */
-export async function removalAfter(store: EventLog, name: string, point: LogPoint): Promise<RemovedInstance | null> {
+export async function removalAfter(store: EventLog, name: string, point: LogPoint, cache?: RemovalCache): Promise<RemovedInstance | null> {
   if (!isPluginName(name)) return null;
-  const stream = pluginStream(name);
-  const after = "seq" in point ? { afterSeq: point.seq } : { since: new Date(point.time) };
-  const [request] = await store.read({ stream, type: "plugin.uninstall.requested", ...after, limit: 1 });
-  if (request !== undefined) return removal(name, "uninstalled", request, await doneOf(store, name, request.seq));
-  // Most plugins were never deleted: one look-up says so.
-  const deleted = await store.lookups.lastOf(stream, ["plugin.deleted"], MAX);
-  if (deleted === null || ("seq" in point && deleted.seq <= point.seq)) return null;
-  const now = await currentRemoval(store, name);
-  if (now?.how !== "deleted") return null;
-  const later = "seq" in point ? now.seq > point.seq : Date.parse(now.at) >= Date.parse(point.time);
-  return later ? now : null;
+  let read = cache?.get(name);
+  if (read === undefined) {
+    read = removalsOf(store, name);
+    cache?.set(name, read);
+  }
+  const { uninstalls, current } = await read;
+  const after = (r: RemovedInstance): boolean => ("seq" in point ? r.seq > point.seq : Date.parse(r.at) >= Date.parse(point.time));
+  const ended = uninstalls.find(after);
+  if (ended !== undefined) return ended;
+  return current?.how === "deleted" && after(current) ? current : null;
 }
 
 /** The types that are the removal itself (never marked as from a removed instance). */
@@ -97,17 +115,18 @@ export function pluginOfEvent(e: KnownEvent): string | null {
 }
 
 /** Whether an event came from an instance removed since, and which removal; null otherwise. */
-export async function eventRemoval(store: EventLog, e: KnownEvent): Promise<RemovedInstance | null> {
+export async function eventRemoval(store: EventLog, e: KnownEvent, cache?: RemovalCache): Promise<RemovedInstance | null> {
   if (REMOVAL_TYPES.has(e.type)) return null;
   const name = pluginOfEvent(e);
-  return name === null ? null : removalAfter(store, name, { seq: e.seq });
+  return name === null ? null : removalAfter(store, name, { seq: e.seq }, cache);
 }
 
 /** For a page of events, the removed instance each came from, by seq (only those from one). */
 export async function eventRemovals(store: EventLog, events: readonly KnownEvent[]): Promise<Record<string, RemovedInstance>> {
   const out: Record<string, RemovedInstance> = {};
+  const cache: RemovalCache = new Map();
   for (const e of events) {
-    const r = await eventRemoval(store, e);
+    const r = await eventRemoval(store, e, cache);
     if (r !== null) out[String(e.seq)] = r;
   }
   return out;
@@ -116,19 +135,11 @@ export async function eventRemovals(store: EventLog, events: readonly KnownEvent
 /** A delivery kept, with the removed instance it came from (null: its instance is installed). */
 export type MarkedDelivery<D extends DeliveryRecord = DeliveryRecord> = D & { readonly removed: RemovedInstance | null };
 
-/** Each delivery with the removed instance it came from, if any (one look-up per plugin and time). */
+/** Each delivery with the removed instance it came from, if any (each plugin's removals read once). */
 export async function markRemovedDeliveries<D extends DeliveryRecord>(store: EventLog, records: readonly D[]): Promise<MarkedDelivery<D>[]> {
-  const seen = new Map<string, RemovedInstance | null>();
+  const cache: RemovalCache = new Map();
   const out: MarkedDelivery<D>[] = [];
-  for (const r of records) {
-    const key = `${r.plugin}\n${r.recordedAt}`;
-    let removed = seen.get(key);
-    if (removed === undefined) {
-      removed = await removalAfter(store, r.plugin, { time: r.recordedAt });
-      seen.set(key, removed);
-    }
-    out.push({ ...r, removed });
-  }
+  for (const r of records) out.push({ ...r, removed: await removalAfter(store, r.plugin, { time: r.recordedAt }, cache) });
   return out;
 }
 

@@ -5,7 +5,7 @@
  */
 import type { Command } from "commander";
 import { AppError, checkLogDecisions, decisionsCheckLines, describePending, LOG_KEY_TYPES, logVerifier, readVerifierKey, requireFile, verifyLogAgainst, eventSentence, followLog, outcomeText, parseCount, parseReplayPoint, parseTime, readLog, replay, requireKnownPlugin, requireWithinLog, shortImage, shortRefs, verifyLog } from "../../app/index.js";
-import type { EventLog, KnownEvent, LogAgainstCheckpoints, LogIntegrity, LogQuery } from "../../app/index.js";
+import type { EventLog, KnownEvent, LogAgainstCheckpoints, LogIntegrity, LogQuery, RemovalCache } from "../../app/index.js";
 import { dataDir, openLog, pluginArg, print, printJson, table, withData, withJson, withLog } from "../context.js";
 import type { DataOptions } from "../context.js";
 
@@ -36,9 +36,11 @@ function queryOf(o: LogOptions): LogQuery {
 }
 
 async function emit(store: EventLog, events: readonly KnownEvent[], json: boolean): Promise<void> {
+  // One read of each plugin's removal for the batch printed.
+  const removals: RemovalCache = new Map();
   for (const e of events) {
     if (json) process.stdout.write(`${JSON.stringify(e)}\n`);
-    else print(line(await eventSentence(store, e), e));
+    else print(line(await eventSentence(store, e, removals), e));
   }
 }
 
