@@ -10,7 +10,11 @@ export type { CoreFace, Face, FaceContext, Readiness, ViewFrame, ViewsFace } fro
 /** The words the faces share: `why`'s codes, events and pending permissions as sentences. */
 export { blockerText, describeEvent, describePending, describeRule, egressDecisionText, egressReasonText, hostPort, pendingItems, reasonText, viewDecisionSentences, whySentences } from "./wording.js";
 export type { EventContext, PendingLike } from "./wording.js";
-export { describeDecision, lastCallText, problemText, removalText, runtimeText, statusText } from "./wording.js";
+export { describeDecision, lastCallText, problemText, removalText, removedHeadline, removedInstanceText, runtimeText, statusText } from "./wording.js";
+export type { RemovalWords } from "./wording.js";
+/** Removed instances: what a deleted or uninstalled plugin did stays, shown as from a removed instance (docs/adr/0195). */
+export { currentRemoval, eventRemoval, eventRemovals, markRemovedDeliveries, markRemovedDelivery, removalAfter } from "./removed.js";
+export type { LogPoint, MarkedDelivery, RemovalCache, RemovalKind, RemovedInstance } from "./removed.js";
 /** Verdicts as what they mean, blockers, grant edits as what they changed, outcomes, the embedded mode's objects. */
 export {
   blockerSubject, containerText, DESCRIBED_TYPES, embeddedFolder, grantChange, objectsOnlyNote, OUTCOME_TEXT, outcomeText, refusalText, shortRefs, signersText,

@@ -10,6 +10,8 @@ import type { EventLog, KnownEvent, ReadFilter } from "../events/index.js";
 import { parseImageRef } from "../plugins/index.js";
 import { grantBefore, readySchemaCheck, recordedManifestDigest, specManifestDigest } from "../projections/index.js";
 import { AppError } from "./errors.js";
+import { eventRemoval } from "./removed.js";
+import type { RemovalCache } from "./removed.js";
 import { describeEvent } from "./wording.js";
 
 /** What to read of the log; every field narrows. */
@@ -167,35 +169,17 @@ export async function pluginVerdicts(store: EventLog, name: string, base: ReadFi
  * An event as its sentence, with what the log knows around it: a grant edit says what it
  * changed (`+egress static.nbp.pl:443`) against the grant just before it.
  */
-export async function eventSentence(store: EventLog, e: KnownEvent): Promise<string> {
+export async function eventSentence(store: EventLog, e: KnownEvent, cache?: RemovalCache): Promise<string> {
   const base = e.type === "grant.observed" || e.type === "grant.deleted" ? describeEvent(e, { grantBefore: await grantBefore(store, e.data.name, e.seq) }) : describeEvent(e);
-  const removed = await removedAfter(store, e);
-  return removed === null ? base : `${base} (from a removed instance: ${removed.name} was uninstalled at event ${removed.seq})`;
-}
-
-/** The plugin an event is about: its stream's, or the `plugin` it names (an egress or a call). */
-function pluginOf(e: KnownEvent): string | null {
-  if (e.stream.startsWith("plugin/")) return e.stream.slice("plugin/".length);
-  const data: object = e.data;
-  return "plugin" in data && typeof data.plugin === "string" ? data.plugin : null;
-}
-
-/**
- * When the instance an event came from was uninstalled with --purge after it (docs/adr/0162): the
- * plugin's name and the seq of the uninstall request; null otherwise. The event itself stays.
- */
-export async function removedAfter(store: EventLog, e: KnownEvent): Promise<{ readonly name: string; readonly seq: number } | null> {
-  if (e.type === "plugin.uninstall.requested" || e.type === "plugin.uninstalled") return null;
-  const name = pluginOf(e);
-  if (name === null || !isPluginName(name)) return null;
-  const [next] = await store.read({ stream: pluginStream(name), type: "plugin.uninstall.requested", afterSeq: e.seq, limit: 1 });
-  return next === undefined ? null : { name, seq: next.seq };
+  const removed = await eventRemoval(store, e, cache);
+  return removed === null ? base : `${base} — ${removed.text}`;
 }
 
 /** Each event's {@link eventSentence}, by seq: for a face that words many at once. */
 export async function eventSentences(store: EventLog, events: readonly KnownEvent[]): Promise<Map<number, string>> {
   const out = new Map<number, string>();
-  for (const e of events) if (!out.has(e.seq)) out.set(e.seq, await eventSentence(store, e));
+  const cache: RemovalCache = new Map();
+  for (const e of events) if (!out.has(e.seq)) out.set(e.seq, await eventSentence(store, e, cache));
   return out;
 }
 

@@ -18,7 +18,9 @@ import { checkLogQuery, eventSentence, eventSentences, pluginVerdicts } from "./
 import { grantWithPending, pendingOf } from "./owner-edits.js";
 import { listPlugins } from "./plugins.js";
 import type { PluginRow, SignatureView } from "./plugins.js";
-import { catalogText, describeEvent, describePending, describeRule, pendingItems, removalText, viewDecisionSentences, whySentences } from "./wording.js";
+import { catalogText, describeEvent, describePending, describeRule, pendingItems, removedHeadline, viewDecisionSentences, whySentences } from "./wording.js";
+import { currentRemoval } from "./removed.js";
+import type { RemovedInstance } from "./removed.js";
 import type { NextSteps } from "./wording.js";
 
 /** What a Plugin asks for, as given. */
@@ -97,6 +99,8 @@ export interface PluginView {
   readonly approved: ApprovalInFlight | null;
   /** The latest decision explained, or null when none was decided yet. */
   readonly why: { readonly answer: WhyAnswer; readonly sentences: readonly string[] } | null;
+  /** How it was removed, when it is a removed instance now (docs/adr/0195); null while installed. */
+  readonly removed: RemovedInstance | null;
   /** The latest events of the plugin's own stream. */
   readonly timeline: Timeline;
 }
@@ -264,29 +268,23 @@ export async function pluginsOverview(store: EventLog): Promise<PluginsOverview>
 /** `why`'s answer: the latest decision, its sentences, and for a view its recent gateway decisions. */
 export interface Explained {
   readonly answer: WhyAnswer;
+  /** How it was removed, when it is a removed instance now (docs/adr/0195); null while installed. */
+  readonly removed: RemovedInstance | null;
   readonly sentences: string[];
   /** A view's latest gateway decisions (newest first) and their counts; null for a plugin with none. */
   readonly gateway: { readonly summary: ReturnType<typeof summarizeDecisions>; readonly recent: readonly GatewayRecord[] } | null;
 }
 
 /**
- * When the plugin was uninstalled with --purge after its latest decision (docs/adr/0162): a
- * sentence saying it is a removed instance and what went; null otherwise.
+ * When the plugin is a removed instance now (docs/adr/0195): a sentence saying so, how it went and
+ * what went with it; null otherwise.
  */
-async function removedText(store: EventLog, name: string): Promise<string | null> {
-  const stream = pluginStream(name);
-  const last = await store.lookups.lastOf(stream, ["plugin.observed", "plugin.uninstall.requested"], Number.MAX_SAFE_INTEGER);
-  if (last?.type !== "plugin.uninstall.requested") return null;
-  const done = await store.lookups.lastOf(stream, ["plugin.uninstalled"], Number.MAX_SAFE_INTEGER);
-  const what = done !== null && done.data.request === last.seq
-    ? `it was uninstalled at event ${done.seq}, removing ${removalText(done.data)}`
-    : `its uninstall was asked for at event ${last.seq} and is not finished yet`;
-  return `${name} is a removed instance: ${what}. What follows is from before it was removed; its decisions and deliveries stay in the log.`;
-}
-
-async function removedSentences(store: EventLog, name: string): Promise<string[]> {
-  const t = await removedText(store, name);
-  return t === null ? [] : [t];
+async function removedOf(store: EventLog, name: string): Promise<{ readonly instance: RemovedInstance; readonly text: string } | null> {
+  const r = await currentRemoval(store, name);
+  if (r === null) return null;
+  if (r.doneSeq === null) return { instance: r, text: removedHeadline(r, null) };
+  const [done] = await store.read({ stream: pluginStream(name), type: "plugin.uninstalled", afterSeq: r.doneSeq - 1, limit: 1 });
+  return { instance: r, text: removedHeadline(r, done?.type === "plugin.uninstalled" ? done.data : null) };
 }
 
 /** `why`: the latest decision of a plugin and its sentences; `not_found` when none was decided yet. */
@@ -300,12 +298,13 @@ export async function explain(store: EventLog, name: string, steps?: NextSteps):
 
 async function explained(store: EventLog, name: string, steps?: NextSteps): Promise<Explained> {
   const answer = await why(store, name);
-  if (answer === null) throw new AppError("not_found", `no decision recorded for ${name}`);
+  const removed = await removedOf(store, name);
+  if (answer === null) throw new AppError("not_found", `no decision recorded for ${name}${removed === null ? "" : `; ${removed.text}`}`);
   const recent = await recentGatewayRecords(store, name, 10);
-  const removed = await removedText(store, name);
   return {
     answer,
-    sentences: [...(removed === null ? [] : [removed]), ...(await whyText(store, answer, steps, (await listPlugins(store)).find((r) => r.name === name)?.signature)), ...viewDecisionSentences(recent)],
+    removed: removed?.instance ?? null,
+    sentences: [...(removed === null ? [] : [removed.text]), ...(await whyText(store, answer, steps, (await listPlugins(store)).find((r) => r.name === name)?.signature)), ...viewDecisionSentences(recent)],
     gateway: recent.length === 0 ? null : { summary: summarizeDecisions(recent), recent },
   };
 }
@@ -321,6 +320,7 @@ export async function pluginView(store: EventLog, name: string, o: { timeline?: 
   const asked = await askedFor(store, name);
   const grant = await grantOf(store, name);
   const running = answer?.decision.data.plan.run ?? null;
+  const removed = await removedOf(store, name);
   return {
     name,
     version,
@@ -331,7 +331,8 @@ export async function pluginView(store: EventLog, name: string, o: { timeline?: 
     permissions: { asked: askedPermissions(name, asked), granted: grantLists(grant), effective: runLists(running) },
     pending: row.deleted ? null : await pendingApproval(store, name, version),
     approved: row.deleted ? null : await approvalInFlight(store, name),
-    why: answer === null ? null : { answer, sentences: [...await removedSentences(store, name), ...await whyText(store, answer, o.steps, row.signature)] },
+    removed: removed?.instance ?? null,
+    why: answer === null ? null : { answer, sentences: [...(removed === null ? [] : [removed.text]), ...await whyText(store, answer, o.steps, row.signature)] },
     timeline: await pluginTimeline(store, name, { latest: true, limit: o.timeline ?? 50 }),
   };
 }

@@ -225,6 +225,35 @@ export function removalText(r: { readonly grant: boolean; readonly secrets: read
   return parts.join(", ");
 }
 
+/** A removal as {@link removedInstanceText} words it. */
+export interface RemovalWords {
+  readonly name: string;
+  readonly how: "deleted" | "uninstalled";
+  readonly seq: number;
+  readonly at: string;
+}
+
+/**
+ * What came from a removed instance, one way on every face (docs/adr/0195):
+ * "from removed instance ecb-fx (removed at 2026-12-02 17:15:45 UTC, event 40, uninstalled)".
+ */
+export function removedInstanceText(r: RemovalWords): string {
+  return `from removed instance ${r.name} (removed at ${utcTime(r.at)}, event ${r.seq}, ${r.how === "uninstalled" ? "uninstalled" : "its Plugin deleted"})`;
+}
+
+/**
+ * The first line of `why` (and the console's plugin page) for a removed instance: how it went and
+ * what went with it; `removed` is what the uninstall removed once carried out (null: not yet, or a deletion).
+ */
+export function removedHeadline(r: RemovalWords, removed: { readonly grant: boolean; readonly secrets: readonly string[]; readonly module: string | null } | null): string {
+  const how = r.how === "deleted"
+    ? `its Plugin was deleted at ${utcTime(r.at)} (event ${r.seq}); nothing else was removed (its grant and Secrets go only when it is uninstalled), and applying it again brings it back`
+    : removed === null
+      ? `its uninstall was asked for at ${utcTime(r.at)} (event ${r.seq}) and is not finished yet`
+      : `it was uninstalled at ${utcTime(r.at)} (event ${r.seq}), removing ${removalText(removed)}`;
+  return `${r.name} is a removed instance: ${how}. Its decisions and deliveries stay in the log, shown as from a removed instance.`;
+}
+
 /** What else a sentence about an event needs to know: for a grant event, the grant before it (null: none). */
 export interface EventContext {
   readonly grantBefore?: JsonValue | null;

@@ -12,7 +12,7 @@ import type { JSONWebKeySet } from "jose";
 import type { Logger } from "pino";
 import { Counter } from "prom-client";
 import type { Registry } from "prom-client";
-import { CoreApi, dataDirDeliveries, jwksPluginVerifier, reviewerPluginVerifier } from "../app/index.js";
+import { CoreApi, deliveriesOf, jwksPluginVerifier, reviewerPluginVerifier } from "../app/index.js";
 import type { CoreApiLimits, CoreApiPorts, DeliveryStore, PluginTokenVerifier } from "../app/index.js";
 import { CachingTokenReviewer, EMBEDDED_ISSUER, KubeTokenReviewer } from "../egress/index.js";
 import type { EventLog } from "../events/index.js";
@@ -79,7 +79,7 @@ export function coreCallCounter(registry: Registry): NonNullable<CoreApiPorts["o
 /** `up`'s core API over its data folder. */
 export function embeddedCoreApi(o: { readonly dataDir: string; readonly store: EventLog; readonly logger: Logger; readonly clock?: (() => Date) | undefined; readonly limits?: Partial<CoreApiLimits>; readonly registry?: Registry }): CoreApi {
   return new CoreApi({
-    store: o.store, verifier: embeddedPluginVerifier(o.dataDir, o.clock), deliveries: dataDirDeliveries(o.dataDir),
+    store: o.store, verifier: embeddedPluginVerifier(o.dataDir, o.clock), deliveries: deliveriesOf(o.store, o.dataDir),
     logger: o.logger.child({ component: "core-api" }), ...(o.registry === undefined ? {} : { onAnswer: coreCallCounter(o.registry) }),
     ...(o.clock === undefined ? {} : { clock: o.clock }), ...(o.limits === undefined ? {} : { limits: o.limits }),
   });

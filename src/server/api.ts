@@ -5,12 +5,13 @@
  * Each handler parses its request, calls one use case and answers; none decides anything.
  */
 import {
-  APP_ERRORS, AppError, applyResources, EGRESS_OUTCOMES, approve, checkLogDecisions, deleteResource, egressDecisions, egressSummary, explain, listPlugins,
+  APP_ERRORS, AppError, applyResources, EGRESS_OUTCOMES, approve, checkLogDecisions, deleteResource, egressDecisions, egressSummary, eventRemovals, explain, listPlugins,
   parseReplayPoint, parseResources, pendingApprovals, pluginTimeline, pluginView, readLog, replay, uninstallPlugin, verifyLog, webActor,
 } from "../app/index.js";
 import type { AppErrorCode, NextSteps, UserSession } from "../app/index.js";
 import { callerOf } from "./auth.js";
 import { etag, ifMatchVersion, mediaType, optionalIfMatch, readBody, sendJson } from "./http.js";
+import { deliveriesRoutes } from "./deliveries-api.js";
 import { OPENAPI } from "./openapi.js";
 import { limitOf, logFilters, pluginParam, resumeAfter, seqOf, timeOf } from "./params.js";
 import type { RequestContext, Route } from "./routes.js";
@@ -112,10 +113,11 @@ function writeRoutes(): Route[] {
 
 function logRoutes(streams: EventStreams): Route[] {
   return [
-    api({ method: "GET", path: "/api/v1/events", access: "viewer", summary: "a page of the log in sequence order, filtered as openfief log; next is the after of the next page", query: LOG_QUERY, statuses: READ,
+    api({ method: "GET", path: "/api/v1/events", access: "viewer", summary: "a page of the log in sequence order, filtered as openfief log; next is the after of the next page; removed names, by seq, the removed instance an event came from", query: LOG_QUERY, statuses: READ,
       handle: async ({ res, app, query }) => {
         const after = seqOf(query, "after");
-        sendJson(res, 200, await readLog(app.store, { ...logFilters(app.store, query), limit: limitOf(query), ...(after === undefined ? {} : { afterSeq: after }) }));
+        const page = await readLog(app.store, { ...logFilters(app.store, query), limit: limitOf(query), ...(after === undefined ? {} : { afterSeq: after }) });
+        sendJson(res, 200, { ...page, removed: await eventRemovals(app.store, page.events) });
       } }),
     api({ method: "GET", path: "/api/v1/events/stream", access: "viewer", summary: "the log as server-sent events (id = seq), resuming after Last-Event-ID or after", query: ["plugin", "type", "since", "until", "after"], headers: ["Last-Event-ID"], statuses: READ, stream: true,
       handle: ({ res, req, app, query }) => {
@@ -213,5 +215,5 @@ function viewRoutes(): Route[] {
 
 /** Every route of the JSON API. */
 export function apiRoutes(streams: EventStreams): Route[] {
-  return [...pluginRoutes(), ...writeRoutes(), ...logRoutes(streams), ...egressRoutes(), ...sessionRoutes(), ...viewRoutes()];
+  return [...pluginRoutes(), ...writeRoutes(), ...logRoutes(streams), ...egressRoutes(), ...deliveriesRoutes(), ...sessionRoutes(), ...viewRoutes()];
 }

@@ -96,7 +96,7 @@ const paths: Record<string, Record<string, Json>> = {
     },
   },
   "/api/v1/grants/{name}": { delete: { summary: "delete a PluginGrant", parameters: [ref("Name"), ref("IfMatchOptional")], responses: { ...ok("what was recorded", { $ref: "#/components/schemas/Deleted" }), ...errors(...WRITE_ERRORS, 404, 412) }, security: SECURED } },
-  "/api/v1/events": { get: get("a page of the log", { ...ok("a page", obj({ events: { type: "array", items: { $ref: "#/components/schemas/Event" } }, next: { type: ["integer", "null"] }, head: { type: "integer" } }, ["events", "next", "head"])), ...errors(...READ_ERRORS) }, [...LOG_FILTERS, ref("Limit")]) },
+  "/api/v1/events": { get: get("a page of the log", { ...ok("a page", obj({ events: { type: "array", items: { $ref: "#/components/schemas/Event" } }, next: { type: ["integer", "null"] }, head: { type: "integer" }, removed: { type: "object", description: "by seq, the removed instance an event of the page came from (name, how, seq, at, doneSeq, text); events of installed plugins are not in it" } }, ["events", "next", "head", "removed"])), ...errors(...READ_ERRORS) }, [...LOG_FILTERS, ref("Limit")]) },
   "/api/v1/events/stream": {
     get: {
       summary: "the log as server-sent events",
@@ -116,6 +116,8 @@ const paths: Record<string, Record<string, Json>> = {
   }, ["checked", "reproduced", "diverged", "upgraded", "divergences", "upgrades", "rules", "notRedecided"])), ...errors(...READ_ERRORS) }) },
   "/api/v1/egress/decisions": { get: get("egress decisions", { ...ok("a page", obj({ decisions: { type: "array" }, next: { type: ["integer", "null"] } }, ["decisions", "next"])), ...errors(...READ_ERRORS) }, [ref("PluginFilter"), ref("Host"), ref("Outcome"), ref("After"), ref("Limit")]) },
   "/api/v1/egress/summary": { get: get("egress counted by destination and over time", { ...ok("the summary", { type: "object" }), ...errors(...READ_ERRORS) }, [ref("PluginFilter"), ref("Since"), ref("Until"), ref("Buckets")]) },
+  "/api/v1/deliveries": { get: get("the deliveries kept, newest first; removed names the removed instance each came from (null while installed)", { ...ok("the deliveries", obj({ deliveries: { type: "array", items: { $ref: "#/components/schemas/Delivery" } } }, ["deliveries"])), ...errors(...READ_ERRORS) }, [ref("DeliveriesPlugin"), ref("Limit")]) },
+  "/api/v1/deliveries/{batch}": { get: get("one delivery kept, with its contents", { ...ok("the delivery", { $ref: "#/components/schemas/Delivery" }), ...errors(...READ_ERRORS, 404) }, [ref("Batch")]) },
   "/api/v1/session": { get: get("the caller's session", { ...ok("the session", obj({ user: { type: "string" }, role: { enum: ["owner", "viewer"] }, expiresAt: { type: "string" }, signedInAt: { type: "string" } }, ["user", "role", "expiresAt"])), ...errors(...READ_ERRORS) }) },
   "/api/v1/plugin-tokens": {
     post: {
@@ -141,6 +143,8 @@ const parameters: Record<string, Json> = {
   Name: { name: "name", in: "path", required: true, description: "the plugin's name", schema: { type: "string", pattern: "^[a-z]([-a-z0-9]*[a-z0-9])?$", maxLength: 56 } },
   After: q("after", "only events after this sequence number (the previous page's next)", { type: "integer", minimum: 0 }),
   Limit: q("limit", "page size, 1 to 500 (default 100)", { type: "integer", minimum: 1, maximum: 500 }),
+  Batch: { name: "batch", in: "path", required: true, description: "the batch ID", schema: { type: "string", pattern: "^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$" } },
+  DeliveriesPlugin: q("plugin", "only this plugin's deliveries (those of its removed instances too)"),
   PluginFilter: q("plugin", "only this plugin's events (its own stream and its egress decisions)"),
   Type: { name: "type", in: "query", required: false, description: "only events of these types (repeatable)", schema: { type: "array", items: { type: "string" }, maxItems: 32 }, style: "form", explode: true },
   Since: q("since", "only events at or after this ISO-8601 time", { type: "string", format: "date-time" }),
@@ -156,6 +160,11 @@ const parameters: Record<string, Json> = {
 };
 
 const schemas: Record<string, Json> = {
+  Delivery: obj({
+    batchId: { type: "string" }, plugin: { type: "string" }, kind: { enum: ["sync", "import"] }, digest: { type: "string" }, recordedAt: { type: "string" }, counts: { type: "object" },
+    delivery: { type: "object", description: "the delivery's contents (one delivery only)" },
+    removed: { type: ["object", "null"], description: "the removed instance it came from: name, how (deleted or uninstalled), seq, at, doneSeq, text; null while its plugin is installed" },
+  }, ["batchId", "plugin", "kind", "digest", "recordedAt", "counts", "removed"]),
   Error: obj({ code: { type: "string" }, message: { type: "string" }, field: { type: "string" } }, ["code", "message"]),
   MintRefusal: obj({ code: { type: "string" }, message: { type: "string" }, reason: { type: "string" }, field: { type: "string" } }, ["code", "message"]),
   PluginRow: obj({

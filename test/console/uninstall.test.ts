@@ -90,7 +90,8 @@ describe("uninstall from the console", () => {
     const [request] = await store.read({ stream: "plugin/ledger-b", type: "plugin.uninstall.requested" });
     expect(request?.actor).toMatch(/^owner:web:/);
     await page.goto(`${demo.url}/plugins/ledger-b`);
-    expect(await page.locator(".why li").first().innerText()).toMatch(/^ledger-b is a removed instance: it was uninstalled at event \d+/);
+    expect(await page.locator("#removed p").first().innerText()).toMatch(/^ledger-b is a removed instance: it was uninstalled at \S+ \S+ UTC \(event \d+\)/);
+    expect(await page.locator(".page-head .badge").innerText()).toContain("removed instance");
     expect(await page.locator("#uninstall").count()).toBe(0);
     for (const size of [{ width: 1280, height: 900 }, { width: 390, height: 844 }]) {
       await page.setViewportSize(size);

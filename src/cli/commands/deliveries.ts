@@ -6,9 +6,9 @@
  */
 import type { Command } from "commander";
 import {
-  AppError, BATCH_ID, connectorSyncs, deliveriesOf, importFile, OWNER_CLI,
+  AppError, BATCH_ID, connectorSyncs, deliveriesOf, importFile, markRemovedDeliveries, markRemovedDelivery, OWNER_CLI,
 } from "../../app/index.js";
-import type { DeliveryRecord } from "../../app/index.js";
+import type { ConnectorSyncState, DeliveryRecord, MarkedDelivery } from "../../app/index.js";
 import { dataDir, pluginArg, print, printJson, table, withData, withJson, withLog } from "../context.js";
 import type { DataOptions } from "../context.js";
 import { withHostedPlugins } from "../hosted.js";
@@ -24,6 +24,18 @@ function countsCell(r: DeliveryRecord): string {
   return said.length === 0 ? "nothing new" : said.join(", ");
 }
 
+/** The plugin a delivery came from, marked when that instance was removed since (the line under the table says when). */
+function pluginCell(r: MarkedDelivery): string {
+  return r.removed === null ? r.plugin : `${r.plugin} (removed)`;
+}
+
+/** A connector's schedule and its next sync (or retry, with the failure that caused it), in one line. */
+function syncLine(s: ConnectorSyncState): string {
+  const every = s.schedule.every === undefined ? `cron "${s.schedule.cron ?? ""}" (UTC)` : `every ${s.schedule.every}`;
+  const next = s.nextAt === null ? "never again" : `${s.retrying ? "retry" : "next sync"} at ${s.nextAt}`;
+  return `${s.name}: ${every}, jitter ${s.schedule.jitter}; ${next}${s.lastFailed !== null && s.retrying ? ` (attempt ${s.lastFailed.attempt} failed: ${s.lastFailed.code})` : ""}`;
+}
+
 function batchArg(batch: string): string {
   if (!BATCH_ID.test(batch)) throw new AppError("usage", `invalid batch ID ${JSON.stringify(batch.slice(0, 64))}: letters, digits, ".", "_" and "-", at most 128`);
   return batch;
@@ -31,7 +43,7 @@ function batchArg(batch: string): string {
 
 export function register(program: Command): void {
   withJson(withData(program.command("deliveries")))
-    .description("list the deliveries kept (newest first) and each connector's next sync; `deliveries get BATCH` prints one as JSON")
+    .description("list the deliveries kept (newest first; those of a removed instance marked) and each connector's next sync; `deliveries get BATCH` prints one as JSON")
     .argument("[plugin]", "only this plugin's deliveries; or `get`")
     .argument("[batch]", "with `get`: the batch to print")
     .action(async (first: string | undefined, batch: string | undefined, o: DataOptions) => {
@@ -40,22 +52,21 @@ export function register(program: Command): void {
         const wanted = batchArg(batch);
         const d = await withLog(o, (store) => deliveriesOf(store, dir).get(wanted));
         if (d === null) throw new AppError("not_found", `no delivery of batch ${batch}`);
-        return printJson(d);
+        return printJson(await withLog(o, (store) => markRemovedDelivery(store, d)));
       }
       if (batch !== undefined) throw new AppError("usage", "too many arguments: deliveries [PLUGIN], or deliveries get BATCH");
       const plugin = first === undefined ? undefined : pluginArg(first);
-      const [records, all] = await withLog(o, async (store) => [await deliveriesOf(store, dir).list(plugin), await connectorSyncs(store)] as const);
-      const syncs = all.filter((s) => plugin === undefined || s.name === plugin);
+      const { records, syncs } = await withLog(o, async (store) => ({
+        records: await markRemovedDeliveries(store, await deliveriesOf(store, dir).list(plugin)),
+        syncs: (await connectorSyncs(store)).filter((s) => plugin === undefined || s.name === plugin),
+      }));
       if (o.json === true) return printJson({ deliveries: records, connectors: syncs });
       print(records.length === 0 ? "no deliveries" : table(
         ["BATCH", "PLUGIN", "KIND", "RECORDED", "CONTENTS", "DIGEST"],
-        records.map((r) => [r.batchId, r.plugin, r.kind, r.recordedAt, countsCell(r), r.digest.slice(0, 19)]),
+        records.map((r) => [r.batchId, pluginCell(r), r.kind, r.recordedAt, countsCell(r), r.digest.slice(0, 19)]),
       ));
-      for (const s of syncs) {
-        const every = s.schedule.every === undefined ? `cron "${s.schedule.cron ?? ""}" (UTC)` : `every ${s.schedule.every}`;
-        const next = s.nextAt === null ? "never again" : `${s.retrying ? "retry" : "next sync"} at ${s.nextAt}`;
-        print(`${s.name}: ${every}, jitter ${s.schedule.jitter}; ${next}${s.lastFailed !== null && s.retrying ? ` (attempt ${s.lastFailed.attempt} failed: ${s.lastFailed.code})` : ""}`);
-      }
+      for (const text of new Set(records.flatMap((r) => (r.removed === null ? [] : [`${pluginCell(r)}: ${r.removed.text}`])))) print(text);
+      for (const s of syncs) print(syncLine(s));
     });
 
   withJson(withData(program.command("import")))

@@ -31,6 +31,7 @@ export function pluginsTable(rows: readonly PluginRow[]): string {
   const notes = [
     objectsOnlyNote(rows),
     rows.some((r) => !r.deleted && r.signature?.outcome === "unverified") ? "SIGNATURE \"signed by NAME\": a signer you trust signed the image asked for, so it may run; only a catalog entry would make it verified." : null,
+    rows.some((r) => r.deleted) ? "STATUS \"deleted\": a removed instance; what it did stays in the log, marked as from a removed instance (openfief why NAME says how it went)." : null,
     rows.some((r) => r.blockers.length > 0) ? "blocked: the version asked for cannot run whatever is approved; openfief why NAME says what to fix." : null,
     // A catalog entry that does not match the image asked for: said, never shown as verified.
     ...rows.map((r) => (r.deleted || r.signature?.catalog == null || r.signature.catalog.standing === "verified" ? null : `${r.name}: ${catalogText(r.signature.catalog, { short: true })}; not verified.`)),

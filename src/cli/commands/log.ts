@@ -5,7 +5,7 @@
  */
 import type { Command } from "commander";
 import { describePending, eventSentence, followLog, outcomeText, parseCount, parseReplayPoint, parseTime, readLog, replay, requireKnownPlugin, requireWithinLog, shortImage, shortRefs } from "../../app/index.js";
-import type { EventLog, KnownEvent, LogQuery } from "../../app/index.js";
+import type { EventLog, KnownEvent, LogQuery, RemovalCache } from "../../app/index.js";
 import { openLog, pluginArg, print, printJson, table, withData, withJson, withLog } from "../context.js";
 import type { DataOptions } from "../context.js";
 import type { VerifyLogOptions } from "./log-checks.js";
@@ -37,9 +37,11 @@ function queryOf(o: LogOptions): LogQuery {
 }
 
 async function emit(store: EventLog, events: readonly KnownEvent[], json: boolean): Promise<void> {
+  // One read of each plugin's removal for the batch printed.
+  const removals: RemovalCache = new Map();
   for (const e of events) {
     if (json) process.stdout.write(`${JSON.stringify(e)}\n`);
-    else print(line(await eventSentence(store, e), e));
+    else print(line(await eventSentence(store, e, removals), e));
   }
 }
 

@@ -14,8 +14,8 @@ export function register(program: Command): void {
     .argument("<plugin>", "the plugin's name")
     .action(async (name: string, o: DataOptions) => {
       pluginArg(name);
-      const { answer, sentences, gateway } = await withLog(o, (store) => explain(store, name));
-      if (o.json === true) printJson(gateway === null ? answer : { ...answer, gateway });
+      const { answer, sentences, gateway, removed } = await withLog(o, (store) => explain(store, name));
+      if (o.json === true) printJson({ ...answer, ...(gateway === null ? {} : { gateway }), ...(removed === null ? {} : { removed }) });
       else for (const line of sentences) print(line);
     });
 }

@@ -4,8 +4,8 @@
  * their counts and last reason, and the latest decisions. htmx refreshes it; the filter is a plain
  * form.
  */
-import { AppError, EGRESS_OUTCOMES, egressReasonText, egressSummary, hostPort, listPlugins } from "../../app/index.js";
-import type { EgressDestination, EgressOutcome, EgressPluginSummary } from "../../app/index.js";
+import { AppError, currentRemoval, EGRESS_OUTCOMES, egressReasonText, egressSummary, hostPort, listPlugins, removalAfter } from "../../app/index.js";
+import type { EgressDestination, EgressOutcome, EgressPluginSummary, RemovedInstance } from "../../app/index.js";
 import type { RequestContext } from "../routes.js";
 import { egressChart } from "./chart.js";
 import { absoluteTime, ago, outcomeBadge } from "./format.js";
@@ -40,8 +40,13 @@ function destinationRow(d: EgressDestination, now: Date): Markup {
   return html`<tr><td data-label="Destination"><code>${dest}</code></td><td class="badges" data-label="Outcome">${badges}</td><td class="small" data-label="Decisions">${counted(d)}</td><td class="small" data-label="Last decision">${lastDecision(d)}<br><span class="muted">event ${d.last.seq}, ${ago(d.last.time, now)}</span></td></tr>`;
 }
 
-function pluginCard(p: EgressPluginSummary, now: Date): Markup {
-  return html`<section class="card"><h2><a href="/plugins/${p.plugin}">${p.plugin}</a> <span class="muted small">${counted(p)}</span></h2>
+/** What a removed instance did, marked in the words every face uses. */
+function removedMark(r: RemovedInstance | null | undefined): Markup {
+  return r === null || r === undefined ? html`` : html`<div class="small removed-from"><span aria-hidden="true">✕ </span>${r.text}</div>`;
+}
+
+function pluginCard(p: EgressPluginSummary, now: Date, removed: RemovedInstance | null): Markup {
+  return html`<section class="card"><h2><a href="/plugins/${p.plugin}">${p.plugin}</a> <span class="muted small">${counted(p)}</span></h2>${removed === null ? "" : html`<p class="small removed-from"><span aria-hidden="true">✕ </span>${p.plugin} is a removed instance: these are ${removed.text}.</p>`}
 <div class="table-wrap"><table class="cards"><thead><tr><th>Destination</th><th>Outcome</th><th>Decisions</th><th>Last decision</th></tr></thead><tbody>${p.destinations.map((d) => destinationRow(d, now))}</tbody></table></div></section>`;
 }
 
@@ -59,6 +64,11 @@ export async function egressPage(ctx: RequestContext): Promise<string> {
   const plugin = query.get("plugin");
   const s = await egressSummary(app.store, { since: new Date(now.getTime() - w.ms), until: now, buckets: w.buckets, ...(plugin === undefined ? {} : { plugin }) });
   const names = (await listPlugins(app.store)).map((r) => r.name);
+  // A removed instance's decisions stay, marked (docs/adr/0195).
+  const removedNow = new Map<string, RemovedInstance | null>();
+  for (const p of s.plugins) removedNow.set(p.plugin, await currentRemoval(app.store, p.plugin));
+  const removedRows = new Map<number, RemovedInstance | null>();
+  for (const r of s.recent) removedRows.set(r.seq, await removalAfter(app.store, r.plugin, { seq: r.seq }));
   const self = new URLSearchParams({ window: key, ...(plugin === undefined ? {} : { plugin }) });
   const body = html`<div class="page-head"><h1>Egress</h1><p>What the egress proxy allowed, refused by policy, or failed to reach, ${w.label}${plugin === undefined ? "" : ` for ${plugin}`}.</p></div>
 <form class="filters card" method="get" action="/egress">
@@ -72,8 +82,8 @@ export async function egressPage(ctx: RequestContext): Promise<string> {
 ${egressChart(s.buckets)}
 ${s.truncated ? html`<p class="small">Only the first ${s.allowed + s.refused + s.failed} decisions of the window are counted.</p>` : ""}
 </section>
-${s.plugins.length === 0 ? html`<section class="card"><p class="empty">No egress decisions ${w.label}. A plugin's connections through the proxy show here: allowed, refused by policy, or failed to reach.</p></section>` : html`<div class="stack">${s.plugins.map((p) => pluginCard(p, now))}</div>`}
-${s.recent.length === 0 ? "" : html`<section class="card"><h2>Latest decisions</h2><div class="table-wrap"><table class="cards"><thead><tr><th class="num">Event</th><th>When</th><th>Plugin</th><th>Destination</th><th>Outcome</th><th>Reason</th></tr></thead><tbody>${s.recent.map((r) => html`<tr><td class="num" data-label="Event">${r.seq}</td><td class="nowrap" data-label="When">${ago(r.time, now)}</td><td data-label="Plugin">${r.plugin}</td><td data-label="Destination"><code>${hostPort(r.host, r.port)}</code></td><td data-label="Outcome">${outcomeBadge(r.outcome)}</td><td class="small" data-label="Reason">${egressReasonText(r.reason)}${r.address === null ? "" : ` (dialled ${r.address})`}</td></tr>`)}</tbody></table></div></section>`}
+${s.plugins.length === 0 ? html`<section class="card"><p class="empty">No egress decisions ${w.label}. A plugin's connections through the proxy show here: allowed, refused by policy, or failed to reach.</p></section>` : html`<div class="stack">${s.plugins.map((p) => pluginCard(p, now, removedNow.get(p.plugin) ?? null))}</div>`}
+${s.recent.length === 0 ? "" : html`<section class="card"><h2>Latest decisions</h2><div class="table-wrap"><table class="cards"><thead><tr><th class="num">Event</th><th>When</th><th>Plugin</th><th>Destination</th><th>Outcome</th><th>Reason</th></tr></thead><tbody>${s.recent.map((r) => html`<tr><td class="num" data-label="Event">${r.seq}</td><td class="nowrap" data-label="When">${ago(r.time, now)}</td><td data-label="Plugin">${r.plugin}${removedMark(removedRows.get(r.seq))}</td><td data-label="Destination"><code>${hostPort(r.host, r.port)}</code></td><td data-label="Outcome">${outcomeBadge(r.outcome)}</td><td class="small" data-label="Reason">${egressReasonText(r.reason)}${r.address === null ? "" : ` (dialled ${r.address})`}</td></tr>`)}</tbody></table></div></section>`}
 </div>`;
   return page({ title: "Egress", section: "egress", session, body });
 }

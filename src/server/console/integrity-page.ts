@@ -11,7 +11,7 @@ import { checkBadge, hash, when } from "./format.js";
 import { html } from "./html.js";
 import type { Markup } from "./html.js";
 import { page } from "./layout.js";
-import { witnessesCard } from "./witnesses-card.js";
+import { proofCard, witnessesCard } from "./witnesses-card.js";
 
 function chainCard(r: IntegrityReport): Markup {
   const c = r.chain.result;
@@ -92,6 +92,7 @@ export async function integrityPage(ctx: RequestContext): Promise<string> {
 <dt>Its hash</dt><dd>${hash(r.head.hash)}</dd>
 </dl><p class="small muted">Keep the head's hash somewhere else: a log that still ends in it was not rewritten.</p></section>
 ${transparency}
-${await witnessesCard(ctx)}`;
+${await witnessesCard(ctx)}
+${proofCard()}`;
   return page({ title: "Integrity", section: "integrity", session, body });
 }

@@ -10,7 +10,7 @@
  */
 import { createHash } from "node:crypto";
 import { AppError, approve, uninstallPlan, uninstallPlugin, blockerSubject, blockerText, containerText, describeRule, hostPort, pendingItems, pluginView, verdictHelp, verdictText, webActor } from "../../app/index.js";
-import type { ApprovalInFlight, GrantSpec, NextSteps, Pending, PluginView, TimelineEntry, UserSession, ViewFrame, ViewsFace } from "../../app/index.js";
+import type { ApprovalInFlight, GrantSpec, NextSteps, Pending, PluginView, RemovedInstance, TimelineEntry, UserSession, ViewFrame, ViewsFace } from "../../app/index.js";
 import { assetUrls } from "./assets.js";
 import { mediaType, readBody } from "../http.js";
 import type { RequestContext } from "../routes.js";
@@ -132,10 +132,25 @@ function whyCard(v: PluginView, session: UserSession | null): Markup {
   if (v.why === null) return html`<section class="card"><h2>Why</h2><p class="muted">No rollout decision yet: the reconciler has not looked at this plugin.</p></section>`;
   // The latest decision predates the approval: its "waits for approval" is no longer true.
   if (v.approved !== null) return html`<section class="card why"><h2>Why it runs what it runs</h2><p>Approved by ${approver(v.approved, session)} at event ${v.approved.seq}, after the latest decision (event ${v.why.answer.decision.seq}). The reconciler is deciding again; why it runs what it runs shows here once it has.</p></section>`;
-  const lines = v.why.sentences;
+  // A removed instance's headline is the card above: the decision's sentences follow here.
+  const lines = v.removed === null ? v.why.sentences : v.why.sentences.slice(1);
   const main = lines.filter((l) => !l.startsWith("  - ") && l !== "It was caused by:");
   const causes = lines.filter((l) => l.startsWith("  - ")).map((l) => l.slice(4));
   return html`<section class="card why"><h2>Why it runs what it runs</h2><ul>${main.map((l) => html`<li>${richText(l)}</li>`)}</ul>${causes.length === 0 ? "" : html`<h3>It was caused by</h3><ol>${causes.map((c) => html`<li>${richText(c)}</li>`)}</ol>`}</section>`;
+}
+
+/** The head's badge of a removed instance: how it went, in full on hover. */
+function removedBadge(r: RemovedInstance): Markup {
+  return html`<span class="badge deleted" title="${r.text}"><span aria-hidden="true">✕</span>removed instance</span>`;
+}
+
+/** A removed instance says so first: how it went, what went with it, and that what it did stays. */
+function removedCard(v: PluginView): Markup {
+  const headline = v.removed === null ? undefined : v.why?.sentences[0];
+  if (v.removed === null) return html``;
+  return html`<section class="card callout bad" id="removed" aria-labelledby="removed-h"><h2 id="removed-h">Removed instance</h2>
+<p>${headline ?? `${v.name} is a removed instance.`}</p>
+<p class="small">What it did before it was removed stays: its decisions, deliveries and calls are shown as ${v.removed.text}.</p></section>`;
 }
 
 /** Who signed the version asked for, what that means, and one line of help. */
@@ -198,7 +213,8 @@ export async function pluginPage(ctx: RequestContext, notice: Markup, frame: Vie
   const body = html`${notice}
 <div id="live" hx-get="${self}" hx-trigger="every 3s" hx-select="#live" hx-select-oob="#live-more" hx-swap="outerHTML">
 ${flash(approved, v)}
-<div class="page-head big"><h1>${v.name}</h1>${v.approved === null ? statusBadge(v.row.status) : rollingOutBadge(v.approved)}</div>
+<div class="page-head big"><h1>${v.name}</h1>${v.removed !== null ? removedBadge(v.removed) : v.approved === null ? statusBadge(v.row.status) : rollingOutBadge(v.approved)}</div>
+${removedCard(v)}
 <section class="card"><dl class="facts">
 <dt>Running</dt><dd>${image(v.row.running)}${v.row.runtime === null ? "" : html` <span class="small muted">${v.row.runtime === "wasm" ? html`as WebAssembly in the plugin host, module ${hash(v.row.module ?? "")}` : containerText(v.row.target)}</span>`}</dd>
 ${v.row.lastCall === null ? "" : html`<dt>Last call</dt><dd>${v.row.lastCall.ok ? html`${v.row.lastCall.succeeded} succeeded, until ${when(v.row.lastCall.at, now)}` : html`<span class="badge bad">failed</span> ${v.row.lastCall.method}: ${v.row.lastCall.code} (${v.row.lastCall.source === "plugin" ? "reported by the plugin" : "the host refused it"}), ${when(v.row.lastCall.at, now)}`}</dd>`}
@@ -212,7 +228,7 @@ ${viewCard(frame, app.views, session)}
 ${blockersCard(v)}
 ${pendingCard(v, session)}
 ${whyCard(v, session)}
-${await deliveriesCard(app, v.name, now)}
+${await deliveriesCard(app, v.name, now, v.removed)}
 <section class="card"><h2>Permissions</h2><div class="table-wrap"><table class="cards"><thead><tr><th></th><th>Asked for (the version asked for)</th><th>Granted</th><th>Runs with</th></tr></thead><tbody>${permissionRows(v.permissions)}</tbody></table></div>
 <p class="small muted">Only what is both asked for and granted runs.</p></section>
 ${uninstallCard(v, session)}

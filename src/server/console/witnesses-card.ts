@@ -1,7 +1,7 @@
 /**
  * The integrity page's witnesses (docs/adr/0155): each witness the log submits its checkpoints to,
- * the newest size it cosigned and how it last answered; and an event's proof (C2SP tlog-proof,
- * docs/adr/0153) as a download, to hand to an auditor.
+ * the newest size it cosigned and how it last answered; and, in a card of its own, an event's proof
+ * (C2SP tlog-proof, docs/adr/0153) as a download, to hand to an auditor.
  */
 import { logVerifier, parseCount, proveEvent, witnessStates } from "../../app/index.js";
 import { parseVerifierKey } from "../../tlog/index.js";
@@ -33,15 +33,24 @@ export async function witnessesCard(ctx: RequestContext): Promise<Markup> {
   const states = await witnessStates(ctx.app.store);
   const now = ctx.app.clock();
   const refused = states.some((s) => s.status === "refused");
-  const proofForm = html`<form method="get" action="/integrity/proof" class="inline"><label>Proof of event <input type="number" name="seq" min="1" required></label> <button type="submit">Download</button></form>
-<p class="small muted">A proof file holds the event, its inclusion proof and a signed checkpoint with its witnesses' cosignatures: <code>openfief verify-proof FILE --key KEY</code> checks it anywhere, offline.</p>`;
   if (states.length === 0) {
-    return html`<section class="card"><h2>Witnesses</h2><p>No witness cosigns this log's checkpoints yet. With <code>openfief up --witness URL</code> (in a cluster, the operator's <code>--witness</code>) each checkpoint is sent to a witness that refuses to cosign a history other than the one it saw: then nobody, not even whoever holds the database, can show two histories unnoticed.</p>${proofForm}</section>`;
+    return html`<section class="card"><h2>Witnesses</h2><p>No witness cosigns this log's checkpoints yet. With <code>openfief up --witness URL</code> (in a cluster, the operator's <code>--witness</code>) each checkpoint is sent to a witness that refuses to cosign a history other than the one it saw: then nobody, not even whoever holds the database, can show two histories unnoticed.</p></section>`;
   }
   return html`<section class="card ${refused ? "callout bad" : ""}"><h2>Witnesses ${checkBadge(!refused, "agree", "refused")}</h2>
 ${refused ? html`<p><strong>A witness refused a checkpoint of this log</strong> as inconsistent with one it cosigned before: the log may have been rewritten, or shown another history. Check it with <code>openfief verify-log --checkpoint</code> against a checkpoint kept elsewhere.</p>` : ""}
 <div class="table-wrap"><table class="cards"><thead><tr><th>Witness</th><th>Newest size cosigned</th><th>Last answer</th><th>When</th></tr></thead><tbody>${states.map((s) => row(s, now))}</tbody></table></div>
-${proofForm}</section>`;
+</section>`;
+}
+
+/**
+ * An event's proof as a download, in a card of its own: the event's number (as the Log page shows
+ * it) and one line saying what the file is and how it is checked.
+ */
+export function proofCard(): Markup {
+  return html`<section class="card" id="proof" aria-labelledby="proof-h"><h2 id="proof-h">Proof of an event</h2>
+<form method="get" action="/integrity/proof" class="proof-form"><label for="proof-seq">Event number</label> <input id="proof-seq" type="number" name="seq" min="1" required aria-describedby="proof-hint"> <button type="submit">Download proof</button></form>
+<p id="proof-hint" class="small muted">Downloads <code>event-N.tlog-proof</code>: the event, its inclusion proof and a signed checkpoint, which <code>openfief verify-proof</code> checks offline.</p>
+</section>`;
 }
 
 /** `GET /integrity/proof?seq=N`: the event's proof, as a file to save. */
