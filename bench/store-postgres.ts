@@ -22,7 +22,7 @@
  * read ≥ 100k events/s; append at the largest size ≥ 80 % of its rate at 10^4.
  *
  *   BENCH_EVENTS=1000000 (largest log)   BENCH_RUNS=3 (runs per append figure)
- *   BENCH_PART=tables (only the tables' figures)   BENCH_COUNTED=100000 (events of the log counted)
+ *   BENCH_PART=tables (only the tables' figures)   BENCH_PART=append (only append beside raw inserts)   BENCH_COUNTED=100000 (events of the log counted)
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { availableParallelism, loadavg } from "node:os";
@@ -322,10 +322,14 @@ async function egressCatchUp(server: Awaited<ReturnType<typeof startPostgres>>):
 async function main(): Promise<void> {
   const server = await startPostgres({ settings: { shared_buffers: "256MB", max_wal_size: "4GB" } });
   try {
-    await projectionCommit(server);
-    await egressCatchUp(server);
-    if (process.env.BENCH_PART === "tables") return;
+    const part = process.env.BENCH_PART;
+    if (part !== "append") {
+      await projectionCommit(server);
+      await egressCatchUp(server);
+    }
+    if (part === "tables") return;
     const batchedRatio = await appendComparison(server);
+    if (part === "append") return;
     const db = server.createDatabase("grow");
     const log = await openPostgresLog({ url: server.urlFor(db) });
     const workload = new Workload(PLUGINS);
