@@ -6,8 +6,9 @@
  * transaction takes the write lock (a transaction-level advisory lock), reads the head and the
  * versions of its streams in a fresh snapshot, chains its rows in memory (chain.ts: the same bytes
  * and hash as SQLite's) and sends them, then the notification with the COMMIT: three round trips
- * (two for a batch of a few events, whose rows go with the COMMIT), whatever the batch's size. Seqs are given under the lock and the lock is released only once the
- * commit is visible, so a reader never sees seq n+1 before n. Reads are plain statements on a
+ * whatever the batch's size (two for a batch of a few events, whose rows go with the COMMIT). Seqs
+ * are given under the lock and the lock is released only once the commit is visible, so a reader
+ * never sees seq n+1 before n. Reads are plain statements on a
  * bounded pool, each under a statement timeout; nothing here holds a lock a reader waits on.
  */
 import type { EventOf, EventTypeName, KnownEvent } from "../catalog.js";
