@@ -2,7 +2,8 @@
  * The Merkle tree over the log (docs/adr/0141), part of `npm run bench:store` (or alone with
  * BENCH_ONLY=tree): append with checkpoints signed every second against append without, an
  * inclusion proof read from the stored tiles at 10^6 events, and the time from an append to the
- * first signed checkpoint that covers it. SQLite, the embedded default.
+ * first signed checkpoint that covers it, and a witness's verifications per second. SQLite, the
+ * embedded default.
  *
  *   BENCH_TREE_EVENTS=1000000 (the log the proofs are read from)   BENCH_RUNS=5
  */
@@ -12,8 +13,9 @@ import { join } from "node:path";
 import { openStore } from "../src/events/store.js";
 import { CheckpointSchedule } from "../src/events/tree-checkpoints.js";
 import type { EventLog } from "../src/events/port.js";
-import { noteSignerFromSeed, proveInclusion, verifyInclusion } from "../src/tlog/index.js";
-import type { Hash } from "../src/tlog/index.js";
+import { addCheckpoint, cosignerFromSeed, EMPTY_ROOT, noteSignerFromSeed, proveInclusion, verifyInclusion } from "../src/tlog/index.js";
+import type { Hash, WitnessedLog } from "../src/tlog/index.js";
+import { FakeLog, must } from "../src/witness/test-support.js";
 import { Workload } from "./workload.js";
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 5);
@@ -176,12 +178,37 @@ async function coveringLatency(): Promise<void> {
   console.log("(target: p99 ≤ 1,500 ms)");
 }
 
+/**
+ * A witness's verifications per second: each request grows a log by one entry (a signed checkpoint
+ * and its consistency proof from the size before), checked and cosigned by `src/tlog`, state kept
+ * in memory (the durable write and HTTP around it: `npm run bench:witness`).
+ */
+function witnessVerifications(): void {
+  const count = 1_000;
+  const cosigner = must(cosignerFromSeed("bench.example/witness", new Uint8Array(32).fill(3)));
+  const rates: number[] = [];
+  for (let run = -1; run < RUNS; run++) {
+    const log = new FakeLog("bench.example/log");
+    const bodies = Array.from({ length: count }, (_, i) => Buffer.from(log.grow(1).body(i)));
+    let state: WitnessedLog = { origin: log.origin, verifiers: [log.signer.verifier], size: 0, root: EMPTY_ROOT };
+    const t0 = now();
+    for (const body of bodies) {
+      const a = addCheckpoint(body, () => state, { cosigners: [cosigner], now: 1_750_000_000 });
+      if (a.status !== 200) throw new Error(`witness: ${a.status} ${a.body}`);
+      state = { ...state, size: a.cosigned.size, root: a.cosigned.root };
+    }
+    if (run >= 0) rates.push((count * 1000) / (now() - t0));
+  }
+  console.log(`\nA witness's verifications (checkpoint signature, consistency proof, cosignature; state in memory; median of ${RUNS} runs of ${fmt(count)}): **${fmt(pct(rates, 50))} per second** (the witness over HTTP with its durable writes: \`npm run bench:witness\`)`);
+}
+
 /** Every figure of the tree. */
 export async function treeBench(): Promise<void> {
   try {
     await appendWithCheckpoints();
     await coveringLatency();
     await proofs();
+    witnessVerifications();
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

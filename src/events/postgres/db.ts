@@ -23,8 +23,20 @@ export interface Locked {
 /** One statement with parameters, in a transaction; its failure as a StoreError. */
 export type TxQuery = <R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, values?: readonly unknown[]) => Promise<pg.QueryResult<R>>;
 
+/** A statement with parameters, sent on its own (named: parsed and planned once per connection). */
+export interface Statement {
+  readonly name?: string;
+  readonly text: string;
+  readonly values: readonly unknown[];
+}
+
 /** What a write transaction's body returns: the statements that finish it (before COMMIT), and its result. */
 export interface Finish<T> {
+  /**
+   * Statements sent one by one before the COMMIT (the rows: a large statement followed by another
+   * in the same simple query costs the server far more than sent alone, docs/adr/0190).
+   */
+  readonly before?: readonly Statement[];
   /** Statements run with the COMMIT in one round trip; "" to commit nothing more. */
   readonly text: string;
   readonly result: T;
@@ -139,6 +151,9 @@ export class Db {
       state.inBody = true;
       finish = await body(results.slice(2), db);
       state.inBody = false;
+      if (state.lost !== null) throw state.lost;
+      // Not committing yet: a failure here leaves nothing written.
+      for (const st of finish.before ?? []) await client.query({ name: st.name, text: st.text, values: st.values as unknown[] });
       if (state.lost !== null) throw state.lost;
       state.committing = true;
       await db.simple(`${finish.text}${finish.text === "" ? "" : "; "}COMMIT`);

@@ -5,9 +5,10 @@
  * An append validates and canonicalises its batch (prepare.ts, as SQLite's store), then in one
  * transaction takes the write lock (a transaction-level advisory lock), reads the head and the
  * versions of its streams in a fresh snapshot, chains its rows in memory (chain.ts: the same bytes
- * and hash as SQLite's) and sends them with the notification and the COMMIT: two round trips,
- * whatever the batch's size. Seqs are given under the lock and the lock is released only once the
- * commit is visible, so a reader never sees seq n+1 before n. Reads are plain statements on a
+ * and hash as SQLite's) and sends them, then the notification with the COMMIT: three round trips
+ * whatever the batch's size (two for a batch of a few events, whose rows go with the COMMIT). Seqs
+ * are given under the lock and the lock is released only once the commit is visible, so a reader
+ * never sees seq n+1 before n. Reads are plain statements on a
  * bounded pool, each under a statement timeout; nothing here holds a lock a reader waits on.
  */
 import type { EventOf, EventTypeName, KnownEvent } from "../catalog.js";
@@ -28,11 +29,12 @@ import type { ChainPoint, GuardsResult, NewEvent, ReadFilter, VerifyResult } fro
 import { storeError } from "./connection.js";
 import type { PostgresTimeouts } from "./connection.js";
 import { Db } from "./db.js";
-import type { Finish, Locked } from "./db.js";
+import type { Finish, Locked, Statement } from "./db.js";
 import { Follower } from "./follower.js";
 import { PostgresLookups } from "./lookups.js";
 import { postgresTables } from "./tables.js";
 import { pendingMigrations, runMigrations } from "./schema.js";
+import { rowArrays, unnestInsertSql } from "./row-arrays.js";
 import { ARRAY_COLUMNS, CHANNEL, GUARDS, guardDdl, INSERT_COLUMNS, integer, literal, normalizeSql, RAW_COLUMNS, REFUSE_BODY, rowOfArray, UNHASHED_ARRAY_COLUMNS } from "./sql.js";
 import type { GuardName } from "./sql.js";
 import pg from "pg";
@@ -61,8 +63,8 @@ export interface PostgresLogOptions {
   readonly whileLocked?: () => Promise<void>;
 }
 
-/** Events per INSERT statement (a batch larger than this sends several in its one round trip). */
-const INSERT_ROWS = 1_000;
+/** Events per INSERT statement (a batch larger than this sends several, one after the other). */
+const INSERT_ROWS = 5_000;
 /** Rows per page of reads that walk the log when the caller names no page size. */
 const PAGE = 2_000;
 const MAX_PAGE = 20_000;
@@ -125,18 +127,30 @@ function versionsOf(r: pg.QueryResult | undefined): Map<string, number> {
   return versions;
 }
 
-/** INSERT statements for rows, in chunks, as literals. */
-function insertSql(rows: readonly RawEventRow[]): string {
-  const out: string[] = [];
-  for (let i = 0; i < rows.length; i += INSERT_ROWS) {
-    const values: string[] = [];
-    for (const r of rows.slice(i, i + INSERT_ROWS)) {
-      values.push(`(${integer(r.seq)},${literal(r.stream)},${integer(r.version)},${literal(r.type)},${integer(r.schemaVersion)},${literal(r.time)},` +
-        `${literal(r.actor)},${r.causedBy === null ? "NULL" : integer(r.causedBy)},${literal(r.data)},${literal(r.prevHash)},${literal(r.hash)})`);
-    }
-    out.push(`INSERT INTO events (${INSERT_COLUMNS}) VALUES ${values.join(",")}`);
-  }
-  return out.join("; ");
+/** The statement that writes rows (named: parsed and planned once per connection). */
+const INSERT = { name: "openfief-append", text: unnestInsertSql("events") };
+
+/**
+ * Batches of at most this many rows are written by literals sent with the COMMIT (one round trip
+ * fewer); larger ones by {@link INSERT} alone before it, whose cost does not grow with the batch
+ * as a large statement's does when another follows it in a simple query (docs/adr/0190).
+ */
+const SMALL_BATCH = 8;
+
+/** What writes rows and tells listeners, before and with the COMMIT. */
+function writeRows(rows: readonly RawEventRow[]): { before: Statement[]; text: string } {
+  const notify = `NOTIFY ${CHANNEL}, '${integer((rows[rows.length - 1] as RawEventRow).seq)}'`;
+  if (rows.length <= SMALL_BATCH) return { before: [], text: `${literalInsertSql(rows)}; ${notify}` };
+  const before: Statement[] = [];
+  for (let i = 0; i < rows.length; i += INSERT_ROWS) before.push({ ...INSERT, values: rowArrays(rows.slice(i, i + INSERT_ROWS)) });
+  return { before, text: notify };
+}
+
+/** An INSERT of a few rows as literals. */
+function literalInsertSql(rows: readonly RawEventRow[]): string {
+  const values = rows.map((r) => `(${integer(r.seq)},${literal(r.stream)},${integer(r.version)},${literal(r.type)},${integer(r.schemaVersion)},${literal(r.time)},` +
+    `${literal(r.actor)},${r.causedBy === null ? "NULL" : integer(r.causedBy)},${literal(r.data)},${literal(r.prevHash)},${literal(r.hash)})`);
+  return `INSERT INTO events (${INSERT_COLUMNS}) VALUES ${values.join(",")}`;
 }
 
 /** After a lost commit: whether the row at `seq` is the one this transaction wrote. */
@@ -269,9 +283,8 @@ class PostgresEventLog implements EventLog {
   async #finish(prepared: readonly Prepared[], head: ChainPoint, versions: Map<string, number>): Promise<Finish<KnownEvent[]>> {
     if (this.#whileLocked !== undefined) await this.#whileLocked();
     const { rows, events } = chainBatch(prepared, head, versions, this.#clock().toISOString());
-    const last = rows[rows.length - 1] as RawEventRow;
     const first = rows[0] as RawEventRow;
-    return { text: `${insertSql(rows)}; NOTIFY ${CHANNEL}, '${integer(last.seq)}'`, result: events, landed: landedAt(first.seq, first.hash) };
+    return { ...writeRows(rows), result: events, landed: landedAt(first.seq, first.hash) };
   }
 
   /** Every PostgreSQL commit of this log waits for its WAL to be flushed (`synchronous_commit=on` on each session). */
@@ -463,7 +476,7 @@ class PostgresEventLog implements EventLog {
         if (broke !== null) throw new StoreError(StoreErrorCode.Tampered, `import refused, nothing written: seq ${broke.seq}: ${broke.reason}`);
       }
       const last = walk.point;
-      return { text: `${insertSql(rows)}; NOTIFY ${CHANNEL}, '${integer(last.seq)}'`, result: last, landed: landedAt(first.seq, first.hash) };
+      return { ...writeRows(rows), result: last, landed: landedAt(first.seq, first.hash) };
     });
     return point;
   }

@@ -1,6 +1,6 @@
 /**
- * SQL the PostgreSQL log writes itself: string literals (the append sends its rows in one simple
- * query, which takes no parameters), the columns read back as rows, the write lock's key, the
+ * SQL the PostgreSQL log writes itself: string literals (statements sent in one simple query, which
+ * takes no parameters: what an append reads under the write lock, and a small batch's rows), the columns read back as rows, the write lock's key, the
  * notification channel, and the append-only guards as migration 0001 made them.
  */
 import type { RawEventRow } from "../chain.js";

@@ -38,7 +38,8 @@ async function main(): Promise<void> {
   const writer = async (w: number): Promise<void> => {
     const stream = `plugin/w${args.proc}x${w}`;
     for (let n = 0; Date.now() < until; n++) {
-      const size = 1 + Math.floor(Math.random() * 5);
+      // Mostly a few events (their rows go with the COMMIT); one append in ten more than 8 (its rows go alone, as arrays).
+      const size = Math.random() < 0.1 ? 9 + Math.floor(Math.random() * 12) : 1 + Math.floor(Math.random() * 5);
       const ids = Array.from({ length: size }, (_, k) => `${args.proc}-${w}-${n}-${k}`);
       const batch: NewEvent[] = ids.map((id, k) => k % 2 === 0
         ? { stream, type: "plugin.observed", actor: "torture", data: { name: `w${args.proc}x${w}`, spec: { id } } }
