@@ -43,8 +43,8 @@ export class Workload {
     const image = imageOf(r);
     const out: NewEvent[] = [
       { stream, type: "plugin.observed", actor: "cluster", data: { name, spec: { image, manifest: MANIFEST } } },
-      { stream, type: "config.verdict", actor: "reconciler", data: { name, image, ok: true, errors: [] } },
-      { stream: "trust", type: "signature.verdict", actor: "trust", data: { digest: digestOf(r), image, outcome: "verified", signers: [{ name: "acme", kind: "catalog" }], identities: [], trustRoot: "r".repeat(64), catalog: "c".repeat(64) } },
+      { stream, type: "config.verdict", actor: "reconciler", data: { name, image, ok: true, errors: [], rules: 1 } },
+      { stream: "trust", type: "signature.verdict", actor: "trust", data: { digest: digestOf(r), image, outcome: "verified", signers: [{ name: "acme", kind: "catalog" }], identities: [], trustRoot: "r".repeat(64), catalog: "c".repeat(64), rules: 1 } },
       { stream, type: "rollout.decided", actor: "reconciler", data: this.#decide(name, image, r) },
       { stream, type: "workload.desired", actor: "reconciler", data: { name, running: true, image, objects: [{ kind: "Deployment", metadata: { name: `plugin-${name}` } }], allowList: [`${LISTED_HOST}:443`] } },
       { stream, type: "workload.applied", actor: "reconciler", data: { name, target: "directory", ok: true } },
