@@ -2,21 +2,7 @@
 import type Database from "better-sqlite3";
 import type { SqliteEventLog } from "../store.js";
 import type { DeliveryRow, DeliveryTable } from "../tables.js";
-
-interface Row {
-  batch_id: string;
-  plugin: string;
-  kind: string;
-  digest: string;
-  recorded_at: string;
-  counts: string;
-}
-
-const COLUMNS = "batch_id, plugin, kind, digest, recorded_at, counts";
-
-function toRow(r: Row): DeliveryRow {
-  return { batchId: r.batch_id, plugin: r.plugin, kind: r.kind, digest: r.digest, recordedAt: r.recorded_at, counts: r.counts };
-}
+import { DELIVERY_COLUMNS as COLUMNS, deliveryRowOf as toRow, type DeliveryDbRow as Row } from "../delivery-rows.js";
 
 /** {@link DeliveryTable} in the log's file. */
 export class SqliteDeliveries implements DeliveryTable {
