@@ -68,7 +68,7 @@ async function transparencyCard(app: FaceContext): Promise<Markup> {
   }
   const c = await latestCheckpoint(app.store);
   const newest = c === null
-    ? html`<dt>Newest checkpoint</dt><dd><span class="muted">none yet: one is signed as soon as an event is appended</span></dd>`
+    ? html`<dt>Newest checkpoint</dt><dd><span class="muted">none recorded yet: the signer (the control plane, or in a cluster the operator's leader) signs one within seconds of the log growing while it runs</span></dd>`
     : html`<dt>Newest checkpoint</dt><dd>events 1 to ${c.size} (<a href="/tlog/checkpoint">the signed note</a>, recorded as <a href="/replay?at=${c.seq}">event ${c.seq}</a>)</dd>
 <dt>Its root</dt><dd><code>${c.root}</code></dd>`;
   return html`<section class="card"><h2>Signed checkpoints</h2><p>The log is a Merkle tree whose heads are signed with the log's key and published as files anyone can fetch (<code>/tlog/checkpoint</code>, <code>/tlog/tile/…</code>; <code>openfief export-tiles</code> writes the same files to a folder). A log rewritten, cut short or shown differently to two people no longer matches a checkpoint someone kept.</p><dl class="facts">
