@@ -170,9 +170,14 @@ export async function pluginVerdicts(store: EventLog, name: string, base: ReadFi
  * changed (`+egress static.nbp.pl:443`) against the grant just before it.
  */
 export async function eventSentence(store: EventLog, e: KnownEvent, cache?: RemovalCache): Promise<string> {
-  const base = e.type === "grant.observed" || e.type === "grant.deleted" ? describeEvent(e, { grantBefore: await grantBefore(store, e.data.name, e.seq) }) : describeEvent(e);
+  const base = await unmarkedEventSentence(store, e);
   const removed = await eventRemoval(store, e, cache);
   return removed === null ? base : `${base} — ${removed.text}`;
+}
+
+/** What an event says, without the removed-instance mark: for a face that says it once, above. */
+export async function unmarkedEventSentence(store: EventLog, e: KnownEvent): Promise<string> {
+  return e.type === "grant.observed" || e.type === "grant.deleted" ? describeEvent(e, { grantBefore: await grantBefore(store, e.data.name, e.seq) }) : describeEvent(e);
 }
 
 /** Each event's {@link eventSentence}, by seq: for a face that words many at once. */

@@ -14,7 +14,7 @@ import type { GrantSpec, JsonValue, Pending, RolloutPlanJSON } from "../plugins/
 import { readySchemaCheck, recentGatewayRecords, summarizeDecisions, why, withSchemaChecks } from "../projections/index.js";
 import type { GatewayRecord, HardBlocker, WhyAnswer } from "../projections/index.js";
 import { AppError } from "./errors.js";
-import { checkLogQuery, eventSentence, eventSentences, pluginVerdicts } from "./log.js";
+import { checkLogQuery, eventSentence, eventSentences, pluginVerdicts, unmarkedEventSentence } from "./log.js";
 import { grantWithPending, pendingOf } from "./owner-edits.js";
 import { listPlugins } from "./plugins.js";
 import type { PluginRow, SignatureView } from "./plugins.js";
@@ -199,7 +199,7 @@ export async function pendingApprovals(store: EventLog): Promise<PendingApproval
 }
 
 /** A page of a plugin's events (its own stream and the core's refusals of its calls; with `includeEgress` its egress decisions too), each with its cause. */
-export async function pluginTimeline(store: EventLog, name: string, o: { afterSeq?: number; limit?: number; includeEgress?: boolean; latest?: boolean } = {}): Promise<Timeline> {
+export async function pluginTimeline(store: EventLog, name: string, o: { afterSeq?: number; limit?: number; includeEgress?: boolean; latest?: boolean; markRemoved?: boolean } = {}): Promise<Timeline> {
   checkLogQuery(store, { plugin: name });
   const limit = Math.min(o.limit ?? MAX_TIMELINE, MAX_TIMELINE);
   // The core's refusals of its calls (few: a budget bounds them) are part of its story too.
@@ -211,16 +211,17 @@ export async function pluginTimeline(store: EventLog, name: string, o: { afterSe
   const all = [...read, ...(await pluginVerdicts(store, name, { afterSeq: range.afterSeq }, o.latest === true ? undefined : limit))].sort((a, b) => a.seq - b.seq);
   const page = o.latest === true ? all.slice(-limit) : all.slice(0, limit);
   const full = o.latest !== true && page.length === limit;
-  return { entries: await withCauses(store, page), next: full ? (page.at(-1)?.seq ?? null) : null };
+  return { entries: await withCauses(store, page, o.markRemoved ?? true), next: full ? (page.at(-1)?.seq ?? null) : null };
 }
 
 /** Each event worded, with the event that caused it (from the page, else read from the log). */
-async function withCauses(store: EventLog, page: readonly KnownEvent[]): Promise<TimelineEntry[]> {
+async function withCauses(store: EventLog, page: readonly KnownEvent[], markRemoved: boolean): Promise<TimelineEntry[]> {
   const seen = new Map(page.map((e) => [e.seq, e]));
   const entries: TimelineEntry[] = [];
+  const say = markRemoved ? eventSentence : unmarkedEventSentence;
   for (const event of page) {
     const c = event.causedBy === null ? null : (seen.get(event.causedBy) ?? await store.get(event.causedBy));
-    entries.push({ event, text: await eventSentence(store, event), cause: c === null ? null : { seq: c.seq, type: c.type, text: await eventSentence(store, c) } });
+    entries.push({ event, text: await say(store, event), cause: c === null ? null : { seq: c.seq, type: c.type, text: await say(store, c) } });
   }
   return entries;
 }
@@ -333,7 +334,8 @@ export async function pluginView(store: EventLog, name: string, o: { timeline?: 
     approved: row.deleted ? null : await approvalInFlight(store, name),
     removed: removed?.instance ?? null,
     why: answer === null ? null : { answer, sentences: [...(removed === null ? [] : [removed.text]), ...await whyText(store, answer, o.steps, row.signature)] },
-    timeline: await pluginTimeline(store, name, { latest: true, limit: o.timeline ?? 50 }),
+    // Its page says once, above, that it is a removed instance: the rows need not repeat it.
+    timeline: await pluginTimeline(store, name, { latest: true, limit: o.timeline ?? 50, markRemoved: removed === null }),
   };
 }
 

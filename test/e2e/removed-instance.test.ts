@@ -137,6 +137,10 @@ describe("a removed instance on every face", () => {
     const card = page.text.slice(page.text.indexOf('id="deliveries"'));
     expect(card).toContain(batch);
     expect(card).toMatch(/class="small removed-from"><span aria-hidden="true">✕ <\/span>from removed instance ecb-fx \(removed at /);
+    // Its timeline says it once, above, not on every row; the log page marks each row.
+    const timeline = page.text.slice(page.text.indexOf("<h2>Timeline</h2>"));
+    expect(timeline).toContain("imported by owner:cli as batch");
+    expect(timeline).not.toContain("— from removed instance");
     const log = await get("/log?plugin=ecb-fx");
     expect(log.status).toBe(200);
     expect(log.text).toMatch(/imported by owner:cli as batch import-[^<]*— from removed instance ecb-fx \(removed at /);
