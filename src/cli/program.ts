@@ -19,9 +19,19 @@ export function programWith(registers: readonly Register[]): Command {
     .description("OpenFief plugin control plane: least-privilege plugins, verified images, egress, and a replayable decision log")
     .version(`openfief ${VERSION} (Node.js ${process.versions.node})`, "-V, --version", "print the version and exit")
     .showHelpAfterError(false)
+    .configureOutput({ outputError: (text, write) => write(oneLineError(text)) })
     .exitOverride();
   for (const register of registers) register(program);
   return program;
+}
+
+/**
+ * Commander's refusal as every other refusal reads: one line, `openfief: ` first. Commander writes
+ * `error: unknown option '--dta'` and its suggestion on a line of its own.
+ */
+export function oneLineError(text: string): string {
+  const lines = text.replace(/^error: /, "").split("\n").map((l) => l.trim()).filter((l) => l !== "");
+  return `openfief: ${lines.join(" ")}\n`;
 }
 
 /** Commander's own refusals that end with 0 (help, version). */

@@ -295,6 +295,7 @@ describe("9. npm start again", () => {
 describe("10. the CLI's consistency", () => {
   it.each<[string, string[], number, RegExp]>([
     ["an unknown option is a usage error", ["get", "plugins", "--nope"], 2, /unknown option/],
+    ["a mistyped option is a usage error with the option it meant", ["get", "plugins", "--dta"], 2, /unknown option '--dta' \(Did you mean --data\?\)/],
     ["a missing argument is a usage error", ["why"], 2, /missing required argument/],
     ["an unknown kind to delete is a usage error", ["delete", "pod", "x"], 2, /unknown kind/],
     ["verify with a folder that is no OCI layout is a usage error", ["verify", `${V1_IMAGE}`, "--oci-layout", "/missing"], 2, /not an OCI image layout/],
@@ -307,6 +308,8 @@ describe("10. the CLI's consistency", () => {
     const r = await openfief([...args, ...(["verify", "egress"].includes(args[0] ?? "") ? [] : data)]);
     expect(r.code).toBe(code);
     expect(r.stderr).toMatch(message);
+    // One line, as every refusal reads, the parser's own included.
+    expect(r.stderr).toMatch(/^openfief: [^\n]+\n$/);
   });
 
   it("deletes a grant named as plugingrant, the way apply prints it", async () => {
