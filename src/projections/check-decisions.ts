@@ -190,14 +190,6 @@ export function familyRules(today: number, byRules: ReadonlyMap<number, number>)
 }
 
 /**
- * Feeds the deciders' events to `checker`. The deciders parse each spec with its config schema
- * checked for real: the audit takes no verdict's word for it (the schema checks are loaded first).
- */
-async function feedDecisions(store: EventLog, checker: DecisionChecker, toSeq: number, pageSize: number): Promise<void> {
-  for await (const page of store.pages({ types: DECIDER_EVENT_TYPES, toSeq, pageSize })) for (const e of page) checker.feed(e);
-}
-
-/**
  * Checks every recorded decision in the store (up to `toSeq` when given). `egressAddresses`: the
  * egress rules' address step (`ADDRESS_RULES` from `src/egress`, or one step for every version);
  * `rules`: the rules re-decided with (the released ones unless a test gives others).
@@ -212,9 +204,10 @@ export async function checkDecisions(
   const checker = new DecisionChecker(rolloutRules);
   const toSeq = opts.toSeq ?? await store.head();
   const pageSize = opts.pageSize ?? 20_000;
-  // Config verdicts are re-decided below, so the checks load whatever the log holds.
+  // The deciders parse each spec with its config schema checked for real (an audit takes no
+  // verdict's word for it), and config verdicts are re-decided below: the checks load first.
   const schemaChecks = await loadSchemaChecks();
-  await feedDecisions(store, checker, toSeq, pageSize);
+  for await (const page of store.pages({ types: DECIDER_EVENT_TYPES, toSeq, pageSize })) for (const e of page) checker.feed(e);
   const rollouts = checker.result();
   // Egress decisions too (ADR 0032); their address step is the proxy's, passed in by the caller.
   const egress = await checkEgress(store, { toSeq, pageSize, rules: egressRules, ...(opts.egressAddresses !== undefined ? { recheck: opts.egressAddresses } : {}) });
