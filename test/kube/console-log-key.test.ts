@@ -8,49 +8,38 @@
  * `/tlog/checkpoint` signed by it and an event's proof that verifies offline with it. The console
  * may read that ConfigMap and not the Secret.
  */
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse as parseYaml, parseAllDocuments } from "yaml";
-import { newLogSignerKey, readLogKey, verifyProofFile } from "../../src/app/index.js";
+import { verifyProofFile } from "../../src/app/index.js";
 import type { LogKey } from "../../src/app/index.js";
 import { clusterReconcilerFactory, startClusterConsole } from "../../src/compose/index.js";
 import type { ClusterConsole } from "../../src/compose/index.js";
-import { openPostgresLog } from "../../src/events/index.js";
 import type { EventLog } from "../../src/events/index.js";
 import { runOperator } from "../../src/kube/operator.js";
 import { openCheckpoint, parseVerifierKey } from "../../src/tlog/index.js";
-import { startLogDatabases, type LogDatabases } from "../events/postgres-support.js";
 import { call, cookieOf } from "../server/support.js";
 import { FakeApiServer } from "./fake-apiserver.js";
-import { EXAMPLES, operatorOptions, putTrustedSigners, setOperatorEnv, until } from "./operator-fixture.js";
+import { EXAMPLES, operatorOptions, putTrustedSigners, startSignedClusterLog, until } from "./operator-fixture.js";
+import type { SignedClusterLog } from "./operator-fixture.js";
 
 const NS = "openfief";
 const CONSOLE_TOKEN = "console-sa-token";
 const RBAC = new URL("../../deploy/overlays/postgres/console-rbac.yaml", import.meta.url);
 
-let dbs: LogDatabases;
+let cluster: SignedClusterLog | undefined;
 let server: FakeApiServer;
 let dir: string;
 let log: EventLog;
 let key: LogKey;
 let console_: ClusterConsole;
-let restoreEnv: () => void = () => undefined;
 let failure: unknown;
 
 beforeAll(async () => {
-  dbs = await startLogDatabases();
-  const url = await dbs.fresh();
-  log = await openPostgresLog({ url, migrate: false });
-  dir = await mkdtemp(join(tmpdir(), "openfief-console-log-key-"));
-  await writeFile(join(dir, "store-url"), `${url}\n`, { mode: 0o600 });
-  await writeFile(join(dir, "log-key"), `${newLogSignerKey("cluster.test/log")}\n`, { mode: 0o600 });
-  key = readLogKey(join(dir, "log-key"));
-  restoreEnv = setOperatorEnv();
-  process.env["OPENFIEF_STORE_FILE"] = join(dir, "store-url");
-  process.env["OPENFIEF_LOG_KEY_FILE"] = join(dir, "log-key");
+  cluster = await startSignedClusterLog("openfief-console-log-key-");
+  ({ log, key, dir } = cluster);
   server = await FakeApiServer.start();
   await putTrustedSigners(server);
   // The console's rights exactly as the manifests give them, and a token of its ServiceAccount.
@@ -64,7 +53,7 @@ beforeAll(async () => {
   server.tokenReviewer = (token) => (token === "viewer-token" ? { authenticated: true, user: { username: "vera", groups: ["system:authenticated"] }, audiences: ["https://kubernetes.default.svc"] } : { authenticated: false });
   server.accessReviewer = () => ({ allowed: true });
   console_ = await startClusterConsole({
-    store: { kind: "postgres", url, shown: "cluster log" },
+    store: { kind: "postgres", url: cluster.url, shown: "cluster log" },
     kubeConfig: server.kubeConfig(CONSOLE_TOKEN),
     dataDir: join(dir, "console"),
     server: { host: "127.0.0.1", port: 0 },
@@ -75,14 +64,9 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  delete process.env["OPENFIEF_STORE_FILE"];
-  delete process.env["OPENFIEF_LOG_KEY_FILE"];
-  restoreEnv();
   await console_?.stop();
   await server?.close();
-  await log?.close();
-  await dbs?.stop();
-  if (dir !== undefined) await rm(dir, { recursive: true, force: true });
+  await cluster?.close();
 }, 60_000);
 
 /** Signs a viewer in; the session cookie. */

@@ -5,27 +5,25 @@
  * witness (`src/witness`, listening on loopback). Only the leader signs and asks the witness; when
  * it stops, the standby takes over both with the same key; no size is ever signed twice.
  */
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse as parseYaml } from "yaml";
-import { newLogSignerKey, readLogKey, witnessStates } from "../../src/app/index.js";
+import { witnessStates } from "../../src/app/index.js";
 import { clusterReconcilerFactory, startOperatorCheckpoints } from "../../src/compose/index.js";
 import type { LogKey } from "../../src/app/index.js";
-import { openPostgresLog } from "../../src/events/index.js";
 import type { EventLog, StoredEvent } from "../../src/events/index.js";
 import { runOperator } from "../../src/kube/operator.js";
 import { openCheckpoint, parseVerifierKey } from "../../src/tlog/index.js";
 import { listenWitness, openWitness, witnessVerifierKey } from "../../src/witness/index.js";
 import type { ListeningWitness, OpenedWitness } from "../../src/witness/index.js";
 import { pluginObserved } from "../events/helpers.js";
-import { startLogDatabases, type LogDatabases } from "../events/postgres-support.js";
 import { FakeApiServer } from "./fake-apiserver.js";
-import { EXAMPLES, operatorOptions, putTrustedSigners, setOperatorEnv, until } from "./operator-fixture.js";
+import { EXAMPLES, operatorOptions, putTrustedSigners, startSignedClusterLog, until } from "./operator-fixture.js";
+import type { SignedClusterLog } from "./operator-fixture.js";
 
-let dbs: LogDatabases;
+let cluster: SignedClusterLog | undefined;
 let server: FakeApiServer;
 let dir: string;
 let log: EventLog;
@@ -33,22 +31,13 @@ let key: LogKey;
 let opened: OpenedWitness;
 let witness: ListeningWitness;
 let witnessKey: string;
-let restoreEnv: () => void = () => undefined;
 let failure: unknown;
 
 const checkpoints = async (): Promise<StoredEvent[]> => log.read({ stream: "log", type: "log.checkpoint" });
 
 beforeAll(async () => {
-  dbs = await startLogDatabases();
-  const url = await dbs.fresh();
-  log = await openPostgresLog({ url, migrate: false });
-  dir = await mkdtemp(join(tmpdir(), "openfief-operator-cp-"));
-  await writeFile(join(dir, "store-url"), `${url}\n`, { mode: 0o600 });
-  await writeFile(join(dir, "log-key"), `${newLogSignerKey("cluster.test/log")}\n`, { mode: 0o600 });
-  key = readLogKey(join(dir, "log-key"));
-  restoreEnv = setOperatorEnv();
-  process.env["OPENFIEF_STORE_FILE"] = join(dir, "store-url");
-  process.env["OPENFIEF_LOG_KEY_FILE"] = join(dir, "log-key");
+  cluster = await startSignedClusterLog("openfief-operator-cp-");
+  ({ log, key, dir } = cluster);
   const verifier = parseVerifierKey(key.verifierKey);
   if (!verifier.ok) throw new Error(verifier.error.message);
   const w = openWitness({ dir: join(dir, "witness"), name: "witness.test/w1", logs: [{ origin: key.origin, verifiers: [verifier.value], keys: [key.verifierKey] }] });
@@ -63,15 +52,10 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  delete process.env["OPENFIEF_STORE_FILE"];
-  delete process.env["OPENFIEF_LOG_KEY_FILE"];
-  restoreEnv();
   await witness?.close();
   opened?.release();
   await server?.close();
-  await log?.close();
-  await dbs?.stop();
-  if (dir !== undefined) await rm(dir, { recursive: true, force: true });
+  await cluster?.close();
 }, 60_000);
 
 function replica(identity: string): { stop: () => Promise<void> } {

@@ -3,13 +3,19 @@
  * the operator reads (the demo's OCI layout, a topology no default uses), its options for a
  * quick test, the owner's trusted signers as the cluster's ConfigMap, and a bounded wait.
  */
-import { readFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { pino } from "pino";
 import type { OperatorOptions } from "../../src/kube/operator.js";
 import { TRUSTED_SIGNERS_KEY } from "../../src/kube/trusted-signers.js";
 import { NAMESPACE, TRUSTED_SIGNERS_CONFIGMAP } from "../../src/plugins/constants.js";
+import { newLogSignerKey, readLogKey } from "../../src/app/index.js";
+import type { LogKey } from "../../src/app/index.js";
+import { openPostgresLog } from "../../src/events/index.js";
+import type { EventLog } from "../../src/events/index.js";
+import { startLogDatabases } from "../events/postgres-support.js";
 import type { FakeApiServer } from "./fake-apiserver.js";
 
 export const EXAMPLES = fileURLToPath(new URL("../../examples/", import.meta.url));
@@ -78,4 +84,43 @@ export async function until(what: string, predicate: () => boolean | Promise<boo
     await new Promise((r) => setTimeout(r, 20));
   }
   throw new Error(`never happened within ${DEADLINE_MS} ms: ${what}`);
+}
+
+/** A cluster's one log on a real PostgreSQL with its signing key, as the operator's Secrets give them. */
+export interface SignedClusterLog {
+  readonly log: EventLog;
+  /** The log's URL. */
+  readonly url: string;
+  readonly key: LogKey;
+  /** A temporary folder of the test's own (the store URL and the key are in it). */
+  readonly dir: string;
+  /** Closes the log, stops PostgreSQL, removes the folder and restores the environment. */
+  close(): Promise<void>;
+}
+
+/**
+ * Starts PostgreSQL with a fresh log and a new log key, and points the operator's environment at
+ * them (`OPENFIEF_STORE_FILE`, `OPENFIEF_LOG_KEY_FILE`, as the Secrets' mounts do).
+ */
+export async function startSignedClusterLog(prefix: string): Promise<SignedClusterLog> {
+  const dbs = await startLogDatabases();
+  const url = await dbs.fresh();
+  const log = await openPostgresLog({ url, migrate: false });
+  const dir = await mkdtemp(join(tmpdir(), prefix));
+  await writeFile(join(dir, "store-url"), `${url}\n`, { mode: 0o600 });
+  await writeFile(join(dir, "log-key"), `${newLogSignerKey("cluster.test/log")}\n`, { mode: 0o600 });
+  const restoreEnv = setOperatorEnv();
+  process.env["OPENFIEF_STORE_FILE"] = join(dir, "store-url");
+  process.env["OPENFIEF_LOG_KEY_FILE"] = join(dir, "log-key");
+  return {
+    log, url, key: readLogKey(join(dir, "log-key")), dir,
+    async close() {
+      delete process.env["OPENFIEF_STORE_FILE"];
+      delete process.env["OPENFIEF_LOG_KEY_FILE"];
+      restoreEnv();
+      await log.close();
+      await dbs.stop();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
 }
