@@ -312,6 +312,16 @@ describe("10. the CLI's consistency", () => {
     expect(r.stderr).toMatch(/^openfief: [^\n]+\n$/);
   });
 
+  it.each([
+    ["a mistyped option", ["get", "plugins", "--dta", "x"], /^openfief: unknown option '--dta' \(Did you mean --data\?\)\n$/],
+    ["a mistyped command", ["gte", "plugins"], /^openfief: unknown command 'gte' \(Did you mean get\?\)\n$/],
+    ["a missing file", ["apply", "-f", "/nonexistent.yaml"], /^openfief: [^\n]*\/nonexistent\.yaml[^\n]*\n$/],
+  ])("the compiled CLI answers %s in one line, exit 2", async (_what, args, message) => {
+    const r = await spawnOpenfief(args);
+    expect({ code: r.code, stdout: r.stdout }).toEqual({ code: 2, stdout: "" });
+    expect(r.stderr).toMatch(message);
+  });
+
   it("deletes a grant named as plugingrant, the way apply prints it", async () => {
     const data = await demoFolder();
     expect(await ok(["delete", "plugingrant", "ledger-view", ...data])).toMatch(/^plugingrant\/ledger-view deleted/);
