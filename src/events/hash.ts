@@ -53,13 +53,50 @@ export function chainHash(
 }
 
 /**
- * {@link chainHash} and, with it, the row's leaf hash in the Merkle tree over the log:
- * SHA-256(0x00 ‖ the same bytes) (docs/adr/0141). For an append that feeds the tree as it goes.
+ * The entries of an append's rows for the Merkle tree over the log (docs/adr/0141), written one
+ * after another as the append hashes them: each row's bytes (what {@link chainHash} hashes)
+ * preceded by one byte 0x00, so that a row's leaf hash, SHA-256(0x00 ‖ bytes), is the hash of
+ * its span as it lies. The row is encoded once for both hashes, and nothing per row outlives the
+ * append: the tree's hashing thread takes the bytes and hashes the leaves off the appending thread.
  */
-export function chainAndLeafHash(
-  prevHash: string, seq: number, stream: string, version: number, type: string,
-  schemaVersion: number, time: string, actor: string, causedBy: number | null, data: string,
-): [hash: string, leaf: Buffer] {
-  const text = JSON.stringify([prevHash, seq, stream, version, type, schemaVersion, time, actor, causedBy]) + "\n" + data;
-  return [hash("sha256", text, "hex"), hash("sha256", "\u0000" + text, "buffer")];
+export class EntryWriter {
+  #buffer = Buffer.allocUnsafeSlow(1 << 16);
+  #length = 0;
+  #ends: number[] = [];
+
+  /** {@link chainHash} of a row, its entry written after the ones before. */
+  chainHash(
+    prevHash: string, seq: number, stream: string, version: number, type: string,
+    schemaVersion: number, time: string, actor: string, causedBy: number | null, data: string,
+  ): string {
+    const text = JSON.stringify([prevHash, seq, stream, version, type, schemaVersion, time, actor, causedBy]) + "\n" + data;
+    // At most 3 bytes per UTF-16 unit, and the 0x00: room for the whole row (write() would cut it short).
+    const most = this.#length + 3 * text.length + 1;
+    if (most > this.#buffer.length) {
+      const grown = Buffer.allocUnsafeSlow(Math.max(most, 2 * this.#buffer.length));
+      this.#buffer.copy(grown, 0, 0, this.#length);
+      this.#buffer = grown;
+    }
+    const start = this.#length + 1;
+    this.#buffer[this.#length] = 0;
+    const end = start + this.#buffer.write(text, start, "utf8");
+    this.#length = end;
+    this.#ends.push(end);
+    return hash("sha256", this.#buffer.subarray(start, end), "hex");
+  }
+
+  /** The entries written since the last take, and where each ends; starts over. */
+  take(): { entries: Buffer; ends: Uint32Array } {
+    const out = { entries: Buffer.from(this.#buffer.subarray(0, this.#length)), ends: Uint32Array.from(this.#ends) };
+    this.clear();
+    return out;
+  }
+
+  /** Forgets what was written (an append that failed). */
+  clear(): void {
+    this.#length = 0;
+    this.#ends = [];
+    // One large append does not keep its buffer for the rest of the process.
+    if (this.#buffer.length > 1 << 22) this.#buffer = Buffer.allocUnsafeSlow(1 << 16);
+  }
 }

@@ -13,7 +13,7 @@ import { catalog } from "./catalog.js";
 import { Checkpointer } from "./checkpointer.js";
 import type { EventOf, EventTypeName, KnownEvent } from "./catalog.js";
 import { StoreError, StoreErrorCode } from "./errors.js";
-import { GENESIS_HASH, chainAndLeafHash, chainHash } from "./hash.js";
+import { EntryWriter, GENESIS_HASH, chainHash } from "./hash.js";
 import { BatchPreparer } from "./prepare.js";
 import type { Prepared } from "./prepare.js";
 import { ChainWalk } from "./chain.js";
@@ -21,7 +21,6 @@ import type { RawEventRow } from "./chain.js";
 import type { AppendOptions, EventListener, EventLog, EventLookups, LogTree, PageFilter, RawPageFilter } from "./port.js";
 import { StoredTree } from "./tree.js";
 import type { LeafSink } from "./tree.js";
-import type { Hash } from "../tlog/index.js";
 import type { EventRegistry, EventType } from "./registry.js";
 import { eventOfRow } from "./rows.js";
 import { EVENT_COLUMNS, toStoredEvent } from "./sqlite/rows.js";
@@ -147,8 +146,9 @@ export class SqliteEventLog implements EventLog {
   #tree: LogTree | null = null;
   /** Told the leaf hashes of each committed append made here, once the tree asked (docs/adr/0141). */
   #leafSink: LeafSink | null = null;
-  /** The leaves and chain hashes of the rows the last {@link #write} made, until its commit is known. */
-  #written: { first: number; leaves: Buffer[]; hashes: string[] } | null = null;
+  /** The tree's entries and the chain hashes (32 bytes each) of the rows the last {@link #write} made, until its commit is known. */
+  #written: { first: number; count: number; entries: Buffer; ends: Uint32Array; hashes: Buffer; last: string } | null = null;
+  readonly #entries = new EntryWriter();
   /** Whether SQLite checkpoints inside commits again (no checkpoint thread could run). */
   #inlineCheckpoints = false;
   #closed = false;
@@ -236,9 +236,9 @@ export class SqliteEventLog implements EventLog {
   /** Tells the checkpoint thread and the listeners of events a caller's transaction committed. */
   afterCommit(events: readonly KnownEvent[]): void {
     if (events.length === 0) return;
-    // The leaves of exactly these rows (the same seqs and hashes), when this connection wrote them last.
+    // The leaves of exactly these rows (the same seqs; the same last hash, which the chain ties to every row before it), when this connection wrote them last.
     const w = this.#written;
-    if (w !== null && w.first === events[0]?.seq && w.hashes.length === events.length && events.every((e, i) => e.hash === w.hashes[i])) this.#feedLeaves();
+    if (w !== null && w.first === events[0]?.seq && w.count === events.length && events[events.length - 1]?.hash === w.last) this.#feedLeaves();
     else this.#written = null;
     this.#committed(events.length);
     this.#notify(events);
@@ -634,7 +634,7 @@ export class SqliteEventLog implements EventLog {
   #feedLeaves(): void {
     const w = this.#written;
     this.#written = null;
-    if (w !== null && this.#leafSink !== null && w.leaves.length > 0) this.#leafSink(w.first, w.leaves as unknown as Hash[], w.hashes);
+    if (w !== null && this.#leafSink !== null && w.count > 0) this.#leafSink(w.first, w.entries, w.ends, w.hashes);
   }
 
   #notify(events: readonly KnownEvent[]): void {
@@ -667,8 +667,8 @@ export class SqliteEventLog implements EventLog {
     const time = this.#clock().toISOString();
     const insert = this.#stmts.insert;
     const out: KnownEvent[] = new Array<KnownEvent>(batch.length);
-    const leaves: Buffer[] | null = this.#leafSink === null ? null : [];
-    const hashes: string[] = [];
+    const hashes: Buffer | null = this.#leafSink === null ? null : Buffer.allocUnsafe(32 * batch.length);
+    this.#entries.clear();
     this.#written = null;
     for (let i = 0; i < batch.length; i++) {
       const e = batch[i] as Prepared;
@@ -679,12 +679,10 @@ export class SqliteEventLog implements EventLog {
         throw new StoreError(StoreErrorCode.InvalidCause, `causedBy ${e.causedBy} is not an earlier event than seq ${seq}`);
       }
       let hash: string;
-      if (leaves === null) hash = chainHash(prev, seq, e.stream, version, e.type, e.schemaVersion, time, e.actor, e.causedBy, e.data);
+      if (hashes === null) hash = chainHash(prev, seq, e.stream, version, e.type, e.schemaVersion, time, e.actor, e.causedBy, e.data);
       else {
-        const [h, leaf] = chainAndLeafHash(prev, seq, e.stream, version, e.type, e.schemaVersion, time, e.actor, e.causedBy, e.data);
-        hash = h;
-        leaves.push(leaf);
-        hashes.push(h);
+        hash = this.#entries.chainHash(prev, seq, e.stream, version, e.type, e.schemaVersion, time, e.actor, e.causedBy, e.data);
+        hashes.write(hash, 32 * i, "hex");
       }
       try {
         insert.run(seq, e.stream, version, e.type, e.schemaVersion, time, e.actor, e.causedBy, e.data, prev, hash);
@@ -698,7 +696,7 @@ export class SqliteEventLog implements EventLog {
       out[i] = { seq, stream: e.stream, version, type: e.type, schemaVersion: e.schemaVersion, time, actor: e.actor, causedBy: e.causedBy, data: e.value, prevHash: prev, hash } as KnownEvent;
       prev = hash;
     }
-    if (leaves !== null) this.#written = { first: seq - batch.length + 1, leaves, hashes };
+    if (hashes !== null) this.#written = { first: seq - batch.length + 1, count: batch.length, ...this.#entries.take(), hashes, last: prev };
     return out;
   }
 

@@ -80,6 +80,9 @@ export class CheckpointSchedule {
     this.#opts = opts;
     this.#every = Math.max(1, Math.floor(opts.every ?? DEFAULT_CHECKPOINT_EVERY));
     const interval = Math.max(10, Math.floor(opts.intervalMs ?? DEFAULT_CHECKPOINT_INTERVAL_MS));
+    // The tree starts following this process's appends now (a store hands it their leaves from the
+    // moment it exists): the first checkpoint then reads back only what was appended before.
+    void log.tree;
     this.#unsubscribe = log.subscribe((events) => {
       this.#since += events.length;
       if (this.#since >= this.#every) this.trigger();

@@ -19,7 +19,8 @@ import { StoreError, StoreErrorCode } from "./errors.js";
 import { chainBytes, GENESIS_HASH } from "./hash.js";
 import type { EventLog, LogTree } from "./port.js";
 import type { StoredCheckpoint, StoredTile, TreeTable } from "./tables.js";
-import { treeHasher } from "./tree-hasher.js";
+import { emptyKept, keptAppend, keptRange, MAX_KEPT, treeHasher } from "./tree-hasher.js";
+import type { Extended, Kept, LeafFeed } from "./tree-hasher.js";
 
 /** Events read per page while catching up, and leaves per transaction that stores tiles. */
 const PAGE = 4_096;
@@ -41,16 +42,17 @@ interface Resumed {
   lastHash: string;
 }
 
-type OpenTile = { level: number; index: number; hashes: Hash[] };
+/** A tile being filled: its first `width` hashes, in a buffer that holds all 256. */
+type OpenTile = { level: number; index: number; bytes: Buffer; width: number };
+
+const openTile = (level: number, index: number): OpenTile => ({ level, index, bytes: Buffer.allocUnsafe(TILE_WIDTH * HASH_SIZE), width: 0 });
 
 /**
- * Told, by a store that computes them as it appends, the leaf hashes (and chain hashes) of the
- * rows an append of this process committed, from seq `first`: the tree then need not read them back.
+ * Told, by a store that writes them as it appends, the entries (each row's bytes after a 0x00,
+ * ending at `ends`) and chain hashes (32 bytes each) of the rows an append of this process
+ * committed, from seq `first`: the tree then need not read them back (docs/adr/0146).
  */
-export type LeafSink = (first: number, leaves: readonly Hash[], hashes: readonly string[]) => void;
-
-/** Leaves kept from this process's appends at most (32 bytes and a 64-character hash each). */
-const MAX_PENDING = 262_144;
+export type LeafSink = (first: number, entries: Uint8Array, ends: Uint32Array, hashes: Uint8Array) => void;
 
 /** Appends a row's leaf to the resumed tree; `touched` gets the tiles it changes. */
 function appendRow(resumed: Resumed, row: RawEventRow, touched: Map<string, OpenTile>): void {
@@ -61,28 +63,26 @@ function appendRow(resumed: Resumed, row: RawEventRow, touched: Map<string, Open
 /** Appends a leaf to the resumed tree; `touched` gets the tiles it changes. */
 function appendLeaf(resumed: Resumed, leaf: Hash, touched: Map<string, OpenTile>): void {
   const appended = resumed.tree.append(leaf);
-  for (const e of appended.tileEntries) {
-    const k = key(e.tile.level, e.tile.index);
-    let t = resumed.open.get(k);
-    if (t === undefined) resumed.open.set(k, (t = { level: e.tile.level, index: e.tile.index, hashes: [] }));
-    t.hashes[e.position] = e.hash;
-    touched.set(k, t);
-    if (e.completesTile) resumed.open.delete(k);
-  }
+  for (const e of appended.tileEntries) place(resumed, e.tile.level, e.tile.index * TILE_WIDTH + e.position, e.hash, touched);
 }
 
-/** Puts hashes at positions [start, start + hashes.length) of tile (level, index) and on, tile by tile. */
-function place(resumed: Resumed, level: number, first: number, hashes: readonly Hash[], touched: Map<string, OpenTile>): void {
+/**
+ * Puts hashes (32 bytes each) at positions [first, first + count) of tile level `level`, tile by
+ * tile; `touched` gets the tiles they change.
+ */
+function place(resumed: Resumed, level: number, first: number, hashes: Uint8Array, touched: Map<string, OpenTile>): void {
+  const count = hashes.length / HASH_SIZE;
   let i = 0;
-  while (i < hashes.length) {
+  while (i < count) {
     const at = first + i;
     const position = at % TILE_WIDTH;
     const index = (at - position) / TILE_WIDTH;
-    const end = Math.min(TILE_WIDTH, position + hashes.length - i);
+    const end = Math.min(TILE_WIDTH, position + count - i);
     const k = key(level, index);
     let t = resumed.open.get(k);
-    if (t === undefined) resumed.open.set(k, (t = { level, index, hashes: [] }));
-    for (let p = position; p < end; p++) t.hashes[p] = hashes[i + p - position] as Hash;
+    if (t === undefined) resumed.open.set(k, (t = openTile(level, index)));
+    t.bytes.set(hashes.subarray(i * HASH_SIZE, (i + end - position) * HASH_SIZE), position * HASH_SIZE);
+    t.width = Math.max(t.width, end);
     touched.set(k, t);
     if (end === TILE_WIDTH) resumed.open.delete(k);
     i += end - position;
@@ -91,15 +91,14 @@ function place(resumed: Resumed, level: number, first: number, hashes: readonly 
 
 /**
  * Appends leaves to the resumed tree of `size` leaves in one step: the level-0 tiles take the
- * leaves, and the hashing thread gives the new right edge and the nodes of the upper tile levels.
+ * leaves, and the hashing thread gave the new right edge and the nodes of the upper tile levels.
  */
-async function appendLeaves(resumed: Resumed, size: number, leaves: readonly Hash[], touched: Map<string, OpenTile>): Promise<void> {
-  if (leaves.length === 0) return;
-  const r = await treeHasher.extend(size, resumed.tree.edge().map((n) => n.hash), Buffer.concat(leaves));
-  const tree = MerkleTree.resume(size + leaves.length, r.edge);
-  if (!tree.ok) throw new StoreError(StoreErrorCode.Tampered, `the tree cannot grow to ${size + leaves.length}: ${tree.error.message}`);
+function appendLeaves(resumed: Resumed, size: number, leaves: Uint8Array, r: Extended, touched: Map<string, OpenTile>): void {
+  const count = leaves.length / HASH_SIZE;
+  const tree = MerkleTree.resume(size + count, r.edge);
+  if (!tree.ok) throw new StoreError(StoreErrorCode.Tampered, `the tree cannot grow to ${size + count}: ${tree.error.message}`);
   place(resumed, 0, size, leaves, touched);
-  for (const u of r.upper) place(resumed, u.level / TILE_HEIGHT, u.index, [u.hash], touched);
+  for (const u of r.upper) place(resumed, u.level / TILE_HEIGHT, u.index, u.hash, touched);
   resumed.tree = tree.value;
 }
 
@@ -112,8 +111,9 @@ export class StoredTree implements LogTree {
   /** The widest partial tiles read, by level/index: their first `width` hashes never change. */
   readonly #partial = new Map<string, StoredTile>();
   #resumed: Resumed | null = null;
-  /** Leaves of this process's own appends, contiguous from seq `first`, not yet in the stored tree. */
-  #pending: { first: number; leaves: Hash[]; hashes: string[] } | null = null;
+  /** This process's own appends not yet in the stored tree: their leaves, hashed off this thread, and their chain hashes. */
+  #leaves: LeafFeed | null = null;
+  #hashes: Kept | null = null;
   /** Catch-ups run one at a time. */
   #running: Promise<unknown> = Promise.resolve();
   readonly hashes: HashReader;
@@ -122,32 +122,24 @@ export class StoredTree implements LogTree {
     this.#log = log;
     this.#table = table;
     this.hashes = (level, index) => this.#hash(level, index);
-    feed?.((first, leaves, hashes) => this.#took(first, leaves, hashes));
-  }
-
-  /** Keeps the leaves of an append of this process; a gap (another process appended) starts over from it. */
-  #took(first: number, leaves: readonly Hash[], hashes: readonly string[]): void {
-    const p = this.#pending;
-    if (p !== null && p.first + p.leaves.length === first && p.leaves.length + leaves.length <= MAX_PENDING) {
-      p.leaves.push(...leaves);
-      p.hashes.push(...hashes);
-    } else {
-      this.#pending = leaves.length <= MAX_PENDING ? { first, leaves: [...leaves], hashes: [...hashes] } : null;
+    if (feed !== undefined) {
+      const leaves = (this.#leaves = treeHasher.feed());
+      feed((first, entries, ends, hashes) => {
+        leaves.take(first, entries, ends);
+        this.#took(first, hashes);
+      });
     }
   }
 
-  /** The kept leaves of seqs (size, to], when every one of them is kept; drops those up to `size`. */
-  #kept(size: number, to: number): { leaves: Hash[]; last: string } | null {
-    const p = this.#pending;
-    if (p === null) return null;
-    if (p.first <= size) {
-      const drop = Math.min(p.leaves.length, size + 1 - p.first);
-      p.leaves.splice(0, drop);
-      p.hashes.splice(0, drop);
-      p.first += drop;
+  /** Keeps the chain hashes of an append of this process; a gap (another process appended) starts over from it. */
+  #took(first: number, hashes: Uint8Array): void {
+    const n = hashes.length / HASH_SIZE;
+    let k = this.#hashes;
+    if (k === null || k.first + k.count !== first || k.count + n > MAX_KEPT) {
+      k = this.#hashes = n > MAX_KEPT ? null : emptyKept(first);
+      if (k === null) return;
     }
-    if (p.leaves.length === 0 || p.first !== size + 1 || p.first + p.leaves.length - 1 < to) return null;
-    return { leaves: p.leaves.slice(0, to - size), last: p.hashes[to - size - 1] as string };
+    keptAppend(k, hashes);
   }
 
   async size(): Promise<number> {
@@ -252,7 +244,7 @@ export class StoredTree implements LogTree {
       const to = Math.min(target, size + BATCH);
       const touched = new Map<string, OpenTile>();
       await this.#extend(resumed, size, to, touched);
-      const tiles: StoredTile[] = [...touched.values()].map((t) => ({ level: t.level, index: t.index, width: t.hashes.length, hashes: Buffer.concat(t.hashes) }));
+      const tiles: StoredTile[] = [...touched.values()].map((t) => ({ level: t.level, index: t.index, width: t.width, hashes: t.bytes.subarray(0, t.width * HASH_SIZE) }));
       // SQLite answers synchronously: between batches, the process's other work gets its turn.
       await new Promise((r) => setImmediate(r));
       if (await table.advance(size, to, tiles)) {
@@ -267,20 +259,21 @@ export class StoredTree implements LogTree {
   /** Appends the leaves of seqs (size, to] to the resumed tree; `touched` gets every tile they change. */
   async #extend(resumed: Resumed, size: number, to: number, touched: Map<string, OpenTile>): Promise<void> {
     // The rows before this process's own kept appends (another process's, or before the tree asked) are read back.
-    const first = this.#pending?.first ?? Number.POSITIVE_INFINITY;
+    const first = this.#hashes?.first ?? Number.POSITIVE_INFINITY;
     const from = first > size + 1 && first <= to ? first - 1 : size;
     if (from > size) await this.#extendFromRows(resumed, size, from, touched);
-    const kept = this.#kept(from, to);
-    if (kept !== null) {
-      // This process's own appends, hashed as they were written: nothing to read back, and the
-      // interior hashes computed on the hashing thread (docs/adr/0146).
-      await appendLeaves(resumed, from, kept.leaves, touched);
-      resumed.lastHash = kept.last;
+    const hashes = this.#hashes === null ? null : keptRange(this.#hashes, from, to);
+    const kept = hashes === null || this.#leaves === null ? null : await this.#leaves.extend(from, resumed.tree.edge().map((n) => n.hash), to);
+    if (kept !== null && hashes !== null) {
+      // This process's own appends, written as they were appended: nothing to read back, and the
+      // leaves and interior hashes computed on the hashing thread (docs/adr/0146).
+      appendLeaves(resumed, from, kept.leaves, kept.extended, touched);
+      resumed.lastHash = Buffer.from(hashes.subarray(hashes.length - HASH_SIZE)).toString("hex");
     } else if (from < to) {
       await this.#extendFromRows(resumed, from, to, touched);
     }
-    // Tiles written now are copies: a partial tile keeps growing in memory.
-    for (const [k, t] of touched) touched.set(k, { ...t, hashes: [...t.hashes] });
+    // Tiles written now are copies: a partial tile keeps growing in memory (a full one never changes again).
+    for (const [k, t] of touched) if (t.width < TILE_WIDTH) touched.set(k, { ...t, bytes: Buffer.from(t.bytes.subarray(0, t.width * HASH_SIZE)) });
   }
 
   async #extendFromRows(resumed: Resumed, size: number, to: number, touched: Map<string, OpenTile>): Promise<void> {
@@ -308,9 +301,10 @@ export class StoredTree implements LogTree {
     for (const t of partialTiles(size)) {
       const stored = await this.#tile(t.level, t.index);
       if (stored === null || stored.width < t.width) throw new StoreError(StoreErrorCode.Tampered, `the tree's tile ${t.level}/${t.index} is missing or narrower than ${t.width} at size ${size}`);
-      const hashes: Hash[] = [];
-      for (let i = 0; i < t.width; i++) hashes.push(stored.hashes.slice(i * HASH_SIZE, (i + 1) * HASH_SIZE) as Hash);
-      open.set(key(t.level, t.index), { level: t.level, index: t.index, hashes });
+      const tile = openTile(t.level, t.index);
+      tile.bytes.set(stored.hashes.subarray(0, t.width * HASH_SIZE));
+      tile.width = t.width;
+      open.set(key(t.level, t.index), tile);
     }
     return open;
   }

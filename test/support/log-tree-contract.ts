@@ -84,6 +84,23 @@ export function describeLogTree(open: Open, reopen: Reopen, asOwner: (log: Event
       expect(await codeOf(tree.root(601))).toBe("invalid_event");
     });
 
+    it("covers every event when appends keep arriving while it catches up over many batches", async (ctx) => {
+      const log = await open();
+      const tree = treeOf(log, ctx);
+      // More than two catch-up transactions' worth (8,192 leaves each), appended while catch-ups run.
+      const catchUps: Promise<number>[] = [];
+      for (const n of [5_000, 7_000, 6_000, 1]) {
+        await appendMany(log, n);
+        catchUps.push(tree.catchUp());
+      }
+      await Promise.all(catchUps);
+      expect(await tree.catchUp()).toBe(18_001);
+      const leaves = await independentLeaves(log);
+      for (const n of [5_000, 8_192, 12_000, 16_384, 18_000, 18_001]) {
+        expect(formatHash(await tree.root(n)), `root at ${n}`).toBe(formatHash(rootOf(leaves.slice(0, n))));
+      }
+    });
+
     it("keeps tiles of height 8 that hold the leaves and the roots of full tiles", async (ctx) => {
       const log = await open();
       const tree = treeOf(log, ctx);
