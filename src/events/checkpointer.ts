@@ -11,7 +11,9 @@
  * the log grew. Here the store's connection never checkpoints; a worker thread with its own
  * connection runs a passive checkpoint (which waits for no writer) a few times a second while
  * appends arrive, and a restart, which makes writers wait, only once the log holds more than
- * {@link RESTART_FRAMES} pages that a passive one could not copy back (a bound on its size).
+ * {@link RESTART_FRAMES} pages (a bound on its size), right after a passive one copied every page
+ * back (so the restart has little to copy) and with a short wait for readers: a reader that holds
+ * an old snapshot (a slow `openfief log | less`) never makes an append wait behind the restart.
  */
 import { createRequire } from "node:module";
 // Loaded when the thread starts: a process that only reads the log never loads worker_threads.
@@ -36,7 +38,14 @@ function run() {
   seen = now;
   try {
     const [r] = db.pragma("wal_checkpoint(PASSIVE)");
-    if (r && r.log > workerData.restartFrames) db.pragma("wal_checkpoint(RESTART)");
+    if (r && r.log > workerData.restartFrames && r.checkpointed === r.log) {
+      db.pragma("busy_timeout = " + workerData.restartWaitMs);
+      try {
+        db.pragma("wal_checkpoint(RESTART)");
+      } finally {
+        db.pragma("busy_timeout = 5000");
+      }
+    }
   } catch {
     // A busy or failed checkpoint is tried again at the next commit; the log only grows meanwhile.
     seen = -1;
@@ -63,17 +72,23 @@ function sqlitePath(): string | null {
 /** Appends before the thread starts: a command that appends a few events never starts one. */
 const START_AFTER = { commits: 100, events: 1_000 } as const;
 
+/** How long a restart waits for readers (ms); writers wait behind it meanwhile. */
+const RESTART_WAIT_MS = 100;
+
 /** The checkpoint thread of one store's file, started once the store has appended enough. */
 export class Checkpointer {
   readonly #file: string;
+  readonly #restartFrames: number;
   readonly #commits = new Int32Array(new SharedArrayBuffer(4));
   #events = 0;
   #worker: Worker | null = null;
   #exited: Promise<void> = Promise.resolve();
   #started = false;
 
-  constructor(file: string) {
+  /** `restartFrames`: {@link RESTART_FRAMES} unless a test wants restarts sooner. */
+  constructor(file: string, restartFrames = RESTART_FRAMES) {
     this.#file = file;
+    this.#restartFrames = restartFrames;
   }
 
   /**
@@ -108,7 +123,7 @@ export class Checkpointer {
     try {
       const w = new (process.getBuiltinModule("node:worker_threads").Worker)(SCRIPT, {
         eval: true,
-        workerData: { file: this.#file, sqlite, commits: this.#commits.buffer, intervalMs: INTERVAL_MS, restartFrames: RESTART_FRAMES },
+        workerData: { file: this.#file, sqlite, commits: this.#commits.buffer, intervalMs: INTERVAL_MS, restartFrames: this.#restartFrames, restartWaitMs: RESTART_WAIT_MS },
       });
       // The thread never keeps a process alive; a failure in it only leaves the copying to SQLite.
       w.unref();

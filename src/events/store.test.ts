@@ -6,6 +6,8 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import fc from "fast-check";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 // The SQLite adapter itself: its connection is looked at where the port cannot say (pragmas, plans, raw rows).
+import Database from "better-sqlite3";
+import { Checkpointer } from "./checkpointer.js";
 import { openSqliteLog as openStore, StoreError } from "./store.js";
 import { STREAM_TYPE_INDEXED } from "./streams.js";
 import type { SqliteEventLog as EventLog } from "./store.js";
@@ -282,6 +284,36 @@ describe("copying the write-ahead log back into the database file", () => {
     } finally {
       await store.close();
     }
+  });
+
+  it("never makes an append wait behind a reader that holds an old snapshot", async () => {
+    const store = await openStore({ file });
+    await store.append(batch(0));
+    // A reader that stays on its snapshot (a slow `openfief log | less`): the log cannot restart past it.
+    const reader = new Database(file, { readonly: true });
+    reader.prepare("BEGIN").run();
+    reader.prepare("SELECT count(*) FROM events").get();
+    // A second checkpoint thread on the file that wants a restart after a few pages.
+    const eager = new Checkpointer(file, 16);
+    // Enough events for the thread to start at once.
+    eager.committed(1_000);
+    let slowest = 0;
+    try {
+      for (let i = 1; i < 40; i++) {
+        const t0 = performance.now();
+        await store.append(batch(i).slice(0, 20));
+        eager.committed(20);
+        slowest = Math.max(slowest, performance.now() - t0);
+        await new Promise((r) => setTimeout(r, 25));
+      }
+    } finally {
+      reader.prepare("ROLLBACK").run();
+      reader.close();
+      await eager.close();
+      await store.close();
+    }
+    // A restart that waited for the reader would have held every append for its 5 s busy timeout (or failed it).
+    expect(slowest).toBeLessThan(3_000);
   });
 
   it("stops the thread with the store, whose close then leaves no WAL behind", async () => {
