@@ -2,14 +2,15 @@
 // Compiles the `openfief` command once into dist/openfief.mjs (ESM, split into chunks so what only
 // one command needs loads only for it), its dependencies bundled in too: loading hundreds of small
 // CommonJS files costs a command more than its work (ADR 0008). Left out: the native SQLite
-// binding, the Kubernetes client (loaded only in cluster mode), and the compilers tsx and esbuild.
+// binding (loaded by path), the Kubernetes client (loaded only in cluster mode), and the compilers tsx and esbuild.
 // `npm ci` runs it (the `prepare` script); bin/openfief.js uses the bundle when it is newer than
 // every source file the command asked for was built from (dist/sources.json lists them) and falls
 // back to tsx otherwise.
 //
 // A command loads only what it uses (ADR 0113): each command module is loaded by its own import()
 // (src/cli/commands/index.ts), the bundle looks through the rooms' doors (look-through-doors.mjs),
-// commander's child_process is loaded only if commander ever spawns, and better-sqlite3 is required. Any warning fails the build.
+// commander's child_process is loaded only if commander ever spawns, and better-sqlite3's JavaScript is
+// bundled with its binding loaded by path. Any warning fails the build.
 // The plugin sandbox (src/host/sandbox/) runs in processes and threads of its own, started from a
 // file: it is emitted beside the bundle (dist/sandbox/), one self-contained file per entry, so the
 // bundle never reaches back into the source tree.
@@ -31,15 +32,18 @@ const lazyChildProcess = {
 };
 
 /**
- * better-sqlite3 (left out of the bundle: its native binding is found from its own folder) taken
- * with require() rather than import: importing CommonJS from ESM makes Node parse its files once
- * more to list their exports, which every command that opens the log paid at start-up.
+ * better-sqlite3's JavaScript bundled in, its native binding loaded by path
+ * (scripts/bundled-better-sqlite3.cjs, ADR 0200): from node_modules, its CommonJS files were each
+ * resolved, read and compiled apart, and `bindings` searched a dozen paths for the binding, which
+ * every command that opens the log paid at start-up. `bindings` itself stays out of the bundle: it
+ * is required only when build/Release holds no binding.
  */
-const requireBetterSqlite = {
-  name: "require-better-sqlite3",
+const bundledBetterSqlite = {
+  name: "bundled-better-sqlite3",
   setup(b) {
-    b.onResolve({ filter: /^better-sqlite3$/ }, (args) => (args.namespace === "file" ? { path: "better-sqlite3", namespace: "required" } : undefined));
-    b.onLoad({ filter: /.*/, namespace: "required" }, () => ({ contents: 'module.exports = require("better-sqlite3");', loader: "js", resolveDir: ROOT }));
+    b.onResolve({ filter: /^better-sqlite3$/ }, (args) =>
+      /[\\/]scripts[\\/]bundled-better-sqlite3\.cjs$/.test(args.importer) ? undefined : { path: `${ROOT}scripts/bundled-better-sqlite3.cjs` },
+    );
   },
 };
 
@@ -122,14 +126,14 @@ export async function buildCli(outdir = `${ROOT}dist`) {
     platform: "node",
     format: "esm",
     target: "node20",
-    external: ["better-sqlite3", "@kubernetes/client-node", "esbuild", "tsx", "tsx/*"],
+    external: ["bindings", "@kubernetes/client-node", "esbuild", "tsx", "tsx/*"],
     // Bundled CommonJS code calls require(): give the ESM bundle one.
     banner: { js: "import { createRequire as __openfiefRequire } from 'node:module'; const require = __openfiefRequire(import.meta.url);" },
     sourcemap: "linked",
     logLevel: "warning",
     legalComments: "none",
     metafile: true,
-    plugins: [lookThroughDoors(`${ROOT}src`), lazyChildProcess, requireBetterSqlite],
+    plugins: [lookThroughDoors(`${ROOT}src`), lazyChildProcess, bundledBetterSqlite],
   });
   if (result.warnings.length > 0) throw new Error(`build-cli: ${result.warnings.length} warning(s); fix them, the bundle is refused`);
   writeFileSync(`${outdir}/sources.json`, `${JSON.stringify(sourcesIndex(result.metafile, modules))}\n`);
