@@ -8,9 +8,13 @@
 // `up` and `egress` run the egress proxy, which needs glibc's heap setting in the environment the
 // process starts with (ADR 0098): without it, this process starts the command once more with it
 // and only relays signals and the exit status.
-import { existsSync, readFileSync, statSync } from "node:fs";
-import { join } from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+// Built-ins by require(): imported as ES modules, node:fs alone loads fs/promises, readline and the
+// streams, which a read command never uses (ADR 0200).
+import { createRequire } from "node:module";
+const require = createRequire(import.meta.url);
+const { existsSync, readFileSync, statSync } = require("node:fs");
+const { join } = require("node:path");
+const { fileURLToPath, pathToFileURL } = require("node:url");
 import { BUNDLE, ROOT, SANDBOX, proxyEnvironment } from "./launch.js";
 
 const DIST = join(ROOT, "dist");

@@ -15,6 +15,7 @@
 // file: it is emitted beside the bundle (dist/sandbox/), one self-contained file per entry, so the
 // bundle never reaches back into the source tree.
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
 import { lookThroughDoors } from "./look-through-doors.mjs";
@@ -93,6 +94,68 @@ function sourcesIndex(metafile, modules) {
 }
 
 /**
+ * Node's built-in modules taken with require() rather than import, in every file of the bundle
+ * (ADR 0200). Importing a built-in as ESM makes Node build a module namespace of all its exports,
+ * reading each getter: `import { readFileSync } from "node:fs"` loads fs/promises, and with it
+ * readline and the streams, which no read command uses (about 3 ms of every start). require()
+ * reads only the names asked for. Statements keep their lines, so the source maps hold. A file
+ * in a cycle of imports keeps its imports: there, another file could call into it before its
+ * requires ran.
+ */
+const BUILTIN_IMPORT = /^import\s+((?:[A-Za-z_$][\w$]*\s*,\s*)?(?:\{[^}]*\}|\*\s+as\s+[A-Za-z_$][\w$]*|[A-Za-z_$][\w$]*))\s+from\s+"(node:[a-z0-9_/]+)";|^import\s+"(node:[a-z0-9_/]+)";/gm;
+
+/** The same statement as require()s, on as many lines, or null when it has a form not handled here. */
+function requireStatement(clause, builtin) {
+  const at = JSON.stringify(builtin);
+  const parts = [];
+  const named = /\{([^}]*)\}/.exec(clause);
+  const head = clause.replace(/\{[^}]*\}/, "").replace(/,\s*$/, "").trim();
+  if (head.startsWith("*")) parts.push(`const ${head.replace(/^\*\s+as\s+/, "")} = require(${at});`);
+  else if (head !== "") parts.push(`const ${head} = require(${at});`);
+  if (named !== null) {
+    const names = named[1].split(",").map((n) => n.trim()).filter((n) => n !== "");
+    if (names.some((n) => /^default\b/.test(n))) return null;
+    parts.push(`const { ${names.map((n) => n.replace(/\s+as\s+/, ": ")).join(", ")} } = require(${at});`);
+  }
+  return parts.join(" ");
+}
+
+/** Rewrites the static imports of built-ins in the bundle's files outside import cycles; returns how many. */
+function requireBuiltins(metafile) {
+  const outputs = metafile.outputs;
+  const files = Object.keys(outputs).filter((o) => o.endsWith(".mjs"));
+  // Files on a cycle of static imports (each reaches itself).
+  const reaches = (from, to) => {
+    const seen = new Set();
+    const todo = [from];
+    while (todo.length > 0) {
+      const o = todo.pop();
+      for (const i of outputs[o]?.imports ?? []) {
+        if (i.kind !== "import-statement" || i.external || seen.has(i.path)) continue;
+        if (i.path === to) return true;
+        seen.add(i.path);
+        todo.push(i.path);
+      }
+    }
+    return false;
+  };
+  let count = 0;
+  for (const file of files) {
+    if (reaches(file, file)) continue;
+    const path = resolve(ROOT, file);
+    const text = readFileSync(path, "utf8");
+    const out = text.replace(BUILTIN_IMPORT, (all, clause, builtin, bare) => {
+      const statement = bare !== undefined ? `require(${JSON.stringify(bare)});` : requireStatement(clause, builtin);
+      if (statement === null) return all;
+      count++;
+      return statement + "\n".repeat(all.split("\n").length - 1);
+    });
+    if (out !== text) writeFileSync(path, out);
+  }
+  return count;
+}
+
+/**
  * Builds the bundle into `outdir` (dist/ unless told), writes `sources.json` beside it, and returns
  * esbuild's metafile: which chunks each entry loads and what they hold (test/cli/start-up.test.ts
  * reads it).
@@ -136,6 +199,7 @@ export async function buildCli(outdir = `${ROOT}dist`) {
     plugins: [lookThroughDoors(`${ROOT}src`), lazyChildProcess, bundledBetterSqlite],
   });
   if (result.warnings.length > 0) throw new Error(`build-cli: ${result.warnings.length} warning(s); fix them, the bundle is refused`);
+  requireBuiltins(result.metafile);
   writeFileSync(`${outdir}/sources.json`, `${JSON.stringify(sourcesIndex(result.metafile, modules))}\n`);
   return result.metafile;
 }
