@@ -156,6 +156,110 @@ function requireBuiltins(metafile) {
 }
 
 /**
+ * The command modules whose chunks load as one file each (ADR 0200), in order: the read commands,
+ * then the checks `verify-log` and `check-decisions` load past them.
+ */
+const READ_PATH = [
+  ["src/cli/commands/get.ts", "src/cli/commands/why.ts", "src/cli/commands/log.ts"],
+  ["src/cli/commands/log-checks.ts"],
+];
+
+/**
+ * The chunks of the first pass put together in fewer files (ADR 0200). esbuild gives each set of
+ * entries (the program and every module loaded by import()) that share code a chunk of its own,
+ * so a read command loaded about 30 files, and Node pays per ES module it links. Groups of chunks
+ * are merged: what the program loads before any command (but its own file), what the read
+ * commands load past that, and what the log's checks load past those. A second esbuild pass over
+ * the first one's files adds, to each file that imports a chunk of a group from outside it, an
+ * import of the whole group: every entry that reaches one of its chunks then reaches all, and
+ * esbuild puts them in one file. A command outside the read path that used part of a group loads
+ * all of it, which it mostly did anyway.
+ * Returns the groups (sets of first-pass output paths).
+ */
+function chunkGroups(meta1) {
+  const outputs = meta1.outputs;
+  const outputOf = (entry) => Object.keys(outputs).find((o) => outputs[o].entryPoint === entry);
+  const closure = (starts) => {
+    const seen = new Set();
+    const todo = [...starts];
+    while (todo.length > 0) {
+      const o = todo.pop();
+      if (o === undefined || seen.has(o)) continue;
+      seen.add(o);
+      for (const i of outputs[o]?.imports ?? []) if (i.kind === "import-statement" && !i.external && outputs[i.path] !== undefined) todo.push(i.path);
+    }
+    return seen;
+  };
+  const main = outputOf("src/cli/main.ts");
+  const program = closure([main]);
+  const taken = new Set(program);
+  const groups = [];
+  for (const modules of READ_PATH) {
+    const entries = modules.map(outputOf).filter((o) => o !== undefined);
+    const group = new Set([...closure(entries)].filter((o) => !taken.has(o) && !entries.includes(o)));
+    for (const o of group) taken.add(o);
+    groups.push(group);
+  }
+  program.delete(main);
+  return [program, ...groups].filter((g) => g.size > 1);
+}
+
+/** The second pass: the first pass's files (in `from`) bundled again into `outdir`, each group of {@link chunkGroups} as one file. */
+async function mergeChunks(meta1, from, outdir) {
+  const groups = chunkGroups(meta1);
+  const abs = (o) => resolve(ROOT, o);
+  const groupOf = new Map(groups.flatMap((g, n) => [...g].map((o) => [abs(o), n])));
+  const importsOf = new Map(Object.entries(meta1.outputs).map(([o, v]) => [abs(o), v.imports.filter((i) => i.kind === "import-statement" && !i.external).map((i) => abs(i.path))]));
+  const glue = {
+    name: "chunk-groups",
+    setup(b) {
+      b.onResolve({ filter: /^openfief-chunk-group:\d+$/ }, (args) => ({ path: args.path, namespace: "chunk-group" }));
+      b.onLoad({ filter: /.*/, namespace: "chunk-group" }, (args) => {
+        const n = Number(args.path.split(":")[1]);
+        return { contents: [...groups[n]].map((o) => `import ${JSON.stringify(abs(o))};`).join("\n"), loader: "js", resolveDir: ROOT };
+      });
+      b.onLoad({ filter: /\.mjs$/ }, (args) => {
+        const own = groupOf.get(args.path);
+        const reached = new Set((importsOf.get(args.path) ?? []).map((i) => groupOf.get(i)).filter((n) => n !== undefined && n !== own));
+        if (reached.size === 0) return undefined;
+        const text = readFileSync(args.path, "utf8");
+        // On the first line, so the file's own source map still fits.
+        return { contents: [...reached].map((n) => `import "openfief-chunk-group:${n}";`).join(" ") + text, loader: "js" };
+      });
+    },
+  };
+  const result = await build({
+    entryPoints: { openfief: `${from}/openfief.mjs` },
+    outdir,
+    absWorkingDir: ROOT,
+    chunkNames: "chunks/[name]-[hash]",
+    outExtension: { ".js": ".mjs" },
+    splitting: true,
+    bundle: true,
+    platform: "node",
+    format: "esm",
+    target: "node20",
+    external: ["bindings", "@kubernetes/client-node", "esbuild", "tsx", "tsx/*"],
+    sourcemap: "linked",
+    logLevel: "warning",
+    legalComments: "none",
+    metafile: true,
+    plugins: [glue],
+  });
+  if (result.warnings.length > 0) throw new Error(`build-cli: ${result.warnings.length} warning(s) merging chunks; the bundle is refused`);
+  // The metafile in terms of the sources: each file's inputs are its first-pass files' inputs.
+  const outputs = {};
+  for (const [o, v] of Object.entries(result.metafile.outputs)) {
+    const inputs = {};
+    for (const f of Object.keys(v.inputs)) Object.assign(inputs, meta1.outputs[f]?.inputs ?? {});
+    const entryPoint = v.entryPoint === undefined ? undefined : meta1.outputs[v.entryPoint]?.entryPoint;
+    outputs[o] = { ...v, inputs, ...(entryPoint === undefined ? {} : { entryPoint }) };
+    if (entryPoint === undefined) delete outputs[o].entryPoint;
+  }
+  return { inputs: meta1.inputs, outputs };
+}
+
+/**
  * Builds the bundle into `outdir` (dist/ unless told), writes `sources.json` beside it, and returns
  * esbuild's metafile: which chunks each entry loads and what they hold (test/cli/start-up.test.ts
  * reads it).
@@ -176,9 +280,12 @@ export async function buildCli(outdir = `${ROOT}dist`) {
     logLevel: "warning",
     legalComments: "none",
   });
+  // The first pass writes beside the bundle; the second (mergeChunks) reads it and writes the bundle.
+  const pass1 = `${outdir}/.pass1`;
+  rmSync(pass1, { recursive: true, force: true });
   const result = await build({
     entryPoints: [`${ROOT}src/cli/main.ts`],
-    outdir,
+    outdir: pass1,
     // Paths in the metafile, and so in sources.json, relative to the repository.
     absWorkingDir: ROOT,
     entryNames: "openfief",
@@ -200,8 +307,11 @@ export async function buildCli(outdir = `${ROOT}dist`) {
   });
   if (result.warnings.length > 0) throw new Error(`build-cli: ${result.warnings.length} warning(s); fix them, the bundle is refused`);
   requireBuiltins(result.metafile);
-  writeFileSync(`${outdir}/sources.json`, `${JSON.stringify(sourcesIndex(result.metafile, modules))}\n`);
-  return result.metafile;
+  for (const old of ["openfief.mjs", "openfief.mjs.map"]) rmSync(`${outdir}/${old}`, { force: true });
+  const meta = await mergeChunks(result.metafile, pass1, outdir);
+  rmSync(pass1, { recursive: true, force: true });
+  writeFileSync(`${outdir}/sources.json`, `${JSON.stringify(sourcesIndex(meta, modules))}\n`);
+  return meta;
 }
 
 if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.argv[1]) {
