@@ -204,6 +204,10 @@ function chunkGroups(meta1) {
   return [program, ...groups].filter((g) => g.size > 1);
 }
 
+/** The line esbuild writes before each module's code in the bundle, naming the module (tests read it). */
+const SOURCE_MARKER = /^\/\/ (\S+\.[cm]?[jt]sx?)$/gm;
+const KEPT_MARKER = /^\/\/! (\S+\.[cm]?[jt]sx?)$/gm;
+
 /** The second pass: the first pass's files (in `from`) bundled again into `outdir`, each group of {@link chunkGroups} as one file. */
 async function mergeChunks(meta1, from, outdir) {
   const groups = chunkGroups(meta1);
@@ -221,8 +225,8 @@ async function mergeChunks(meta1, from, outdir) {
       b.onLoad({ filter: /\.mjs$/ }, (args) => {
         const own = groupOf.get(args.path);
         const reached = new Set((importsOf.get(args.path) ?? []).map((i) => groupOf.get(i)).filter((n) => n !== undefined && n !== own));
-        if (reached.size === 0) return undefined;
-        const text = readFileSync(args.path, "utf8");
+        // esbuild's `// path` line before each module's code, kept through the pass as a legal comment.
+        const text = readFileSync(args.path, "utf8").replace(SOURCE_MARKER, "//! $1");
         // On the first line, so the file's own source map still fits.
         return { contents: [...reached].map((n) => `import "openfief-chunk-group:${n}";`).join(" ") + text, loader: "js" };
       });
@@ -242,11 +246,15 @@ async function mergeChunks(meta1, from, outdir) {
     external: ["bindings", "@kubernetes/client-node", "esbuild", "tsx", "tsx/*"],
     sourcemap: "linked",
     logLevel: "warning",
-    legalComments: "none",
+    legalComments: "inline",
     metafile: true,
     plugins: [glue],
   });
   if (result.warnings.length > 0) throw new Error(`build-cli: ${result.warnings.length} warning(s) merging chunks; the bundle is refused`);
+  for (const o of Object.keys(result.metafile.outputs).filter((f) => f.endsWith(".mjs"))) {
+    const path = resolve(ROOT, o);
+    writeFileSync(path, readFileSync(path, "utf8").replace(KEPT_MARKER, "// $1"));
+  }
   // The metafile in terms of the sources: each file's inputs are its first-pass files' inputs.
   const outputs = {};
   for (const [o, v] of Object.entries(result.metafile.outputs)) {
