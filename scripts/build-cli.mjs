@@ -256,6 +256,7 @@ async function mergeChunks(meta1, from, outdir) {
     writeFileSync(path, readFileSync(path, "utf8").replace(KEPT_MARKER, "// $1"));
   }
   // The metafile in terms of the sources: each file's inputs are its first-pass files' inputs.
+  /** @type {import("esbuild").Metafile["outputs"]} */
   const outputs = {};
   for (const [o, v] of Object.entries(result.metafile.outputs)) {
     const inputs = {};
