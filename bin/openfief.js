@@ -34,12 +34,14 @@ if (env !== null) {
 function sources() {
   if (process.env.OPENFIEF_NO_BUNDLE === "1") return undefined;
   try {
+    // Each module's sources are indices into `files`.
     const index = JSON.parse(readFileSync(join(DIST, "sources.json"), "utf8"));
-    if (Object.hasOwn(index.commands, argv[0] ?? "")) return index.sources[index.commands[argv[0]]];
+    const paths = (module) => index.sources[module].map((i) => index.files[i]);
+    if (Object.hasOwn(index.commands, argv[0] ?? "")) return paths(index.commands[argv[0]]);
     // A line that names no command (--version, the full help, a mistyped name) loads no command
     // module, so only what the entry loads is checked; `help NAME` loads them all.
     const entryOnly = !(argv[0] === "help" && argv.length > 1) && Object.hasOwn(index.sources, "entry");
-    return index.sources[entryOnly ? "entry" : "all"];
+    return paths(entryOnly ? "entry" : "all");
   } catch {
     return undefined;
   }

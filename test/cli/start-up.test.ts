@@ -121,7 +121,9 @@ describe("the bundle", () => {
   });
 
   it("lists for bin/openfief.js the module of every subcommand, and the sources each was built from", () => {
-    const index = JSON.parse(readFileSync(join(out, "sources.json"), "utf8")) as { commands: Record<string, string>; sources: Record<string, string[]> };
+    const stored = JSON.parse(readFileSync(join(out, "sources.json"), "utf8")) as { commands: Record<string, string>; files: string[]; sources: Record<string, number[]> };
+    // Each module's sources are indices into `files`.
+    const index = { ...stored, sources: Object.fromEntries(Object.entries(stored.sources).map(([m, list]) => [m, list.map((i) => stored.files[i])])) };
     expect(Object.keys(index.commands).sort()).toEqual(COMMANDS.flatMap((m) => m.names).sort());
     expect(commandModules().map((m) => m.names)).toEqual(COMMANDS.map((m) => m.names));
     expect(index.sources["get"]).toContain("src/cli/commands/get.ts");
