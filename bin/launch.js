@@ -1,8 +1,11 @@
 // How bin/openfief.js starts the command: which code runs (the bundle when it is fresh) and, for
 // the commands that run the egress proxy, the environment glibc must find at the process's start.
-import { existsSync, readdirSync, statSync } from "node:fs";
-import { join } from "node:path";
-import { fileURLToPath } from "node:url";
+// Built-ins by require(), as bin/openfief.js takes them (ADR 0200).
+import { createRequire } from "node:module";
+const require = createRequire(import.meta.url);
+const { existsSync, readdirSync, statSync } = require("node:fs");
+const { join } = require("node:path");
+const { fileURLToPath } = require("node:url");
 
 export const ROOT = fileURLToPath(new URL("..", import.meta.url));
 export const BUNDLE = join(ROOT, "dist", "openfief.mjs");

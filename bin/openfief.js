@@ -8,9 +8,13 @@
 // `up` and `egress` run the egress proxy, which needs glibc's heap setting in the environment the
 // process starts with (ADR 0098): without it, this process starts the command once more with it
 // and only relays signals and the exit status.
-import { existsSync, readFileSync, statSync } from "node:fs";
-import { join } from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+// Built-ins by require(): imported as ES modules, node:fs alone loads fs/promises, readline and the
+// streams, which a read command never uses (ADR 0200).
+import { createRequire } from "node:module";
+const require = createRequire(import.meta.url);
+const { existsSync, readFileSync, statSync } = require("node:fs");
+const { join } = require("node:path");
+const { fileURLToPath, pathToFileURL } = require("node:url");
 import { BUNDLE, ROOT, SANDBOX, proxyEnvironment } from "./launch.js";
 
 const DIST = join(ROOT, "dist");
@@ -30,12 +34,14 @@ if (env !== null) {
 function sources() {
   if (process.env.OPENFIEF_NO_BUNDLE === "1") return undefined;
   try {
+    // Each module's sources are indices into `files`.
     const index = JSON.parse(readFileSync(join(DIST, "sources.json"), "utf8"));
-    if (Object.hasOwn(index.commands, argv[0] ?? "")) return index.sources[index.commands[argv[0]]];
+    const paths = (module) => index.sources[module].map((i) => index.files[i]);
+    if (Object.hasOwn(index.commands, argv[0] ?? "")) return paths(index.commands[argv[0]]);
     // A line that names no command (--version, the full help, a mistyped name) loads no command
     // module, so only what the entry loads is checked; `help NAME` loads them all.
     const entryOnly = !(argv[0] === "help" && argv.length > 1) && Object.hasOwn(index.sources, "entry");
-    return index.sources[entryOnly ? "entry" : "all"];
+    return paths(entryOnly ? "entry" : "all");
   } catch {
     return undefined;
   }

@@ -2,18 +2,20 @@
 // Compiles the `openfief` command once into dist/openfief.mjs (ESM, split into chunks so what only
 // one command needs loads only for it), its dependencies bundled in too: loading hundreds of small
 // CommonJS files costs a command more than its work (ADR 0008). Left out: the native SQLite
-// binding, the Kubernetes client (loaded only in cluster mode), and the compilers tsx and esbuild.
+// binding (loaded by path), the Kubernetes client (loaded only in cluster mode), and the compilers tsx and esbuild.
 // `npm ci` runs it (the `prepare` script); bin/openfief.js uses the bundle when it is newer than
 // every source file the command asked for was built from (dist/sources.json lists them) and falls
 // back to tsx otherwise.
 //
 // A command loads only what it uses (ADR 0113): each command module is loaded by its own import()
 // (src/cli/commands/index.ts), the bundle looks through the rooms' doors (look-through-doors.mjs),
-// commander's child_process is loaded only if commander ever spawns, and better-sqlite3 is required. Any warning fails the build.
+// commander's child_process is loaded only if commander ever spawns, and better-sqlite3's JavaScript is
+// bundled with its binding loaded by path. Any warning fails the build.
 // The plugin sandbox (src/host/sandbox/) runs in processes and threads of its own, started from a
 // file: it is emitted beside the bundle (dist/sandbox/), one self-contained file per entry, so the
 // bundle never reaches back into the source tree.
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
 import { lookThroughDoors } from "./look-through-doors.mjs";
@@ -31,15 +33,18 @@ const lazyChildProcess = {
 };
 
 /**
- * better-sqlite3 (left out of the bundle: its native binding is found from its own folder) taken
- * with require() rather than import: importing CommonJS from ESM makes Node parse its files once
- * more to list their exports, which every command that opens the log paid at start-up.
+ * better-sqlite3's JavaScript bundled in, its native binding loaded by path
+ * (scripts/bundled-better-sqlite3.cjs, ADR 0200): from node_modules, its CommonJS files were each
+ * resolved, read and compiled apart, and `bindings` searched a dozen paths for the binding, which
+ * every command that opens the log paid at start-up. `bindings` itself stays out of the bundle: it
+ * is required only when build/Release holds no binding.
  */
-const requireBetterSqlite = {
-  name: "require-better-sqlite3",
+const bundledBetterSqlite = {
+  name: "bundled-better-sqlite3",
   setup(b) {
-    b.onResolve({ filter: /^better-sqlite3$/ }, (args) => (args.namespace === "file" ? { path: "better-sqlite3", namespace: "required" } : undefined));
-    b.onLoad({ filter: /.*/, namespace: "required" }, () => ({ contents: 'module.exports = require("better-sqlite3");', loader: "js", resolveDir: ROOT }));
+    b.onResolve({ filter: /^better-sqlite3$/ }, (args) =>
+      /[\\/]scripts[\\/]bundled-better-sqlite3\.cjs$/.test(args.importer) ? undefined : { path: `${ROOT}scripts/bundled-better-sqlite3.cjs` },
+    );
   },
 };
 
@@ -60,7 +65,8 @@ export function commandModules() {
 /**
  * Which module each subcommand is in, and for each module (and for the full help, `all`) every
  * source file its chunks were built from, following static and dynamic imports: what
- * bin/openfief.js checks before it trusts the bundle.
+ * bin/openfief.js checks before it trusts the bundle. The paths are listed once (`files`), each
+ * module's sources as indices into them.
  */
 function sourcesIndex(metafile, modules) {
   const outputs = metafile.outputs;
@@ -81,11 +87,192 @@ function sourcesIndex(metafile, modules) {
     }
     return [...new Set([...seen].flatMap((o) => Object.keys(outputs[o].inputs)).filter((p) => /^(src|migrations)\//.test(p)))].sort();
   };
+  // `entry`: what the entry loads without any command module (`--version`).
+  const lists = { ...Object.fromEntries(modules.map((m) => [m.module, reach(m.module)])), all: reach("all"), entry: reach(null) };
+  // Each path once, each module's list as indices into them: the launcher reads this file at every
+  // start, and parsing the paths written out per module (136 KB) took it about 3 ms (ADR 0200).
+  const files = [...new Set(Object.values(lists).flat())].sort();
+  const at = new Map(files.map((f, i) => [f, i]));
   return {
     commands: Object.fromEntries(modules.flatMap((m) => m.names.map((n) => [n, m.module]))),
-    // `entry`: what the entry loads without any command module (`--version`).
-    sources: { ...Object.fromEntries(modules.map((m) => [m.module, reach(m.module)])), all: reach("all"), entry: reach(null) },
+    files,
+    sources: Object.fromEntries(Object.entries(lists).map(([m, list]) => [m, list.map((f) => at.get(f))])),
   };
+}
+
+/**
+ * Node's built-in modules taken with require() rather than import, in every file of the bundle
+ * (ADR 0200). Importing a built-in as ESM makes Node build a module namespace of all its exports,
+ * reading each getter: `import { readFileSync } from "node:fs"` loads fs/promises, and with it
+ * readline and the streams, which no read command uses (about 3 ms of every start). require()
+ * reads only the names asked for. Statements keep their lines, so the source maps hold. A file
+ * in a cycle of imports keeps its imports: there, another file could call into it before its
+ * requires ran.
+ */
+const BUILTIN_IMPORT = /^import\s+((?:[A-Za-z_$][\w$]*\s*,\s*)?(?:\{[^}]*\}|\*\s+as\s+[A-Za-z_$][\w$]*|[A-Za-z_$][\w$]*))\s+from\s+"(node:[a-z0-9_/]+)";|^import\s+"(node:[a-z0-9_/]+)";/gm;
+
+/** The same statement as require()s, on as many lines, or null when it has a form not handled here. */
+function requireStatement(clause, builtin) {
+  const at = JSON.stringify(builtin);
+  const parts = [];
+  const named = /\{([^}]*)\}/.exec(clause);
+  const head = clause.replace(/\{[^}]*\}/, "").replace(/,\s*$/, "").trim();
+  if (head.startsWith("*")) parts.push(`const ${head.replace(/^\*\s+as\s+/, "")} = require(${at});`);
+  else if (head !== "") parts.push(`const ${head} = require(${at});`);
+  if (named !== null) {
+    const names = named[1].split(",").map((n) => n.trim()).filter((n) => n !== "");
+    if (names.some((n) => /^default\b/.test(n))) return null;
+    parts.push(`const { ${names.map((n) => n.replace(/\s+as\s+/, ": ")).join(", ")} } = require(${at});`);
+  }
+  return parts.join(" ");
+}
+
+/** Rewrites the static imports of built-ins in the bundle's files outside import cycles; returns how many. */
+function requireBuiltins(metafile) {
+  const outputs = metafile.outputs;
+  const files = Object.keys(outputs).filter((o) => o.endsWith(".mjs"));
+  // Files on a cycle of static imports (each reaches itself).
+  const reaches = (from, to) => {
+    const seen = new Set();
+    const todo = [from];
+    while (todo.length > 0) {
+      const o = todo.pop();
+      for (const i of outputs[o]?.imports ?? []) {
+        if (i.kind !== "import-statement" || i.external || seen.has(i.path)) continue;
+        if (i.path === to) return true;
+        seen.add(i.path);
+        todo.push(i.path);
+      }
+    }
+    return false;
+  };
+  let count = 0;
+  for (const file of files) {
+    if (reaches(file, file)) continue;
+    const path = resolve(ROOT, file);
+    const text = readFileSync(path, "utf8");
+    const out = text.replace(BUILTIN_IMPORT, (all, clause, builtin, bare) => {
+      const statement = bare !== undefined ? `require(${JSON.stringify(bare)});` : requireStatement(clause, builtin);
+      if (statement === null) return all;
+      count++;
+      return statement + "\n".repeat(all.split("\n").length - 1);
+    });
+    if (out !== text) writeFileSync(path, out);
+  }
+  return count;
+}
+
+/**
+ * The command modules whose chunks load as one file each (ADR 0200), in order: the read commands,
+ * then the checks `verify-log` and `check-decisions` load past them.
+ */
+const READ_PATH = [
+  ["src/cli/commands/get.ts", "src/cli/commands/why.ts", "src/cli/commands/log.ts"],
+  ["src/cli/commands/log-checks.ts"],
+];
+
+/**
+ * The chunks of the first pass put together in fewer files (ADR 0200). esbuild gives each set of
+ * entries (the program and every module loaded by import()) that share code a chunk of its own,
+ * so a read command loaded about 30 files, and Node pays per ES module it links. Groups of chunks
+ * are merged: what the program loads before any command (but its own file), what the read
+ * commands load past that, and what the log's checks load past those. A second esbuild pass over
+ * the first one's files adds, to each file that imports a chunk of a group from outside it, an
+ * import of the whole group: every entry that reaches one of its chunks then reaches all, and
+ * esbuild puts them in one file. A command outside the read path that used part of a group loads
+ * all of it, which it mostly did anyway.
+ * Returns the groups (sets of first-pass output paths).
+ */
+function chunkGroups(meta1) {
+  const outputs = meta1.outputs;
+  const outputOf = (entry) => Object.keys(outputs).find((o) => outputs[o].entryPoint === entry);
+  const closure = (starts) => {
+    const seen = new Set();
+    const todo = [...starts];
+    while (todo.length > 0) {
+      const o = todo.pop();
+      if (o === undefined || seen.has(o)) continue;
+      seen.add(o);
+      for (const i of outputs[o]?.imports ?? []) if (i.kind === "import-statement" && !i.external && outputs[i.path] !== undefined) todo.push(i.path);
+    }
+    return seen;
+  };
+  const main = outputOf("src/cli/main.ts");
+  const program = closure([main]);
+  const taken = new Set(program);
+  const groups = [];
+  for (const modules of READ_PATH) {
+    const entries = modules.map(outputOf).filter((o) => o !== undefined);
+    const group = new Set([...closure(entries)].filter((o) => !taken.has(o) && !entries.includes(o)));
+    for (const o of group) taken.add(o);
+    groups.push(group);
+  }
+  program.delete(main);
+  return [program, ...groups].filter((g) => g.size > 1);
+}
+
+/** The line esbuild writes before each module's code in the bundle, naming the module (tests read it). */
+const SOURCE_MARKER = /^\/\/ (\S+\.[cm]?[jt]sx?)$/gm;
+const KEPT_MARKER = /^\/\/! (\S+\.[cm]?[jt]sx?)$/gm;
+
+/** The second pass: the first pass's files (in `from`) bundled again into `outdir`, each group of {@link chunkGroups} as one file. */
+async function mergeChunks(meta1, from, outdir) {
+  const groups = chunkGroups(meta1);
+  const abs = (o) => resolve(ROOT, o);
+  const groupOf = new Map(groups.flatMap((g, n) => [...g].map((o) => [abs(o), n])));
+  const importsOf = new Map(Object.entries(meta1.outputs).map(([o, v]) => [abs(o), v.imports.filter((i) => i.kind === "import-statement" && !i.external).map((i) => abs(i.path))]));
+  const glue = {
+    name: "chunk-groups",
+    setup(b) {
+      b.onResolve({ filter: /^openfief-chunk-group:\d+$/ }, (args) => ({ path: args.path, namespace: "chunk-group" }));
+      b.onLoad({ filter: /.*/, namespace: "chunk-group" }, (args) => {
+        const n = Number(args.path.split(":")[1]);
+        return { contents: [...groups[n]].map((o) => `import ${JSON.stringify(abs(o))};`).join("\n"), loader: "js", resolveDir: ROOT };
+      });
+      b.onLoad({ filter: /\.mjs$/ }, (args) => {
+        const own = groupOf.get(args.path);
+        const reached = new Set((importsOf.get(args.path) ?? []).map((i) => groupOf.get(i)).filter((n) => n !== undefined && n !== own));
+        // esbuild's `// path` line before each module's code, kept through the pass as a legal comment.
+        const text = readFileSync(args.path, "utf8").replace(SOURCE_MARKER, "//! $1");
+        // On the first line, so the file's own source map still fits.
+        return { contents: [...reached].map((n) => `import "openfief-chunk-group:${n}";`).join(" ") + text, loader: "js" };
+      });
+    },
+  };
+  const result = await build({
+    entryPoints: { openfief: `${from}/openfief.mjs` },
+    outdir,
+    absWorkingDir: ROOT,
+    chunkNames: "chunks/[name]-[hash]",
+    outExtension: { ".js": ".mjs" },
+    splitting: true,
+    bundle: true,
+    platform: "node",
+    format: "esm",
+    target: "node20",
+    external: ["bindings", "@kubernetes/client-node", "esbuild", "tsx", "tsx/*"],
+    sourcemap: "linked",
+    logLevel: "warning",
+    legalComments: "inline",
+    metafile: true,
+    plugins: [glue],
+  });
+  if (result.warnings.length > 0) throw new Error(`build-cli: ${result.warnings.length} warning(s) merging chunks; the bundle is refused`);
+  for (const o of Object.keys(result.metafile.outputs).filter((f) => f.endsWith(".mjs"))) {
+    const path = resolve(ROOT, o);
+    writeFileSync(path, readFileSync(path, "utf8").replace(KEPT_MARKER, "// $1"));
+  }
+  // The metafile in terms of the sources: each file's inputs are its first-pass files' inputs.
+  /** @type {import("esbuild").Metafile["outputs"]} */
+  const outputs = {};
+  for (const [o, v] of Object.entries(result.metafile.outputs)) {
+    const inputs = {};
+    for (const f of Object.keys(v.inputs)) Object.assign(inputs, meta1.outputs[f]?.inputs ?? {});
+    const entryPoint = v.entryPoint === undefined ? undefined : meta1.outputs[v.entryPoint]?.entryPoint;
+    outputs[o] = { ...v, inputs, ...(entryPoint === undefined ? {} : { entryPoint }) };
+    if (entryPoint === undefined) delete outputs[o].entryPoint;
+  }
+  return { inputs: meta1.inputs, outputs };
 }
 
 /**
@@ -109,9 +296,12 @@ export async function buildCli(outdir = `${ROOT}dist`) {
     logLevel: "warning",
     legalComments: "none",
   });
+  // The first pass writes beside the bundle; the second (mergeChunks) reads it and writes the bundle.
+  const pass1 = `${outdir}/.pass1`;
+  rmSync(pass1, { recursive: true, force: true });
   const result = await build({
     entryPoints: [`${ROOT}src/cli/main.ts`],
-    outdir,
+    outdir: pass1,
     // Paths in the metafile, and so in sources.json, relative to the repository.
     absWorkingDir: ROOT,
     entryNames: "openfief",
@@ -122,18 +312,22 @@ export async function buildCli(outdir = `${ROOT}dist`) {
     platform: "node",
     format: "esm",
     target: "node20",
-    external: ["better-sqlite3", "@kubernetes/client-node", "esbuild", "tsx", "tsx/*"],
+    external: ["bindings", "@kubernetes/client-node", "esbuild", "tsx", "tsx/*"],
     // Bundled CommonJS code calls require(): give the ESM bundle one.
     banner: { js: "import { createRequire as __openfiefRequire } from 'node:module'; const require = __openfiefRequire(import.meta.url);" },
     sourcemap: "linked",
     logLevel: "warning",
     legalComments: "none",
     metafile: true,
-    plugins: [lookThroughDoors(`${ROOT}src`), lazyChildProcess, requireBetterSqlite],
+    plugins: [lookThroughDoors(`${ROOT}src`), lazyChildProcess, bundledBetterSqlite],
   });
   if (result.warnings.length > 0) throw new Error(`build-cli: ${result.warnings.length} warning(s); fix them, the bundle is refused`);
-  writeFileSync(`${outdir}/sources.json`, `${JSON.stringify(sourcesIndex(result.metafile, modules))}\n`);
-  return result.metafile;
+  requireBuiltins(result.metafile);
+  for (const old of ["openfief.mjs", "openfief.mjs.map"]) rmSync(`${outdir}/${old}`, { force: true });
+  const meta = await mergeChunks(result.metafile, pass1, outdir);
+  rmSync(pass1, { recursive: true, force: true });
+  writeFileSync(`${outdir}/sources.json`, `${JSON.stringify(sourcesIndex(meta, modules))}\n`);
+  return meta;
 }
 
 if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.argv[1]) {

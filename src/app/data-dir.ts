@@ -15,7 +15,7 @@ import { EGRESS_KEY_FILE } from "../egress/index.js";
 import { processAlive } from "../reconciler/index.js";
 import { AppError } from "./errors.js";
 import { VIEW_KEYS_FILE } from "./view-settings.js";
-import { LOG_KEY_FILE } from "./log-key.js";
+import { LOG_KEY_FILE } from "./log-key-file.js";
 
 /** The data folder when neither `--data` nor `OPENFIEF_DATA` names one. */
 export const DEFAULT_DATA_DIR = ".openfief";

@@ -11,11 +11,9 @@ import { join } from "node:path";
 import { formatSignerKey, isValidKeyName, KeyType, noteSignerFromSeed, parseSignerKey } from "../tlog/index.js";
 import type { Ed25519NoteSigner } from "../tlog/index.js";
 import { AppError } from "./errors.js";
+import { LOG_KEY_ENV, LOG_KEY_FILE } from "./log-key-file.js";
 
-/** The key's file in a data folder. */
-export const LOG_KEY_FILE = "log-key";
-/** The environment variable naming a key file (the cluster mounts its Secret there). */
-export const LOG_KEY_ENV = "OPENFIEF_LOG_KEY_FILE";
+export { LOG_KEY_ENV, LOG_KEY_FILE } from "./log-key-file.js";
 /** A key file is one line: never read more. */
 const MAX_KEY_FILE = 1024;
 

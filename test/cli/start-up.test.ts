@@ -95,6 +95,12 @@ describe("the bundle", () => {
 
   /** Every input of the chunks an entry loads before it runs (static imports, followed). */
   function loadedBy(entries: readonly string[]): Set<string> {
+    const seen = chunksLoadedBy(entries);
+    return new Set([...seen].flatMap((c) => Object.keys(meta.outputs[c]?.inputs ?? {})).map((p) => p.replace(/^(\.\.\/)+(work\/main\/)?/, "")));
+  }
+
+  /** The bundle's files an entry loads before it runs (static imports, followed). */
+  function chunksLoadedBy(entries: readonly string[]): Set<string> {
     const outputs = Object.entries(meta.outputs);
     const chunkOf = (source: string): string => {
       const found = outputs.find(([, o]) => o.entryPoint === source);
@@ -109,8 +115,20 @@ describe("the bundle", () => {
       seen.add(chunk);
       for (const i of meta.outputs[chunk]?.imports ?? []) if (i.kind === "import-statement" && !i.external) todo.push(i.path);
     }
-    return new Set([...seen].flatMap((c) => Object.keys(meta.outputs[c]?.inputs ?? {})).map((p) => p.replace(/^(\.\.\/)+(work\/main\/)?/, "")));
+    return seen;
   }
+
+  // ADR 0200: Node pays per ES module it links, so the read path's chunks are merged.
+  it.each(["get", "why", "log"])("loads `%s` from at most four files: the entry, the program's, the command's and the read path's", (name) => {
+    expect(chunksLoadedBy(["src/cli/main.ts", `src/cli/commands/${name}.ts`]).size).toBeLessThanOrEqual(4);
+  });
+
+  it("takes Node's built-ins by require(), never by an ES import that builds a namespace of all their exports (ADR 0200)", () => {
+    const imported = Object.keys(meta.outputs)
+      .filter((o) => o.endsWith(".mjs"))
+      .filter((o) => /^import\s[^;]*from\s*"node:(?!module")/m.test(readFileSync(join(ROOT, o), "utf8")));
+    expect(imported).toEqual([]);
+  });
 
   it.each(READ_COMMANDS)("starts `%s` with none of what only writing, verifying or serving needs", (name) => {
     const module = COMMANDS.find((m) => m.names.includes(name));
@@ -121,7 +139,9 @@ describe("the bundle", () => {
   });
 
   it("lists for bin/openfief.js the module of every subcommand, and the sources each was built from", () => {
-    const index = JSON.parse(readFileSync(join(out, "sources.json"), "utf8")) as { commands: Record<string, string>; sources: Record<string, string[]> };
+    const stored = JSON.parse(readFileSync(join(out, "sources.json"), "utf8")) as { commands: Record<string, string>; files: string[]; sources: Record<string, number[]> };
+    // Each module's sources are indices into `files`.
+    const index = { ...stored, sources: Object.fromEntries(Object.entries(stored.sources).map(([m, list]) => [m, list.map((i) => stored.files[i])])) };
     expect(Object.keys(index.commands).sort()).toEqual(COMMANDS.flatMap((m) => m.names).sort());
     expect(commandModules().map((m) => m.names)).toEqual(COMMANDS.map((m) => m.names));
     expect(index.sources["get"]).toContain("src/cli/commands/get.ts");
