@@ -23,7 +23,7 @@ import { runOperator } from "../../src/kube/operator.js";
 import { NAMESPACE } from "../../src/plugins/constants.js";
 import { freePort } from "../support/free-port.js";
 import { FakeApiServer } from "./fake-apiserver.js";
-import { EXAMPLES, operatorOptions, putTrustedSigners, setOperatorEnv, until } from "./operator-fixture.js";
+import { EXAMPLES, OPERATOR_START_MS, operatorOptions, putTrustedSigners, setOperatorEnv, until } from "./operator-fixture.js";
 
 const DEPLOY = fileURLToPath(new URL("../../deploy/base/", import.meta.url));
 
@@ -44,7 +44,7 @@ let failure: unknown;
 let image = "";
 let operatorToken = "";
 
-const wait = (what: string, p: () => boolean | Promise<boolean>): Promise<void> => until(what, p, () => failure);
+const wait = (what: string, p: () => boolean | Promise<boolean>): Promise<void> => until(what, p, () => failure, OPERATOR_START_MS);
 
 async function withLog<T>(fn: (store: EventLog) => Promise<T>): Promise<T> {
   const store = await openDataStore(join(dir, "replica-a"));
@@ -84,7 +84,7 @@ beforeAll(async () => {
   });
   // Running: its Deployment applied after the rollout decided to run it.
   await wait("ledger-view's Deployment", () => server.get("apps/v1", "Deployment", NAMESPACE, "plugin-ledger-view") !== undefined);
-}, 60_000);
+}, OPERATOR_START_MS + 30_000);
 
 afterAll(async () => {
   controller.abort();
