@@ -25,7 +25,7 @@ async function rows(): Promise<Map<string, Row>> {
   return new Map((await json<Row[]>(["get", "plugins", ...data])).map((r) => [r.name, r]));
 }
 
-const ECB_MODULE = "faefbfcc806090901477469c72a925c02797b47f1d8f4ffa5a4a30a091fc8037";
+const ECB_MODULE = "37ca3117ba230ff39ccb7212faaef86a069771114f6048f3d7269f05127d2fe2";
 
 async function allowList(): Promise<Record<string, string>> {
   const cm = parse(await readFile(join(dir, "cluster", "openfief-egress-allowlist.yaml"), "utf8")) as { data: Record<string, string> };

@@ -18,7 +18,7 @@ import { startDnsServer } from "../egress/support/dns-server.js";
 import type { TestDnsServer } from "../egress/support/dns-server.js";
 import { json, openfief, ROOT } from "./support.js";
 
-const MODULE = "faefbfcc806090901477469c72a925c02797b47f1d8f4ffa5a4a30a091fc8037";
+const MODULE = "37ca3117ba230ff39ccb7212faaef86a069771114f6048f3d7269f05127d2fe2";
 let dir: string;
 let dns: TestDnsServer;
 let cp: ControlPlane;

@@ -48,7 +48,7 @@ describe("get plugins", () => {
     expect(out.split("\n")[0]).toMatch(/^NAME +STATUS +RUNTIME +RUNNING +ASKED FOR +SIGNATURE +PENDING/);
     expect(row("nbp-fx")).toMatch(/held back +objects only .* signed by demo-owner \(not as the catalog lists nbp-fx\) +egress:static\.nbp\.pl:443/);
     expect(out).toContain("nbp-fx: catalog lists nbp-fx at sha256:32a155bf1326 by openfief-release; this image is sha256:ac327d8f7783; not verified.");
-    expect(row("ecb-fx")).toMatch(/running +wasm faefbfcc8060/);
+    expect(row("ecb-fx")).toMatch(/running +wasm 37ca3117ba23/);
     // conf runs nbp-fx v1's digest, which the catalog pins: only the digest counts.
     expect(row("conf")).toMatch(/in the catalog \(openfief-release\) +\(blocked by its config\) .*config refused by its schema/);
     expect(out).not.toMatch(/unverified| container +\S+@/);

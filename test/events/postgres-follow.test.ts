@@ -10,10 +10,22 @@ import { openPostgresLog } from "../../src/events/postgres/index.js";
 import { Db } from "../../src/events/postgres/db.js";
 import type { PostgresLogOptions } from "../../src/events/postgres/index.js";
 import type { EventLog } from "../../src/events/port.js";
-import { until } from "../support/event-log-contract.js";
+import { until as untilWithin } from "../support/event-log-contract.js";
 import { egressDecision, pluginObserved } from "./helpers.js";
 import { startLogDatabases } from "./postgres-support.js";
 import type { LogDatabases } from "./postgres-support.js";
+
+/**
+ * How long a wait for another process may take on a loaded machine (polling runs psql, which alone
+ * took seconds with two cores and six busy loops): the waits' own limit, past which they fail.
+ */
+const LOADED_MS = 20_000;
+/** Waits for `check` up to {@link LOADED_MS}. */
+const until = (check: () => boolean): Promise<void> => untilWithin(check, LOADED_MS);
+/** Each test's own limit: past a wait's, so a wait's error says what was waited for. */
+const TIMEOUT = { timeout: LOADED_MS + 20_000 };
+/** The sleep a lost commit is caught in (see lose()). */
+const SLEEP = "pg_sleep(25)";
 
 /** The key of the log's write lock (src/events/postgres/sql.ts): what a session takes to stall writers. */
 const WRITE_LOCK_KEY = "8030029660440585574";
@@ -44,7 +56,7 @@ function hear(log: EventLog): number[] {
 
 const oneToN = (n: number): number[] => Array.from({ length: n }, (_, i) => i + 1);
 
-describe("listeners", () => {
+describe("listeners", TIMEOUT, () => {
   it("hear every event another connection commits, once, in seq order", async () => {
     const url = await dbs.fresh();
     const a = await open(url);
@@ -137,15 +149,19 @@ describe("a transaction that holds the write lock", () => {
 });
 
 describe("a connection lost while committing", () => {
-  /** Runs a write transaction whose last statements end in a 1 s sleep, terminating its backend during it. */
+  /**
+   * Runs a write transaction whose last statements end in a sleep, terminating its backend during
+   * it. The sleep (SLEEP) outlasts any wait for it to be seen, even on a loaded machine, and stays
+   * under the statement timeout (30 s): it always ends by the termination, never by itself.
+   */
   async function lose(url: string, text: string): Promise<string> {
     const db = new Db(url, 2);
     try {
       const committing = db.locked("writing", "SELECT 1", async () => ({
         text, result: "answered", landed: async (locked) => (await locked.simple("SELECT count(*)::int AS n FROM events"))[0]?.rows[0]?.n === 1,
       }));
-      await until(() => Number(dbs.server.psql(`SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(1)%' AND state = 'active' AND pid <> pg_backend_pid()`).trim()) === 1);
-      dbs.server.psql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(1)%' AND pid <> pg_backend_pid()");
+      await until(() => Number(dbs.server.psql(`SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%${SLEEP}%' AND state = 'active' AND pid <> pg_backend_pid()`).trim()) === 1);
+      dbs.server.psql(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE '%${SLEEP}%' AND pid <> pg_backend_pid()`);
       try { return await committing; } catch (err) { return (err as { code?: string }).code ?? String(err); }
     } finally {
       await db.close();
@@ -153,15 +169,15 @@ describe("a connection lost while committing", () => {
   }
   const row = "INSERT INTO events (seq, stream, version, type, schema_version, time, actor, caused_by, data, prev_hash, hash) VALUES (1, 'system', 1, 't', 1, 't', 'a', NULL, '{}', '', '')";
 
-  it("is settled as not written when the rows are not there once the lock is had again", async () => {
+  it("is settled as not written when the rows are not there once the lock is had again", TIMEOUT, async () => {
     const url = await dbs.fresh();
-    expect(await lose(url, `${row}; SELECT pg_sleep(1)`)).toBe("unavailable");
+    expect(await lose(url, `${row}; SELECT ${SLEEP}`)).toBe("unavailable");
     expect(dbs.server.psql("SELECT count(*) FROM events", new URL(url).pathname.slice(1)).trim()).toBe("0");
   });
 
-  it("is settled as written when they are", async () => {
+  it("is settled as written when they are", TIMEOUT, async () => {
     const url = await dbs.fresh();
-    expect(await lose(url, `${row}; COMMIT; SELECT pg_sleep(1)`)).toBe("answered");
+    expect(await lose(url, `${row}; COMMIT; SELECT ${SLEEP}`)).toBe("answered");
     expect(dbs.server.psql("SELECT count(*) FROM events", new URL(url).pathname.slice(1)).trim()).toBe("1");
   });
 });

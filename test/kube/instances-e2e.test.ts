@@ -18,7 +18,7 @@ import { NAMESPACE } from "../../src/plugins/constants.js";
 import { openDataStore, requestUninstall } from "../../src/app/index.js";
 import { clusterReconcilerFactory } from "../../src/compose/index.js";
 import { FakeApiServer } from "./fake-apiserver.js";
-import { EXAMPLES, operatorOptions, putTrustedSigners, setOperatorEnv, until } from "./operator-fixture.js";
+import { EXAMPLES, OPERATOR_START_MS, operatorOptions, putTrustedSigners, setOperatorEnv, until } from "./operator-fixture.js";
 
 type Obj = Record<string, unknown> & { metadata: Record<string, unknown>; spec: Record<string, unknown> };
 const NS = NAMESPACE;
@@ -43,7 +43,10 @@ async function stop(): Promise<void> {
   replica = null;
 }
 
-const wait = (what: string, p: () => boolean | Promise<boolean>): Promise<void> => until(what, p, () => failure);
+// The first wait of the file, and the one after a restart, include the operator's start.
+const wait = (what: string, p: () => boolean | Promise<boolean>): Promise<void> => until(what, p, () => failure, OPERATOR_START_MS);
+/** Each test's own limit: past its longest wait, so a wait's error names what never happened. */
+const TIMEOUT = OPERATOR_START_MS + 30_000;
 
 async function withLog<T>(fn: (store: EventLog) => Promise<T>): Promise<T> {
   const store = await openDataStore(join(dir, "replica-a"));
@@ -100,7 +103,7 @@ afterAll(async () => {
 });
 
 describe("one Secret per instance and uninstall --purge, in a cluster (fake API server, real operator)", () => {
-  it("runs two instances of one image, each mounting its own Secret", { timeout: 30_000 }, async () => {
+  it("runs two instances of one image, each mounting its own Secret", { timeout: TIMEOUT }, async () => {
     await install("ledger-main", { secretRoles: [{ role: "ledger-view-session" }] });
     await install("ledger-kids", { secretRoles: [{ role: "ledger-view-session" }] });
     await wait("both Deployments", () => mounted("ledger-main") !== null && mounted("ledger-kids") !== null);
@@ -108,7 +111,7 @@ describe("one Secret per instance and uninstall --purge, in a cluster (fake API 
     expect(mounted("ledger-kids")).toEqual(["ledger-kids-ledger-view-session"]);
   });
 
-  it("refuses a third instance's grant that maps ledger-main's Secret: a recorded verdict, no Deployment", { timeout: 30_000 }, async () => {
+  it("refuses a third instance's grant that maps ledger-main's Secret: a recorded verdict, no Deployment", { timeout: TIMEOUT }, async () => {
     await install("ledger-guest", { secretRoles: [{ role: "ledger-view-session", secret: "ledger-main-ledger-view-session" }] });
     await wait("the grant verdict", async () => (await typesOf("ledger-guest")).includes("grant.verdict"));
     const verdict = await withLog(async (store) => store.lookups.lastOf("plugin/ledger-guest", ["grant.verdict"], Number.MAX_SAFE_INTEGER));
@@ -117,7 +120,7 @@ describe("one Secret per instance and uninstall --purge, in a cluster (fake API 
     expect(mounted("ledger-main")).toEqual(["ledger-main-ledger-view-session"]);
   });
 
-  it("purges ledger-kids: the operator deletes its Plugin, its PluginGrant and its Secret through the API, keeps ledger-main's, records plugin.uninstalled once", { timeout: 30_000 }, async () => {
+  it("purges ledger-kids: the operator deletes its Plugin, its PluginGrant and its Secret through the API, keeps ledger-main's, records plugin.uninstalled once", { timeout: TIMEOUT }, async () => {
     putSecret("ledger-kids-ledger-view-session");
     putSecret("ledger-main-ledger-view-session");
     // What `openfief delete plugin ledger-kids --purge --store <the cluster's log>` (or the console's Uninstall) records.
@@ -143,7 +146,7 @@ describe("one Secret per instance and uninstall --purge, in a cluster (fake API 
     expect(mounted("ledger-kids")).toBeNull();
   });
 
-  it("finishes a purge left open while no operator ran, once: its Plugin deleted, the grant and Secret already gone recorded as such", { timeout: 30_000 }, async () => {
+  it("finishes a purge left open while no operator ran, once: its Plugin deleted, the grant and Secret already gone recorded as such", { timeout: TIMEOUT }, async () => {
     await stop();
     server.remove("openfief.io/v1alpha1", "PluginGrant", NS, "ledger-main");
     server.remove("v1", "Secret", NS, "ledger-main-ledger-view-session");

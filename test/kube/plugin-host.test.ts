@@ -30,8 +30,8 @@ import { FakeApiServer } from "./fake-apiserver.js";
 
 const NS = NAMESPACE;
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
-const ECB_IMAGE = "localhost/openfief-demo/ecb-fx@sha256:8299bd6282fb820f4387800077f6843a43f0628dbfd510b7b321d9db7316ed8f";
-const ECB_MODULE = "faefbfcc806090901477469c72a925c02797b47f1d8f4ffa5a4a30a091fc8037";
+const ECB_IMAGE = "localhost/openfief-demo/ecb-fx@sha256:bc5075adc604cc16c13be13e38549e2cb69b2da3e18ce9c023f6c9a312539300";
+const ECB_MODULE = "37ca3117ba230ff39ccb7212faaef86a069771114f6048f3d7269f05127d2fe2";
 const DAILY_PATH = "/stats/eurofxref/eurofxref-daily.xml";
 const DEADLINE_MS = 20_000;
 

@@ -268,12 +268,16 @@ export class Delivery {
     return false;
   }
 
-  /** Writes the Delivery as protobuf-JSON: fields in the proto's order, defaults omitted. */
+  /**
+   * Writes the Delivery as protobuf-JSON: fields in the proto's order, defaults omitted. The one
+   * writer of every delivery: a LedgerDelivery (ledger.ts) adds its fields through writeLedgerFields.
+   */
   writeTo(w: ByteWriter): void {
     const o = new ObjectWriter(w);
     o.str("batchId", this.batchId);
     const inst = this.institution;
     if (inst !== null) inst.writeTo(o.key("institution"));
+    this.writeLedgerFields(o);
     list<IngestProblem>(o, "problems", this.problems);
     list<Price>(o, "prices", this.prices);
     list<FxRate>(o, "fxRates", this.fxRates);
@@ -281,11 +285,19 @@ export class Delivery {
     o.str("watermark", this.watermark);
     o.end();
   }
+
+  /** The fields the proto places between institution and problems: none in a Delivery of rates. */
+  protected writeLedgerFields(o: ObjectWriter): void {}
 }
 
 /** SyncResponse and ImportFileResponse: `{"delivery": …}`, written straight into bytes. */
 export function deliveryResponse(delivery: Delivery): JSONValue {
-  const w = new ByteWriter(1024);
+  return deliveryResponseSized(delivery, 1024);
+}
+
+/** deliveryResponse into a writer of `capacity` bytes to start (it grows as needed). */
+export function deliveryResponseSized(delivery: Delivery, capacity: i32): JSONValue {
+  const w = new ByteWriter(capacity);
   w.text('{"delivery":');
   delivery.writeTo(w);
   w.byte(0x7d);

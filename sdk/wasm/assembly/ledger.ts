@@ -1,10 +1,9 @@
 // The connector contract's ledger messages (proto/openfief/connector/v1/connector.proto):
 // Transaction, Posting, BalanceAssertion, and a Delivery that carries them, written as
-// protobuf-JSON as connector.ts writes the rest. A file of its own, so a module that delivers only
-// rates is built byte for byte as before.
+// protobuf-JSON by Delivery.writeTo (connector.ts), the one writer of a delivery.
 import { ByteWriter } from "./bytes";
-import { Delivery, FxRate, IndexReading, IngestProblem, ObjectWriter, Price, list } from "./connector";
-import { JSONRaw, JSONValue } from "./json";
+import { Delivery, ObjectWriter, deliveryResponseSized, list } from "./connector";
+import { JSONValue } from "./json";
 
 /** Posting: an amount into or out of one account; for a security, its quantity and commodity. */
 export class Posting {
@@ -53,35 +52,19 @@ export class BalanceAssertion {
 
 /**
  * A Delivery that also carries transactions and balance assertions (a bank's or a broker's
- * connector). A class of its own, so a module that delivers only rates is built as before.
+ * connector). Delivery.writeTo writes it, these fields in the proto's place.
  */
 export class LedgerDelivery extends Delivery {
   transactions: Transaction[] = [];
   balanceAssertions: BalanceAssertion[] = [];
 
-  /** Writes the Delivery as protobuf-JSON: fields in the proto's order, defaults omitted. */
-  writeLedgerTo(w: ByteWriter): void {
-    const o = new ObjectWriter(w);
-    o.str("batchId", this.batchId);
-    const inst = this.institution;
-    if (inst !== null) inst.writeTo(o.key("institution"));
+  protected writeLedgerFields(o: ObjectWriter): void {
     list<Transaction>(o, "transactions", this.transactions);
     list<BalanceAssertion>(o, "balanceAssertions", this.balanceAssertions);
-    list<IngestProblem>(o, "problems", this.problems);
-    list<Price>(o, "prices", this.prices);
-    list<FxRate>(o, "fxRates", this.fxRates);
-    list<IndexReading>(o, "indexReadings", this.indexReadings);
-    o.str("watermark", this.watermark);
-    o.end();
   }
 }
 
-/** SyncResponse and ImportFileResponse of a LedgerDelivery. */
+/** SyncResponse and ImportFileResponse of a LedgerDelivery: deliveryResponse, with room for its transactions. */
 export function ledgerDeliveryResponse(delivery: LedgerDelivery): JSONValue {
-  const w = new ByteWriter(4096);
-  w.text('{"delivery":');
-  delivery.writeLedgerTo(w);
-  w.byte(0x7d);
-  return new JSONRaw(w.toBytes());
+  return deliveryResponseSized(delivery, 4096);
 }
-

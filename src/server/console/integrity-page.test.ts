@@ -6,6 +6,7 @@
 import { describe, expect, it } from "vitest";
 import type { IntegrityReport } from "../../app/index.js";
 import { decisionsCard, upgradesCard } from "./integrity-page.js";
+import { proofCard } from "./witnesses-card.js";
 
 const report = (decisions: Partial<IntegrityReport["decisions"]>): IntegrityReport => ({
   chain: { verifiedBefore: 0, result: { ok: true, count: 9 } },
@@ -44,5 +45,25 @@ describe("the integrity page's decisions", () => {
     expect(card).toContain("1 decisions made under older rules would be decided differently today: what the upgrade changed, not a fault.");
     expect(card).toContain("event 7 (<a href=\"/plugins/ecb-fx\">ecb-fx</a>): its egress.list under egress rules 1, another under today's 2");
     expect(upgradesCard(report({ upgrades: [upgrade], upgradesCapped: true })).toString()).toContain("At least 1 decisions");
+  });
+});
+
+describe("the integrity page's proof card", () => {
+  const text = (m: { toString(): string }) => m.toString().replace(/<[^>]+>/g, "");
+
+  it("offers no download before the first checkpoint, and says when there will be one", () => {
+    const card = proofCard({ covered: null, head: 9, signs: true }).toString();
+    expect(card).not.toContain("<form");
+    expect(text(card)).toContain("No event can be proven yet: a proof needs a signed checkpoint that covers the event. Proofs can be downloaded after the next checkpoint");
+    expect(text(proofCard({ covered: null, head: 9, signs: false }))).toContain("Proofs can be downloaded once the log signs checkpoints (see Signed checkpoints above).");
+  });
+
+  it("takes events up to the newest checkpoint, and says when the later ones get theirs", () => {
+    const card = proofCard({ covered: 7, head: 9, signs: true }).toString();
+    expect(card).toContain('min="1" max="7"');
+    expect(text(card)).toContain("Events 1 to 7 have one (the newest checkpoint covers them). Events 8 to 9 get one after the next checkpoint.");
+    expect(text(proofCard({ covered: 8, head: 9, signs: true }))).toContain("Event 9 gets one after the next checkpoint.");
+    expect(text(proofCard({ covered: 9, head: 9, signs: true }))).toContain("Every event so far (1 to 9) has one.");
+    expect(text(proofCard({ covered: 7, head: 9, signs: false }))).toContain("Events 8 to 9 get one after the next checkpoint, once the log signs checkpoints again");
   });
 });

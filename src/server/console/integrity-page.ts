@@ -13,6 +13,9 @@ import type { Markup } from "./html.js";
 import { page } from "./layout.js";
 import { proofCard, witnessesCard } from "./witnesses-card.js";
 
+/** The newest signed checkpoint, as the page shows it. */
+interface Newest { readonly size: number; readonly seq: number; readonly root: string }
+
 function chainCard(r: IntegrityReport): Markup {
   const c = r.chain.result;
   const before = r.chain.verifiedBefore;
@@ -57,7 +60,7 @@ export function upgradesCard(r: IntegrityReport): Markup {
 }
 
 /** The log's key and its newest signed checkpoint: what an auditor checks the log with, anywhere. */
-async function transparencyCard(app: FaceContext): Promise<Markup> {
+function transparencyCard(app: FaceContext, c: Newest | null): Markup {
   const key = app.logKey ?? null;
   if (key === null) {
     // In a cluster the key is the one the operator's leader publishes (docs/adr/0192).
@@ -66,7 +69,6 @@ async function transparencyCard(app: FaceContext): Promise<Markup> {
       : html`The operator has not published the log's verifier key (the ConfigMap <code>openfief-log-verifier</code>): it signs no checkpoints (no Secret <code>openfief-log-key</code>), or has not yet.`;
     return html`<section class="card"><h2>Signed checkpoints</h2><p class="muted">${why}</p></section>`;
   }
-  const c = await latestCheckpoint(app.store);
   const newest = c === null
     ? html`<dt>Newest checkpoint</dt><dd><span class="muted">none recorded yet: the signer (the control plane, or in a cluster the operator's leader) signs one within seconds of the log growing while it runs</span></dd>`
     : html`<dt>Newest checkpoint</dt><dd>events 1 to ${c.size} (<a href="/tlog/checkpoint">the signed note</a>, recorded as <a href="/replay?at=${c.seq}">event ${c.seq}</a>)</dd>
@@ -83,7 +85,8 @@ export async function integrityPage(ctx: RequestContext): Promise<string> {
   const { app, session } = ctx;
   const now = app.clock();
   const r = await integrityReport(app.store);
-  const transparency = await transparencyCard(app);
+  const checkpoint = await latestCheckpoint(app.store);
+  const transparency = transparencyCard(app, checkpoint);
   const body = html`<div class="page-head"><h1>Integrity</h1><p>Checked just now, as far as it was not already: the chain from the last verified event to the last event, each decision once, after it was recorded. <code>openfief verify-log</code> and <code>openfief check-decisions</code> go over the whole log again. <a href="/integrity">Check again</a></p></div>
 <div class="grid">${chainCard(r)}${decisionsCard(r)}</div>${upgradesCard(r)}
 <section class="card"><h2>Chain head</h2><dl class="facts">
@@ -93,6 +96,6 @@ export async function integrityPage(ctx: RequestContext): Promise<string> {
 </dl><p class="small muted">Keep the head's hash somewhere else: a log that still ends in it was not rewritten.</p></section>
 ${transparency}
 ${await witnessesCard(ctx)}
-${proofCard()}`;
+${proofCard({ covered: checkpoint?.size ?? null, head: r.head.seq, signs: app.logKey != null })}`;
   return page({ title: "Integrity", section: "integrity", session, body });
 }

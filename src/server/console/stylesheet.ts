@@ -49,7 +49,7 @@ main { max-width: 1200px; margin: 0 auto; padding: 1.25rem; }
 footer { max-width: 1200px; margin: 0 auto; padding: 0 1.25rem 2rem; color: var(--muted); font-size: 0.85em; }
 
 .card { background: var(--paper); border: 1px solid var(--line); border-radius: 8px; padding: 1rem 1.25rem; margin-bottom: 1rem; }
-.grid { display: grid; grid-template-columns: repeat(auto-fit, minmax(320px, 1fr)); gap: 1rem; }
+.grid { display: grid; grid-template-columns: repeat(auto-fit, minmax(320px, 1fr)); gap: 1rem; margin-bottom: 1rem; }
 .grid > .card { margin-bottom: 0; }
 .stack > * + * { margin-top: 1rem; }
 .muted { color: var(--muted); }

@@ -42,14 +42,39 @@ ${refused ? html`<p><strong>A witness refused a checkpoint of this log</strong> 
 </section>`;
 }
 
+/** What the proof card needs: the events the newest signed checkpoint covers, the log's head, whether the log signs checkpoints. */
+export interface ProofCoverage {
+  /** The newest checkpoint's size (events 1 to it have a proof), or null before the first. */
+  readonly covered: number | null;
+  readonly head: number;
+  /** Whether checkpoints are signed (this control plane's key, or in a cluster the published one). */
+  readonly signs: boolean;
+}
+
+/** When the events past the newest checkpoint get a proof, or "" when it covers them all. */
+function later(c: ProofCoverage, covered: number): Markup | string {
+  if (covered >= c.head) return "";
+  const which = covered + 1 === c.head ? `Event ${c.head} gets` : `Events ${covered + 1} to ${c.head} get`;
+  return html` ${which} one after the next checkpoint${c.signs ? "" : ", once the log signs checkpoints again (see Signed checkpoints above)"}.`;
+}
+
 /**
  * An event's proof as a download, in a card of its own: the event's number (as the Log page shows
- * it) and one line saying what the file is and how it is checked.
+ * it), up to the newest signed checkpoint's size, since a proof needs a checkpoint that covers the
+ * event. Before the first checkpoint there is nothing to download: the card says when there will be.
  */
-export function proofCard(): Markup {
-  return html`<section class="card" id="proof" aria-labelledby="proof-h"><h2 id="proof-h">Proof of an event</h2>
-<form method="get" action="/integrity/proof" class="proof-form"><label for="proof-seq">Event number</label> <input id="proof-seq" type="number" name="seq" min="1" required aria-describedby="proof-hint"> <button type="submit">Download proof</button></form>
-<p id="proof-hint" class="small muted">Downloads <code>event-N.tlog-proof</code>: the event, its inclusion proof and a signed checkpoint, which <code>openfief verify-proof</code> checks offline.</p>
+export function proofCard(c: ProofCoverage): Markup {
+  const head = html`<section class="card" id="proof" aria-labelledby="proof-h"><h2 id="proof-h">Proof of an event</h2>`;
+  const what = html`<code>event-N.tlog-proof</code>: the event, its inclusion proof and a signed checkpoint, which <code>openfief verify-proof</code> checks offline`;
+  if (c.covered === null || c.covered === 0) {
+    const when = c.signs ? "after the next checkpoint (signed within seconds of the log growing)" : "once the log signs checkpoints (see Signed checkpoints above)";
+    return html`${head}<p id="proof-hint">No event can be proven yet: a proof needs a signed checkpoint that covers the event. Proofs can be downloaded ${when}.</p>
+<p class="small muted">A proof is ${what}.</p></section>`;
+  }
+  const covers = c.covered >= c.head ? html`Every event so far (1 to ${c.covered}) has one.` : html`Events 1 to ${c.covered} have one (the newest checkpoint covers them).${later(c, c.covered)}`;
+  return html`${head}
+<form method="get" action="/integrity/proof" class="proof-form"><label for="proof-seq">Event number</label> <input id="proof-seq" type="number" name="seq" min="1" max="${c.covered}" required aria-describedby="proof-hint"> <button type="submit">Download proof</button></form>
+<p id="proof-hint" class="small muted">Downloads ${what}. ${covers}</p>
 </section>`;
 }
 
