@@ -27,6 +27,7 @@ import { EVENT_COLUMNS, toStoredEvent } from "./sqlite/rows.js";
 import type { EventRow } from "./sqlite/rows.js";
 import { SqliteLookups } from "./sqlite/lookups.js";
 import { sqliteTables } from "./sqlite/tables.js";
+import { retryingBusy } from "./sqlite/busy.js";
 import { STREAM_TYPE_INDEXED, UNINDEXED_TYPES } from "./streams.js";
 import type { LogTables } from "./tables.js";
 import type { ChainPoint, GuardsResult, NewEvent, ReadFilter, VerifyResult } from "./types.js";
@@ -214,7 +215,7 @@ export class SqliteEventLog implements EventLog {
     const prepared = this.#preparer.prepare(batch);
     // The listeners are told inside a durable scope too: what they see is how the commit was made.
     return this.#durableIf(opts.durable === true, () => {
-      const stored = this.#appendTx.immediate(prepared, opts.expected);
+      const stored = retryingBusy(() => this.#appendTx.immediate(prepared, opts.expected), () => this.#busyTimeout());
       this.#feedLeaves();
       this.#committed(stored.length);
       this.#notify(stored);
@@ -264,12 +265,17 @@ export class SqliteEventLog implements EventLog {
     this.#open();
     const [prepared] = this.#preparer.prepare([event]) as [Prepared];
     return this.#durableIf(opts.durable === true, () => {
-      const stored = this.#observeTx.immediate(prepared);
+      const stored = retryingBusy(() => this.#observeTx.immediate(prepared), () => this.#busyTimeout());
       if (stored.length > 0) this.#feedLeaves();
       if (stored.length > 0) this.#committed(stored.length);
       this.#notify(stored);
       return stored[0] ?? null;
     });
+  }
+
+  /** The connection's busy timeout (ms): how long an append may wait for the write lock. */
+  #busyTimeout(): number {
+    return Number(this.database.pragma("busy_timeout", { simple: true }));
   }
 
   #durableIf<T>(durable: boolean, fn: () => T): T {

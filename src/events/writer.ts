@@ -11,6 +11,7 @@ import type { KnownEvent } from "./catalog.js";
 import { StoreError, StoreErrorCode } from "./errors.js";
 import type { EventLog } from "./port.js";
 import { openPostgresLog } from "./postgres-door.js";
+import { isBusy } from "./sqlite/busy.js";
 import { openSqliteLog } from "./store.js";
 import type { NewEvent } from "./types.js";
 
@@ -43,12 +44,6 @@ export interface LogWriter {
    */
   append(batch: readonly NewEvent[], deadline: number): Promise<KnownEvent[]>;
   close(): Promise<void>;
-}
-
-/** Whether `err` is SQLite saying the lock was not had in time. */
-function isBusy(err: unknown): boolean {
-  const code = (err as { code?: unknown } | null)?.code;
-  return code === "SQLITE_BUSY" || code === "SQLITE_BUSY_SNAPSHOT" || code === "SQLITE_LOCKED";
 }
 
 /** Opens a {@link LogWriter}: on the SQLite log in `o.file` (migrating it when needed), or on the PostgreSQL log at `o.url` (as it is). */
