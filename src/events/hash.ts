@@ -56,15 +56,17 @@ export function chainHash(
  * The entries of an append's rows for the Merkle tree over the log (docs/adr/0141), written one
  * after another as the append hashes them: each row's bytes (what {@link chainHash} hashes)
  * preceded by one byte 0x00, so that a row's leaf hash, SHA-256(0x00 ‖ bytes), is the hash of
- * its span as it lies. The row is encoded once for both hashes, and nothing per row outlives the
- * append: the tree's hashing thread takes the bytes and hashes the leaves off the appending thread.
+ * its span as it lies. Nothing per row outlives the append: the tree's hashing thread takes the
+ * bytes and hashes the leaves off the appending thread.
  */
 export class EntryWriter {
   #buffer = Buffer.allocUnsafeSlow(1 << 16);
   #length = 0;
-  #ends: number[] = [];
+  #ends = new Uint32Array(256);
+  #hashes = Buffer.allocUnsafeSlow(256 * 32);
+  #rows = 0;
 
-  /** {@link chainHash} of a row, its entry written after the ones before. */
+  /** {@link chainHash} of a row, its entry written after the ones before (and its hash, as bytes). */
   chainHash(
     prevHash: string, seq: number, stream: string, version: number, type: string,
     schemaVersion: number, time: string, actor: string, causedBy: number | null, data: string,
@@ -77,26 +79,43 @@ export class EntryWriter {
       this.#buffer.copy(grown, 0, 0, this.#length);
       this.#buffer = grown;
     }
-    const start = this.#length + 1;
+    if (this.#rows === this.#ends.length) {
+      const ends = new Uint32Array(2 * this.#rows);
+      ends.set(this.#ends);
+      this.#ends = ends;
+      const hashes = Buffer.allocUnsafeSlow(2 * this.#rows * 32);
+      this.#hashes.copy(hashes);
+      this.#hashes = hashes;
+    }
+    // The string hashed as without a tree (a view of the buffer per row costs more than the second encoding).
+    const h = hash("sha256", text, "hex");
     this.#buffer[this.#length] = 0;
-    const end = start + this.#buffer.write(text, start, "utf8");
+    const end = this.#length + 1 + this.#buffer.write(text, this.#length + 1, "utf8");
     this.#length = end;
-    this.#ends.push(end);
-    return hash("sha256", this.#buffer.subarray(start, end), "hex");
+    this.#ends[this.#rows] = end;
+    this.#hashes.write(h, 32 * this.#rows, "hex");
+    this.#rows++;
+    return h;
   }
 
-  /** The entries written since the last take, and where each ends; starts over. */
-  take(): { entries: Buffer; ends: Uint32Array } {
-    const out = { entries: Buffer.from(this.#buffer.subarray(0, this.#length)), ends: Uint32Array.from(this.#ends) };
-    this.clear();
-    return out;
+  /**
+   * The entries written since the last {@link clear}, where each ends, and the rows' chain hashes
+   * (32 bytes each): views of this writer's buffers, valid until its next write (one append's
+   * worth, which the tree copies before the next append begins).
+   */
+  written(): { entries: Buffer; ends: Uint32Array; hashes: Buffer } {
+    return { entries: this.#buffer.subarray(0, this.#length), ends: this.#ends.subarray(0, this.#rows), hashes: this.#hashes.subarray(0, 32 * this.#rows) };
   }
 
-  /** Forgets what was written (an append that failed). */
+  /** Starts over (before an append). */
   clear(): void {
     this.#length = 0;
-    this.#ends = [];
-    // One large append does not keep its buffer for the rest of the process.
+    this.#rows = 0;
+    // One large append does not keep its buffers for the rest of the process.
     if (this.#buffer.length > 1 << 22) this.#buffer = Buffer.allocUnsafeSlow(1 << 16);
+    if (this.#ends.length > 1 << 16) {
+      this.#ends = new Uint32Array(256);
+      this.#hashes = Buffer.allocUnsafeSlow(256 * 32);
+    }
   }
 }

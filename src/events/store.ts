@@ -147,7 +147,10 @@ export class SqliteEventLog implements EventLog {
   #tree: LogTree | null = null;
   /** Told the leaf hashes of each committed append made here, once the tree asked (docs/adr/0141). */
   #leafSink: LeafSink | null = null;
-  /** The tree's entries and the chain hashes (32 bytes each) of the rows the last {@link #write} made, until its commit is known. */
+  /**
+   * The rows the last {@link #write} made, until its commit is known: their tree entries and chain
+   * hashes (views of {@link #entries}, valid until the next write, which replaces this too).
+   */
   #written: { first: number; count: number; entries: Buffer; ends: Uint32Array; hashes: Buffer; last: string } | null = null;
   readonly #entries = new EntryWriter();
   /** Whether SQLite checkpoints inside commits again (no checkpoint thread could run). */
@@ -673,7 +676,7 @@ export class SqliteEventLog implements EventLog {
     const time = this.#clock().toISOString();
     const insert = this.#stmts.insert;
     const out: KnownEvent[] = new Array<KnownEvent>(batch.length);
-    const hashes: Buffer | null = this.#leafSink === null ? null : Buffer.allocUnsafe(32 * batch.length);
+    const feeding = this.#leafSink !== null;
     this.#entries.clear();
     this.#written = null;
     for (let i = 0; i < batch.length; i++) {
@@ -684,12 +687,9 @@ export class SqliteEventLog implements EventLog {
       if (e.causedBy !== null && e.causedBy >= seq) {
         throw new StoreError(StoreErrorCode.InvalidCause, `causedBy ${e.causedBy} is not an earlier event than seq ${seq}`);
       }
-      let hash: string;
-      if (hashes === null) hash = chainHash(prev, seq, e.stream, version, e.type, e.schemaVersion, time, e.actor, e.causedBy, e.data);
-      else {
-        hash = this.#entries.chainHash(prev, seq, e.stream, version, e.type, e.schemaVersion, time, e.actor, e.causedBy, e.data);
-        hashes.write(hash, 32 * i, "hex");
-      }
+      const hash = feeding
+        ? this.#entries.chainHash(prev, seq, e.stream, version, e.type, e.schemaVersion, time, e.actor, e.causedBy, e.data)
+        : chainHash(prev, seq, e.stream, version, e.type, e.schemaVersion, time, e.actor, e.causedBy, e.data);
       try {
         insert.run(seq, e.stream, version, e.type, e.schemaVersion, time, e.actor, e.causedBy, e.data, prev, hash);
       } catch (err) {
@@ -702,7 +702,7 @@ export class SqliteEventLog implements EventLog {
       out[i] = { seq, stream: e.stream, version, type: e.type, schemaVersion: e.schemaVersion, time, actor: e.actor, causedBy: e.causedBy, data: e.value, prevHash: prev, hash } as KnownEvent;
       prev = hash;
     }
-    if (hashes !== null) this.#written = { first: seq - batch.length + 1, count: batch.length, ...this.#entries.take(), hashes, last: prev };
+    if (feeding) this.#written = { first: seq - batch.length + 1, count: batch.length, ...this.#entries.written(), last: prev };
     return out;
   }
 

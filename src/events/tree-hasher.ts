@@ -175,6 +175,8 @@ parentPort.on("message", (m) => {
   try {
     if (m.op === "entries") {
       keptHash(feed(m.feed, m.first), new Uint8Array(m.entries, 0, m.length), new Uint32Array(m.ends, 0, m.rows), sha);
+      // The buffers go back to be staged into again: fresh memory costs a page fault per 4 KiB.
+      parentPort.postMessage({ spare: true, entries: m.entries, ends: m.ends }, [m.entries, m.ends]);
     } else if (m.op === "leaves") {
       const k = feed(m.feed, m.first);
       const leaves = new Uint8Array(m.leaves);
@@ -200,7 +202,7 @@ parentPort.on("message", (m) => {
 });
 `;
 
-interface Reply { id: number; edges?: number; levels?: number[]; indexes?: number[]; bytes?: ArrayBuffer; leaves?: ArrayBuffer; missing?: true; error?: string }
+interface Reply { id: number; spare?: true; entries?: ArrayBuffer; ends?: ArrayBuffer; edges?: number; levels?: number[]; indexes?: number[]; bytes?: ArrayBuffer; leaves?: ArrayBuffer; missing?: true; error?: string }
 
 function asHashes(bytes: Buffer, from: number, count: number): Hash[] {
   const out: Hash[] = [];
@@ -241,6 +243,16 @@ class TreeHasher {
   #feeds = 0;
   #answered = 0;
   readonly #waiting = new Map<number, { resolve: (r: Reply) => void; reject: (e: Error) => void }>();
+  /** Staging buffers the thread is done with. */
+  readonly #spares: { entries: ArrayBuffer; ends: ArrayBuffer }[] = [];
+
+  /** A staging buffer pair of at least these sizes: one the thread gave back, or new. */
+  staging(bytes: number, rows: number): { entries: Buffer; ends: Uint32Array } {
+    const i = this.#spares.findIndex((s) => s.entries.byteLength >= bytes && s.ends.byteLength >= 4 * rows);
+    const spare = i < 0 ? undefined : this.#spares.splice(i, 1)[0];
+    if (spare !== undefined) return { entries: Buffer.from(spare.entries), ends: new Uint32Array(spare.ends) };
+    return { entries: Buffer.allocUnsafeSlow(bytes), ends: new Uint32Array(rows) };
+  }
 
   /** The thread, started if it is not; null when it cannot run (then everything is hashed in place). */
   start(): Worker | null {
@@ -249,6 +261,10 @@ class TreeHasher {
       const w = new (process.getBuiltinModule("node:worker_threads").Worker)(SCRIPT, { eval: true });
       w.unref();
       w.on("message", (r: Reply) => {
+        if (r.spare === true) {
+          if (r.entries !== undefined && r.ends !== undefined && this.#spares.length < MAX_SPARES) this.#spares.push({ entries: r.entries, ends: r.ends });
+          return;
+        }
         const p = this.#waiting.get(r.id);
         this.#waiting.delete(r.id);
         if (this.#waiting.size === 0) w.unref();
@@ -322,23 +338,28 @@ class TreeHasher {
 const STAGE_ROWS = 4_096;
 const STAGE_BYTES = 1 << 20;
 
+/** Staging buffers the hashing thread gives back, kept at most. */
+const MAX_SPARES = 4;
+
 /** Entries staged in one buffer (sent to the thread as it is) and where each ends. */
 class Staged {
-  entries = Buffer.allocUnsafeSlow(0);
-  ends = new Uint32Array(0);
+  readonly #hasher: TreeHasher;
+  entries: Buffer = Buffer.allocUnsafeSlow(0);
+  ends: Uint32Array = new Uint32Array(0);
   bytes = 0;
   rows = 0;
 
+  constructor(hasher: TreeHasher) {
+    this.#hasher = hasher;
+  }
+
   add(entries: Uint8Array, ends: Uint32Array): void {
-    if (this.bytes + entries.byteLength > this.entries.length) {
-      const grown = Buffer.allocUnsafeSlow(Math.max(STAGE_BYTES + (1 << 16), this.bytes + entries.byteLength));
-      this.entries.copy(grown, 0, 0, this.bytes);
-      this.entries = grown;
-    }
-    if (this.rows + ends.length > this.ends.length) {
-      const grown = new Uint32Array(Math.max(STAGE_ROWS + 256, this.rows + ends.length));
-      grown.set(this.ends.subarray(0, this.rows));
-      this.ends = grown;
+    if (this.bytes + entries.byteLength > this.entries.length || this.rows + ends.length > this.ends.length) {
+      const next = this.#hasher.staging(Math.max(STAGE_BYTES + (1 << 16), this.bytes + entries.byteLength), Math.max(STAGE_ROWS + 256, this.rows + ends.length));
+      this.entries.copy(next.entries, 0, 0, this.bytes);
+      next.ends.set(this.ends.subarray(0, this.rows));
+      this.entries = next.entries;
+      this.ends = next.ends;
     }
     this.entries.set(entries, this.bytes);
     for (let i = 0; i < ends.length; i++) this.ends[this.rows + i] = this.bytes + (ends[i] as number);
@@ -375,11 +396,12 @@ export class LeafFeed {
   #count = 0;
   #remote = false;
   readonly #local: Kept = { first: 0, start: 0, count: 0, chunks: [] };
-  #staged = new Staged();
+  #staged: Staged;
 
   constructor(hasher: TreeHasher, id: number) {
     this.#hasher = hasher;
     this.#id = id;
+    this.#staged = new Staged(hasher);
   }
 
   /** Seq of the first row kept, or null when none is. */
@@ -432,7 +454,7 @@ export class LeafFeed {
     this.#first = first;
     this.#count = 0;
     Object.assign(this.#local, { first, start: 0, count: 0, chunks: [] });
-    this.#staged = new Staged();
+    this.#staged = new Staged(this.#hasher);
   }
 
   /** Hashes the staged rows: on the thread when it holds this feed's leaves or `toThread` and it runs; in place otherwise. */
