@@ -79,7 +79,17 @@ export function isKeyIdentity(identity: SignerIdentity): identity is KeyIdentity
  * that is not a string, a subject or key over the caps) matches nothing. Never throws.
  */
 export function identityMatches(signer: SignerIdentity, verified: VerifiedIdentity): boolean {
-  return signerMatcher(signer)(verified);
+  return rememberedMatcher(signer)(verified);
+}
+
+/** Each signer identity's matcher, made once per identity object (a catalog is asked about once per entry and plugin). */
+const matchers = new WeakMap<object, (verified: VerifiedIdentity) => boolean>();
+
+function rememberedMatcher(signer: SignerIdentity): (verified: VerifiedIdentity) => boolean {
+  if (typeof signer !== "object" || signer === null) return signerMatcher(signer);
+  let m = matchers.get(signer);
+  if (m === undefined) matchers.set(signer, (m = signerMatcher(signer)));
+  return m;
 }
 
 /**
@@ -224,6 +234,21 @@ const PEM_LINE = /^-----(BEGIN|END) ([A-Z0-9 ]+)-----$/;
  */
 export function publicKeyDer(pem: string): Uint8Array | undefined {
   if (typeof pem !== "string") return undefined;
+  // The same few keys are read again for every catalog entry and verdict: their answer is kept.
+  if (derOfPem.has(pem)) return derOfPem.get(pem)?.slice();
+  const der = readPublicKeyDer(pem);
+  if (pem.length > 16_384) return der;
+  if (derOfPem.size >= DER_KEPT) derOfPem.clear();
+  derOfPem.set(pem, der);
+  return der?.slice();
+}
+
+/** {@link publicKeyDer}'s answers for the PEM texts read lately. */
+const derOfPem = new Map<string, Uint8Array | undefined>();
+const DER_KEPT = 64;
+
+function readPublicKeyDer(pem: string): Uint8Array | undefined {
+  if (typeof pem !== "string") return undefined;
   const lines = pem.split(/\r?\n/).map((l) => l.trim());
   let state: "before" | "inside" | "after" = "before";
   let body = "";
@@ -248,6 +273,12 @@ export function publicKeyDer(pem: string): Uint8Array | undefined {
 }
 
 const B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+/** Each ASCII code's base64 value, -1 for a character outside the alphabet. */
+const B64_VALUES = (() => {
+  const values = new Int8Array(128).fill(-1);
+  for (let i = 0; i < B64.length; i++) values[B64.charCodeAt(i)] = i;
+  return values;
+})();
 
 /** Strict standard base64: whole quartets, padding only at the end, unused bits zero. */
 function base64Decode(text: string): Uint8Array | undefined {
@@ -259,7 +290,8 @@ function base64Decode(text: string): Uint8Array | undefined {
   let acc = 0;
   let o = 0;
   for (let i = 0; i < data.length; i++) {
-    const v = B64.indexOf(data.charAt(i));
+    const code = data.charCodeAt(i);
+    const v = code < 128 ? (B64_VALUES[code] as number) : -1;
     if (v < 0) return undefined;
     acc = (acc << 6) | v;
     bits += 6;
