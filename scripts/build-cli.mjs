@@ -215,6 +215,18 @@ function chunkGroups(meta1) {
 const SOURCE_MARKER = /^\/\/ (\S+\.[cm]?[jt]sx?)$/gm;
 const KEPT_MARKER = /^\/\/! (\S+\.[cm]?[jt]sx?)$/gm;
 
+/** What both of the CLI's bundling passes share: ES modules for Node 20, split into chunks, the same packages left out. */
+const CLI_BUNDLE = {
+  chunkNames: "chunks/[name]-[hash]",
+  outExtension: { ".js": ".mjs" },
+  splitting: true,
+  bundle: true,
+  platform: "node",
+  format: "esm",
+  target: "node20",
+  external: ["bindings", "@kubernetes/client-node", "esbuild", "tsx", "tsx/*"],
+};
+
 /** The second pass: the first pass's files (in `from`) bundled again into `outdir`, each group of {@link chunkGroups} as one file. */
 async function mergeChunks(meta1, from, outdir) {
   const groups = chunkGroups(meta1);
@@ -243,14 +255,7 @@ async function mergeChunks(meta1, from, outdir) {
     entryPoints: { openfief: `${from}/openfief.mjs` },
     outdir,
     absWorkingDir: ROOT,
-    chunkNames: "chunks/[name]-[hash]",
-    outExtension: { ".js": ".mjs" },
-    splitting: true,
-    bundle: true,
-    platform: "node",
-    format: "esm",
-    target: "node20",
-    external: ["bindings", "@kubernetes/client-node", "esbuild", "tsx", "tsx/*"],
+    ...CLI_BUNDLE,
     sourcemap: "linked",
     logLevel: "warning",
     legalComments: "inline",
@@ -305,14 +310,7 @@ export async function buildCli(outdir = `${ROOT}dist`) {
     // Paths in the metafile, and so in sources.json, relative to the repository.
     absWorkingDir: ROOT,
     entryNames: "openfief",
-    chunkNames: "chunks/[name]-[hash]",
-    outExtension: { ".js": ".mjs" },
-    splitting: true,
-    bundle: true,
-    platform: "node",
-    format: "esm",
-    target: "node20",
-    external: ["bindings", "@kubernetes/client-node", "esbuild", "tsx", "tsx/*"],
+    ...CLI_BUNDLE,
     // Bundled CommonJS code calls require(): give the ESM bundle one.
     banner: { js: "import { createRequire as __openfiefRequire } from 'node:module'; const require = __openfiefRequire(import.meta.url);" },
     sourcemap: "linked",

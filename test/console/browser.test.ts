@@ -14,7 +14,7 @@ import { fileURLToPath } from "node:url";
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { applyResources, EXAMPLES, OWNER_CLI, parseResources } from "../../src/app/index.js";
-import { launchChromium } from "../support/chromium.js";
+import { launchChromium, recordCspViolations } from "../support/chromium.js";
 import type { TestBrowser } from "../support/chromium.js";
 import { startConsoleDemo } from "../support/console-demo.js";
 import type { ConsoleDemo } from "../support/console-demo.js";
@@ -101,10 +101,7 @@ beforeAll(async () => {
   await plantProbes(demo);
   browser = await launchChromium();
   // Counted in the page itself, before any of its scripts: every CSP violation it reports.
-  await browser.context.addInitScript(`
-    window.__csp = [];
-    document.addEventListener("securitypolicyviolation", (e) => window.__csp.push(e.violatedDirective + " " + e.blockedURI));
-  `);
+  await recordCspViolations(browser.context);
   page = await browser.context.newPage();
   page.on("console", (m) => { if (m.type() === "error" || m.type() === "warning") problems.push(`console ${m.type()}: ${m.text()}`); });
   page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));

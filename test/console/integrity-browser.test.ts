@@ -12,7 +12,7 @@ import { fileURLToPath } from "node:url";
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadLogKey, signCheckpointNow } from "../../src/app/index.js";
-import { launchChromium } from "../support/chromium.js";
+import { launchChromium, recordCspViolations } from "../support/chromium.js";
 import type { TestBrowser } from "../support/chromium.js";
 import { startConsoleDemo } from "../support/console-demo.js";
 import type { ConsoleDemo } from "../support/console-demo.js";
@@ -29,10 +29,7 @@ beforeAll(async () => {
   // No checkpoint is signed unless the test signs one.
   demo = await startConsoleDemo({ history: false });
   browser = await launchChromium();
-  await browser.context.addInitScript(`
-    window.__csp = [];
-    document.addEventListener("securitypolicyviolation", (e) => window.__csp.push(e.violatedDirective + " " + e.blockedURI));
-  `);
+  await recordCspViolations(browser.context);
   page = await browser.context.newPage();
   await page.goto(await demo.signIn("bob", "viewer"));
 }, 120_000);

@@ -10,7 +10,7 @@ import { fileURLToPath } from "node:url";
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { dataDirDeliveries, importFile, OWNER_CLI, uninstallPlugin } from "../../src/app/index.js";
-import { launchChromium } from "../support/chromium.js";
+import { launchChromium, recordCspViolations } from "../support/chromium.js";
 import type { TestBrowser } from "../support/chromium.js";
 import { startConsoleDemo } from "../support/console-demo.js";
 import type { ConsoleDemo } from "../support/console-demo.js";
@@ -101,10 +101,7 @@ describe("a removed instance in the console", () => {
     let browser: TestBrowser | null = null;
     try {
       browser = await launchChromium({ viewport: { width, height } });
-      await browser.context.addInitScript(`
-        window.__csp = [];
-        document.addEventListener("securitypolicyviolation", (e) => window.__csp.push(e.violatedDirective + " " + e.blockedURI));
-      `);
+      await recordCspViolations(browser.context);
       const page = await browser.context.newPage();
       await page.goto(await demo.signIn("alice", "owner"));
       await pluginPage(page, width);

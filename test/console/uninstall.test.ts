@@ -11,7 +11,7 @@ import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse, stringify } from "yaml";
 import { applyResources, EXAMPLES, OWNER_CLI, parseResources } from "../../src/app/index.js";
-import { launchChromium } from "../support/chromium.js";
+import { launchChromium, recordCspViolations } from "../support/chromium.js";
 import type { TestBrowser } from "../support/chromium.js";
 import { startConsoleDemo } from "../support/console-demo.js";
 import type { ConsoleDemo } from "../support/console-demo.js";
@@ -44,10 +44,7 @@ beforeAll(async () => {
   demo = await startConsoleDemo();
   await secondInstance(demo);
   browser = await launchChromium();
-  await browser.context.addInitScript(`
-    window.__csp = [];
-    document.addEventListener("securitypolicyviolation", (e) => window.__csp.push(e.violatedDirective + " " + e.blockedURI));
-  `);
+  await recordCspViolations(browser.context);
   page = await browser.context.newPage();
   page.on("console", (m) => { if (m.type() === "error" || m.type() === "warning") problems.push(`console ${m.type()}: ${m.text()}`); });
   page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));

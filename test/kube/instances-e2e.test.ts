@@ -15,10 +15,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { EventLog } from "../../src/events/index.js";
 import { runOperator } from "../../src/kube/operator.js";
 import { NAMESPACE } from "../../src/plugins/constants.js";
-import { openDataStore, requestUninstall } from "../../src/app/index.js";
+import { requestUninstall } from "../../src/app/index.js";
 import { clusterReconcilerFactory } from "../../src/compose/index.js";
 import { FakeApiServer } from "./fake-apiserver.js";
-import { EXAMPLES, OPERATOR_START_MS, operatorOptions, putTrustedSigners, setOperatorEnv, until } from "./operator-fixture.js";
+import { EXAMPLES, OPERATOR_START_MS, operatorOptions, putTrustedSigners, setOperatorEnv, until, withOperatorLog } from "./operator-fixture.js";
 
 type Obj = Record<string, unknown> & { metadata: Record<string, unknown>; spec: Record<string, unknown> };
 const NS = NAMESPACE;
@@ -48,14 +48,7 @@ const wait = (what: string, p: () => boolean | Promise<boolean>): Promise<void> 
 /** Each test's own limit: past its longest wait, so a wait's error names what never happened. */
 const TIMEOUT = OPERATOR_START_MS + 30_000;
 
-async function withLog<T>(fn: (store: EventLog) => Promise<T>): Promise<T> {
-  const store = await openDataStore(join(dir, "replica-a"));
-  try {
-    return await fn(store);
-  } finally {
-    await store.close();
-  }
-}
+const withLog = <T>(fn: (store: EventLog) => Promise<T>): Promise<T> => withOperatorLog(dir, fn);
 
 /** The demo's ledger-view installed under `name`, with a grant whose Secrets are `secrets`. */
 async function install(name: string, secrets: Record<string, unknown>): Promise<void> {

@@ -16,14 +16,13 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parse as parseYaml, parseAllDocuments } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { openDataStore } from "../../src/app/index.js";
 import { clusterReconcilerFactory } from "../../src/compose/index.js";
 import type { EventLog } from "../../src/events/index.js";
 import { runOperator } from "../../src/kube/operator.js";
 import { NAMESPACE } from "../../src/plugins/constants.js";
 import { freePort } from "../support/free-port.js";
 import { FakeApiServer } from "./fake-apiserver.js";
-import { EXAMPLES, OPERATOR_START_MS, operatorOptions, putTrustedSigners, setOperatorEnv, until } from "./operator-fixture.js";
+import { EXAMPLES, OPERATOR_START_MS, operatorOptions, putTrustedSigners, setOperatorEnv, until, withOperatorLog } from "./operator-fixture.js";
 
 const DEPLOY = fileURLToPath(new URL("../../deploy/base/", import.meta.url));
 
@@ -46,14 +45,7 @@ let operatorToken = "";
 
 const wait = (what: string, p: () => boolean | Promise<boolean>): Promise<void> => until(what, p, () => failure, OPERATOR_START_MS);
 
-async function withLog<T>(fn: (store: EventLog) => Promise<T>): Promise<T> {
-  const store = await openDataStore(join(dir, "replica-a"));
-  try {
-    return await fn(store);
-  } finally {
-    await store.close();
-  }
-}
+const withLog = <T>(fn: (store: EventLog) => Promise<T>): Promise<T> => withOperatorLog(dir, fn);
 
 const ask = (token: string): Promise<Response> => fetch(`${core}/core/v1/whoami`, { headers: { authorization: `Bearer ${token}` } });
 

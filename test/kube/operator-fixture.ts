@@ -11,7 +11,7 @@ import { pino } from "pino";
 import type { OperatorOptions } from "../../src/kube/operator.js";
 import { TRUSTED_SIGNERS_KEY } from "../../src/kube/trusted-signers.js";
 import { NAMESPACE, TRUSTED_SIGNERS_CONFIGMAP } from "../../src/plugins/constants.js";
-import { newLogSignerKey, readLogKey } from "../../src/app/index.js";
+import { newLogSignerKey, openDataStore, readLogKey } from "../../src/app/index.js";
 import type { LogKey } from "../../src/app/index.js";
 import { openPostgresLog } from "../../src/events/index.js";
 import type { EventLog } from "../../src/events/index.js";
@@ -130,4 +130,14 @@ export async function startSignedClusterLog(prefix: string): Promise<SignedClust
       await rm(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** Runs `fn` on the log of the operator's data folder `dataDir` (its replica-a), closed afterwards. */
+export async function withOperatorLog<T>(dataDir: string, fn: (store: EventLog) => Promise<T>): Promise<T> {
+  const store = await openDataStore(join(dataDir, "replica-a"));
+  try {
+    return await fn(store);
+  } finally {
+    await store.close();
+  }
 }

@@ -65,3 +65,11 @@ export async function launchChromium(o: { viewport?: { width: number; height: nu
     },
   };
 }
+
+/** Has every page of `context` count the CSP violations it reports, in `window.__csp`, from before any of its own scripts run. */
+export async function recordCspViolations(context: BrowserContext): Promise<void> {
+  await context.addInitScript(`
+    window.__csp = [];
+    document.addEventListener("securitypolicyviolation", (e) => window.__csp.push(e.violatedDirective + " " + e.blockedURI));
+  `);
+}
