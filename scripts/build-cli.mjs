@@ -127,28 +127,28 @@ function requireStatement(clause, builtin) {
   return parts.join(" ");
 }
 
+/** The output files `outputs` reaches from `starts` by static imports, `starts` included. */
+function staticClosure(outputs, starts) {
+  const seen = new Set();
+  const todo = [...starts];
+  while (todo.length > 0) {
+    const o = todo.pop();
+    if (o === undefined || seen.has(o)) continue;
+    seen.add(o);
+    for (const i of outputs[o]?.imports ?? []) if (i.kind === "import-statement" && !i.external && outputs[i.path] !== undefined) todo.push(i.path);
+  }
+  return seen;
+}
+
 /** Rewrites the static imports of built-ins in the bundle's files outside import cycles; returns how many. */
 function requireBuiltins(metafile) {
   const outputs = metafile.outputs;
   const files = Object.keys(outputs).filter((o) => o.endsWith(".mjs"));
-  // Files on a cycle of static imports (each reaches itself).
-  const reaches = (from, to) => {
-    const seen = new Set();
-    const todo = [from];
-    while (todo.length > 0) {
-      const o = todo.pop();
-      for (const i of outputs[o]?.imports ?? []) {
-        if (i.kind !== "import-statement" || i.external || seen.has(i.path)) continue;
-        if (i.path === to) return true;
-        seen.add(i.path);
-        todo.push(i.path);
-      }
-    }
-    return false;
-  };
+  // A file on a cycle of static imports reaches itself through one of its imports.
+  const onCycle = (file) => staticClosure(outputs, (outputs[file]?.imports ?? []).filter((i) => i.kind === "import-statement" && !i.external).map((i) => i.path)).has(file);
   let count = 0;
   for (const file of files) {
-    if (reaches(file, file)) continue;
+    if (onCycle(file)) continue;
     const path = resolve(ROOT, file);
     const text = readFileSync(path, "utf8");
     const out = text.replace(BUILTIN_IMPORT, (all, clause, builtin, bare) => {
@@ -186,17 +186,7 @@ const READ_PATH = [
 function chunkGroups(meta1) {
   const outputs = meta1.outputs;
   const outputOf = (entry) => Object.keys(outputs).find((o) => outputs[o].entryPoint === entry);
-  const closure = (starts) => {
-    const seen = new Set();
-    const todo = [...starts];
-    while (todo.length > 0) {
-      const o = todo.pop();
-      if (o === undefined || seen.has(o)) continue;
-      seen.add(o);
-      for (const i of outputs[o]?.imports ?? []) if (i.kind === "import-statement" && !i.external && outputs[i.path] !== undefined) todo.push(i.path);
-    }
-    return seen;
-  };
+  const closure = (starts) => staticClosure(outputs, starts);
   const main = outputOf("src/cli/main.ts");
   const program = closure([main]);
   const taken = new Set(program);

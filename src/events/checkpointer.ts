@@ -30,7 +30,8 @@ const { parentPort, workerData } = require("node:worker_threads");
 const Database = require(workerData.sqlite);
 const commits = new Int32Array(workerData.commits);
 const db = new Database(workerData.file);
-db.pragma("busy_timeout = 5000");
+const BUSY_MS = 5000;
+db.pragma("busy_timeout = " + BUSY_MS);
 let seen = 0;
 function run() {
   const now = Atomics.load(commits, 0);
@@ -43,7 +44,7 @@ function run() {
       try {
         db.pragma("wal_checkpoint(RESTART)");
       } finally {
-        db.pragma("busy_timeout = 5000");
+        db.pragma("busy_timeout = " + BUSY_MS);
       }
     }
   } catch {

@@ -52,6 +52,8 @@ function entriesOf(rows: readonly string[]): { entries: Buffer; ends: Uint32Arra
 }
 
 const rowText = (seq: number): string => `["prev",${seq},"stream"]\n{"n":${seq},"pad":"${"é".repeat(seq % 7)}"}`;
+/** A stand-in for row `seq`'s chain hash (the feed only keeps it and hands it back). */
+const chainOfRow = (seq: number): string => createHash("sha256").update(`chain ${seq}`).digest("hex");
 const leafOfRow = (seq: number): string => createHash("sha256").update(Buffer.of(0)).update(rowText(seq), "utf8").digest("hex");
 
 /** A tree of `size` leaves over rows 1..size, as the reference computes it. */
@@ -67,7 +69,7 @@ describe("a tree's feed of leaves from its own appends", () => {
     for (let seq = from + 1; seq <= to; seq += per) {
       const rows = Array.from({ length: Math.min(per, to - seq + 1) }, (_, i) => rowText(seq + i));
       const { entries, ends } = entriesOf(rows);
-      feed.take(seq, entries, ends);
+      feed.take(seq, entries, ends, Buffer.from(rows.map((_, i) => chainOfRow(seq + i)).join(""), "hex"));
     }
   };
 
@@ -88,6 +90,7 @@ describe("a tree's feed of leaves from its own appends", () => {
       expect(Buffer.from(leaves).toString("hex")).toBe(Array.from({ length: upTo - size }, (_, i) => leafOfRow(size + i + 1)).join(""));
       const ref = referenceTree(upTo);
       expect(hex(got?.extended.edge ?? [])).toEqual(hex(ref.edge().map((n) => n.hash)));
+      expect(got?.last, `the chain hash of row ${upTo}`).toBe(chainOfRow(upTo));
       edge = got?.extended.edge ?? [];
       size = upTo;
     }

@@ -70,7 +70,7 @@ function extendPlain(size: number, edge: Uint8Array[], leaves: Uint8Array, sha: 
 const sha256 = (b: Uint8Array): Uint8Array => digest("sha256", b, "buffer") as Uint8Array;
 
 /** Leaves a feed keeps at most (8 MiB); past that it starts over and the tree reads rows back. */
-export const MAX_KEPT = 262_144;
+const MAX_KEPT = 262_144;
 /** Feeds the thread keeps leaves for at most: the least recently used is dropped (its tree reads rows back). */
 const THREAD_FEEDS = 8;
 
@@ -79,13 +79,13 @@ const THREAD_FEEDS = 8;
  * [start, start + count): appending copies in, taking copies out, nothing is moved or regrown.
  * Self-contained (the thread evaluates the text of the functions below).
  */
-export interface Kept { first: number; start: number; count: number; chunks: Uint8Array[] }
+interface Kept { first: number; start: number; count: number; chunks: Uint8Array[] }
 
 /** An empty {@link Kept} from seq `first`. */
-export const emptyKept = (first: number): Kept => ({ first, start: 0, count: 0, chunks: [] });
+const emptyKept = (first: number): Kept => ({ first, start: 0, count: 0, chunks: [] });
 
 /** Appends hashes (32 bytes each) after the kept ones. */
-export function keptAppend(k: Kept, hashes: Uint8Array): void {
+function keptAppend(k: Kept, hashes: Uint8Array): void {
   const n = hashes.length / 32;
   for (let done = 0; done < n;) {
     const at = k.start + k.count;
@@ -99,15 +99,7 @@ export function keptAppend(k: Kept, hashes: Uint8Array): void {
   }
 }
 
-function keptPush(k: Kept, leaf: Uint8Array): void {
-  const at = k.start + k.count;
-  const c = Math.floor(at / 2048);
-  if (c === k.chunks.length) k.chunks.push(new Uint8Array(2048 * 32));
-  (k.chunks[c] as Uint8Array).set(leaf, (at % 2048) * 32);
-  k.count++;
-}
-
-/** Drops the leaves up to seq `size`. */
+/** Drops the hashes up to seq `size`. */
 function keptDrop(k: Kept, size: number): void {
   if (k.first > size) return;
   const drop = Math.min(k.count, size + 1 - k.first);
@@ -120,7 +112,7 @@ function keptDrop(k: Kept, size: number): void {
 }
 
 /** The leaves of seqs (size, to], 32 bytes each, when all are kept (after dropping those up to `size`); null otherwise. */
-export function keptRange(k: Kept, size: number, to: number): Uint8Array | null {
+function keptRange(k: Kept, size: number, to: number): Uint8Array | null {
   keptDrop(k, size);
   if (k.count === 0 || k.first !== size + 1 || k.first + k.count - 1 < to) return null;
   const n = to - size;
@@ -135,11 +127,19 @@ export function keptRange(k: Kept, size: number, to: number): Uint8Array | null 
   return out;
 }
 
+/** The hash kept for seq `seq`, or null when it is not kept. */
+function keptAt(k: Kept, seq: number): Uint8Array | null {
+  if (seq < k.first || seq >= k.first + k.count) return null;
+  const at = k.start + seq - k.first;
+  const position = at % 2048;
+  return (k.chunks[Math.floor(at / 2048)] as Uint8Array).subarray(position * 32, position * 32 + 32);
+}
+
 /** Hashes entries (each 0x00 ‖ row bytes, ending at `ends`) into leaves kept after the ones before. */
 function keptHash(k: Kept, entries: Uint8Array, ends: Uint32Array, sha: (b: Uint8Array) => Uint8Array): void {
   let from = 0;
   for (const end of ends) {
-    keptPush(k, sha(entries.subarray(from, end)));
+    keptAppend(k, sha(entries.subarray(from, end)));
     from = end;
   }
 }
@@ -149,7 +149,7 @@ const { parentPort } = require("node:worker_threads");
 const crypto = require("node:crypto");
 const sha = crypto.hash ? (b) => crypto.hash("sha256", b, "buffer") : (b) => crypto.createHash("sha256").update(b).digest();
 const extend = (${extendPlain.toString()});
-const keptPush = (${keptPush.toString()});
+const keptAppend = (${keptAppend.toString()});
 const keptDrop = (${keptDrop.toString()});
 const keptRange = (${keptRange.toString()});
 const keptHash = (${keptHash.toString()});
@@ -178,9 +178,7 @@ parentPort.on("message", (m) => {
       // The buffers go back to be staged into again: fresh memory costs a page fault per 4 KiB.
       parentPort.postMessage({ spare: true, entries: m.entries, ends: m.ends }, [m.entries, m.ends]);
     } else if (m.op === "leaves") {
-      const k = feed(m.feed, m.first);
-      const leaves = new Uint8Array(m.leaves);
-      for (let i = 0; i < leaves.length; i += 32) keptPush(k, leaves.subarray(i, i + 32));
+      keptAppend(feed(m.feed, m.first), new Uint8Array(m.leaves));
     } else if (m.op === "drop") {
       feeds.delete(m.feed);
     } else if (m.op === "kept") {
@@ -395,7 +393,9 @@ export class LeafFeed {
   #first = 0;
   #count = 0;
   #remote = false;
-  readonly #local: Kept = { first: 0, start: 0, count: 0, chunks: [] };
+  readonly #local: Kept = emptyKept(0);
+  /** The kept rows' chain hashes, here: what the next row read back must link to. */
+  #hashes: Kept = emptyKept(0);
   #staged: Staged;
 
   constructor(hasher: TreeHasher, id: number) {
@@ -409,37 +409,44 @@ export class LeafFeed {
     return this.#count === 0 ? null : this.#first;
   }
 
-  /** Takes the entries of the rows from seq `first` an append committed; a gap (another process appended) starts over. */
-  take(first: number, entries: Uint8Array, ends: Uint32Array): void {
+  /**
+   * Takes the entries and chain hashes (32 bytes each) of the rows from seq `first` an append
+   * committed; a gap (another process appended) starts over.
+   */
+  take(first: number, entries: Uint8Array, ends: Uint32Array, hashes: Uint8Array): void {
     const n = ends.length;
     if (n === 0) return;
     if (this.#count === 0 || this.#first + this.#count !== first || this.#count + n > MAX_KEPT) this.#reset(first);
     this.#staged.add(entries, ends);
+    keptAppend(this.#hashes, hashes);
     this.#count += n;
     if (this.#staged.rows >= STAGE_ROWS || this.#staged.bytes >= STAGE_BYTES) this.#settle(true);
   }
 
   /**
-   * The leaves of seqs (size, to] (32 bytes each) and a tree of `size` leaves with right edge
-   * `edge` extended by them; null when the feed does not hold every one of them.
+   * The leaves of seqs (size, to] (32 bytes each), a tree of `size` leaves with right edge `edge`
+   * extended by them, and the chain hash of row `to`; null when the feed does not hold every one.
    */
-  async extend(size: number, edge: readonly Hash[], to: number): Promise<{ leaves: Uint8Array; extended: Extended } | null> {
+  async extend(size: number, edge: readonly Hash[], to: number): Promise<{ leaves: Uint8Array; extended: Extended; last: string } | null> {
     if (this.#count === 0 || to <= size) return null;
     this.#settle(to - size >= WORKER_MIN_LEAVES);
     // What the catch-up no longer needs is forgotten here and on the thread alike.
     const drop = Math.max(0, Math.min(this.#count, size + 1 - this.#first));
     this.#first += drop;
     this.#count -= drop;
-    if (this.#count === 0 || this.#first !== size + 1 || this.#first + this.#count - 1 < to) return null;
+    keptDrop(this.#hashes, size);
+    const lastHash = keptAt(this.#hashes, to);
+    if (this.#count === 0 || this.#first !== size + 1 || this.#first + this.#count - 1 < to || lastHash === null) return null;
+    const last = Buffer.from(lastHash).toString("hex");
     if (!this.#remote) {
       const leaves = keptRange(this.#local, size, to);
-      return leaves === null ? null : { leaves, extended: await this.#hasher.extend(size, edge, leaves) };
+      return leaves === null ? null : { leaves, extended: await this.#hasher.extend(size, edge, leaves), last };
     }
     const edgeBytes = transferable(Buffer.concat(edge));
     try {
       const reply = await this.#hasher.ask({ op: "kept", feed: this.#id, size, to, edge: edgeBytes }, [edgeBytes]);
       const extended = extendedOf(reply);
-      if (extended !== null && reply.leaves !== undefined && reply.leaves.byteLength === (to - size) * 32) return { leaves: new Uint8Array(reply.leaves), extended };
+      if (extended !== null && reply.leaves !== undefined && reply.leaves.byteLength === (to - size) * 32) return { leaves: new Uint8Array(reply.leaves), extended, last };
     } catch {
       // The thread failed: what it held is gone.
     }
@@ -453,7 +460,8 @@ export class LeafFeed {
     this.#remote = false;
     this.#first = first;
     this.#count = 0;
-    Object.assign(this.#local, { first, start: 0, count: 0, chunks: [] });
+    Object.assign(this.#local, emptyKept(first));
+    this.#hashes = emptyKept(first);
     this.#staged = new Staged(this.#hasher);
   }
 

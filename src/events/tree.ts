@@ -19,8 +19,8 @@ import { StoreError, StoreErrorCode } from "./errors.js";
 import { chainBytes, GENESIS_HASH } from "./hash.js";
 import type { EventLog, LogTree } from "./port.js";
 import type { StoredCheckpoint, StoredTile, TreeTable } from "./tables.js";
-import { emptyKept, keptAppend, keptRange, MAX_KEPT, treeHasher } from "./tree-hasher.js";
-import type { Extended, Kept, LeafFeed } from "./tree-hasher.js";
+import { treeHasher } from "./tree-hasher.js";
+import type { Extended, LeafFeed } from "./tree-hasher.js";
 
 /** Events read per page while catching up, and leaves per transaction that stores tiles. */
 const PAGE = 4_096;
@@ -111,9 +111,8 @@ export class StoredTree implements LogTree {
   /** The widest partial tiles read, by level/index: their first `width` hashes never change. */
   readonly #partial = new Map<string, StoredTile>();
   #resumed: Resumed | null = null;
-  /** This process's own appends not yet in the stored tree: their leaves, hashed off this thread, and their chain hashes. */
-  #leaves: LeafFeed | null = null;
-  #hashes: Kept | null = null;
+  /** This process's own appends not yet in the stored tree: their leaves (hashed off this thread) and chain hashes. */
+  readonly #own: LeafFeed | null = null;
   /** Catch-ups run one at a time. */
   #running: Promise<unknown> = Promise.resolve();
   readonly hashes: HashReader;
@@ -123,23 +122,9 @@ export class StoredTree implements LogTree {
     this.#table = table;
     this.hashes = (level, index) => this.#hash(level, index);
     if (feed !== undefined) {
-      const leaves = (this.#leaves = treeHasher.feed());
-      feed((first, entries, ends, hashes) => {
-        leaves.take(first, entries, ends);
-        this.#took(first, hashes);
-      });
+      const own = (this.#own = treeHasher.feed());
+      feed((first, entries, ends, hashes) => own.take(first, entries, ends, hashes));
     }
-  }
-
-  /** Keeps the chain hashes of an append of this process; a gap (another process appended) starts over from it. */
-  #took(first: number, hashes: Uint8Array): void {
-    const n = hashes.length / HASH_SIZE;
-    let k = this.#hashes;
-    if (k === null || k.first + k.count !== first || k.count + n > MAX_KEPT) {
-      k = this.#hashes = n > MAX_KEPT ? null : emptyKept(first);
-      if (k === null) return;
-    }
-    keptAppend(k, hashes);
   }
 
   async size(): Promise<number> {
@@ -259,16 +244,15 @@ export class StoredTree implements LogTree {
   /** Appends the leaves of seqs (size, to] to the resumed tree; `touched` gets every tile they change. */
   async #extend(resumed: Resumed, size: number, to: number, touched: Map<string, OpenTile>): Promise<void> {
     // The rows before this process's own kept appends (another process's, or before the tree asked) are read back.
-    const first = this.#hashes?.first ?? Number.POSITIVE_INFINITY;
+    const first = this.#own?.first ?? Number.POSITIVE_INFINITY;
     const from = first > size + 1 && first <= to ? first - 1 : size;
     if (from > size) await this.#extendFromRows(resumed, size, from, touched);
-    const hashes = this.#hashes === null ? null : keptRange(this.#hashes, from, to);
-    const kept = hashes === null || this.#leaves === null ? null : await this.#leaves.extend(from, resumed.tree.edge().map((n) => n.hash), to);
-    if (kept !== null && hashes !== null) {
+    const kept = this.#own === null ? null : await this.#own.extend(from, resumed.tree.edge().map((n) => n.hash), to);
+    if (kept !== null) {
       // This process's own appends, written as they were appended: nothing to read back, and the
       // leaves and interior hashes computed on the hashing thread (docs/adr/0146).
       appendLeaves(resumed, from, kept.leaves, kept.extended, touched);
-      resumed.lastHash = Buffer.from(hashes.subarray(hashes.length - HASH_SIZE)).toString("hex");
+      resumed.lastHash = kept.last;
     } else if (from < to) {
       await this.#extendFromRows(resumed, from, to, touched);
     }

@@ -248,7 +248,6 @@ const derOfPem = new Map<string, Uint8Array | undefined>();
 const DER_KEPT = 64;
 
 function readPublicKeyDer(pem: string): Uint8Array | undefined {
-  if (typeof pem !== "string") return undefined;
   const lines = pem.split(/\r?\n/).map((l) => l.trim());
   let state: "before" | "inside" | "after" = "before";
   let body = "";

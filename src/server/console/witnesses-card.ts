@@ -51,9 +51,8 @@ export interface ProofCoverage {
   readonly signs: boolean;
 }
 
-/** When the events past the newest checkpoint get a proof, or "" when it covers them all. */
-function later(c: ProofCoverage, covered: number): Markup | string {
-  if (covered >= c.head) return "";
+/** When the events past the newest checkpoint (of `covered` events, fewer than the head) get a proof. */
+function later(c: ProofCoverage, covered: number): Markup {
   const which = covered + 1 === c.head ? `Event ${c.head} gets` : `Events ${covered + 1} to ${c.head} get`;
   return html` ${which} one after the next checkpoint${c.signs ? "" : ", once the log signs checkpoints again (see Signed checkpoints above)"}.`;
 }
