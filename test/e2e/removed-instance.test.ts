@@ -146,6 +146,26 @@ describe("a removed instance on every face", () => {
     expect(log.text).toMatch(/imported by owner:cli as batch import-[^<]*— from removed instance ecb-fx \(removed at /);
   });
 
+  it("the console's integrity page offers a proof only for the events the newest signed checkpoint covers, and serves it", async () => {
+    // `up` signs a checkpoint within seconds of the log growing.
+    let size = 0;
+    for (let waited = 0; size === 0 && waited < 20_000; waited += 200) {
+      const r = await fetch(`${url}/tlog/checkpoint`);
+      if (r.ok) size = Number((await r.text()).split("\n")[1]);
+      else await new Promise((done) => setTimeout(done, 200));
+    }
+    expect(size).toBeGreaterThan(0);
+    const page = await get("/integrity");
+    expect(page.status).toBe(200);
+    const max = Number(/<input id="proof-seq" type="number" name="seq" min="1" max="(\d+)"/.exec(page.text)?.[1]);
+    // The newest checkpoint when the page was made: at least the one just fetched.
+    expect(max).toBeGreaterThanOrEqual(size);
+    expect(page.text).toMatch(new RegExp(`Events 1 to ${max} have one|Every event so far \\(1 to ${max}\\) has one`));
+    const proof = await get(`/integrity/proof?seq=${max}`);
+    expect(proof.status).toBe(200);
+    expect(proof.text).toMatch(/^c2sp\.org\/tlog-proof@v1\n/);
+  });
+
   it("a plain delete is a removed instance too, with its grant and Secrets kept", async () => {
     await run(["delete", "plugin", "ledger-view"]);
     const first = (await run(["why", "ledger-view"])).stdout.split("\n")[0];
