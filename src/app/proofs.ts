@@ -245,7 +245,7 @@ export async function exportLog(store: EventLog, since: number, until: number | 
   }
   const tail = exportTail(await consistency(store, to, checkpoint.size), note).split("\n");
   for (const l of tail.slice(0, -1)) await sink(l);
-  const cosigners = (note.match(/\n— /g)?.length ?? 1) - 1;
+  const cosigners = (note.match(/\n\u2014 /g)?.length ?? 1) - 1;
   return { from: since, to, size: checkpoint.size, cosigners };
 }
 

@@ -58,9 +58,9 @@ export const CAPS = Object.freeze({
   schemaValues: 8192,
   /** Subschemas of a config schema (every object or boolean where a schema stands): ajv's compile time grows with them. */
   schemaSubschemas: 2048,
-  /** Items of any array in a config schema: `enum`, `required`, `anyOf`, `examples`, … */
+  /** Items of any array in a config schema: `enum`, `required`, `anyOf`, `examples` and the like */
   schemaListItems: 1024,
-  /** Members of any object in a config schema: `properties`, `$defs`, … */
+  /** Members of any object in a config schema: `properties`, `$defs` and the like */
   schemaKeys: 1024,
   /** Any string in a config schema, member names included. */
   schemaString: 4096,
@@ -70,7 +70,7 @@ export const CAPS = Object.freeze({
   patternProgram: 1000,
   /** Instructions of all the patterns of one config schema together. */
   schemaPatternPrograms: 4000,
-  /** The longest string a `format` (uri, email, date-time, …) is checked on; longer ones fail it. */
+  /** The longest string a `format` (uri, email, date-time and the rest) is checked on; longer ones fail it. */
   formatString: 4096,
 
   /** The catalog file, UTF-8 bytes. */

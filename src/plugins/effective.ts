@@ -116,7 +116,7 @@ export class EffectivePermissions {
   }
 
   /**
-   * The effective PolicyRules (docs/adr/0021): requested ∩ granted, and none unless the view
+   * The effective PolicyRules (docs/adr/0021): requested intersected with granted, and none unless the view
    * capability is granted. What the plugin's ClusterRole holds and the gateway enforces.
    */
   get rbac(): PolicyRule[] {

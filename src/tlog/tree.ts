@@ -127,7 +127,7 @@ export class MerkleTree {
     return { index, nodes, tileEntries };
   }
 
-  /** Appends an entry: its leaf hash is SHA-256(0x00 ‖ data). */
+  /** Appends an entry: its leaf hash is SHA-256(0x00 || data). */
   appendData(data: Uint8Array): Appended {
     return this.append(leafHash(data));
   }
