@@ -93,12 +93,13 @@ const overTarget = (kind: "read" | "audit", times: number, what: "wall" | "cpu")
   const base = what === "wall" ? baseWall : baseCpu;
   return [...results].filter(([key, r]) => names.has(key) && median(r[what]) > times * base).map(([key]) => key);
 };
+// The targets are in wall time, what a person waits for; CPU is shown beside it because on a
+// loaded machine wall time compresses every ratio towards 1.
 console.log();
 for (const [kind, times, label] of [["read", 2, "read command"], ["audit", 3, "audit"]] as const) {
-  for (const what of ["wall", "cpu"] as const) {
-    const over = overTarget(kind, times, what);
-    const unit = what === "wall" ? "wall" : "CPU";
-    console.log(over.length === 0 ? `Every ${label} from the bundle is within ${times} × node -e 0 (${unit}).` : `Over ${times} × node -e 0 (${unit}), the ${label} target: ${over.join(", ")}.`);
-  }
+  const over = overTarget(kind, times, "wall");
+  console.log(over.length === 0 ? `Target met: every ${label} from the bundle is within ${times} × node -e 0 (wall).` : `Target missed: over ${times} × node -e 0 (wall), the ${label} target: ${over.join(", ")}.`);
+  const overCpu = overTarget(kind, times, "cpu");
+  if (overCpu.length > 0) console.log(`  In CPU (not the target), over ${times} ×: ${overCpu.join(", ")}.`);
 }
 rmSync(dir, { recursive: true, force: true });
