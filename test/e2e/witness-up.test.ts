@@ -1,7 +1,8 @@
 /**
  * `up --witness` as users run it (the bundle, as processes): `openfief witness` follows the log,
  * `up` submits each checkpoint it signs, the published /tlog/checkpoint carries the witness's
- * cosignature, and a proof made after `up` stops carries it too and verifies with the witness's key.
+ * cosignature, and a proof made after `up` stops carries it too and verifies with the witness's key;
+ * an export counts it.
  * A bad --witness is one line and exit 2.
  */
 import { mkdtempSync, rmSync } from "node:fs";
@@ -62,6 +63,10 @@ describe("up --witness", () => {
     expect(proof.stdout).toMatch(/cosigned by witness\.test\/up\+[0-9a-f]{8}\n$/);
     const v = await spawnOpenfief(["verify-proof", join(root, "e1.tlog-proof"), "--key", logKey, "--witness", wkey]);
     expect([v.code, v.stderr]).toEqual([0, ""]);
+    // An export counts the cosignatures on the checkpoint it proves against.
+    const exported = await spawnOpenfief(["export", "--since", "1", "--data", data, "--out", join(root, "all.tlog-export")]);
+    expect([exported.code, exported.stderr]).toEqual([0, ""]);
+    expect(exported.stdout).toMatch(/proved against the checkpoint of \d+ events \(1 cosignature\)\n$/);
   }, 240_000);
 
   it("refuses a --witness that is not an http(s) URL: one line, exit 2", async () => {
